@@ -1,0 +1,130 @@
+/**
+ * Server configuration from the environment (DESIGN §2). Every bad value is a single-line
+ * ConfigError naming the variable, so IT sees exactly what to fix.
+ */
+import path from 'node:path';
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export interface ServerConfig {
+  host: string;
+  port: number;
+  publicUrl: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  seedFile: string | undefined;
+  adminToken: string | undefined;
+  maxUploadBytes: number;
+  webhookRetryDelaysMs: number[];
+  webhookTimeoutMs: number;
+  allowPrivateCallbacks: boolean;
+  audience: string;
+  tokenLifetimeSeconds: number;
+  /** Token requests per client per minute before 429. */
+  tokenRateLimitPerMinute: number;
+  /** An external OIDC issuer whose tokens the API accepts besides its own. */
+  externalIssuer: string | undefined;
+  logLevel: string;
+  /** Body limit of JSON requests (not uploads). */
+  maxJsonBytes: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+export function parseDuration(name: string, raw: string, defaultUnit: 'ms' | 's' = 's'): number {
+  const match = DURATION.exec(raw.trim());
+  if (!match) throw new ConfigError(`${name}=${JSON.stringify(raw)} is not a duration (examples: 500ms, 10s, 15m, 1h)`);
+  const unit = match[2] ?? defaultUnit;
+  return Math.round(Number(match[1]) * (UNIT_MS[unit] ?? 1000));
+}
+
+const SIZE = /^(\d+(?:\.\d+)?)\s*(b|kb|kib|mb|mib|gb|gib|tb|tib)?$/i;
+const SIZE_FACTOR: Record<string, number> = {
+  b: 1,
+  kb: 1e3,
+  kib: 1024,
+  mb: 1e6,
+  mib: 1024 ** 2,
+  gb: 1e9,
+  gib: 1024 ** 3,
+  tb: 1e12,
+  tib: 1024 ** 4,
+};
+
+export function parseSize(name: string, raw: string): number {
+  const match = SIZE.exec(raw.trim());
+  if (!match) throw new ConfigError(`${name}=${JSON.stringify(raw)} is not a size (examples: 1048576, 500MiB, 4GiB)`);
+  const factor = SIZE_FACTOR[(match[2] ?? 'b').toLowerCase()] ?? 1;
+  const bytes = Math.floor(Number(match[1]) * factor);
+  if (bytes < 1) throw new ConfigError(`${name} must be at least 1 byte`);
+  return bytes;
+}
+
+function parseBoolean(name: string, raw: string): boolean {
+  const value = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(value)) return true;
+  if (['0', 'false', 'no', 'off', ''].includes(value)) return false;
+  throw new ConfigError(`${name}=${JSON.stringify(raw)} must be true or false`);
+}
+
+function parsePort(raw: string): number {
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT=${JSON.stringify(raw)} must be an integer from 0 to 65535`);
+  return port;
+}
+
+function parseUrl(name: string, raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('scheme');
+    return url.toString().replace(/\/$/, '');
+  } catch {
+    throw new ConfigError(`${name}=${JSON.stringify(raw)} must be an http(s) URL`);
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerConfig {
+  const host = env.HOST?.trim() || '127.0.0.1';
+  const port = env.PORT !== undefined && env.PORT !== '' ? parsePort(env.PORT) : 8080;
+  const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  const publicUrl = env.PATIENT_DOCS_PUBLIC_URL ? parseUrl('PATIENT_DOCS_PUBLIC_URL', env.PATIENT_DOCS_PUBLIC_URL) : `http://${urlHost}:${port}`;
+  const databaseUrl = env.PATIENT_DOCS_DATABASE_URL?.trim() || undefined;
+  if (databaseUrl !== undefined && !/^(postgres|postgresql):\/\//.test(databaseUrl) && !databaseUrl.startsWith('sqlite:')) {
+    throw new ConfigError(`PATIENT_DOCS_DATABASE_URL must start with postgres:// or sqlite: (got ${JSON.stringify(databaseUrl.split(':')[0])}:…)`);
+  }
+  const retryRaw = env.PATIENT_DOCS_WEBHOOK_RETRY_DELAYS ?? '15m,15m,15m';
+  const webhookRetryDelaysMs =
+    retryRaw.trim() === '' ? [] : retryRaw.split(',').map((part) => parseDuration('PATIENT_DOCS_WEBHOOK_RETRY_DELAYS', part));
+  const logLevel = (env.PATIENT_DOCS_LOG_LEVEL ?? env.LOG_LEVEL ?? 'info').toLowerCase();
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`PATIENT_DOCS_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  const lifetime = parseDuration('PATIENT_DOCS_TOKEN_LIFETIME', env.PATIENT_DOCS_TOKEN_LIFETIME ?? '1800s');
+  if (lifetime < 1000) throw new ConfigError('PATIENT_DOCS_TOKEN_LIFETIME must be at least 1s');
+  const rate = Number(env.PATIENT_DOCS_TOKEN_RATE_LIMIT ?? '120');
+  if (!Number.isInteger(rate) || rate < 1) throw new ConfigError('PATIENT_DOCS_TOKEN_RATE_LIMIT must be a positive integer (token requests per client per minute)');
+  return {
+    host,
+    port,
+    publicUrl,
+    dataDir: path.resolve(cwd, env.PATIENT_DOCS_DATA_DIR?.trim() || './data'),
+    databaseUrl,
+    seedFile: env.PATIENT_DOCS_SEED?.trim() ? path.resolve(cwd, env.PATIENT_DOCS_SEED.trim()) : undefined,
+    adminToken: env.PATIENT_DOCS_ADMIN_TOKEN?.trim() || undefined,
+    maxUploadBytes: parseSize('PATIENT_DOCS_MAX_UPLOAD_BYTES', env.PATIENT_DOCS_MAX_UPLOAD_BYTES ?? '4GiB'),
+    webhookRetryDelaysMs,
+    webhookTimeoutMs: parseDuration('PATIENT_DOCS_WEBHOOK_TIMEOUT', env.PATIENT_DOCS_WEBHOOK_TIMEOUT ?? '10s'),
+    allowPrivateCallbacks: parseBoolean('PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS', env.PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS ?? 'false'),
+    audience: env.PATIENT_DOCS_AUDIENCE?.trim() || 'api://patient-docs',
+    tokenLifetimeSeconds: Math.round(lifetime / 1000),
+    tokenRateLimitPerMinute: rate,
+    externalIssuer: env.PATIENT_DOCS_EXTERNAL_ISSUER ? parseUrl('PATIENT_DOCS_EXTERNAL_ISSUER', env.PATIENT_DOCS_EXTERNAL_ISSUER) : undefined,
+    logLevel,
+    maxJsonBytes: parseSize('PATIENT_DOCS_MAX_JSON_BYTES', env.PATIENT_DOCS_MAX_JSON_BYTES ?? '1MiB'),
+  };
+}

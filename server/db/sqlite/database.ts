@@ -1,0 +1,32 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import type { Migration } from './migrations.js';
+
+export type SqliteDatabase = Database.Database;
+
+/** Opens (creating if needed) the embedded database with WAL and applies pending migrations. */
+export function openSqlite(file: string, migrations: Migration[]): SqliteDatabase {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('cache_size = -32000');
+  migrate(db, migrations);
+  return db;
+}
+
+export function migrate(db: SqliteDatabase, migrations: Migration[]): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL) WITHOUT ROWID');
+  const applied = new Set(db.prepare('SELECT name FROM schema_migrations').pluck().all() as string[]);
+  const record = db.prepare('INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)');
+  for (const migration of migrations) {
+    if (applied.has(migration.name)) continue;
+    db.transaction(() => {
+      db.exec(migration.sql);
+      record.run(migration.name, new Date().toISOString());
+    }).immediate();
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * SQLite schema, as ordered migrations. A migration is applied once, in a transaction, and
+ * recorded in schema_migrations by name. Areas append their own lists (see store.ts).
+ */
+export interface Migration {
+  name: string;
+  sql: string;
+}
+
+export const CORE_MIGRATIONS: Migration[] = [
+  {
+    name: '001-core',
+    sql: `
+      CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+
+      CREATE TABLE organizations (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      ) WITHOUT ROWID;
+
+      CREATE TABLE patients (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        name_key TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      ) WITHOUT ROWID;
+
+      CREATE TABLE patient_organizations (
+        patient_id TEXT NOT NULL REFERENCES patients(id),
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        PRIMARY KEY (patient_id, organization_id)
+      ) WITHOUT ROWID;
+      CREATE INDEX patient_organizations_by_org ON patient_organizations(organization_id, patient_id);
+
+      CREATE TABLE patient_consents (
+        patient_id TEXT NOT NULL REFERENCES patients(id),
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        granted_at TEXT NOT NULL,
+        PRIMARY KEY (patient_id, organization_id)
+      ) WITHOUT ROWID;
+
+      CREATE TABLE clients (
+        client_id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        secret_hash TEXT NOT NULL,
+        scopes TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        disabled_at TEXT
+      ) WITHOUT ROWID;
+
+      CREATE TABLE client_organizations (
+        client_id TEXT NOT NULL REFERENCES clients(client_id),
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        PRIMARY KEY (client_id, organization_id)
+      ) WITHOUT ROWID;
+
+      CREATE TABLE documents (
+        id TEXT PRIMARY KEY,
+        patient_id TEXT NOT NULL REFERENCES patients(id),
+        organization_id TEXT NOT NULL,
+        file_name TEXT NOT NULL,
+        name_key TEXT NOT NULL,
+        file_type TEXT NOT NULL,
+        path TEXT NOT NULL,
+        path_key TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        last_modified_at TEXT NOT NULL,
+        has_content INTEGER NOT NULL DEFAULT 0,
+        file_size INTEGER,
+        sha256 TEXT,
+        version INTEGER NOT NULL DEFAULT 0,
+        content_key TEXT,
+        content_type TEXT,
+        thumbnail_key TEXT,
+        created_by TEXT NOT NULL,
+        deleted_at TEXT
+      ) WITHOUT ROWID;
+      -- One live document per (patient, folder, name), case-insensitively.
+      CREATE UNIQUE INDEX documents_unique_name ON documents(patient_id, path_key, name_key) WHERE deleted_at IS NULL;
+      -- Whole-patient listing sorted by time: an index walk, no sort.
+      CREATE INDEX documents_by_modified ON documents(patient_id, last_modified_at, id) WHERE deleted_at IS NULL;
+      -- Folder filter: a range over path_key ('/a' and '/a/' .. '/a0').
+      CREATE INDEX documents_by_path ON documents(patient_id, path_key, last_modified_at, id) WHERE deleted_at IS NULL;
+
+      CREATE TABLE orders (
+        id TEXT PRIMARY KEY,
+        patient_id TEXT NOT NULL REFERENCES patients(id),
+        organization_id TEXT NOT NULL REFERENCES organizations(id),
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      ) WITHOUT ROWID;
+
+      -- Transactional outbox: written in the same transaction as the change that caused it.
+      CREATE TABLE outbox_events (
+        sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        event_type TEXT NOT NULL,
+        patient_id TEXT,
+        organization_id TEXT,
+        operation_id TEXT NOT NULL,
+        occurred_at TEXT NOT NULL,
+        data TEXT NOT NULL
+      );
+
+      CREATE TABLE signing_keys (
+        kid TEXT PRIMARY KEY,
+        private_jwk TEXT NOT NULL,
+        public_jwk TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        retired_at TEXT
+      ) WITHOUT ROWID;
+    `,
+  },
+];

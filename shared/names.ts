@@ -1,0 +1,85 @@
+/**
+ * File-name and path rules (DESIGN §3 "Documents"). Pure functions shared by the server, which
+ * enforces them, and the sync engine, which reports a file the server would refuse before sending it.
+ */
+
+export const MAX_FILE_NAME_LENGTH = 255;
+export const MAX_PATH_LENGTH = 1024;
+export const ROOT_PATH = '/';
+
+export type NameCheck = { ok: true; value: string } | { ok: false; rule: string };
+
+// eslint-disable-next-line no-control-regex
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/u;
+
+function codePointLength(value: string): number {
+  let length = 0;
+  for (const _ of value) length += 1;
+  return length;
+}
+
+/** Validates one name (a file name or a path segment) and returns its NFC form. */
+export function checkName(raw: string, label = 'fileName'): NameCheck {
+  const value = raw.normalize('NFC');
+  if (value.trim().length === 0) return { ok: false, rule: `${label} must not be blank` };
+  if (codePointLength(value) > MAX_FILE_NAME_LENGTH) {
+    return { ok: false, rule: `${label} must be at most ${MAX_FILE_NAME_LENGTH} characters` };
+  }
+  if (value.includes('/') || value.includes('\\')) return { ok: false, rule: `${label} must not contain '/' or '\\'` };
+  if (CONTROL_CHARACTERS.test(value)) return { ok: false, rule: `${label} must not contain control characters` };
+  if (value === '.' || value === '..') return { ok: false, rule: `${label} must not be '.' or '..'` };
+  if (value !== value.trim()) return { ok: false, rule: `${label} must not begin or end with spaces` };
+  return { ok: true, value };
+}
+
+export function checkFileName(raw: string): NameCheck {
+  return checkName(raw, 'fileName');
+}
+
+/**
+ * Validates a folder path and returns its canonical form: NFC, a leading '/', no trailing '/'
+ * (except the root), every segment a valid name.
+ */
+export function checkPath(raw: string, label = 'path'): NameCheck {
+  const value = raw.normalize('NFC');
+  if (!value.startsWith('/')) return { ok: false, rule: `${label} must begin with '/'` };
+  if (codePointLength(value) > MAX_PATH_LENGTH) {
+    return { ok: false, rule: `${label} must be at most ${MAX_PATH_LENGTH} characters` };
+  }
+  if (value === ROOT_PATH) return { ok: true, value };
+  const trimmed = value.endsWith('/') ? value.slice(0, -1) : value;
+  const segments = trimmed.slice(1).split('/');
+  for (const segment of segments) {
+    if (segment.length === 0) return { ok: false, rule: `${label} must not contain empty segments ('//')` };
+    const check = checkName(segment, `${label} segment`);
+    if (!check.ok) return check;
+  }
+  return { ok: true, value: trimmed };
+}
+
+/** The key that uniqueness and path filters compare: case-insensitive after NFC. */
+export function foldKey(value: string): string {
+  return value.normalize('NFC').toLowerCase();
+}
+
+export function joinPath(base: string, ...segments: string[]): string {
+  const parts = [base, ...segments].flatMap((part) => part.split('/')).filter((part) => part.length > 0);
+  return parts.length === 0 ? ROOT_PATH : `/${parts.join('/')}`;
+}
+
+/** `scan.stl` → `STL`; no extension → `BIN` (DESIGN §3). */
+export function fileTypeFromName(fileName: string): string {
+  const dot = fileName.lastIndexOf('.');
+  if (dot <= 0 || dot === fileName.length - 1) return 'BIN';
+  const extension = fileName.slice(dot + 1).toUpperCase();
+  return FILE_TYPE_PATTERN.test(extension) ? extension : 'BIN';
+}
+
+export const FILE_TYPE_PATTERN = /^[A-Z0-9]{1,16}$/;
+
+/** Ancestors of a folder path, root first: `/a/b` → `['/', '/a', '/a/b']`. */
+export function pathAncestors(path: string): string[] {
+  if (path === ROOT_PATH) return [ROOT_PATH];
+  const segments = path.slice(1).split('/');
+  return [ROOT_PATH, ...segments.map((_, index) => `/${segments.slice(0, index + 1).join('/')}`)];
+}

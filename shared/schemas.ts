@@ -1,0 +1,223 @@
+/**
+ * Wire schemas: the single source of truth for request validation, response serialization,
+ * the OpenAPI document, the sync engine's API client and the tests.
+ */
+import { Type, type Static } from 'typebox';
+
+export const Uuid = Type.String({ format: 'uuid', description: 'UUID' });
+export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC, e.g. 2026-11-21T09:30:00.000Z' });
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+
+export const SORT_FIELDS = ['lastModifiedAt', 'fileName', 'fileSize', 'fileType', 'path'] as const;
+export type SortField = (typeof SORT_FIELDS)[number];
+export const SEARCH_DEFAULTS = { offset: 0, limit: 50, maxLimit: 1000, sortBy: 'lastModifiedAt', sortDirection: 'DESC' } as const;
+export const MAX_SEARCH_IDS = 30;
+
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    instance: Type.String(),
+    messageKey: Type.String(),
+    occurredAt: Type.String(),
+    requestId: Type.Optional(Type.String()),
+  },
+  { $id: 'Problem', description: 'Problem details (SPEC §7)' },
+);
+
+export const DocumentSchema = Type.Object(
+  {
+    id: Uuid,
+    storageUrl: Type.String({ description: 'Base of the storage endpoint; upload to {storageUrl}/file' }),
+    fileName: Type.String(),
+    fileType: Type.String(),
+    path: Type.String(),
+    lastModifiedAt: Timestamp,
+    createdAt: Timestamp,
+    hasContent: Type.Boolean(),
+    fileSize: Type.Union([Type.Integer(), Type.Null()], { description: 'Bytes; null before content exists' }),
+    sha256: Type.Union([Type.String(), Type.Null()], { description: 'Lowercase hex SHA-256 of the current content' }),
+    version: Type.Integer({ description: 'Content version; 0 before the first upload' }),
+    storageDownloadUri: NullableString,
+    thumbnailDownloadUri: NullableString,
+  },
+  { $id: 'Document' },
+);
+export type DocumentDto = Static<typeof DocumentSchema>;
+
+export const PatientParams = Type.Object({ patientId: Uuid });
+export const DocumentParams = Type.Object({ patientId: Uuid, documentId: Uuid });
+export const OrganizationHeaders = Type.Object({ 'organization-id': Uuid });
+
+export const CreateDocumentBody = Type.Object({
+  fileName: Type.String({ maxLength: 4096, description: 'Not blank; 1–255 characters after NFC' }),
+  path: Type.Optional(Type.String({ maxLength: 8192, description: "Folder path beginning with '/'; default '/'" })),
+  fileType: Type.Optional(Type.String({ pattern: '^[A-Z0-9]{1,16}$', description: 'Uppercase type; default from the extension' })),
+});
+export type CreateDocumentBody = Static<typeof CreateDocumentBody>;
+
+export const CreateDocumentResponse = Type.Object({
+  id: Uuid,
+  storageUrl: Type.String(),
+  path: Type.String(),
+  fileName: Type.String(),
+  fileType: Type.String(),
+});
+export type CreateDocumentResponse = Static<typeof CreateDocumentResponse>;
+
+export const SearchBody = Type.Object({
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: SEARCH_DEFAULTS.maxLimit })),
+  path: Type.Optional(Type.String({ maxLength: 8192 })),
+  hasContent: Type.Optional(Type.Boolean()),
+  fileName: Type.Optional(Type.String({ maxLength: 1024 })),
+  fileType: Type.Optional(Type.String({ maxLength: 64 })),
+  id: Type.Optional(Type.Array(Uuid, { maxItems: MAX_SEARCH_IDS })),
+  sortBy: Type.Optional(Type.Union(SORT_FIELDS.map((field) => Type.Literal(field)))),
+  sortDirection: Type.Optional(Type.Union([Type.Literal('ASC'), Type.Literal('DESC')])),
+});
+export type SearchBody = Static<typeof SearchBody>;
+
+export const SearchResponse = Type.Object({
+  documents: Type.Array(DocumentSchema),
+  offset: Type.Integer(),
+  limit: Type.Integer(),
+  total: Type.Integer(),
+});
+export type SearchResponse = Static<typeof SearchResponse>;
+
+export const PatientSchema = Type.Object({ id: Uuid, name: Type.String(), createdAt: Timestamp, updatedAt: Timestamp });
+export type PatientDto = Static<typeof PatientSchema>;
+
+export const PatientListQuery = Type.Object({
+  name: Type.Optional(Type.String({ maxLength: 256 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: SEARCH_DEFAULTS.maxLimit })),
+});
+export const PatientListResponse = Type.Object({
+  patients: Type.Array(PatientSchema),
+  offset: Type.Integer(),
+  limit: Type.Integer(),
+  total: Type.Integer(),
+});
+export type PatientListResponse = Static<typeof PatientListResponse>;
+
+export const TokenResponse = Type.Object({
+  token_type: Type.Literal('Bearer'),
+  expires_in: Type.Integer(),
+  access_token: Type.String(),
+  scope: Type.String(),
+});
+export type TokenResponse = Static<typeof TokenResponse>;
+
+export const OAuthError = Type.Object({
+  error: Type.String(),
+  error_description: Type.Optional(Type.String()),
+});
+
+// --- Webhooks ------------------------------------------------------------------------------
+
+export const SubscribeBody = Type.Object({
+  events: Type.Array(Type.String({ maxLength: 64 }), { minItems: 1, maxItems: 32 }),
+  callback: Type.String({ maxLength: 2048 }),
+  hmac: Type.String({ minLength: 1, maxLength: 1024 }),
+});
+export type SubscribeBody = Static<typeof SubscribeBody>;
+
+export const SubscriptionSchema = Type.Object({
+  id: Uuid,
+  events: Type.Array(Type.String()),
+  callback: Type.String(),
+  organizationId: Uuid,
+  createdAt: Timestamp,
+  status: Type.Union([Type.Literal('active'), Type.Literal('disabled')]),
+});
+export type SubscriptionDto = Static<typeof SubscriptionSchema>;
+
+// --- Admin ---------------------------------------------------------------------------------
+
+export const AdminOrganizationBody = Type.Object({ id: Type.Optional(Uuid), name: Type.String({ minLength: 1, maxLength: 256 }) });
+export const OrganizationSchema = Type.Object({ id: Uuid, name: Type.String(), createdAt: Timestamp });
+export type OrganizationDto = Static<typeof OrganizationSchema>;
+
+export const AdminPatientBody = Type.Object({
+  id: Type.Optional(Uuid),
+  name: Type.String({ minLength: 1, maxLength: 256 }),
+  organizations: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
+  consents: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
+});
+export const AdminPatientPatch = Type.Object({
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  organizations: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
+  consents: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
+});
+export const AdminPatientSchema = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  organizations: Type.Array(Uuid),
+  consents: Type.Array(Uuid),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+export type AdminPatientDto = Static<typeof AdminPatientSchema>;
+
+export const SCOPES = ['Patient.File.Read', 'Patient.File.Write', 'Patient.Read', 'Webhook.Manage'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export const AdminClientBody = Type.Object({
+  clientId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._-]{1,128}$' })),
+  clientSecret: Type.Optional(Type.String({ minLength: 16, maxLength: 512 })),
+  name: Type.String({ minLength: 1, maxLength: 256 }),
+  scopes: Type.Array(Type.Union(SCOPES.map((scope) => Type.Literal(scope))), { maxItems: 16 }),
+  organizations: Type.Array(Uuid, { maxItems: 1000 }),
+});
+export const AdminClientSchema = Type.Object({
+  clientId: Type.String(),
+  name: Type.String(),
+  scopes: Type.Array(Type.String()),
+  organizations: Type.Array(Uuid),
+  createdAt: Timestamp,
+  clientSecret: Type.Optional(Type.String({ description: 'Shown once, at creation' })),
+});
+export type AdminClientDto = Static<typeof AdminClientSchema>;
+
+export const ORDER_STATUS_PATTERN = '^[A-Za-z0-9_.-]{1,64}$';
+export const AdminOrderBody = Type.Object({ patientId: Uuid, organizationId: Uuid, status: Type.String({ pattern: ORDER_STATUS_PATTERN }) });
+export const AdminOrderPatch = Type.Object({ status: Type.String({ pattern: ORDER_STATUS_PATTERN }) });
+export const OrderSchema = Type.Object({
+  id: Uuid,
+  patientId: Uuid,
+  organizationId: Uuid,
+  status: Type.String(),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
+export type OrderDto = Static<typeof OrderSchema>;
+
+export const SeedFile = Type.Object({
+  organizations: Type.Optional(Type.Array(Type.Object({ id: Uuid, name: Type.String({ minLength: 1 }) }))),
+  patients: Type.Optional(
+    Type.Array(
+      Type.Object({
+        id: Uuid,
+        name: Type.String({ minLength: 1 }),
+        organizations: Type.Optional(Type.Array(Uuid)),
+        consents: Type.Optional(Type.Array(Uuid)),
+      }),
+    ),
+  ),
+  clients: Type.Optional(
+    Type.Array(
+      Type.Object({
+        clientId: Type.String({ pattern: '^[A-Za-z0-9._-]{1,128}$' }),
+        clientSecret: Type.String({ minLength: 8 }),
+        name: Type.Optional(Type.String()),
+        scopes: Type.Array(Type.String()),
+        organizations: Type.Array(Uuid),
+      }),
+    ),
+  ),
+});
+export type SeedFile = Static<typeof SeedFile>;
