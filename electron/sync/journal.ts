@@ -1,0 +1,510 @@
+/**
+ * The sync journal (DESIGN §4): one row per local file, persisted before the engine acts on a state
+ * change, so a crash, reboot or network loss resumes where it stopped and never loses a file.
+ * Also the per-file history the UI shows and the webhook ledger that dedupes by `messageId`.
+ */
+import Database from 'better-sqlite3';
+import { canTransition, FILE_STATES, IllegalTransitionError, IN_FLIGHT_STATES } from './states.js';
+import type { FileState, HistoryEvent } from './states.js';
+
+export interface FileRecord {
+  id: number;
+  pairId: string;
+  /** Posix separators, NFC. */
+  relativePath: string;
+  remotePath: string;
+  fileName: string;
+  size: number;
+  mtimeMs: number;
+  /** SHA-256 of the bytes last hashed locally. */
+  sha256: string | null;
+  documentId: string | null;
+  /** The content the server holds as current (the `If-Match` of the next version). */
+  remoteSha256: string | null;
+  remoteVersion: number | null;
+  state: FileState;
+  attempts: number;
+  nextAttemptAt: number | null;
+  errorCode: string | null;
+  /** Plain language, shown to clinic staff. */
+  errorMessage: string | null;
+  /** The server's problem detail, shown on demand. */
+  errorDetail: string | null;
+  bytesDone: number;
+  uploadUrl: string | null;
+  deletedLocally: boolean;
+  updatedAt: number;
+  syncedAt: number | null;
+}
+
+export interface ObservedFile {
+  size: number;
+  mtimeMs: number;
+  remotePath: string;
+  fileName: string;
+}
+
+/** The fields a caller may change together with a state. */
+export type FilePatch = Partial<
+  Pick<
+    FileRecord,
+    | 'size'
+    | 'mtimeMs'
+    | 'sha256'
+    | 'documentId'
+    | 'remoteSha256'
+    | 'remoteVersion'
+    | 'attempts'
+    | 'nextAttemptAt'
+    | 'errorCode'
+    | 'errorMessage'
+    | 'errorDetail'
+    | 'bytesDone'
+    | 'uploadUrl'
+  >
+>;
+
+/** Overrides the history entry a transition writes (e.g. `adopted` after a 409). */
+export interface HistoryNote {
+  event: HistoryEvent;
+  detail?: string;
+}
+
+export interface HistoryEntry {
+  at: number;
+  event: HistoryEvent;
+  version: number | null;
+  sha256: string | null;
+  detail: string | null;
+}
+
+export type StateCounts = Record<FileState, number>;
+
+export interface DueOptions {
+  /** Rows the caller is already working on (their in-flight state is not a crash leftover). */
+  busy?: Iterable<number>;
+  /** Only rows of these pairs (e.g. leave paused pairs out). */
+  pairIds?: readonly string[];
+}
+
+export type RetryTarget = { pairId: string } | { fileId: number };
+
+export type WebhookVerdict = 'accepted' | 'duplicate' | 'rejected';
+
+export interface WebhookRecord {
+  verdict: WebhookVerdict;
+  /** Absent when the message was rejected before it could be parsed. */
+  messageId?: string;
+  eventType?: string;
+  reason?: string;
+}
+
+export interface WebhookActivity {
+  id: number;
+  receivedAt: number;
+  verdict: WebhookVerdict;
+  messageId: string | null;
+  eventType: string | null;
+  reason: string | null;
+}
+
+export const WEBHOOK_ACTIVITY_LIMIT = 1000;
+/**
+ * How long a delivered `messageId` is remembered. Redeliveries come within the server's retry
+ * schedule (45 minutes by default); the listener refuses messages older than this, so forgetting
+ * an id never lets a replay through.
+ */
+export const MESSAGE_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+
+export const DELETED_LOCALLY_CODE = 'deleted-locally';
+
+export interface JournalOptions {
+  now?: () => number;
+}
+
+const MIGRATIONS: ReadonlyArray<{ name: string; sql: string }> = [
+  {
+    name: '001-files',
+    sql: `
+      CREATE TABLE files (
+        id INTEGER PRIMARY KEY,
+        pair_id TEXT NOT NULL,
+        relative_path TEXT NOT NULL,
+        remote_path TEXT NOT NULL,
+        file_name TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        mtime_ms INTEGER NOT NULL,
+        sha256 TEXT NULL,
+        document_id TEXT NULL,
+        remote_sha256 TEXT NULL,
+        remote_version INTEGER NULL,
+        state TEXT NOT NULL CHECK (state IN (${FILE_STATES.map((state) => `'${state}'`).join(', ')})),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_attempt_at INTEGER NULL,
+        error_code TEXT NULL,
+        error_message TEXT NULL,
+        error_detail TEXT NULL,
+        bytes_done INTEGER NOT NULL DEFAULT 0,
+        upload_url TEXT NULL,
+        deleted_locally INTEGER NOT NULL DEFAULT 0,
+        updated_at INTEGER NOT NULL,
+        synced_at INTEGER NULL,
+        UNIQUE (pair_id, relative_path)
+      );
+      CREATE INDEX files_due ON files (state, next_attempt_at);`,
+  },
+  {
+    name: '002-history',
+    sql: `
+      CREATE TABLE history (
+        id INTEGER PRIMARY KEY,
+        file_id INTEGER NOT NULL REFERENCES files (id),
+        at INTEGER NOT NULL,
+        event TEXT NOT NULL,
+        version INTEGER NULL,
+        sha256 TEXT NULL,
+        detail TEXT NULL
+      );
+      CREATE INDEX history_file ON history (file_id, id);`,
+  },
+  {
+    name: '003-webhooks',
+    sql: `
+      CREATE TABLE webhook_messages (
+        message_id TEXT PRIMARY KEY,
+        received_at INTEGER NOT NULL,
+        event_type TEXT NULL,
+        verdict TEXT NOT NULL
+      );
+      CREATE INDEX webhook_messages_received ON webhook_messages (received_at);
+      CREATE TABLE webhook_activity (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        received_at INTEGER NOT NULL,
+        verdict TEXT NOT NULL,
+        message_id TEXT NULL,
+        event_type TEXT NULL,
+        reason TEXT NULL
+      );`,
+  },
+];
+
+const FILE_COLUMNS = `id, pair_id AS pairId, relative_path AS relativePath, remote_path AS remotePath,
+  file_name AS fileName, size, mtime_ms AS mtimeMs, sha256, document_id AS documentId,
+  remote_sha256 AS remoteSha256, remote_version AS remoteVersion, state, attempts,
+  next_attempt_at AS nextAttemptAt, error_code AS errorCode, error_message AS errorMessage,
+  error_detail AS errorDetail, bytes_done AS bytesDone, upload_url AS uploadUrl,
+  deleted_locally AS deletedLocally, updated_at AS updatedAt, synced_at AS syncedAt`;
+
+// The patch keys are a closed set mapped to fixed column names, so building the UPDATE from them
+// cannot inject SQL.
+const PATCH_COLUMNS: Record<keyof FilePatch, string> = {
+  size: 'size',
+  mtimeMs: 'mtime_ms',
+  sha256: 'sha256',
+  documentId: 'document_id',
+  remoteSha256: 'remote_sha256',
+  remoteVersion: 'remote_version',
+  attempts: 'attempts',
+  nextAttemptAt: 'next_attempt_at',
+  errorCode: 'error_code',
+  errorMessage: 'error_message',
+  errorDetail: 'error_detail',
+  bytesDone: 'bytes_done',
+  uploadUrl: 'upload_url',
+};
+
+const FRESH_START: FilePatch = {
+  attempts: 0,
+  nextAttemptAt: null,
+  errorCode: null,
+  errorMessage: null,
+  errorDetail: null,
+  bytesDone: 0,
+  uploadUrl: null,
+};
+
+type RawFileRow = Omit<FileRecord, 'deletedLocally'> & { deletedLocally: number };
+
+function toRecord(row: RawFileRow): FileRecord {
+  return { ...row, deletedLocally: row.deletedLocally === 1 };
+}
+
+export function openJournal(file: string, options: JournalOptions = {}): Journal {
+  const database = new Database(file);
+  database.pragma('journal_mode = WAL');
+  // NORMAL under WAL: a power cut may lose the last transactions but never corrupts the journal;
+  // the scan at start re-observes any file whose row was lost.
+  database.pragma('synchronous = NORMAL');
+  database.pragma('foreign_keys = ON');
+  applyMigrations(database);
+  return new Journal(database, options.now ?? Date.now);
+}
+
+function applyMigrations(database: Database.Database): void {
+  database.exec('CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)');
+  const applied = new Set(database.prepare('SELECT name FROM migrations').pluck().all() as string[]);
+  for (const migration of MIGRATIONS) {
+    if (applied.has(migration.name)) continue;
+    database.transaction(() => {
+      database.exec(migration.sql);
+      database.prepare('INSERT INTO migrations (name, applied_at) VALUES (?, ?)').run(migration.name, Date.now());
+    })();
+  }
+}
+
+export class Journal {
+  constructor(
+    private readonly database: Database.Database,
+    private readonly now: () => number,
+  ) {}
+
+  close(): void {
+    this.database.close();
+  }
+
+  get(id: number): FileRecord | undefined {
+    const row = this.database.prepare(`SELECT ${FILE_COLUMNS} FROM files WHERE id = ?`).get(id) as RawFileRow | undefined;
+    return row && toRecord(row);
+  }
+
+  find(pairId: string, relativePath: string): FileRecord | undefined {
+    const row = this.database
+      .prepare(`SELECT ${FILE_COLUMNS} FROM files WHERE pair_id = ? AND relative_path = ?`)
+      .get(pairId, relativePath) as RawFileRow | undefined;
+    return row && toRecord(row);
+  }
+
+  byPair(pairId: string): FileRecord[] {
+    const rows = this.database
+      .prepare(`SELECT ${FILE_COLUMNS} FROM files WHERE pair_id = ? ORDER BY relative_path`)
+      .all(pairId) as RawFileRow[];
+    return rows.map(toRecord);
+  }
+
+  counts(pairId: string): StateCounts {
+    const counts = Object.fromEntries(FILE_STATES.map((state) => [state, 0])) as StateCounts;
+    const rows = this.database
+      .prepare('SELECT state, COUNT(*) AS count FROM files WHERE pair_id = ? GROUP BY state')
+      .all(pairId) as Array<{ state: FileState; count: number }>;
+    for (const row of rows) counts[row.state] = row.count;
+    return counts;
+  }
+
+  /**
+   * Records what the scan or watcher saw. A new file is queued; a synced or failed file whose size
+   * or mtime changed is queued again (it becomes a new version of the same document).
+   */
+  observe(pairId: string, relativePath: string, observed: ObservedFile): FileRecord {
+    return this.database.transaction(() => {
+      const existing = this.find(pairId, relativePath);
+      if (!existing) return this.insertQueued(pairId, relativePath, observed);
+      const changed = existing.size !== observed.size || existing.mtimeMs !== observed.mtimeMs;
+      const reappeared = existing.deletedLocally;
+      const requeue =
+        (changed && (existing.state === 'synced' || existing.state === 'failed')) ||
+        (reappeared && existing.state === 'failed' && existing.errorCode === DELETED_LOCALLY_CODE);
+      if (!changed && !reappeared) return existing;
+      this.database.prepare('UPDATE files SET deleted_locally = 0 WHERE id = ?').run(existing.id);
+      if (requeue) {
+        return this.write(existing, 'queued', { ...FRESH_START, ...observed }, { event: 'queued', detail: 'changed on disk' });
+      }
+      // A file still on its way: the pipeline re-hashes after upload and notices the change itself.
+      return this.write(existing, existing.state, { size: observed.size, mtimeMs: observed.mtimeMs }, undefined);
+    })();
+  }
+
+  /**
+   * Persists a state change and its fields in one transaction. Call it before acting on the new
+   * state, so a crash leaves a row that says what was about to happen.
+   */
+  transition(id: number, state: FileState, patch: FilePatch = {}, note?: HistoryNote): FileRecord {
+    return this.database.transaction(() => {
+      const current = this.get(id);
+      if (!current) throw new Error(`file ${id} is not in the journal`);
+      if (!canTransition(current.state, state)) throw new IllegalTransitionError(id, current.state, state);
+      return this.write(current, state, { ...automaticFields(state), ...patch }, note ?? defaultNote(current, state, patch));
+    })();
+  }
+
+  /**
+   * Rows to work on now: queued, waiting whose retry time has come, and rows left in a working
+   * state by a crash (minus `busy`, the ones the caller is already on). Crash leftovers come first.
+   */
+  due(now: number, limit: number, options: DueOptions = {}): FileRecord[] {
+    const inFlight = IN_FLIGHT_STATES.map((state) => `'${state}'`).join(', ');
+    const pairFilter = options.pairIds ? 'AND pair_id IN (SELECT value FROM json_each(@pairs))' : '';
+    const rows = this.database
+      .prepare(
+        `SELECT ${FILE_COLUMNS} FROM files
+         WHERE (state = 'queued' OR state IN (${inFlight}) OR (state = 'waiting' AND next_attempt_at <= @now))
+           AND id NOT IN (SELECT value FROM json_each(@busy)) ${pairFilter}
+         ORDER BY CASE WHEN state IN (${inFlight}) THEN 0 ELSE 1 END, COALESCE(next_attempt_at, updated_at), id
+         LIMIT @limit`,
+      )
+      .all({
+        now,
+        limit,
+        busy: JSON.stringify([...(options.busy ?? [])]),
+        pairs: JSON.stringify(options.pairIds ?? []),
+      }) as RawFileRow[];
+    return rows.map(toRecord);
+  }
+
+  /**
+   * The file is gone from the folder. The row stays (the server keeps the document; the history
+   * stays for the record). A file that was still waiting to start cannot be uploaded any more, so
+   * it fails with a reason; a step already under way is left to the pipeline, which may hold the
+   * file open.
+   */
+  markDeletedLocally(pairId: string, relativePath: string): FileRecord | undefined {
+    return this.database.transaction(() => {
+      const existing = this.find(pairId, relativePath);
+      if (!existing || existing.deletedLocally) return existing;
+      this.database.prepare('UPDATE files SET deleted_locally = 1 WHERE id = ?').run(existing.id);
+      this.addHistory(existing, 'deleted-locally', undefined);
+      if (existing.state !== 'queued' && existing.state !== 'waiting') return this.get(existing.id);
+      return this.write(
+        existing,
+        'failed',
+        {
+          errorCode: DELETED_LOCALLY_CODE,
+          errorMessage: 'The file was deleted from the folder before it was uploaded. Nothing was deleted on the server.',
+          errorDetail: null,
+          nextAttemptAt: null,
+        },
+        undefined,
+      );
+    })();
+  }
+
+  /** Queues failed files again (all, one pair's, or one file). Returns how many were queued. */
+  retryFailed(target?: RetryTarget): number {
+    return this.database.transaction(() => {
+      const rows = this.database
+        .prepare(
+          `SELECT ${FILE_COLUMNS} FROM files WHERE state = 'failed' AND deleted_locally = 0
+             AND (@pairId IS NULL OR pair_id = @pairId) AND (@fileId IS NULL OR id = @fileId)`,
+        )
+        .all({
+          pairId: target && 'pairId' in target ? target.pairId : null,
+          fileId: target && 'fileId' in target ? target.fileId : null,
+        }) as RawFileRow[];
+      for (const row of rows) this.write(toRecord(row), 'queued', FRESH_START, { event: 'queued', detail: 'retry requested' });
+      return rows.length;
+    })();
+  }
+
+  history(fileId: number): HistoryEntry[] {
+    return this.database
+      .prepare('SELECT at, event, version, sha256, detail FROM history WHERE file_id = ? ORDER BY id')
+      .all(fileId) as HistoryEntry[];
+  }
+
+  seenMessage(messageId: string): boolean {
+    return this.database.prepare('SELECT 1 FROM webhook_messages WHERE message_id = ?').get(messageId) !== undefined;
+  }
+
+  recordWebhook(record: WebhookRecord): void {
+    const receivedAt = this.now();
+    this.database.transaction(() => {
+      if (record.verdict === 'accepted' && record.messageId !== undefined) {
+        this.database
+          .prepare('INSERT OR IGNORE INTO webhook_messages (message_id, received_at, event_type, verdict) VALUES (?, ?, ?, ?)')
+          .run(record.messageId, receivedAt, record.eventType ?? null, record.verdict);
+        this.database.prepare('DELETE FROM webhook_messages WHERE received_at < ?').run(receivedAt - MESSAGE_RETENTION_MS);
+      }
+      const inserted = this.database
+        .prepare('INSERT INTO webhook_activity (received_at, verdict, message_id, event_type, reason) VALUES (?, ?, ?, ?, ?)')
+        .run(receivedAt, record.verdict, record.messageId ?? null, record.eventType ?? null, record.reason ?? null);
+      this.database.prepare('DELETE FROM webhook_activity WHERE id <= ?').run(Number(inserted.lastInsertRowid) - WEBHOOK_ACTIVITY_LIMIT);
+    })();
+  }
+
+  /** The newest deliveries first, whatever their verdict. */
+  webhookActivity(limit = 100): WebhookActivity[] {
+    return this.database
+      .prepare(
+        `SELECT id, received_at AS receivedAt, verdict, message_id AS messageId, event_type AS eventType, reason
+         FROM webhook_activity ORDER BY id DESC LIMIT ?`,
+      )
+      .all(limit) as WebhookActivity[];
+  }
+
+  private insertQueued(pairId: string, relativePath: string, observed: ObservedFile): FileRecord {
+    const inserted = this.database
+      .prepare(
+        `INSERT INTO files (pair_id, relative_path, remote_path, file_name, size, mtime_ms, state, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)`,
+      )
+      .run(pairId, relativePath, observed.remotePath, observed.fileName, observed.size, observed.mtimeMs, this.now());
+    const row = this.get(Number(inserted.lastInsertRowid))!;
+    this.addHistory(row, 'queued', undefined);
+    return row;
+  }
+
+  private write(current: FileRecord, state: FileState, patch: FilePatch & Partial<ObservedFile>, note: HistoryNote | undefined): FileRecord {
+    const now = this.now();
+    const assignments = ['state = @state', 'updated_at = @now'];
+    const values: Record<string, unknown> = { id: current.id, state, now };
+    for (const [key, column] of Object.entries(PATCH_COLUMNS)) {
+      const value = patch[key as keyof FilePatch];
+      if (value === undefined) continue;
+      assignments.push(`${column} = @${key}`);
+      values[key] = value;
+    }
+    if (patch.remotePath !== undefined) assignments.push('remote_path = @remotePath');
+    if (patch.fileName !== undefined) assignments.push('file_name = @fileName');
+    if (state === 'synced') assignments.push('synced_at = @now');
+    this.database.prepare(`UPDATE files SET ${assignments.join(', ')} WHERE id = @id`).run({
+      ...values,
+      ...(patch.remotePath !== undefined ? { remotePath: patch.remotePath } : {}),
+      ...(patch.fileName !== undefined ? { fileName: patch.fileName } : {}),
+    });
+    const updated = this.get(current.id)!;
+    if (note) this.addHistory(updated, note.event, note.detail);
+    return updated;
+  }
+
+  private addHistory(row: FileRecord, event: HistoryEvent, detail: string | undefined): void {
+    this.database
+      .prepare('INSERT INTO history (file_id, at, event, version, sha256, detail) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(row.id, this.now(), event, row.remoteVersion, row.sha256, detail ?? null);
+  }
+}
+
+/** Fields a state implies, so callers cannot forget them (the caller's patch still wins). */
+function automaticFields(state: FileState): FilePatch {
+  switch (state) {
+    case 'synced':
+      return { attempts: 0, nextAttemptAt: null, errorCode: null, errorMessage: null, errorDetail: null, uploadUrl: null };
+    case 'queued':
+      return { ...FRESH_START };
+    case 'creating':
+    case 'uploading':
+    case 'verifying':
+    case 'failed':
+      return { nextAttemptAt: null };
+    case 'waiting':
+      return {};
+  }
+}
+
+function defaultNote(current: FileRecord, state: FileState, patch: FilePatch): HistoryNote | undefined {
+  if (state === current.state) return undefined;
+  switch (state) {
+    case 'failed':
+      return { event: 'failed', detail: patch.errorMessage ?? current.errorMessage ?? undefined };
+    case 'synced':
+      return { event: 'verified' };
+    case 'queued':
+      return { event: 'queued' };
+    case 'verifying':
+      // Content the server already held before this upload makes it a new version.
+      if (current.state !== 'uploading') return undefined;
+      return current.remoteSha256 === null ? { event: 'uploaded' } : { event: 'version' };
+    case 'creating':
+    case 'uploading':
+    case 'waiting':
+      return undefined;
+  }
+}

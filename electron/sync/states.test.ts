@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { canTransition, FILE_STATES } from './states.js';
+
+describe('file state rules', () => {
+  it('lets a file only reach synced through verification', () => {
+    const into = FILE_STATES.filter((from) => canTransition(from, 'synced'));
+    expect(into).toEqual(['verifying']);
+  });
+
+  it('lets every unfinished state fall back to queued, waiting or failed', () => {
+    for (const from of ['creating', 'uploading', 'verifying', 'waiting'] as const) {
+      expect([canTransition(from, 'queued'), canTransition(from, 'waiting'), canTransition(from, 'failed')]).toEqual([true, true, true]);
+    }
+  });
+
+  it('leaves synced and failed files alone until they change or are retried', () => {
+    for (const from of ['synced', 'failed'] as const) {
+      expect(FILE_STATES.filter((to) => canTransition(from, to))).toEqual(['queued']);
+    }
+  });
+
+  it('resumes a waiting file at any working step', () => {
+    expect(['creating', 'uploading', 'verifying'].every((to) => canTransition('waiting', to as 'creating'))).toBe(true);
+  });
+});
