@@ -1,0 +1,76 @@
+/** The HTTP composition root: plugins first, then routes by area. */
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { ServerContext } from './context.js';
+import authPlugin from './plugins/auth.js';
+import problemsPlugin from './plugins/problems.js';
+import validationPlugin from './plugins/validation.js';
+import { adminRoutes } from './routes/admin.js';
+import { documentRoutes } from './routes/documents.js';
+import { identityRoutes } from './routes/identity.js';
+import { patientRoutes } from './routes/patients.js';
+import { problemPages } from './routes/problem-pages.js';
+
+export interface AppOptions {
+  /** SHA-256 of the admin token. */
+  adminTokenHash: Buffer;
+  logger?: boolean | object;
+}
+
+export async function buildApp(context: ServerContext, options: AppOptions): Promise<FastifyInstance> {
+  const { config } = context;
+  const app = Fastify({
+    logger: options.logger ?? {
+      level: config.logLevel,
+      redact: ['req.headers.authorization', 'req.headers.cookie', 'req.body.client_secret', 'req.body.hmac'],
+    },
+    genReqId: () => randomUUID(),
+    bodyLimit: config.maxJsonBytes,
+    routerOptions: { maxParamLength: 512 },
+    trustProxy: false,
+    ajv: { customOptions: { coerceTypes: false } },
+  });
+
+  await app.register(problemsPlugin, { typeBase: config.publicUrl });
+  await app.register(validationPlugin);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Patient Docs API', version: '1.0.0', description: 'Patient document placeholders, content, search and webhooks (SPEC.md).' },
+      servers: [{ url: config.publicUrl }],
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          admin: { type: 'http', scheme: 'bearer', description: 'PATIENT_DOCS_ADMIN_TOKEN' },
+        },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(authPlugin, { tokens: context.tokens });
+  await app.register(identityRoutes, {
+    clients: context.store.clients,
+    tokens: context.tokens,
+    keys: context.keys,
+    rateLimiter: context.tokenRateLimiter,
+    issuer: config.publicUrl,
+    audience: config.audience,
+  });
+  await app.register(problemPages);
+
+  // Everything under /v1 carries a bearer token (the autohooks pattern of STYLE.md).
+  await app.register(async (api) => {
+    api.addHook('onRequest', api.authenticate);
+    await api.register(documentRoutes, { documents: context.documents, access: context.access });
+    await api.register(patientRoutes, { patients: context.store.patients, access: context.access });
+  });
+
+  await app.register(adminRoutes, { directory: context.directory, adminTokenHash: options.adminTokenHash });
+
+  app.get('/healthz', { schema: { tags: ['operations'], summary: 'Liveness (also the no-op baseline of the benchmark)' } }, async () => ({ status: 'ok' }));
+  return app;
+}

@@ -1,0 +1,76 @@
+/**
+ * Builds the server's collaborators from configuration: the one place that decides which store,
+ * which keys, which services. The HTTP app (app.ts), the admin CLI and tests all start here.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ConfigError, type ServerConfig } from './config.js';
+import { SqliteStore } from './db/sqlite/store.js';
+import type { Store } from './db/types.js';
+import { AccessGuard } from './domain/access.js';
+import { DirectoryService } from './domain/directory.js';
+import { DocumentService } from './domain/documents.js';
+import { Links } from './domain/links.js';
+import { KeyStore } from './identity/keys.js';
+import { RateLimiter } from './identity/rate-limit.js';
+import { TokenService } from './identity/tokens.js';
+
+export interface ServerContext {
+  config: ServerConfig;
+  store: Store;
+  keys: KeyStore;
+  tokens: TokenService;
+  links: Links;
+  access: AccessGuard;
+  documents: DocumentService;
+  directory: DirectoryService;
+  tokenRateLimiter: RateLimiter;
+  tenantId: string;
+}
+
+export function ensureDataDir(dataDir: string): void {
+  try {
+    fs.mkdirSync(dataDir, { recursive: true });
+    fs.accessSync(dataDir, fs.constants.W_OK);
+  } catch {
+    throw new ConfigError(`PATIENT_DOCS_DATA_DIR=${dataDir} cannot be created or is not writable`);
+  }
+}
+
+export async function openStore(config: ServerConfig): Promise<Store> {
+  if (config.databaseUrl?.startsWith('postgres')) {
+    throw new ConfigError('PATIENT_DOCS_DATABASE_URL=postgres://… is not supported by this build yet; unset it to use the embedded SQLite database');
+  }
+  ensureDataDir(config.dataDir);
+  const file = config.databaseUrl?.startsWith('sqlite:') ? path.resolve(config.dataDir, config.databaseUrl.slice('sqlite:'.length)) : path.join(config.dataDir, 'patient-docs.sqlite');
+  return SqliteStore.open(file);
+}
+
+export async function createContext(config: ServerConfig, store?: Store): Promise<ServerContext> {
+  const opened = store ?? (await openStore(config));
+  const keys = new KeyStore(opened.signingKeys);
+  await keys.ensureKey();
+  const tenantId = await opened.meta.setIfAbsent('tenant-id', randomUUID());
+  const linkKey = Buffer.from(await opened.meta.setIfAbsent('link-signing-key', randomBytes(32).toString('base64')), 'base64');
+  const tokens = new TokenService(keys, {
+    issuer: config.publicUrl,
+    audience: config.audience,
+    lifetimeSeconds: config.tokenLifetimeSeconds,
+    tenantId,
+    externalIssuer: config.externalIssuer,
+  });
+  const links = new Links(config.publicUrl, linkKey);
+  return {
+    config,
+    store: opened,
+    keys,
+    tokens,
+    links,
+    access: new AccessGuard(opened.clients, opened.patients),
+    documents: new DocumentService(opened, links),
+    directory: new DirectoryService(opened),
+    tokenRateLimiter: new RateLimiter(config.tokenRateLimitPerMinute, 60_000),
+    tenantId,
+  };
+}

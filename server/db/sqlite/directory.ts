@@ -1,0 +1,265 @@
+/** Organizations, patients, clients, orders, signing keys and meta: the small tables. */
+import { foldKey } from '../../../shared/names.js';
+import type {
+  ClientRecord,
+  ClientRepository,
+  MetaRepository,
+  OrderRecord,
+  OrderRepository,
+  OrganizationRecord,
+  OrganizationRepository,
+  OutboxEvent,
+  Page,
+  PatientAccess,
+  PatientRecord,
+  PatientRepository,
+  SigningKeyRecord,
+  SigningKeyRepository,
+} from '../types.js';
+import type { SqliteDatabase } from './database.js';
+import type { SqliteOutbox } from './outbox.js';
+
+export class SqliteOrganizations implements OrganizationRepository {
+  constructor(private readonly db: SqliteDatabase) {}
+
+  async upsert(organization: OrganizationRecord): Promise<'created' | 'updated' | 'unchanged'> {
+    const existing = await this.get(organization.id);
+    if (existing?.name === organization.name) return 'unchanged';
+    if (existing) {
+      this.db.prepare('UPDATE organizations SET name = ? WHERE id = ?').run(organization.name, organization.id);
+      return 'updated';
+    }
+    this.db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)').run(organization.id, organization.name, organization.createdAt);
+    return 'created';
+  }
+
+  async get(id: string): Promise<OrganizationRecord | undefined> {
+    const row = this.db.prepare('SELECT id, name, created_at AS createdAt FROM organizations WHERE id = ?').get(id);
+    return row as OrganizationRecord | undefined;
+  }
+
+  async list(): Promise<OrganizationRecord[]> {
+    return this.db.prepare('SELECT id, name, created_at AS createdAt FROM organizations ORDER BY name, id').all() as OrganizationRecord[];
+  }
+}
+
+interface PatientRow {
+  id: string;
+  name: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export class SqlitePatients implements PatientRepository {
+  private readonly selectAccess;
+  private readonly selectOrganizations;
+  private readonly selectConsents;
+
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly outbox: SqliteOutbox,
+  ) {
+    this.selectAccess = db.prepare(
+      `SELECT
+         EXISTS (SELECT 1 FROM patients WHERE id = @patientId) AS existsFlag,
+         EXISTS (SELECT 1 FROM patient_organizations WHERE patient_id = @patientId AND organization_id = @organizationId) AS accessFlag,
+         EXISTS (SELECT 1 FROM patient_consents WHERE patient_id = @patientId AND organization_id = @organizationId) AS consentFlag`,
+    );
+    this.selectOrganizations = db.prepare('SELECT organization_id FROM patient_organizations WHERE patient_id = ? ORDER BY organization_id').pluck();
+    this.selectConsents = db.prepare('SELECT organization_id FROM patient_consents WHERE patient_id = ? ORDER BY organization_id').pluck();
+  }
+
+  private writeMemberships(patient: PatientRecord): void {
+    this.db.prepare('DELETE FROM patient_organizations WHERE patient_id = ?').run(patient.id);
+    this.db.prepare('DELETE FROM patient_consents WHERE patient_id = ?').run(patient.id);
+    const addOrganization = this.db.prepare('INSERT INTO patient_organizations (patient_id, organization_id) VALUES (?, ?)');
+    const addConsent = this.db.prepare('INSERT INTO patient_consents (patient_id, organization_id, granted_at) VALUES (?, ?, ?)');
+    for (const organizationId of new Set(patient.organizations)) addOrganization.run(patient.id, organizationId);
+    for (const organizationId of new Set(patient.consents)) addConsent.run(patient.id, organizationId, patient.updatedAt);
+  }
+
+  async create(patient: PatientRecord, events: OutboxEvent[]): Promise<void> {
+    this.db
+      .transaction(() => {
+        this.db
+          .prepare('INSERT INTO patients (id, name, name_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)')
+          .run(patient.id, patient.name, foldKey(patient.name), patient.createdAt, patient.updatedAt);
+        this.writeMemberships(patient);
+        this.outbox.appendInTransaction(events);
+      })
+      .immediate();
+  }
+
+  async update(patient: PatientRecord, events: OutboxEvent[]): Promise<void> {
+    this.db
+      .transaction(() => {
+        this.db.prepare('UPDATE patients SET name = ?, name_key = ?, updated_at = ? WHERE id = ?').run(patient.name, foldKey(patient.name), patient.updatedAt, patient.id);
+        this.writeMemberships(patient);
+        this.outbox.appendInTransaction(events);
+      })
+      .immediate();
+  }
+
+  private hydrate(row: PatientRow): PatientRecord {
+    return {
+      ...row,
+      organizations: this.selectOrganizations.all(row.id) as string[],
+      consents: this.selectConsents.all(row.id) as string[],
+    };
+  }
+
+  async get(id: string): Promise<PatientRecord | undefined> {
+    const row = this.db.prepare('SELECT id, name, created_at AS createdAt, updated_at AS updatedAt FROM patients WHERE id = ?').get(id) as PatientRow | undefined;
+    return row ? this.hydrate(row) : undefined;
+  }
+
+  async access(patientId: string, organizationId: string): Promise<PatientAccess> {
+    const row = this.selectAccess.get({ patientId, organizationId }) as { existsFlag: number; accessFlag: number; consentFlag: number };
+    return { exists: row.existsFlag === 1, access: row.accessFlag === 1, consent: row.consentFlag === 1 };
+  }
+
+  async listVisible(organizationId: string, nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
+    const where = `FROM patients p
+      JOIN patient_organizations po ON po.patient_id = p.id AND po.organization_id = @organizationId
+      JOIN patient_consents pc ON pc.patient_id = p.id AND pc.organization_id = @organizationId
+      WHERE (@name IS NULL OR instr(p.name_key, @name) > 0)`;
+    const params = { organizationId, name: nameContains === undefined ? null : foldKey(nameContains), offset, limit };
+    const total = this.db.prepare(`SELECT COUNT(*) ${where}`).pluck().get(params) as number;
+    const rows = this.db
+      .prepare(`SELECT p.id, p.name, p.created_at AS createdAt, p.updated_at AS updatedAt ${where} ORDER BY p.name_key, p.id LIMIT @limit OFFSET @offset`)
+      .all(params) as PatientRow[];
+    return { rows: rows.map((row) => this.hydrate(row)), total };
+  }
+}
+
+interface ClientRow {
+  clientId: string;
+  name: string;
+  secretHash: string;
+  scopes: string;
+  createdAt: string;
+  disabledAt: string | null;
+}
+
+export class SqliteClients implements ClientRepository {
+  constructor(private readonly db: SqliteDatabase) {}
+
+  private writeOrganizations(client: ClientRecord): void {
+    this.db.prepare('DELETE FROM client_organizations WHERE client_id = ?').run(client.clientId);
+    const add = this.db.prepare('INSERT INTO client_organizations (client_id, organization_id) VALUES (?, ?)');
+    for (const organizationId of new Set(client.organizations)) add.run(client.clientId, organizationId);
+  }
+
+  async create(client: ClientRecord): Promise<void> {
+    this.db
+      .transaction(() => {
+        this.db
+          .prepare('INSERT INTO clients (client_id, name, secret_hash, scopes, created_at, disabled_at) VALUES (?, ?, ?, ?, ?, ?)')
+          .run(client.clientId, client.name, client.secretHash, client.scopes.join(' '), client.createdAt, client.disabledAt);
+        this.writeOrganizations(client);
+      })
+      .immediate();
+  }
+
+  async update(client: ClientRecord): Promise<void> {
+    this.db
+      .transaction(() => {
+        this.db
+          .prepare('UPDATE clients SET name = ?, secret_hash = ?, scopes = ?, disabled_at = ? WHERE client_id = ?')
+          .run(client.name, client.secretHash, client.scopes.join(' '), client.disabledAt, client.clientId);
+        this.writeOrganizations(client);
+      })
+      .immediate();
+  }
+
+  async updateSecret(clientId: string, secretHash: string): Promise<void> {
+    this.db.prepare('UPDATE clients SET secret_hash = ? WHERE client_id = ?').run(secretHash, clientId);
+  }
+
+  private hydrate(row: ClientRow): ClientRecord {
+    const organizations = this.db.prepare('SELECT organization_id FROM client_organizations WHERE client_id = ? ORDER BY organization_id').pluck().all(row.clientId) as string[];
+    return { ...row, scopes: row.scopes.split(' ').filter(Boolean), organizations };
+  }
+
+  async get(clientId: string): Promise<ClientRecord | undefined> {
+    const row = this.db
+      .prepare('SELECT client_id AS clientId, name, secret_hash AS secretHash, scopes, created_at AS createdAt, disabled_at AS disabledAt FROM clients WHERE client_id = ?')
+      .get(clientId) as ClientRow | undefined;
+    return row ? this.hydrate(row) : undefined;
+  }
+
+  async list(): Promise<ClientRecord[]> {
+    const rows = this.db
+      .prepare('SELECT client_id AS clientId, name, secret_hash AS secretHash, scopes, created_at AS createdAt, disabled_at AS disabledAt FROM clients ORDER BY client_id')
+      .all() as ClientRow[];
+    return rows.map((row) => this.hydrate(row));
+  }
+}
+
+export class SqliteOrders implements OrderRepository {
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly outbox: SqliteOutbox,
+  ) {}
+
+  async create(order: OrderRecord, events: OutboxEvent[]): Promise<void> {
+    this.db
+      .transaction(() => {
+        this.db
+          .prepare('INSERT INTO orders (id, patient_id, organization_id, status, created_at, updated_at) VALUES (@id, @patientId, @organizationId, @status, @createdAt, @updatedAt)')
+          .run(order);
+        this.outbox.appendInTransaction(events);
+      })
+      .immediate();
+  }
+
+  async update(order: OrderRecord, events: OutboxEvent[]): Promise<void> {
+    this.db
+      .transaction(() => {
+        this.db.prepare('UPDATE orders SET status = @status, updated_at = @updatedAt WHERE id = @id').run(order);
+        this.outbox.appendInTransaction(events);
+      })
+      .immediate();
+  }
+
+  async get(id: string): Promise<OrderRecord | undefined> {
+    return this.db
+      .prepare('SELECT id, patient_id AS patientId, organization_id AS organizationId, status, created_at AS createdAt, updated_at AS updatedAt FROM orders WHERE id = ?')
+      .get(id) as OrderRecord | undefined;
+  }
+}
+
+export class SqliteSigningKeys implements SigningKeyRepository {
+  constructor(private readonly db: SqliteDatabase) {}
+
+  async list(): Promise<SigningKeyRecord[]> {
+    return this.db
+      .prepare('SELECT kid, private_jwk AS privateJwk, public_jwk AS publicJwk, created_at AS createdAt, retired_at AS retiredAt FROM signing_keys ORDER BY created_at, kid')
+      .all() as SigningKeyRecord[];
+  }
+
+  async add(key: SigningKeyRecord): Promise<void> {
+    this.db.prepare('INSERT INTO signing_keys (kid, private_jwk, public_jwk, created_at, retired_at) VALUES (@kid, @privateJwk, @publicJwk, @createdAt, @retiredAt)').run(key);
+  }
+
+  async retire(kid: string, at: string): Promise<void> {
+    this.db.prepare('UPDATE signing_keys SET retired_at = ? WHERE kid = ? AND retired_at IS NULL').run(at, kid);
+  }
+
+  async remove(kid: string): Promise<void> {
+    this.db.prepare('DELETE FROM signing_keys WHERE kid = ?').run(kid);
+  }
+}
+
+export class SqliteMeta implements MetaRepository {
+  constructor(private readonly db: SqliteDatabase) {}
+
+  async get(key: string): Promise<string | undefined> {
+    return this.db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(key) as string | undefined;
+  }
+
+  async setIfAbsent(key: string, value: string): Promise<string> {
+    this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO NOTHING').run(key, value);
+    return (await this.get(key)) ?? value;
+  }
+}

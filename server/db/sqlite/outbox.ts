@@ -1,0 +1,45 @@
+import type { OutboxEvent, OutboxRepository } from '../types.js';
+import type { SqliteDatabase } from './database.js';
+
+interface OutboxRow {
+  sequence: number;
+  id: string;
+  event_type: OutboxEvent['eventType'];
+  patient_id: string | null;
+  organization_id: string | null;
+  operation_id: string;
+  occurred_at: string;
+  data: string;
+}
+
+export class SqliteOutbox implements OutboxRepository {
+  private readonly insert;
+  private readonly selectAfter;
+
+  constructor(db: SqliteDatabase) {
+    this.insert = db.prepare(
+      `INSERT INTO outbox_events (id, event_type, patient_id, organization_id, operation_id, occurred_at, data)
+       VALUES (@id, @eventType, @patientId, @organizationId, @operationId, @occurredAt, @data)`,
+    );
+    this.selectAfter = db.prepare('SELECT * FROM outbox_events WHERE sequence > ? ORDER BY sequence LIMIT ?');
+  }
+
+  /** Call only inside the transaction of the change that caused the events. */
+  appendInTransaction(events: OutboxEvent[]): void {
+    for (const event of events) this.insert.run({ ...event, data: JSON.stringify(event.data) });
+  }
+
+  async after(sequence: number, limit: number): Promise<Array<OutboxEvent & { sequence: number }>> {
+    const rows = this.selectAfter.all(sequence, limit) as OutboxRow[];
+    return rows.map((row) => ({
+      sequence: row.sequence,
+      id: row.id,
+      eventType: row.event_type,
+      patientId: row.patient_id,
+      organizationId: row.organization_id,
+      operationId: row.operation_id,
+      occurredAt: row.occurred_at,
+      data: JSON.parse(row.data) as Record<string, unknown>,
+    }));
+  }
+}

@@ -1,0 +1,40 @@
+/** The embedded Store: SQLite through better-sqlite3, one connection, WAL. */
+import type { Store } from '../types.js';
+import { openSqlite, type SqliteDatabase } from './database.js';
+import { CORE_MIGRATIONS, type Migration } from './migrations.js';
+import { SqliteOrganizations, SqlitePatients, SqliteClients, SqliteOrders, SqliteMeta, SqliteSigningKeys } from './directory.js';
+import { SqliteDocuments } from './documents.js';
+import { SqliteOutbox } from './outbox.js';
+
+export const SQLITE_MIGRATIONS: Migration[] = [...CORE_MIGRATIONS];
+
+export class SqliteStore implements Store {
+  readonly kind = 'sqlite' as const;
+  readonly organizations;
+  readonly patients;
+  readonly clients;
+  readonly documents;
+  readonly orders;
+  readonly outbox;
+  readonly signingKeys;
+  readonly meta;
+
+  constructor(readonly db: SqliteDatabase) {
+    this.outbox = new SqliteOutbox(db);
+    this.organizations = new SqliteOrganizations(db);
+    this.patients = new SqlitePatients(db, this.outbox);
+    this.clients = new SqliteClients(db);
+    this.documents = new SqliteDocuments(db, this.outbox);
+    this.orders = new SqliteOrders(db, this.outbox);
+    this.signingKeys = new SqliteSigningKeys(db);
+    this.meta = new SqliteMeta(db);
+  }
+
+  static open(file: string): SqliteStore {
+    return new SqliteStore(openSqlite(file, SQLITE_MIGRATIONS));
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}

@@ -1,0 +1,50 @@
+/** Authorization of SPEC §5.3–5.4: scope, organization membership, patient access and consent. */
+import type { Principal } from '../identity/tokens.js';
+import type { ClientRepository, PatientRepository } from '../db/types.js';
+import { forbidden, notFound, unauthorized } from '../errors.js';
+
+const MEMBERSHIP_TTL_MS = 5000;
+
+export class AccessGuard {
+  /** Client → organizations, briefly cached: the hot path asks on every request. */
+  private readonly memberships = new Map<string, { organizations: ReadonlySet<string>; disabled: boolean; loadedAt: number }>();
+
+  constructor(
+    private readonly clients: ClientRepository,
+    private readonly patients: PatientRepository,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  requireScope(principal: Principal, scope: string): void {
+    if (!principal.scopes.has(scope)) throw forbidden(`the token lacks the scope ${scope}`);
+  }
+
+  private async membership(clientId: string): Promise<{ organizations: ReadonlySet<string>; disabled: boolean }> {
+    const cached = this.memberships.get(clientId);
+    if (cached && this.now() - cached.loadedAt < MEMBERSHIP_TTL_MS) return cached;
+    const client = await this.clients.get(clientId);
+    const entry = { organizations: new Set(client?.organizations ?? []), disabled: !client || client.disabledAt !== null, loadedAt: this.now() };
+    this.memberships.set(clientId, entry);
+    return entry;
+  }
+
+  async requireOrganization(principal: Principal, organizationId: string): Promise<void> {
+    const membership = await this.membership(principal.clientId);
+    if (membership.disabled) throw unauthorized('the client is not registered or has been disabled');
+    if (!membership.organizations.has(organizationId.toLowerCase())) {
+      throw forbidden(`the client ${principal.clientId} has no access to organization ${organizationId}`);
+    }
+  }
+
+  async organizationsOf(principal: Principal): Promise<ReadonlySet<string>> {
+    return (await this.membership(principal.clientId)).organizations;
+  }
+
+  /** 404 for an unknown patient; 403 without organization access or without consent. */
+  async requirePatient(organizationId: string, patientId: string): Promise<void> {
+    const access = await this.patients.access(patientId.toLowerCase(), organizationId.toLowerCase());
+    if (!access.exists) throw notFound(`patient ${patientId} does not exist`);
+    if (!access.access) throw forbidden(`organization ${organizationId} has no access to patient ${patientId}`);
+    if (!access.consent) throw forbidden(`patient ${patientId} has not given consent to organization ${organizationId}`);
+  }
+}

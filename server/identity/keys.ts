@@ -1,0 +1,82 @@
+/**
+ * RS256 signing keys, persisted in the store so every instance signs and verifies alike.
+ * Rotation with overlap: `rotate` adds a key that signs from then on; the old key stays in the
+ * JWKS (so tokens it signed still verify) until `prune` removes keys retired longer than the
+ * token lifetime ago.
+ */
+import { randomUUID } from 'node:crypto';
+import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
+import type { SigningKeyRecord, SigningKeyRepository } from '../db/types.js';
+
+export interface ActiveKey {
+  kid: string;
+  privateKey: CryptoKey;
+}
+
+export class KeyStore {
+  private cache: { loadedAt: number; records: SigningKeyRecord[]; active: ActiveKey } | undefined;
+
+  constructor(
+    private readonly repository: SigningKeyRepository,
+    private readonly reloadIntervalMs = 5000,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Creates the first key when there is none. */
+  async ensureKey(): Promise<void> {
+    const keys = await this.repository.list();
+    if (!keys.some((key) => key.retiredAt === null)) await this.rotate();
+  }
+
+  async rotate(): Promise<string> {
+    const { publicKey, privateKey } = await generateKeyPair('RS256', { modulusLength: 2048, extractable: true });
+    const kid = randomUUID();
+    const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
+    const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: 'RS256' };
+    const createdAt = new Date(this.now()).toISOString();
+    for (const key of await this.repository.list()) {
+      if (key.retiredAt === null) await this.repository.retire(key.kid, createdAt);
+    }
+    await this.repository.add({ kid, privateJwk: JSON.stringify(privateJwk), publicJwk: JSON.stringify(publicJwk), createdAt, retiredAt: null });
+    this.cache = undefined;
+    return kid;
+  }
+
+  /** Removes keys retired more than `overlapSeconds` ago; returns the removed kids. */
+  async prune(overlapSeconds: number): Promise<string[]> {
+    const cutoff = this.now() - overlapSeconds * 1000;
+    const removed: string[] = [];
+    for (const key of await this.repository.list()) {
+      if (key.retiredAt !== null && Date.parse(key.retiredAt) < cutoff) {
+        await this.repository.remove(key.kid);
+        removed.push(key.kid);
+      }
+    }
+    this.cache = undefined;
+    return removed;
+  }
+
+  private async load(): Promise<NonNullable<KeyStore['cache']>> {
+    if (this.cache && this.now() - this.cache.loadedAt < this.reloadIntervalMs) return this.cache;
+    const records = await this.repository.list();
+    const newest = records.filter((key) => key.retiredAt === null).at(-1);
+    if (!newest) throw new Error('no active signing key');
+    const privateKey = (await importJWK(JSON.parse(newest.privateJwk) as JWK, 'RS256')) as CryptoKey;
+    this.cache = { loadedAt: this.now(), records, active: { kid: newest.kid, privateKey } };
+    return this.cache;
+  }
+
+  async activeKey(): Promise<ActiveKey> {
+    return (await this.load()).active;
+  }
+
+  async jwks(): Promise<{ keys: JWK[] }> {
+    const { records } = await this.load();
+    return { keys: records.map((key) => JSON.parse(key.publicJwk) as JWK) };
+  }
+
+  /** Forces the next read to reload (a token names a kid we have not seen: maybe just rotated). */
+  invalidate(): void {
+    this.cache = undefined;
+  }
+}

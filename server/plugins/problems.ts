@@ -1,0 +1,77 @@
+/**
+ * Every error the server answers is application/problem+json (SPEC §7, DESIGN §3): our own
+ * ApiErrors, schema validation, malformed JSON, wrong content types, oversized bodies, unknown
+ * routes. A 500 logs the request id and says nothing about internals.
+ */
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { buildProblem, PROBLEM_CONTENT_TYPE } from '../../shared/problem.js';
+import { ApiError } from '../errors.js';
+
+declare module 'fastify' {
+  interface FastifyReply {
+    problem(status: number, detail: string, headers?: Record<string, string>): FastifyReply;
+  }
+}
+
+/** Maps Fastify's own error codes to what a client can act on. */
+const FASTIFY_CODES: Record<string, { status: number; detail: (error: FastifyError) => string }> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, detail: () => 'body must be valid JSON' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, detail: () => 'body must not be empty when Content-Type is application/json' },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, detail: (error) => `unsupported Content-Type: ${error.message.replace(/^Unsupported Media Type:?\s*/i, '')}` },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, detail: () => 'Content-Length does not match the body' },
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, detail: () => 'request body is larger than the configured limit' },
+  FST_ERR_CTP_INVALID_TYPE: { status: 400, detail: () => 'Content-Type header is invalid' },
+  FST_ERR_BAD_URL: { status: 400, detail: () => 'the request URL is malformed' },
+  FST_ERR_ASYNC_CONSTRAINT: { status: 400, detail: () => 'the request cannot be routed' },
+  FST_ERR_INVALID_URL: { status: 400, detail: () => 'the request URL is malformed' },
+};
+
+export function instanceOf(request: FastifyRequest): string {
+  const url = request.url;
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return path.length > 2048 ? `${path.slice(0, 2048)}…` : path;
+}
+
+/** Validation errors name the field and the rule: "body/limit must be <= 1000". */
+function validationDetail(error: FastifyError): string {
+  const first = error.validation?.[0];
+  if (!first) return error.message;
+  const context = error.validationContext ?? 'request';
+  const field = first.instancePath ? `${context}${first.instancePath}` : context;
+  const params = first.params as Record<string, unknown> | undefined;
+  if (first.keyword === 'required' && params?.missingProperty) return `${context}/${String(params.missingProperty)} is required`;
+  if (first.keyword === 'format' && params?.format === 'uuid') return `${field} must be a UUID`;
+  return `${field} ${first.message ?? 'is invalid'}`;
+}
+
+async function problemsPlugin(app: FastifyInstance, options: { typeBase: string }): Promise<void> {
+  const send = (request: FastifyRequest, reply: FastifyReply, status: number, detail: string, headers: Record<string, string> = {}): FastifyReply => {
+    const body = buildProblem({ status, detail, instance: instanceOf(request), typeBase: options.typeBase, requestId: status >= 500 ? request.id : undefined });
+    for (const [name, value] of Object.entries(headers)) void reply.header(name, value);
+    return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).send(body);
+  };
+
+  app.decorateReply('problem', function problem(this: FastifyReply, status: number, detail: string, headers?: Record<string, string>) {
+    return send(this.request, this, status, detail, headers);
+  });
+
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof ApiError) return send(request, reply, error.status, error.detail, error.headers);
+    if (error.validation) return send(request, reply, 400, validationDetail(error));
+    const known = error.code ? FASTIFY_CODES[error.code] : undefined;
+    if (known) return send(request, reply, known.status, known.detail(error));
+    const status = error.statusCode ?? 500;
+    if (status >= 400 && status < 500) {
+      // A client error from a plugin (e.g. multipart limits): say what it is, never a stack.
+      return send(request, reply, status, error.message.split('\n')[0] ?? 'bad request');
+    }
+    request.log.error({ err: error, requestId: request.id }, 'unhandled error');
+    return send(request, reply, 500, `The server could not complete the request. Quote request id ${request.id} when reporting it.`);
+  });
+
+  app.setNotFoundHandler((request, reply) => send(request, reply, 404, `no route for ${request.method} ${instanceOf(request)}`));
+}
+
+export default fp(problemsPlugin, { name: 'problems' });

@@ -1,0 +1,100 @@
+/** SPEC §4.1 create, §4.3 search, and DESIGN's GET of one document. */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import {
+  CreateDocumentBody,
+  CreateDocumentResponse,
+  DocumentParams,
+  DocumentSchema,
+  OrganizationHeaders,
+  PatientParams,
+  ProblemSchema,
+  SearchBody,
+  SearchResponse,
+} from '../../shared/schemas.js';
+import type { AccessGuard } from '../domain/access.js';
+import type { DocumentService } from '../domain/documents.js';
+import { notFound } from '../errors.js';
+import { principalOf } from '../plugins/auth.js';
+
+export interface DocumentRouteOptions {
+  documents: DocumentService;
+  access: AccessGuard;
+}
+
+const errors = { 400: ProblemSchema, 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 409: ProblemSchema, 413: ProblemSchema, 500: ProblemSchema };
+
+/** Checks organization membership, patient existence, access and consent; returns lowercased ids. */
+export async function authorizePatient(request: FastifyRequest, access: AccessGuard, scope: string, patientId: string) {
+  const principal = principalOf(request);
+  access.requireScope(principal, scope);
+  const organizationId = String(request.headers['organization-id']).toLowerCase();
+  await access.requireOrganization(principal, organizationId);
+  const patient = patientId.toLowerCase();
+  await access.requirePatient(organizationId, patient);
+  return { principal, organizationId, patientId: patient };
+}
+
+export async function documentRoutes(appBase: FastifyInstance, options: DocumentRouteOptions): Promise<void> {
+  const app = appBase.withTypeProvider<TypeBoxTypeProvider>();
+  const { documents, access } = options;
+
+  app.post(
+    '/v1/patients/:patientId/documents',
+    {
+      schema: {
+        tags: ['documents'],
+        summary: 'Create a document placeholder (Patient.File.Write)',
+        security: [{ bearer: [] }],
+        params: PatientParams,
+        headers: OrganizationHeaders,
+        body: CreateDocumentBody,
+        response: { 201: CreateDocumentResponse, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { principal, organizationId, patientId } = await authorizePatient(request, access, 'Patient.File.Write', request.params.patientId);
+      const created = await documents.create(patientId, request.body, { clientId: principal.clientId, organizationId, operationId: request.id });
+      return reply.code(201).header('Location', `/v1/patients/${patientId}/documents/${created.id}`).send(created);
+    },
+  );
+
+  app.post(
+    '/v1/patients/:patientId/documents/search',
+    {
+      schema: {
+        tags: ['documents'],
+        summary: 'Search a patient’s documents (Patient.File.Read)',
+        security: [{ bearer: [] }],
+        params: PatientParams,
+        headers: OrganizationHeaders,
+        body: SearchBody,
+        response: { 200: SearchResponse, ...errors },
+      },
+    },
+    async (request) => {
+      const { patientId } = await authorizePatient(request, access, 'Patient.File.Read', request.params.patientId);
+      return documents.search(patientId, request.body);
+    },
+  );
+
+  app.get(
+    '/v1/patients/:patientId/documents/:documentId',
+    {
+      schema: {
+        tags: ['documents'],
+        summary: 'Read one document (Patient.File.Read)',
+        security: [{ bearer: [] }],
+        params: DocumentParams,
+        headers: OrganizationHeaders,
+        response: { 200: DocumentSchema, ...errors },
+      },
+    },
+    async (request) => {
+      const { patientId } = await authorizePatient(request, access, 'Patient.File.Read', request.params.patientId);
+      const document = await documents.get(patientId, request.params.documentId);
+      if (!document) throw notFound(`document ${request.params.documentId} does not exist for patient ${patientId}`);
+      return documents.toDto(document);
+    },
+  );
+}

@@ -1,0 +1,121 @@
+/**
+ * The bundled identity provider (SPEC §4.4, §5; DESIGN §3): client-credentials token endpoint
+ * (client_secret_post and client_secret_basic), discovery document and JWKS. Token errors keep
+ * RFC 6749 §5.2 bodies.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { OAuthError, TokenResponse } from '../../shared/schemas.js';
+import type { ClientRepository } from '../db/types.js';
+import type { KeyStore } from '../identity/keys.js';
+import type { RateLimiter } from '../identity/rate-limit.js';
+import { verifySecret } from '../identity/secrets.js';
+import type { TokenService } from '../identity/tokens.js';
+
+export interface IdentityOptions {
+  clients: ClientRepository;
+  tokens: TokenService;
+  keys: KeyStore;
+  rateLimiter: RateLimiter;
+  issuer: string;
+  audience: string;
+}
+
+type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope' | 'unauthorized_client' | 'rate_limited';
+
+function oauthError(reply: FastifyReply, status: number, error: OAuthErrorCode, description: string, headers: Record<string, string> = {}): FastifyReply {
+  for (const [name, value] of Object.entries(headers)) void reply.header(name, value);
+  return reply.code(status).header('Cache-Control', 'no-store').send({ error, error_description: description });
+}
+
+interface Credentials {
+  clientId: string;
+  clientSecret: string;
+  method: 'basic' | 'post';
+}
+
+function readCredentials(request: FastifyRequest, form: Record<string, string>): Credentials | { error: string } {
+  const header = request.headers.authorization;
+  if (header && /^Basic\s/i.test(header)) {
+    const decoded = Buffer.from(header.replace(/^Basic\s+/i, ''), 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 1) return { error: 'the Basic authorization header is malformed' };
+    if (form.client_secret !== undefined) return { error: 'use one client authentication method, not both' };
+    return { clientId: decodeURIComponent(decoded.slice(0, colon)), clientSecret: decodeURIComponent(decoded.slice(colon + 1)), method: 'basic' };
+  }
+  if (!form.client_id) return { error: 'client_id is required' };
+  if (!form.client_secret) return { error: 'client_secret is required' };
+  return { clientId: form.client_id, clientSecret: form.client_secret, method: 'post' };
+}
+
+/** `scope` omitted or `<audience>/.default` → every granted scope; else a subset of them. */
+export function resolveScopes(requested: string | undefined, granted: readonly string[], audience: string): string[] | { error: string } {
+  const trimmed = requested?.trim() ?? '';
+  if (trimmed === '' || trimmed === `${audience}/.default` || trimmed === '.default') return [...granted];
+  const wanted = trimmed.split(/\s+/).map((scope) => (scope.startsWith(`${audience}/`) ? scope.slice(audience.length + 1) : scope));
+  const missing = wanted.filter((scope) => !granted.includes(scope));
+  if (missing.length > 0) return { error: `the client is not granted: ${missing.join(', ')}` };
+  return [...new Set(wanted)];
+}
+
+export async function identityRoutes(app: FastifyInstance, options: IdentityOptions): Promise<void> {
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_request, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)));
+  });
+
+  app.post(
+    '/oauth2/token',
+    {
+      schema: {
+        tags: ['identity'],
+        summary: 'Obtain an access token (OAuth 2.0 client credentials)',
+        consumes: ['application/x-www-form-urlencoded'],
+        response: { 200: TokenResponse, 400: OAuthError, 401: OAuthError, 403: OAuthError, 429: OAuthError },
+      },
+    },
+    async (request, reply) => {
+      const contentType = request.headers['content-type'] ?? '';
+      if (!contentType.toLowerCase().startsWith('application/x-www-form-urlencoded')) {
+        return oauthError(reply, 400, 'invalid_request', 'the token request must be application/x-www-form-urlencoded');
+      }
+      const form = (request.body ?? {}) as Record<string, string>;
+      const credentials = readCredentials(request, form);
+      if ('error' in credentials) return oauthError(reply, 400, 'invalid_request', credentials.error);
+      const retryAfter = options.rateLimiter.take(credentials.clientId);
+      if (retryAfter > 0) {
+        return oauthError(reply, 429, 'rate_limited', `too many token requests; retry after ${retryAfter} s`, { 'Retry-After': String(retryAfter) });
+      }
+      if (form.grant_type !== 'client_credentials') {
+        if (!form.grant_type) return oauthError(reply, 400, 'invalid_request', 'grant_type is required');
+        return oauthError(reply, 400, 'unsupported_grant_type', 'only grant_type=client_credentials is supported');
+      }
+      const client = await options.clients.get(credentials.clientId);
+      const authenticated = client !== undefined && client.disabledAt === null && (await verifySecret(credentials.clientSecret, client.secretHash));
+      if (!client || !authenticated) {
+        const headers: Record<string, string> = credentials.method === 'basic' ? { 'WWW-Authenticate': 'Basic realm="patient-docs"' } : {};
+        return oauthError(reply, 401, 'invalid_client', 'client authentication failed', headers);
+      }
+      const scopes = resolveScopes(form.scope, client.scopes, options.audience);
+      if ('error' in scopes) return oauthError(reply, 400, 'invalid_scope', scopes.error);
+      const token = await options.tokens.issue(client.clientId, scopes, request.ip);
+      return reply
+        .header('Cache-Control', 'no-store')
+        .send({ token_type: 'Bearer', expires_in: token.expiresIn, access_token: token.accessToken, scope: scopes.join(' ') });
+    },
+  );
+
+  app.get('/.well-known/openid-configuration', { schema: { tags: ['identity'], summary: 'OpenID discovery document' } }, async () => ({
+    issuer: options.issuer,
+    token_endpoint: `${options.issuer}/oauth2/token`,
+    jwks_uri: `${options.issuer}/.well-known/jwks.json`,
+    grant_types_supported: ['client_credentials'],
+    token_endpoint_auth_methods_supported: ['client_secret_post', 'client_secret_basic'],
+    id_token_signing_alg_values_supported: ['RS256'],
+    response_types_supported: ['token'],
+    subject_types_supported: ['public'],
+    scopes_supported: ['Patient.File.Read', 'Patient.File.Write', 'Patient.Read', 'Webhook.Manage', `${options.audience}/.default`],
+  }));
+
+  app.get('/.well-known/jwks.json', { schema: { tags: ['identity'], summary: 'Public signing keys (JWKS)' } }, async (_request, reply) => {
+    return reply.header('Cache-Control', 'public, max-age=300').send(await options.keys.jwks());
+  });
+}

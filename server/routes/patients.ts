@@ -1,0 +1,41 @@
+/** GET /v1/patients: the patients an organization may see (access and consent), by name. */
+import type { FastifyInstance } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { OrganizationHeaders, PatientListQuery, PatientListResponse, ProblemSchema, SEARCH_DEFAULTS } from '../../shared/schemas.js';
+import type { PatientRepository } from '../db/types.js';
+import type { AccessGuard } from '../domain/access.js';
+import { principalOf } from '../plugins/auth.js';
+
+export async function patientRoutes(appBase: FastifyInstance, options: { patients: PatientRepository; access: AccessGuard }): Promise<void> {
+  const app = appBase.withTypeProvider<TypeBoxTypeProvider>();
+  app.get(
+    '/v1/patients',
+    {
+      schema: {
+        tags: ['patients'],
+        summary: 'List the patients the organization may see (Patient.Read or Patient.File.Read)',
+        security: [{ bearer: [] }],
+        headers: OrganizationHeaders,
+        querystring: PatientListQuery,
+        response: { 200: PatientListResponse, 400: ProblemSchema, 401: ProblemSchema, 403: ProblemSchema },
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      if (!principal.scopes.has('Patient.Read') && !principal.scopes.has('Patient.File.Read')) {
+        options.access.requireScope(principal, 'Patient.Read');
+      }
+      const organizationId = request.headers['organization-id'].toLowerCase();
+      await options.access.requireOrganization(principal, organizationId);
+      const offset = request.query.offset ?? 0;
+      const limit = request.query.limit ?? SEARCH_DEFAULTS.limit;
+      const page = await options.patients.listVisible(organizationId, request.query.name, offset, limit);
+      return {
+        patients: page.rows.map((patient) => ({ id: patient.id, name: patient.name, createdAt: patient.createdAt, updatedAt: patient.updatedAt })),
+        offset,
+        limit,
+        total: page.total,
+      };
+    },
+  );
+}
