@@ -1,0 +1,65 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { mapLocalFile, mapToRemote, toRelativePath } from './mapping.js';
+
+const pair = { folder: '/home/clinic/scans', remoteBasePath: '/Scans/Intraoral' };
+
+describe('local file to server location', () => {
+  it('maps a file in a sub-folder under the base path and keeps its name', () => {
+    expect(mapLocalFile(pair, '/home/clinic/scans/2026-11/case 7/Upper Jaw.stl')).toEqual({
+      ok: true,
+      relativePath: '2026-11/case 7/Upper Jaw.stl',
+      remotePath: '/Scans/Intraoral/2026-11/case 7',
+      fileName: 'Upper Jaw.stl',
+    });
+  });
+
+  it('puts a file at the top of the folder directly under the base path', () => {
+    expect(mapToRemote({ remoteBasePath: '/' }, 'report.pdf')).toMatchObject({ ok: true, remotePath: '/', fileName: 'report.pdf' });
+    expect(mapToRemote({ remoteBasePath: '/Scans/' }, 'report.pdf')).toMatchObject({ ok: true, remotePath: '/Scans' });
+  });
+
+  it('reads Windows paths with backslashes', () => {
+    const windowsPair = { folder: 'C:\\Scanner\\Export', remoteBasePath: '/Scans' };
+    expect(mapLocalFile(windowsPair, 'C:\\Scanner\\Export\\Case 7\\jaw.stl', path.win32)).toMatchObject({
+      ok: true,
+      relativePath: 'Case 7/jaw.stl',
+      remotePath: '/Scans/Case 7',
+      fileName: 'jaw.stl',
+    });
+  });
+
+  it('gives the same key and name to a decomposed (macOS) and a composed name', () => {
+    const decomposed = 'Mu\u0308ller/Ro\u0308ntgen.pdf';
+    const mapped = mapLocalFile(pair, `/home/clinic/scans/${decomposed}`);
+    expect(mapped).toMatchObject({ ok: true, relativePath: 'M\u00fcller/R\u00f6ntgen.pdf', fileName: 'R\u00f6ntgen.pdf' });
+  });
+
+  it('explains in plain words which folder or file name the server would refuse', () => {
+    const folder = mapToRemote(pair, 'case 7 /jaw.stl');
+    expect(folder).toEqual({
+      ok: false,
+      relativePath: 'case 7 /jaw.stl',
+      reason: "The folder name 'case 7 ' cannot be used on the server: it must not begin or end with spaces.",
+    });
+    const file = mapToRemote(pair, 'case/jaw\\upper.stl');
+    expect(file.ok).toBe(false);
+    expect(file.ok ? '' : file.reason).toBe("The file name 'jaw\\upper.stl' cannot be used on the server: it must not contain '/' or '\\'.");
+  });
+
+  it('refuses a path that would be too long on the server', () => {
+    const deep = Array.from({ length: 6 }, () => 'f'.repeat(200)).join('/');
+    const mapped = mapToRemote(pair, `${deep}/jaw.stl`);
+    expect(mapped.ok ? '' : mapped.reason).toMatch(/^The folder path '.*' cannot be used on the server: it must be at most 1024 characters\.$/);
+  });
+
+  it('reports a broken base path of the pair instead of guessing', () => {
+    const mapped = mapToRemote({ remoteBasePath: 'Scans' }, 'jaw.stl');
+    expect(mapped.ok ? '' : mapped.reason).toBe("The server folder 'Scans' set for this sync folder is not valid: it must begin with '/'.");
+  });
+
+  it('refuses a path outside the sync folder', () => {
+    expect(() => toRelativePath('/home/clinic/scans', '/home/clinic/other/jaw.stl')).toThrow(/not inside the sync folder/);
+    expect(toRelativePath('/home/clinic/scans', '/home/clinic/scans/..old/jaw.stl')).toBe('..old/jaw.stl');
+  });
+});
