@@ -1,0 +1,51 @@
+/** Error codes that cross the bridge, and the plain language the UI shows for each. */
+
+export const BRIDGE_ERROR_CODES = [
+  'UNREACHABLE',
+  'BAD_CREDENTIALS',
+  'MISSING_SCOPE',
+  'WRONG_ORGANIZATION',
+  'NO_CONSENT',
+  'NO_ACCESS',
+  'NOT_FOUND',
+  'INVALID_INPUT',
+  'INVALID_NAME',
+  'CONFLICT',
+  'TOO_LARGE',
+  'RATE_LIMITED',
+  'SERVER_ERROR',
+  'FOLDER_MISSING',
+  'FILE_CHANGED',
+  'VERIFY_FAILED',
+  'NOT_CONFIGURED',
+  'UNAVAILABLE',
+  'INTERNAL',
+] as const;
+
+export type BridgeErrorCode = (typeof BRIDGE_ERROR_CODES)[number];
+
+export const PLAIN_MESSAGES: Record<BridgeErrorCode, string> = {
+  UNREACHABLE: 'The server cannot be reached. Check the network connection and the server address.',
+  BAD_CREDENTIALS: 'The server refused the client ID or secret. Check them with your IT contact.',
+  MISSING_SCOPE: 'This computer’s client is not allowed to do that (a permission is missing). Ask IT to grant it.',
+  WRONG_ORGANIZATION: 'This computer’s client does not belong to that organization.',
+  NO_CONSENT: 'The patient has not given consent to this clinic. Files cannot be shared until consent is recorded.',
+  NO_ACCESS: 'This clinic has no access to that patient.',
+  NOT_FOUND: 'The patient or document does not exist on the server.',
+  INVALID_INPUT: 'The server refused the request as invalid.',
+  INVALID_NAME: 'The file or folder name cannot be used on the server.',
+  CONFLICT: 'A file with that name already exists there.',
+  TOO_LARGE: 'The file is larger than the server accepts.',
+  RATE_LIMITED: 'The server asked us to slow down. It will be retried automatically.',
+  SERVER_ERROR: 'The server had a problem. It will be retried automatically.',
+  FOLDER_MISSING: 'The folder does not exist or cannot be read.',
+  FILE_CHANGED: 'The file changed while it was being uploaded. It will be uploaded again.',
+  VERIFY_FAILED: 'The server does not show the complete file yet. It will be checked again.',
+  NOT_CONFIGURED: 'Patient Docs is not set up yet.',
+  UNAVAILABLE: 'That is not available here.',
+  INTERNAL: 'Something went wrong inside Patient Docs.',
+};
+
+export function isBridgeErrorCode(value: string): value is BridgeErrorCode {
+  return (BRIDGE_ERROR_CODES as readonly string[]).includes(value);
+}

@@ -1,0 +1,243 @@
+/**
+ * The one contract between the UI (renderer) and the engine (STYLE.md "One contract, two sides").
+ * The Electron preload and the headless HTTP twin are both generated from BRIDGE_METHODS; the
+ * engine side validates every payload against these schemas, because the renderer is untrusted.
+ * The renderer never sees a token or a secret: it asks the engine, which calls the server.
+ */
+import { Type, type Static, type TSchema } from 'typebox';
+import { PatientListResponse, SearchBody, SearchResponse, Uuid } from './schemas.js';
+import type { BridgeErrorCode } from './bridge-errors.js';
+
+export const FILE_STATES = ['queued', 'creating', 'uploading', 'verifying', 'synced', 'waiting', 'failed'] as const;
+export type FileState = (typeof FILE_STATES)[number];
+export type StateCounts = Record<FileState, number>;
+
+// --- Views the engine publishes ----------------------------------------------------------------
+
+export interface FileError {
+  code: BridgeErrorCode;
+  /** Plain language, for clinic staff. */
+  message: string;
+  /** The server's problem detail, when the server refused. */
+  detail?: string | undefined;
+}
+
+export interface FileView {
+  id: number;
+  pairId: string;
+  relativePath: string;
+  remotePath: string;
+  fileName: string;
+  size: number;
+  state: FileState;
+  bytesDone: number;
+  /** Bytes per second of the running upload, 0 otherwise. */
+  rate: number;
+  attempts: number;
+  nextAttemptAt: number | null;
+  error: FileError | null;
+  documentId: string | null;
+  version: number | null;
+  updatedAt: number;
+  syncedAt: number | null;
+}
+
+/** A case = the first directory level under the pair's folder (a scanner export), or the folder root. */
+export interface CaseView {
+  path: string;
+  counts: StateCounts;
+  bytesDone: number;
+  bytesTotal: number;
+}
+
+export type PairState = 'idle' | 'syncing' | 'paused' | 'attention' | 'offline';
+
+export interface PairView {
+  id: string;
+  folder: string;
+  patientId: string;
+  patientName: string | null;
+  remoteBasePath: string;
+  paused: boolean;
+  state: PairState;
+  counts: StateCounts;
+  bytesDone: number;
+  bytesTotal: number;
+  rateBytesPerSecond: number;
+  etaSeconds: number | null;
+  cases: CaseView[];
+  lastError: FileError | null;
+}
+
+export type AppMode = 'unconfigured' | 'embedded' | 'remote';
+
+export interface AppStatus {
+  mode: AppMode;
+  /** 'desktop' in the Electron window, 'headless' in the loopback twin. */
+  shell: 'desktop' | 'headless';
+  server: { url: string; tokenUrl: string; clientId: string; organizationId: string; organizationName: string | null } | null;
+  online: boolean;
+  secrets: { backend: 'keychain' | 'encrypted-file'; warning: string | null };
+  webhook: { listening: boolean; localUrl: string | null; publicUrl: string | null; subscribed: boolean; error: string | null };
+  version: string;
+}
+
+export type WebhookVerdict = 'accepted' | 'duplicate' | 'rejected';
+
+export interface WebhookActivityView {
+  id: number;
+  receivedAt: number;
+  verdict: WebhookVerdict;
+  messageId: string | null;
+  eventType: string | null;
+  patientId: string | null;
+  reason: string | null;
+}
+
+export interface HistoryEntryView {
+  fileId: number;
+  at: number;
+  event: string;
+  version: number | null;
+  sha256: string | null;
+  detail: string | null;
+}
+
+export interface SettingsView {
+  concurrency: number;
+  settleMs: number;
+  rescanMinutes: number;
+  ignorePatterns: string[];
+  bandwidthLimitBytesPerSecond: number;
+  webhook: { port: number; publicUrl: string | null };
+  maskedSecret: string | null;
+}
+
+export interface ConnectionTestResult {
+  ok: boolean;
+  /** Which step failed: reach the server, authenticate, scopes, organization. */
+  step: 'reach' | 'authenticate' | 'scope' | 'organization' | null;
+  error: FileError | null;
+  organizationName: string | null;
+}
+
+export type BridgeEvent =
+  | { type: 'status'; status: AppStatus }
+  | { type: 'pairs'; pairs: PairView[] }
+  | { type: 'files'; pairId: string; files: FileView[] }
+  | { type: 'webhook'; activity: WebhookActivityView }
+  | { type: 'documents-changed'; patientId: string | null };
+
+// --- Method payloads ----------------------------------------------------------------------------
+
+export const RemoteSetupInput = Type.Object({
+  serverUrl: Type.String({ minLength: 1, maxLength: 2048 }),
+  tokenUrl: Type.Optional(Type.String({ maxLength: 2048 })),
+  clientId: Type.String({ minLength: 1, maxLength: 256 }),
+  clientSecret: Type.String({ minLength: 1, maxLength: 1024 }),
+  organizationId: Uuid,
+});
+export type RemoteSetupInput = Static<typeof RemoteSetupInput>;
+
+export const AddPairInput = Type.Object({
+  folder: Type.String({ minLength: 1, maxLength: 4096 }),
+  patientId: Uuid,
+  patientName: Type.Optional(Type.String({ maxLength: 256 })),
+  remoteBasePath: Type.Optional(Type.String({ maxLength: 1024 })),
+});
+export type AddPairInput = Static<typeof AddPairInput>;
+
+export const PairId = Type.String({ minLength: 1, maxLength: 64 });
+export const RetryTarget = Type.Object({ pairId: Type.Optional(PairId), fileId: Type.Optional(Type.Integer({ minimum: 1 })) });
+export const FileListInput = Type.Object({
+  pairId: PairId,
+  states: Type.Optional(Type.Array(Type.Union(FILE_STATES.map((state) => Type.Literal(state))))),
+  offset: Type.Optional(Type.Integer({ minimum: 0 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+});
+export const PatientQuery = Type.Object({
+  name: Type.Optional(Type.String({ maxLength: 256 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+});
+export const SettingsPatch = Type.Object({
+  concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 16 })),
+  settleMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
+  rescanMinutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 1440 })),
+  ignorePatterns: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 100 })),
+  bandwidthLimitBytesPerSecond: Type.Optional(Type.Integer({ minimum: 0 })),
+  webhook: Type.Optional(Type.Object({ port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })), publicUrl: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Null()])) })),
+  clientSecret: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+});
+export type SettingsPatch = Static<typeof SettingsPatch>;
+
+/**
+ * Every bridge method: its parameter list as a tuple schema. The interface below must have
+ * exactly these keys (checked by the `satisfies` clause), so neither side can drift.
+ */
+export const BRIDGE_METHODS = {
+  getStatus: Type.Tuple([]),
+  setupEmbedded: Type.Tuple([]),
+  testConnection: Type.Tuple([RemoteSetupInput]),
+  setupRemote: Type.Tuple([RemoteSetupInput]),
+  listPairs: Type.Tuple([]),
+  addPair: Type.Tuple([AddPairInput]),
+  removePair: Type.Tuple([PairId]),
+  pausePair: Type.Tuple([PairId]),
+  resumePair: Type.Tuple([PairId]),
+  retryFailed: Type.Tuple([RetryTarget]),
+  listFiles: Type.Tuple([FileListInput]),
+  fileHistory: Type.Tuple([Type.Integer({ minimum: 1 })]),
+  openFolder: Type.Tuple([PairId]),
+  chooseFolder: Type.Tuple([]),
+  listPatients: Type.Tuple([PatientQuery]),
+  searchDocuments: Type.Tuple([Uuid, SearchBody]),
+  saveDocument: Type.Tuple([Uuid, Uuid]),
+  webhookActivity: Type.Tuple([Type.Integer({ minimum: 1, maximum: 1000 })]),
+  exportHistoryCsv: Type.Tuple([]),
+  getSettings: Type.Tuple([]),
+  updateSettings: Type.Tuple([SettingsPatch]),
+} satisfies Record<keyof BridgeApi, TSchema>;
+
+export type BridgeMethod = keyof typeof BRIDGE_METHODS;
+export const BRIDGE_METHOD_NAMES = Object.keys(BRIDGE_METHODS) as BridgeMethod[];
+
+export interface BridgeApi {
+  getStatus(): Promise<AppStatus>;
+  /** "This computer runs the server": embedded server on the embedded defaults with a demo organization, patient and client. */
+  setupEmbedded(): Promise<AppStatus>;
+  /** Names exactly what is wrong: unreachable, bad credentials, missing scope, wrong organization. */
+  testConnection(input: RemoteSetupInput): Promise<ConnectionTestResult>;
+  setupRemote(input: RemoteSetupInput): Promise<AppStatus>;
+  listPairs(): Promise<PairView[]>;
+  addPair(input: AddPairInput): Promise<PairView>;
+  removePair(pairId: string): Promise<void>;
+  pausePair(pairId: string): Promise<PairView>;
+  resumePair(pairId: string): Promise<PairView>;
+  retryFailed(target: Static<typeof RetryTarget>): Promise<number>;
+  listFiles(input: Static<typeof FileListInput>): Promise<{ files: FileView[]; total: number }>;
+  fileHistory(fileId: number): Promise<HistoryEntryView[]>;
+  /** Opens the folder in the OS file manager (desktop); returns the path. */
+  openFolder(pairId: string): Promise<string>;
+  /** Native folder picker on the desktop; null headless (the UI then asks for a typed path). */
+  chooseFolder(): Promise<string | null>;
+  listPatients(query: Static<typeof PatientQuery>): Promise<PatientListResponse>;
+  searchDocuments(patientId: string, body: SearchBody): Promise<SearchResponse>;
+  /** Desktop: save dialog and download; headless: returns null and the UI downloads via storageDownloadUri. */
+  saveDocument(patientId: string, documentId: string): Promise<string | null>;
+  webhookActivity(limit: number): Promise<WebhookActivityView[]>;
+  exportHistoryCsv(): Promise<string>;
+  getSettings(): Promise<SettingsView>;
+  updateSettings(patch: SettingsPatch): Promise<SettingsView>;
+}
+
+export type BridgeParams<M extends BridgeMethod> = Parameters<BridgeApi[M]>;
+export type BridgeResult<M extends BridgeMethod> = Awaited<ReturnType<BridgeApi[M]>>;
+
+/** What crosses the bridge: data or a coded error (STYLE.md "Errors are data at the edges"). */
+export type BridgeEnvelope<T> = { ok: true; value: T } | { ok: false; error: { code: BridgeErrorCode; message: string; detail?: string } };
+
+/** The renderer-side API: the bridge methods plus the event stream. */
+export interface BridgeClient extends BridgeApi {
+  onEvent(listener: (event: BridgeEvent) => void): () => void;
+}
