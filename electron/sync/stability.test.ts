@@ -1,0 +1,129 @@
+import { appendFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { StabilityGate } from './stability.js';
+import type { FileStat } from './stability.js';
+
+/** A folder whose files the test grows by hand, on a clock the test moves. */
+function fakeFolder() {
+  const files = new Map<string, FileStat>();
+  const locked = new Set<string>();
+  const released: Array<{ path: string; at: number }> = [];
+  const clock = { now: 0 };
+  const gate = new StabilityGate({
+    root: '/scans',
+    settleMs: 2000,
+    checkEveryMs: 0,
+    now: () => clock.now,
+    stat: async (absolutePath) => files.get(path.relative('/scans', absolutePath)),
+    canOpen: async (absolutePath) => !locked.has(path.relative('/scans', absolutePath)),
+    onReady: (relativePath) => released.push({ path: relativePath, at: clock.now }),
+  });
+  const at = async (time: number) => {
+    clock.now = time;
+    await gate.check();
+    return released.map((entry) => entry.path);
+  };
+  return { files, locked, released, gate, at };
+}
+
+describe('stability gate (controlled clock)', () => {
+  it('releases a file once it kept its size and mtime for the settle interval', async () => {
+    const { files, gate, at } = fakeFolder();
+    files.set('jaw.stl', { size: 10, mtimeMs: 1 });
+    gate.observe('jaw.stl', { size: 10, mtimeMs: 1 });
+    expect(await at(1000)).toEqual([]);
+    files.set('jaw.stl', { size: 20, mtimeMs: 2 });
+    expect(await at(2500)).toEqual([]);
+    expect(await at(4400)).toEqual([]);
+    expect(await at(4500)).toEqual(['jaw.stl']);
+    expect(await at(9000)).toEqual(['jaw.stl']);
+    expect(gate.pendingCount).toBe(0);
+  });
+
+  it('holds every file of a folder while one of them is still being written', async () => {
+    const { files, gate, at } = fakeFolder();
+    for (const name of ['series/IM1', 'series/IM2', 'other/report.pdf']) {
+      files.set(name, { size: 5, mtimeMs: 1 });
+      gate.observe(name);
+    }
+    await at(0);
+    files.set('series/IM2', { size: 9, mtimeMs: 2 });
+    expect(await at(1500)).toEqual([]);
+    expect(await at(2000)).toEqual(['other/report.pdf']);
+    expect(await at(3400)).toEqual(['other/report.pdf']);
+    expect((await at(3500)).sort()).toEqual(['other/report.pdf', 'series/IM1', 'series/IM2']);
+  });
+
+  it('waits for a locked file to be released by the scanner, without holding back its siblings', async () => {
+    const { files, locked, gate, at } = fakeFolder();
+    files.set('case/a.stl', { size: 5, mtimeMs: 1 });
+    files.set('case/b.stl', { size: 5, mtimeMs: 1 });
+    locked.add('case/b.stl');
+    gate.observe('case/a.stl');
+    gate.observe('case/b.stl');
+    await at(0);
+    expect(await at(2000)).toEqual(['case/a.stl']);
+    locked.delete('case/b.stl');
+    expect(await at(2100)).toEqual(['case/a.stl', 'case/b.stl']);
+  });
+
+  it('stops waiting for a file that disappeared', async () => {
+    const { files, gate, at } = fakeFolder();
+    files.set('gone.tmp.stl', { size: 5, mtimeMs: 1 });
+    gate.observe('gone.tmp.stl');
+    files.delete('gone.tmp.stl');
+    expect(await at(5000)).toEqual([]);
+    expect(gate.pendingCount).toBe(0);
+  });
+});
+
+describe('stability gate (real files)', () => {
+  let directory: string | undefined;
+  let gate: StabilityGate | undefined;
+
+  afterEach(async () => {
+    gate?.close();
+    if (directory) await rm(directory, { recursive: true, force: true });
+  });
+
+  it('releases a series only after its last file received its last chunk', async () => {
+    directory = await mkdtemp(path.join(tmpdir(), 'stability-'));
+    await mkdir(path.join(directory, 'series'));
+    const released: Array<{ path: string; at: number; size: number }> = [];
+    gate = new StabilityGate({
+      root: directory,
+      settleMs: 1000,
+      checkEveryMs: 100,
+      onReady: (relativePath, stat) => released.push({ path: relativePath, at: Date.now(), size: stat.size }),
+    });
+    const chunk = Buffer.alloc(64 * 1024, 7);
+    const early = path.join(directory, 'series', 'IM1');
+    const slow = path.join(directory, 'series', 'IM2');
+    await writeFile(early, chunk);
+    await writeFile(slow, chunk);
+    gate.observe('series/IM1');
+    gate.observe('series/IM2');
+
+    let lastChunkAt = 0;
+    for (let index = 1; index < 7; index += 1) {
+      await sleep(500);
+      if (index < 3) await appendFile(early, chunk);
+      await appendFile(slow, chunk);
+      lastChunkAt = Date.now();
+    }
+    expect(released).toEqual([]);
+
+    const deadline = Date.now() + 5000;
+    while (released.length < 2 && Date.now() < deadline) await sleep(50);
+    await sleep(1500);
+
+    expect(released.map((entry) => entry.path).sort()).toEqual(['series/IM1', 'series/IM2']);
+    expect(released.find((entry) => entry.path === 'series/IM2')?.size).toBe(7 * chunk.length);
+    expect(released.find((entry) => entry.path === 'series/IM1')?.size).toBe(3 * chunk.length);
+    // The last check may stat the file a moment before `lastChunkAt` is taken; allow for that.
+    for (const entry of released) expect(entry.at).toBeGreaterThanOrEqual(lastChunkAt + 900);
+  });
+});

@@ -1,0 +1,199 @@
+/**
+ * Decides when a file has stopped changing and may be uploaded (DESIGN §4). chokidar's
+ * awaitWriteFinish alone is not trusted: a file is ready when its size and mtime stayed the same for
+ * a settle interval AND it can be opened for reading (Windows scanner software holds an exclusive
+ * lock while it writes). Files in one folder settle as a group, because a DICOM series arrives as
+ * hundreds of files and uploading the first half of a series is worse than waiting for all of it.
+ */
+import { open, stat as statFile } from 'node:fs/promises';
+import path from 'node:path';
+
+export interface FileStat {
+  size: number;
+  mtimeMs: number;
+}
+
+export interface StabilityOptions {
+  /** The sync folder; paths given to `observe` are relative to it, with posix separators. */
+  root: string;
+  onReady: (relativePath: string, stat: FileStat) => void;
+  /** Called when a check fails for a reason other than a file changing or vanishing. */
+  onError?: (error: unknown) => void;
+  settleMs?: number;
+  /** How often pending files are looked at; 0 leaves it to the caller to call `check()`. */
+  checkEveryMs?: number;
+  now?: () => number;
+  /** Returns undefined when the file no longer exists. */
+  stat?: (absolutePath: string) => Promise<FileStat | undefined>;
+  canOpen?: (absolutePath: string) => Promise<boolean>;
+}
+
+export const DEFAULT_SETTLE_MS = 2000;
+
+interface PendingFile {
+  size: number;
+  mtimeMs: number;
+  /** When the file was last seen changing. */
+  changedAt: number;
+}
+
+export async function statIfPresent(absolutePath: string): Promise<FileStat | undefined> {
+  try {
+    const stats = await statFile(absolutePath);
+    return { size: stats.size, mtimeMs: stats.mtimeMs };
+  } catch (error) {
+    if (isMissing(error)) return undefined;
+    throw error;
+  }
+}
+
+/** Opening for reading fails while another program holds an exclusive lock on the file. */
+export async function canOpenForReading(absolutePath: string): Promise<boolean> {
+  try {
+    const handle = await open(absolutePath, 'r');
+    await handle.close();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export class StabilityGate {
+  private readonly pending = new Map<string, PendingFile>();
+  private readonly settleMs: number;
+  private readonly checkEveryMs: number;
+  private readonly now: () => number;
+  private readonly stat: (absolutePath: string) => Promise<FileStat | undefined>;
+  private readonly canOpen: (absolutePath: string) => Promise<boolean>;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(private readonly options: StabilityOptions) {
+    this.settleMs = options.settleMs ?? DEFAULT_SETTLE_MS;
+    this.checkEveryMs = options.checkEveryMs ?? Math.max(100, Math.min(500, Math.floor(this.settleMs / 2)));
+    this.now = options.now ?? Date.now;
+    this.stat = options.stat ?? statIfPresent;
+    this.canOpen = options.canOpen ?? canOpenForReading;
+  }
+
+  /** How many files are waiting to settle. */
+  get pendingCount(): number {
+    return this.pending.size;
+  }
+
+  /** A hint that the file changed (a watch event or a scan); it settles again from now. */
+  observe(relativePath: string, stat?: FileStat): void {
+    if (this.closed) return;
+    const known = this.pending.get(relativePath);
+    this.pending.set(relativePath, {
+      size: stat?.size ?? known?.size ?? -1,
+      mtimeMs: stat?.mtimeMs ?? known?.mtimeMs ?? -1,
+      changedAt: this.now(),
+    });
+    this.schedule();
+  }
+
+  /** The file went away; it is no longer waited for. */
+  forget(relativePath: string): void {
+    this.pending.delete(relativePath);
+  }
+
+  /** Looks at every pending file once and releases those that are ready. */
+  check(): Promise<void> {
+    this.running ??= this.checkPending().finally(() => {
+      this.running = undefined;
+      this.schedule();
+    });
+    return this.running;
+  }
+
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.pending.clear();
+  }
+
+  private schedule(): void {
+    if (this.closed || this.timer || this.checkEveryMs <= 0 || this.pending.size === 0) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.check().catch((error: unknown) => this.options.onError?.(error));
+    }, this.checkEveryMs);
+  }
+
+  private async checkPending(): Promise<void> {
+    for (const [relativePath, entry] of [...this.pending]) await this.refresh(relativePath, entry);
+    for (const [, members] of this.groupByFolder()) {
+      if (!members.every(([, entry]) => this.isSettled(entry))) continue;
+      const openable: Array<[string, PendingFile]> = [];
+      for (const member of members) {
+        if (await this.canOpen(this.absolute(member[0]))) openable.push(member);
+      }
+      // Opening took time: a sibling may have started changing meanwhile.
+      const folder = path.posix.dirname(members[0]![0]);
+      if (!this.folderSettled(folder)) continue;
+      for (const [relativePath, entry] of openable) this.release(relativePath, entry);
+    }
+  }
+
+  private async refresh(relativePath: string, entry: PendingFile): Promise<void> {
+    let current: FileStat | undefined;
+    try {
+      current = await this.stat(this.absolute(relativePath));
+    } catch (error) {
+      // Not readable right now (e.g. a locked folder): treat as still changing and look again.
+      entry.changedAt = this.now();
+      this.options.onError?.(error);
+      return;
+    }
+    if (this.pending.get(relativePath) !== entry) return;
+    if (!current) {
+      this.pending.delete(relativePath);
+      return;
+    }
+    if (current.size !== entry.size || current.mtimeMs !== entry.mtimeMs) {
+      entry.size = current.size;
+      entry.mtimeMs = current.mtimeMs;
+      entry.changedAt = this.now();
+    }
+  }
+
+  private groupByFolder(): Map<string, Array<[string, PendingFile]>> {
+    const groups = new Map<string, Array<[string, PendingFile]>>();
+    for (const member of this.pending) {
+      const folder = path.posix.dirname(member[0]);
+      const group = groups.get(folder);
+      if (group) group.push(member);
+      else groups.set(folder, [member]);
+    }
+    return groups;
+  }
+
+  private folderSettled(folder: string): boolean {
+    for (const [relativePath, entry] of this.pending) {
+      if (path.posix.dirname(relativePath) === folder && !this.isSettled(entry)) return false;
+    }
+    return true;
+  }
+
+  private isSettled(entry: PendingFile): boolean {
+    return entry.size >= 0 && this.now() - entry.changedAt >= this.settleMs;
+  }
+
+  private release(relativePath: string, entry: PendingFile): void {
+    if (this.pending.get(relativePath) !== entry || !this.isSettled(entry)) return;
+    this.pending.delete(relativePath);
+    this.options.onReady(relativePath, { size: entry.size, mtimeMs: entry.mtimeMs });
+  }
+
+  private absolute(relativePath: string): string {
+    return path.join(this.options.root, ...relativePath.split('/'));
+  }
+}
+
+function isMissing(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
