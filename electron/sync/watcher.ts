@@ -1,0 +1,176 @@
+/**
+ * Watches a pair's folder. The scan is the truth and watch events are hints: a full walk at start
+ * and every few minutes catches whatever the OS did not report (network shares, overflowing event
+ * queues, changes while the app was closed); chokidar makes new files show up within a moment.
+ * Idle watching costs nothing: no polling, and stability.ts (not awaitWriteFinish) decides when a
+ * file is done.
+ */
+import { opendir } from 'node:fs/promises';
+import path from 'node:path';
+import { watch } from 'chokidar';
+import type { FSWatcher } from 'chokidar';
+import { toRelativePath } from './mapping.js';
+import { statIfPresent } from './stability.js';
+import type { FileStat } from './stability.js';
+
+export interface FolderWatcherOptions {
+  folder: string;
+  isIgnored: (relativePath: string) => boolean;
+  /** A file appeared or changed (relative path with posix separators, NFC). */
+  onCandidate: (relativePath: string, stat: FileStat) => void;
+  /** A file known to be there is gone. */
+  onRemoved: (relativePath: string) => void;
+  onError?: (error: unknown) => void;
+  /** Minutes between full rescans; 0 turns them off. */
+  rescanMinutes?: number;
+  /**
+   * Files already known (e.g. from the journal), as last seen: the first scan then reports only
+   * what changed or disappeared while nobody was watching.
+   */
+  known?: Iterable<readonly [string, FileStat]>;
+}
+
+export interface FolderWatcher {
+  /** Walks the whole folder now and reports every difference to what is known. */
+  rescan(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_RESCAN_MINUTES = 10;
+
+/** Starts watching; resolves once the watch is live and the first scan has been reported. */
+export async function watchFolder(options: FolderWatcherOptions): Promise<FolderWatcher> {
+  const folderWatch = new FolderWatch(options);
+  await folderWatch.start();
+  return folderWatch;
+}
+
+class FolderWatch implements FolderWatcher {
+  private known: Map<string, FileStat>;
+  private watcher: FSWatcher | undefined;
+  private interval: NodeJS.Timeout | undefined;
+  private scanning: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(private readonly options: FolderWatcherOptions) {
+    this.known = new Map(options.known ?? []);
+  }
+
+  async start(): Promise<void> {
+    const watcher = watch(this.options.folder, {
+      ignoreInitial: true,
+      usePolling: false,
+      awaitWriteFinish: false,
+      followSymlinks: false,
+      ignored: (absolutePath: string) => this.ignores(absolutePath),
+    });
+    this.watcher = watcher;
+    watcher.on('add', (absolutePath: string) => this.guard(this.onChanged(absolutePath)));
+    watcher.on('change', (absolutePath: string) => this.guard(this.onChanged(absolutePath)));
+    watcher.on('unlink', (absolutePath: string) => this.onUnlinked(absolutePath));
+    watcher.on('unlinkDir', (absolutePath: string) => this.onUnlinkedFolder(absolutePath));
+    watcher.on('error', (error: unknown) => this.options.onError?.(error));
+    // Watch first, then scan: a file written during the scan is seen by one or the other.
+    await new Promise<void>((resolve) => watcher.once('ready', resolve));
+    await this.rescan();
+    const minutes = this.options.rescanMinutes ?? DEFAULT_RESCAN_MINUTES;
+    if (minutes > 0 && !this.closed) {
+      this.interval = setInterval(() => this.guard(this.rescan()), minutes * 60_000);
+    }
+  }
+
+  rescan(): Promise<void> {
+    this.scanning ??= this.scan().finally(() => {
+      this.scanning = undefined;
+    });
+    return this.scanning;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.interval);
+    await this.watcher?.close();
+    await this.scanning;
+  }
+
+  private async scan(): Promise<void> {
+    const seen = new Map<string, FileStat>();
+    await this.walk(this.options.folder, '', seen);
+    if (this.closed) return;
+    for (const [relativePath, stat] of seen) this.report(relativePath, stat);
+    for (const relativePath of [...this.known.keys()]) {
+      if (seen.has(relativePath)) continue;
+      // The watcher may have reported a file the walk passed before it was written.
+      const stat = await statIfPresent(path.join(this.options.folder, ...relativePath.split('/')));
+      if (!stat) this.forget(relativePath);
+    }
+  }
+
+  private async walk(absoluteFolder: string, relativeFolder: string, seen: Map<string, FileStat>): Promise<void> {
+    let folder;
+    try {
+      folder = await opendir(absoluteFolder);
+    } catch (error) {
+      // A sub-folder removed mid-scan is normal; anything else (permissions) is worth telling.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.options.onError?.(error);
+      return;
+    }
+    for await (const entry of folder) {
+      const name = entry.name.normalize('NFC');
+      const relativePath = relativeFolder === '' ? name : `${relativeFolder}/${name}`;
+      if (this.options.isIgnored(relativePath)) continue;
+      const absolutePath = path.join(absoluteFolder, entry.name);
+      // Symbolic links are not followed: a link to a large tree or a loop must not be uploaded by accident.
+      if (entry.isDirectory()) await this.walk(absolutePath, relativePath, seen);
+      else if (entry.isFile()) {
+        const stat = await statIfPresent(absolutePath);
+        if (stat) seen.set(relativePath, stat);
+      }
+    }
+  }
+
+  // Stats are taken now rather than taken from the event: an event may describe a moment long
+  // gone (a truncation before the write), and a stale size would be reported as the latest.
+  private async onChanged(absolutePath: string): Promise<void> {
+    const stat = await statIfPresent(absolutePath);
+    if (stat) this.report(toRelativePath(this.options.folder, absolutePath), stat);
+  }
+
+  private onUnlinked(absolutePath: string): void {
+    this.forget(toRelativePath(this.options.folder, absolutePath));
+  }
+
+  private onUnlinkedFolder(absolutePath: string): void {
+    const prefix = `${toRelativePath(this.options.folder, absolutePath)}/`;
+    for (const relativePath of [...this.known.keys()]) {
+      if (relativePath.startsWith(prefix)) this.forget(relativePath);
+    }
+  }
+
+  /** Reports a file only when it is new or differs from what was last reported. */
+  private report(relativePath: string, stat: FileStat): void {
+    if (this.closed) return;
+    const known = this.known.get(relativePath);
+    if (known && known.size === stat.size && known.mtimeMs === stat.mtimeMs) return;
+    this.known.set(relativePath, stat);
+    this.options.onCandidate(relativePath, stat);
+  }
+
+  private forget(relativePath: string): void {
+    if (this.closed || !this.known.delete(relativePath)) return;
+    this.options.onRemoved(relativePath);
+  }
+
+  private ignores(absolutePath: string): boolean {
+    if (path.resolve(absolutePath) === path.resolve(this.options.folder)) return false;
+    try {
+      return this.options.isIgnored(toRelativePath(this.options.folder, absolutePath));
+    } catch {
+      return false;
+    }
+  }
+
+  private guard(work: Promise<void>): void {
+    work.catch((error: unknown) => this.options.onError?.(error));
+  }
+}
