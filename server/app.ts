@@ -33,6 +33,8 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     ajv: { customOptions: { coerceTypes: false } },
   });
 
+  // JSON only: a text body is a wrong content type (415), not a string to validate.
+  app.removeContentTypeParser('text/plain');
   await app.register(problemsPlugin, { typeBase: config.publicUrl });
   await app.register(validationPlugin);
   await app.register(swagger, {

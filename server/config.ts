@@ -12,6 +12,8 @@ export interface ServerConfig {
   host: string;
   port: number;
   publicUrl: string;
+  /** False when publicUrl was derived from HOST and PORT (it then follows the port actually bound). */
+  publicUrlExplicit: boolean;
   dataDir: string;
   databaseUrl: string | undefined;
   seedFile: string | undefined;
@@ -112,6 +114,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
     host,
     port,
     publicUrl,
+    publicUrlExplicit: Boolean(env.PATIENT_DOCS_PUBLIC_URL),
     dataDir: path.resolve(cwd, env.PATIENT_DOCS_DATA_DIR?.trim() || './data'),
     databaseUrl,
     seedFile: env.PATIENT_DOCS_SEED?.trim() ? path.resolve(cwd, env.PATIENT_DOCS_SEED.trim()) : undefined,

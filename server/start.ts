@@ -1,6 +1,7 @@
 /** Starts the whole server from a configuration: used by `npm run server`, the desktop app's embedded mode and tests. */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
@@ -54,7 +55,23 @@ export function readSeedFile(file: string): SeedFile {
   return parsed as SeedFile;
 }
 
-export async function startServer(config: ServerConfig, options: { logger?: boolean | object } = {}): Promise<RunningServer> {
+/** PORT=0 picks a free port; it is chosen before the app is built so that every URL the server hands out names it. */
+async function choosePort(config: ServerConfig): Promise<ServerConfig> {
+  if (config.port !== 0) return config;
+  const port = await new Promise<number>((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen({ host: config.host, port: 0 }, () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+  return { ...config, port, publicUrl: config.publicUrlExplicit ? config.publicUrl : `http://${host}:${port}` };
+}
+
+export async function startServer(requested: ServerConfig, options: { logger?: boolean | object } = {}): Promise<RunningServer> {
+  const config = await choosePort(requested);
   const context = await createContext(config);
   try {
     if (config.seedFile) await context.directory.applySeed(readSeedFile(config.seedFile));

@@ -1,0 +1,102 @@
+/** Starts a real server (in-process, real socket, real SQLite in a temp dir) for tests. */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../server/config.js';
+import { startServer, type RunningServer } from '../../server/start.js';
+
+export const SEED_FILE = path.resolve(import.meta.dirname, '../fixtures/seed.json');
+export const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
+export const OTHER_ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a02';
+export const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
+export const PATIENT_WITHOUT_CONSENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000002';
+export const OTHER_ORG_PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000003';
+export const CLIENT = { id: 'scanner-pc-1', secret: 'scanner-pc-1-secret-0123456789' };
+export const READ_ONLY_CLIENT = { id: 'read-only', secret: 'read-only-secret-0123456789' };
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+export interface TestServer {
+  url: string;
+  server: RunningServer;
+  dataDir: string;
+  token(client?: { id: string; secret: string }, scope?: string): Promise<string>;
+  /** JSON request with a bearer token and the organization header. */
+  api(method: string, route: string, options?: { body?: unknown; token?: string | null; organization?: string | null; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+export function tempDir(prefix: string): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `patient-docs-${prefix}-`));
+}
+
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const dataDir = tempDir('server');
+  const config = loadConfig({
+    PORT: '0',
+    PATIENT_DOCS_DATA_DIR: dataDir,
+    PATIENT_DOCS_SEED: SEED_FILE,
+    PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN,
+    PATIENT_DOCS_LOG_LEVEL: 'silent',
+    ...env,
+  });
+  const server = await startServer(config, { logger: false });
+  const tokens = new Map<string, string>();
+  const token = async (client = CLIENT, scope?: string): Promise<string> => {
+    const key = `${client.id}|${scope ?? ''}`;
+    const cached = tokens.get(key);
+    if (cached) return cached;
+    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: client.id, client_secret: client.secret });
+    if (scope) form.set('scope', scope);
+    const response = await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: form });
+    const body = (await response.json()) as { access_token?: string };
+    if (!body.access_token) throw new Error(`token request failed: ${response.status} ${JSON.stringify(body)}`);
+    tokens.set(key, body.access_token);
+    return body.access_token;
+  };
+  const api: TestServer['api'] = async (method, route, options = {}) => {
+    const headers: Record<string, string> = { ...options.headers };
+    const bearer = options.token === undefined ? await token() : options.token;
+    if (bearer !== null) headers.authorization = `Bearer ${bearer}`;
+    const organization = options.organization === undefined ? ORG : options.organization;
+    if (organization !== null) headers['organization-id'] = organization;
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      headers['content-type'] ??= 'application/json';
+      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+    }
+    const response = await fetch(`${server.url}${route}`, { method, headers, body });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: response.status, body: parsed, headers: response.headers };
+  };
+  return {
+    url: server.url,
+    server,
+    dataDir,
+    token,
+    api,
+    close: async () => {
+      await server.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Asserts the SPEC §7 problem shape and returns it. */
+export function expectProblem(response: { status: number; body: any; headers: Headers }, status: number): any {
+  const problem = response.body;
+  const shape = ['type', 'title', 'status', 'detail', 'instance', 'messageKey', 'occurredAt'];
+  for (const field of shape) {
+    if (!(field in (problem ?? {}))) throw new Error(`problem lacks ${field}: ${JSON.stringify(problem)}`);
+  }
+  if (response.status !== status || problem.status !== status) {
+    throw new Error(`expected ${status}, got ${response.status}: ${JSON.stringify(problem)}`);
+  }
+  if (!response.headers.get('content-type')?.startsWith('application/problem+json')) throw new Error('problem content type missing');
+  return problem;
+}

@@ -1,0 +1,297 @@
+/** Issue 2: token → create → search over real HTTP, every rule of SPEC §4.1/§4.3 and DESIGN §3. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { CLIENT, ORG, PATIENT, READ_ONLY_CLIENT, ADMIN_TOKEN, expectProblem, startTestServer, type TestServer } from './helpers/server.js';
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(async () => server.close());
+
+const documentsRoute = `/v1/patients/${PATIENT}/documents`;
+const searchRoute = `${documentsRoute}/search`;
+
+describe('identity provider', () => {
+  it('issues an RS256 JWT with the claims of SPEC §5.5, valid 1800 s', async () => {
+    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret, scope: 'api://patient-docs/.default' });
+    const response = await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: form });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    const body = (await response.json()) as { token_type: string; expires_in: number; access_token: string };
+    expect(body.token_type).toBe('Bearer');
+    expect(body.expires_in).toBe(1800);
+    const claims = decodeJwt(body.access_token);
+    expect(decodeProtectedHeader(body.access_token).alg).toBe('RS256');
+    expect(claims).toMatchObject({ aud: 'api://patient-docs', iss: server.url, azp: CLIENT.id, sub: CLIENT.id, oid: CLIENT.id, ver: '2.0', azpacr: '1' });
+    expect(claims.exp! - claims.iat!).toBe(1800);
+    expect(claims.nbf).toBe(claims.iat);
+    expect(typeof claims.tid).toBe('string');
+    expect(typeof claims.ipaddr).toBe('string');
+    expect(String(claims.scp).split(' ').sort()).toEqual(['Patient.File.Read', 'Patient.File.Write', 'Patient.Read', 'Webhook.Manage']);
+  });
+
+  it('accepts client_secret_basic and a scope subset', async () => {
+    const basic = Buffer.from(`${CLIENT.id}:${CLIENT.secret}`).toString('base64');
+    const response = await fetch(`${server.url}/oauth2/token`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=client_credentials&scope=Patient.File.Read',
+    });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { access_token: string; scope: string };
+    expect(decodeJwt(body.access_token).scp).toBe('Patient.File.Read');
+  });
+
+  it.each([
+    ['a wrong secret', { grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: 'wrong' }, 401, 'invalid_client'],
+    ['an unknown client', { grant_type: 'client_credentials', client_id: 'nobody', client_secret: 'x' }, 401, 'invalid_client'],
+    ['no grant_type', { client_id: CLIENT.id, client_secret: CLIENT.secret }, 400, 'invalid_request'],
+    ['another grant type', { grant_type: 'password', client_id: CLIENT.id, client_secret: CLIENT.secret }, 400, 'unsupported_grant_type'],
+    ['a scope not granted', { grant_type: 'client_credentials', client_id: READ_ONLY_CLIENT.id, client_secret: READ_ONLY_CLIENT.secret, scope: 'Patient.File.Write' }, 400, 'invalid_scope'],
+    ['no client_id', { grant_type: 'client_credentials' }, 400, 'invalid_request'],
+  ])('answers %s with RFC 6749 error %i %s', async (_label, form, status, error) => {
+    const response = await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: new URLSearchParams(form as Record<string, string>) });
+    expect(response.status).toBe(status);
+    expect(((await response.json()) as { error: string }).error).toBe(error);
+  });
+
+  it('refuses a JSON token request as malformed', async () => {
+    const response = await fetch(`${server.url}/oauth2/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: string }).error).toBe('invalid_request');
+  });
+
+  it('publishes discovery and JWKS', async () => {
+    const discovery = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
+    expect(discovery).toMatchObject({ issuer: server.url, token_endpoint: `${server.url}/oauth2/token`, jwks_uri: `${server.url}/.well-known/jwks.json` });
+    const jwks = (await (await fetch(`${server.url}/.well-known/jwks.json`)).json()) as { keys: Array<Record<string, unknown>> };
+    expect(jwks.keys[0]).toMatchObject({ kty: 'RSA', alg: 'RS256', use: 'sig' });
+    expect(jwks.keys[0]).not.toHaveProperty('d');
+  });
+});
+
+describe('create document placeholder (SPEC §4.1)', () => {
+  it('creates at the root and inside a path, normalising the path', async () => {
+    const root = await server.api('POST', documentsRoute, { body: { fileName: 'consent-form.pdf' } });
+    expect(root.status).toBe(201);
+    expect(root.body).toMatchObject({ path: '/', fileName: 'consent-form.pdf', fileType: 'PDF' });
+    expect(root.body.storageUrl).toBe(`${server.url}/storage/v1/documents/${root.body.id}`);
+    const nested = await server.api('POST', documentsRoute, { body: { fileName: 'upper.stl', path: '/Cases/2026-11/Scan 1/' } });
+    expect(nested.status).toBe(201);
+    expect(nested.body.path).toBe('/Cases/2026-11/Scan 1');
+    expect(nested.body.fileType).toBe('STL');
+  });
+
+  it('stores names in NFC and treats case and normalisation variants as the same document (409)', async () => {
+    const decomposed = 'Zahnbu\u0308rste.pdf';
+    const first = await server.api('POST', documentsRoute, { body: { fileName: decomposed, path: '/nfc' } });
+    expect(first.status).toBe(201);
+    const search = await server.api('POST', searchRoute, { body: { id: [first.body.id] } });
+    expect(search.body.documents[0].fileName).toBe('Zahnbürste.pdf'.normalize('NFC'));
+    const clash = await server.api('POST', documentsRoute, { body: { fileName: 'ZAHNBÜRSTE.PDF', path: '/NFC/' } });
+    const problem = expectProblem(clash, 409);
+    expect(problem.messageKey).toBe('CONFLICT');
+  });
+
+  it.each([
+    [{ fileName: '' }, 'fileName must not be blank'],
+    [{ fileName: '   ' }, 'fileName must not be blank'],
+    [{ fileName: 'a/b.stl' }, "must not contain '/'"],
+    [{ fileName: '..' }, "must not be '.' or '..'"],
+    [{ fileName: ' lead.stl' }, 'must not begin or end with spaces'],
+    [{ fileName: 'nul\u0000.stl' }, 'control characters'],
+    [{ fileName: 'x'.repeat(256) }, 'at most 255'],
+    [{ fileName: 'a.stl', path: 'relative' }, "must begin with '/'"],
+    [{ fileName: 'a.stl', path: '/a//b' }, 'empty segments'],
+    [{ fileName: 'a.stl', path: '/a/../b' }, "must not be '.' or '..'"],
+    [{ fileName: 'a.stl', path: '/a\\b' }, "must not contain '/' or '\\'"],
+    [{ fileName: 'a.stl', path: `/${'a'.repeat(1030)}` }, 'at most 1024'],
+    [{ fileName: 42 }, 'body/fileName must be string'],
+    [{}, 'body/fileName is required'],
+  ])('refuses %j with 400 naming the rule', async (body, rule) => {
+    const problem = expectProblem(await server.api('POST', documentsRoute, { body }), 400);
+    expect(problem.messageKey).toBe('VALIDATION_ERROR');
+    expect(problem.detail).toContain(rule);
+  });
+
+  it('answers malformed JSON, a wrong content type and an oversized body with problem details', async () => {
+    expectProblem(await server.api('POST', documentsRoute, { body: '{"fileName":' }), 400);
+    expectProblem(await server.api('POST', documentsRoute, { body: 'fileName=a', headers: { 'content-type': 'text/plain' } }), 415);
+    expectProblem(await server.api('POST', documentsRoute, { body: { fileName: 'a.stl', padding: 'x'.repeat(2 * 1024 * 1024) } }), 413);
+  });
+
+  it('shows the problem instance as the request path and keeps 500s free of internals', async () => {
+    const problem = expectProblem(await server.api('POST', documentsRoute, { body: {} }), 400);
+    expect(problem.instance).toBe(documentsRoute);
+    expect(problem.type).toMatch(/\/problems\/validation-error$/);
+    expect(new Date(problem.occurredAt).toISOString()).toBe(problem.occurredAt);
+  });
+});
+
+describe('search (SPEC §4.3, DESIGN §3)', () => {
+  const patientRoute = (suffix = '') => `/v1/patients/5f0e8a3c-1d2b-4c3d-8e9f-00000000aaaa${suffix}`;
+  let ids: Record<string, string> = {};
+
+  beforeAll(async () => {
+    // A fresh patient so the counts below are exact.
+    const created = await fetch(`${server.url}/admin/v1/patients`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ id: '5f0e8a3c-1d2b-4c3d-8e9f-00000000aaaa', name: 'Search Patient', organizations: [ORG], consents: [ORG] }),
+    });
+    expect(created.status).toBe(201);
+    const files: Array<[string, string]> = [
+      ['/a', 'Scan.STL'],
+      ['/a', 'notes.pdf'],
+      ['/a/b', 'lower.stl'],
+      ['/a/b/c', 'deep.ply'],
+      ['/ab', 'sibling.stl'],
+      ['/', 'root.obj'],
+      ['/x', 'series-001.dcm'],
+    ];
+    for (const [folder, fileName] of files) {
+      const response = await server.api('POST', patientRoute('/documents'), { body: { fileName, path: folder } });
+      expect(response.status).toBe(201);
+      ids[`${folder}|${fileName}`] = response.body.id;
+      await new Promise((resolve) => setTimeout(resolve, 3));
+    }
+  });
+
+  const search = (body: unknown) => server.api('POST', patientRoute('/documents/search'), { body });
+
+  it('applies defaults and echoes them; total counts every match', async () => {
+    const response = await search({});
+    expect(response.status).toBe(200);
+    expect(response.body).toMatchObject({ offset: 0, limit: 50, total: 7 });
+    const times = response.body.documents.map((document: { lastModifiedAt: string }) => document.lastModifiedAt);
+    expect(times).toEqual([...times].sort().reverse());
+  });
+
+  it('filters a folder and its descendants, never a sibling prefix', async () => {
+    const response = await search({ path: '/a', sortBy: 'fileName', sortDirection: 'ASC' });
+    expect(response.body.documents.map((document: { fileName: string }) => document.fileName)).toEqual(['deep.ply', 'lower.stl', 'notes.pdf', 'Scan.STL']);
+    expect(response.body.total).toBe(4);
+    expect((await search({ path: '/A/B' })).body.total).toBe(2);
+    expect((await search({ path: '/' })).body.total).toBe(7);
+  });
+
+  it('matches fileName as a case-insensitive substring and fileType exactly', async () => {
+    expect((await search({ fileName: 'scan' })).body.documents.map((document: { fileName: string }) => document.fileName)).toEqual(['Scan.STL']);
+    expect((await search({ fileType: 'STL' })).body.total).toBe(3);
+    expect((await search({ fileType: 'STL', path: '/a' })).body.total).toBe(2);
+  });
+
+  it('filters hasContent (placeholders have none yet)', async () => {
+    expect((await search({ hasContent: true })).body.total).toBe(0);
+    expect((await search({ hasContent: false })).body.total).toBe(7);
+  });
+
+  it('lets a non-empty id list replace every other filter', async () => {
+    const id = ids['/ab|sibling.stl']!;
+    const response = await search({ id: [id], path: '/a', fileName: 'nomatch', hasContent: true, limit: 1 });
+    expect(response.body.total).toBe(1);
+    expect(response.body.documents[0].id).toBe(id);
+    expect(response.body.documents[0].storageDownloadUri).toBeNull();
+    expect(response.body.documents[0].fileSize).toBeNull();
+  });
+
+  it('accepts 30 ids and refuses 31', async () => {
+    const thirty = Array.from({ length: 30 }, (_, index) => `00000000-0000-4000-8000-${String(index).padStart(12, '0')}`);
+    expect((await search({ id: thirty })).status).toBe(200);
+    const problem = expectProblem(await search({ id: [...thirty, '00000000-0000-4000-8000-999999999999'] }), 400);
+    expect(problem.detail).toContain('body/id');
+  });
+
+  it('pages stably with the same sort: offset += returned until total (SPEC §4.3 rule 2)', async () => {
+    for (const sortBy of ['lastModifiedAt', 'fileName', 'fileSize', 'fileType', 'path']) {
+      for (const sortDirection of ['ASC', 'DESC']) {
+        const seen: string[] = [];
+        let offset = 0;
+        for (;;) {
+          const page = await search({ offset, limit: 2, sortBy, sortDirection });
+          if (page.body.documents.length === 0) break;
+          seen.push(...page.body.documents.map((document: { id: string }) => document.id));
+          offset += page.body.documents.length;
+          if (offset >= page.body.total) break;
+        }
+        expect(new Set(seen).size).toBe(7);
+        const whole = (await search({ limit: 1000, sortBy, sortDirection })).body.documents.map((document: { id: string }) => document.id);
+        expect(seen).toEqual(whole);
+        const reverse = (await search({ limit: 1000, sortBy, sortDirection: sortDirection === 'ASC' ? 'DESC' : 'ASC' })).body.documents.map((document: { id: string }) => document.id);
+        expect(reverse).toEqual([...whole].reverse());
+      }
+    }
+  });
+
+  it.each([
+    [{ offset: -1 }, 'body/offset must be >= 0'],
+    [{ limit: 0 }, 'body/limit must be >= 1'],
+    [{ limit: 1001 }, 'body/limit must be <= 1000'],
+    [{ limit: '5' }, 'body/limit must be integer'],
+    [{ sortBy: 'size' }, 'body/sortBy'],
+    [{ sortDirection: 'up' }, 'body/sortDirection'],
+    [{ path: 'a' }, "path must begin with '/'"],
+    [{ id: ['not-a-uuid'] }, 'body/id/0 must be a UUID'],
+  ])('refuses %j with 400', async (body, rule) => {
+    expect(expectProblem(await search(body), 400).detail).toContain(rule);
+  });
+});
+
+describe('patients and single documents', () => {
+  it('lists only patients with access and consent, filtered by name', async () => {
+    const all = await server.api('GET', '/v1/patients?limit=100');
+    expect(all.status).toBe(200);
+    const names = all.body.patients.map((patient: { name: string }) => patient.name);
+    expect(names).toContain('Jane Roe');
+    expect(names).not.toContain('John Doe (no consent)');
+    expect(names).not.toContain('Other Clinic Patient');
+    const filtered = await server.api('GET', '/v1/patients?name=jane');
+    expect(filtered.body.patients.map((patient: { name: string }) => patient.name)).toEqual(['Jane Roe']);
+    expectProblem(await server.api('GET', '/v1/patients?limit=0'), 400);
+  });
+
+  it('reads one document and answers 404 for an unknown one', async () => {
+    const created = await server.api('POST', documentsRoute, { body: { fileName: 'single.pdf', path: '/single' } });
+    const read = await server.api('GET', `${documentsRoute}/${created.body.id}`);
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ id: created.body.id, fileName: 'single.pdf', path: '/single', hasContent: false, storageDownloadUri: null, thumbnailDownloadUri: null });
+    expectProblem(await server.api('GET', `${documentsRoute}/00000000-0000-4000-8000-000000000000`), 404);
+  });
+});
+
+describe('operations', () => {
+  it('serves an OpenAPI document generated from the route schemas, and a docs page', async () => {
+    const openapi = (await (await fetch(`${server.url}/openapi.json`)).json()) as { openapi: string; paths: Record<string, Record<string, { requestBody?: unknown }>> };
+    expect(openapi.openapi).toBe('3.1.0');
+    expect(openapi.paths['/v1/patients/{patientId}/documents/search']?.post?.requestBody).toBeDefined();
+    expect(Object.keys(openapi.paths)).toContain('/oauth2/token');
+    const docs = await fetch(`${server.url}/docs/`);
+    expect(docs.status).toBe(200);
+    expect(await docs.text()).toContain('swagger');
+  });
+
+  it('answers unknown routes with a problem', async () => {
+    expectProblem(await server.api('GET', '/v2/nothing'), 404);
+  });
+
+  it('rate-limits the token endpoint per client with Retry-After', async () => {
+    const limited = await startTestServer({ PATIENT_DOCS_TOKEN_RATE_LIMIT: '3' });
+    try {
+      const statuses: number[] = [];
+      let retryAfter: string | null = null;
+      for (let attempt = 0; attempt < 5; attempt += 1) {
+        const response = await fetch(`${limited.url}/oauth2/token`, {
+          method: 'POST',
+          body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }),
+        });
+        statuses.push(response.status);
+        if (response.status === 429) retryAfter = response.headers.get('retry-after');
+      }
+      expect(statuses).toEqual([200, 200, 200, 429, 429]);
+      expect(Number(retryAfter)).toBeGreaterThan(0);
+    } finally {
+      await limited.close();
+    }
+  });
+});
