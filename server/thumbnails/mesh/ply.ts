@@ -110,15 +110,16 @@ function assertCountFits(element: PlyElement, reader: ValueReader): void {
 }
 
 function readVertices(element: PlyElement, reader: ValueReader): Float32Array {
-  const axes = ['x', 'y', 'z'].map((axis) => element.properties.findIndex((p) => p.name === axis && !p.countType));
-  if (axes.some((index) => index === -1)) throw malformed('PLY: vertices without x, y and z');
+  const axisOf = element.properties.map((p) => (p.countType ? -1 : ['x', 'y', 'z'].indexOf(p.name)));
+  if (![0, 1, 2].every((axis) => axisOf.includes(axis))) throw malformed('PLY: vertices without x, y and z');
   const positions = new Float32Array(element.count * 3);
+  const properties = element.properties;
   for (let row = 0; row < element.count; row++) {
-    element.properties.forEach((property, index) => {
-      const value = readProperty(property, reader);
-      const axis = axes.indexOf(index);
+    for (let index = 0; index < properties.length; index++) {
+      const value = readProperty(properties[index] as PlyProperty, reader);
+      const axis = axisOf[index] as number;
       if (axis !== -1) positions[row * 3 + axis] = value;
-    });
+    }
   }
   return positions;
 }

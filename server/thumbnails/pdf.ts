@@ -1,0 +1,136 @@
+import { createCanvas } from '@napi-rs/canvas';
+import type * as PdfjsModule from 'pdfjs-dist/legacy/build/pdf.mjs';
+import { malformed, tooLarge } from './errors.js';
+
+/** PDF's own implementation limit for a page side (200 inches); anything bigger is a trap, not a document. */
+const MAX_PAGE_SIDE_POINTS = 14_400;
+/** Intermediate canvases (soft masks, patterns, groups) above this many pixels are refused. */
+const MAX_SCRATCH_CANVAS_PIXELS = 4096 * 4096;
+/** Images inside the PDF above this many pixels are not decoded (pdfjs draws nothing for them). */
+const MAX_EMBEDDED_IMAGE_PIXELS = 40_000_000;
+
+/** The structural slice of a @napi-rs/canvas that pdfjs touches through the canvas factory. */
+interface ScratchCanvas {
+  width: number;
+  height: number;
+  getContext(kind: '2d'): unknown;
+}
+
+interface CanvasAndContext {
+  canvas: ScratchCanvas | null;
+  context: unknown;
+}
+
+/**
+ * pdfjs asks this factory for every canvas it draws into. Backed by @napi-rs/canvas (no DOM in Node),
+ * and bounded: a hostile PDF cannot make pdfjs allocate a gigapixel scratch canvas.
+ */
+class BoundedCanvasFactory {
+  create(width: number, height: number): CanvasAndContext {
+    assertCanvasSize(width, height);
+    const canvas = createCanvas(width, height);
+    return { canvas, context: canvas.getContext('2d') };
+  }
+
+  reset(target: CanvasAndContext, width: number, height: number): void {
+    assertCanvasSize(width, height);
+    if (!target.canvas) throw new Error('canvas already destroyed');
+    target.canvas.width = width;
+    target.canvas.height = height;
+  }
+
+  destroy(target: CanvasAndContext): void {
+    if (target.canvas) {
+      target.canvas.width = 0;
+      target.canvas.height = 0;
+    }
+    target.canvas = null;
+    target.context = null;
+  }
+}
+
+function assertCanvasSize(width: number, height: number): void {
+  if (!(width > 0 && height > 0) || width * height > MAX_SCRATCH_CANVAS_PIXELS) {
+    throw tooLarge(`PDF: refused a ${width} × ${height} scratch canvas`);
+  }
+}
+
+/** The first page as a white sheet, scaled to fit size × size (transparent around it). Runs inside the thumbnail worker, which bounds time and heap. */
+export async function renderPdfThumbnail(bytes: Buffer, size: number): Promise<Buffer> {
+  const pdfjs = await loadPdfjs();
+  const loadingTask = pdfjs.getDocument({
+    data: new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+    isEvalSupported: false,
+    disableFontFace: true,
+    useSystemFonts: false,
+    useWorkerFetch: false,
+    isOffscreenCanvasSupported: false,
+    maxImageSize: MAX_EMBEDDED_IMAGE_PIXELS,
+    stopAtErrors: false,
+    verbosity: 0,
+    CanvasFactory: BoundedCanvasFactory,
+    standardFontDataUrl: standardFontDataPath(),
+  });
+  try {
+    const document = await loadingTask.promise.catch((error: unknown) => {
+      throw malformed(`PDF: cannot open (${describe(error)})`);
+    });
+    if (document.numPages < 1) throw malformed('PDF: no pages');
+    const page = await document.getPage(1);
+    const [x0 = 0, y0 = 0, x1 = 0, y1 = 0] = page.view;
+    const pageWidth = Math.abs(x1 - x0);
+    const pageHeight = Math.abs(y1 - y0);
+    assertPageSize(pageWidth, pageHeight);
+    return await drawPage(page, pageWidth, pageHeight, size);
+  } finally {
+    await loadingTask.destroy();
+  }
+}
+
+type Pdfjs = typeof PdfjsModule;
+type PdfPage = Awaited<ReturnType<Awaited<ReturnType<Pdfjs['getDocument']>['promise']>['getPage']>>;
+
+/**
+ * pdfjs runs its parser in the same thread as us (we already are a disposable worker): handing it the
+ * worker module directly avoids it spawning or fetching anything.
+ */
+async function loadPdfjs(): Promise<Pdfjs> {
+  const globals = globalThis as { pdfjsWorker?: unknown };
+  globals.pdfjsWorker ??= await import('pdfjs-dist/legacy/build/pdf.worker.mjs');
+  return import('pdfjs-dist/legacy/build/pdf.mjs');
+}
+
+/** The 14 standard fonts are not embedded in most PDFs; pdfjs reads their outlines from its own package. */
+function standardFontDataPath(): string {
+  const packageJson = import.meta.resolve('pdfjs-dist/package.json');
+  return new URL('./standard_fonts/', packageJson).pathname;
+}
+
+function assertPageSize(width: number, height: number): void {
+  if (!(width >= 1 && height >= 1)) throw malformed('PDF: the first page has no size');
+  if (width > MAX_PAGE_SIDE_POINTS || height > MAX_PAGE_SIDE_POINTS) {
+    throw tooLarge(`PDF: a ${Math.round(width)} × ${Math.round(height)} pt page is beyond PDF's own limits`);
+  }
+}
+
+async function drawPage(page: PdfPage, pageWidth: number, pageHeight: number, size: number): Promise<Buffer> {
+  const scale = Math.min(size / pageWidth, size / pageHeight);
+  const viewport = page.getViewport({ scale });
+  const canvas = createCanvas(size, size);
+  const context = canvas.getContext('2d');
+  const offsetX = Math.floor((size - viewport.width) / 2);
+  const offsetY = Math.floor((size - viewport.height) / 2);
+  const pageRect = [offsetX, offsetY, Math.ceil(viewport.width), Math.ceil(viewport.height)] as const;
+  context.fillStyle = '#ffffff';
+  context.fillRect(...pageRect);
+  await page.render({ canvasContext: context, viewport, transform: [1, 0, 0, 1, offsetX, offsetY] }).promise;
+  // A hairline edge so a white page still reads as a page on a white list.
+  context.strokeStyle = '#c8c8c8';
+  context.lineWidth = 1;
+  context.strokeRect(pageRect[0] + 0.5, pageRect[1] + 0.5, pageRect[2] - 1, pageRect[3] - 1);
+  return canvas.encode('png');
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

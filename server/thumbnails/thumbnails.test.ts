@@ -1,0 +1,177 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PNG } from 'pngjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  garbageBytes,
+  hugeHeaderPng,
+  lyingCountStl,
+  makeArchStl,
+  makeAsciiStl,
+  makeJpeg,
+  makeObj,
+  makePdf,
+  makePly,
+  makePng,
+  pdfBomb,
+  truncatedStl,
+} from '../../test/fixtures/scans.js';
+import { hasThumbnail, renderThumbnail, THUMBNAIL_TYPES, ThumbnailError } from './index.js';
+
+const ARTIFACTS = join(import.meta.dirname, '../../test/artifacts/thumbnails');
+/** Hostile input must fail fast; generous for a loaded CI machine, far below the 20 s default timeout. */
+const HOSTILE_BOUND_MS = 6_000;
+
+let dir: string;
+
+function writeFixture(name: string, bytes: Buffer): string {
+  const path = join(dir, name);
+  writeFileSync(path, bytes);
+  return path;
+}
+
+/** Fraction of the central half of the image whose pixels pass `isContent`. */
+function centreCoverage(png: PNG, isContent: (r: number, g: number, b: number, a: number) => boolean): number {
+  let hits = 0;
+  let total = 0;
+  for (let y = Math.floor(png.height / 4); y < (png.height * 3) / 4; y++) {
+    for (let x = Math.floor(png.width / 4); x < (png.width * 3) / 4; x++) {
+      const o = (y * png.width + x) * 4;
+      total++;
+      if (isContent(png.data[o]!, png.data[o + 1]!, png.data[o + 2]!, png.data[o + 3]!)) hits++;
+    }
+  }
+  return hits / total;
+}
+
+const opaque = (_r: number, _g: number, _b: number, a: number): boolean => a > 0;
+const dark = (r: number, g: number, b: number, a: number): boolean => a > 200 && r + g + b < 3 * 128;
+
+async function expectThumbnailError(promise: Promise<unknown>, reason?: ThumbnailError['reason']): Promise<ThumbnailError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ThumbnailError);
+  if (reason) expect((error as ThumbnailError).reason).toBe(reason);
+  return error as ThumbnailError;
+}
+
+async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
+  const started = performance.now();
+  const value = await work();
+  return { value, ms: performance.now() - started };
+}
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'thumbnails-'));
+  mkdirSync(ARTIFACTS, { recursive: true });
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('which files have thumbnails', () => {
+  it('lists scans, PDFs and images, in any letter case', () => {
+    expect([...THUMBNAIL_TYPES].sort()).toEqual(['JPEG', 'JPG', 'OBJ', 'PDF', 'PLY', 'PNG', 'STL']);
+    expect(hasThumbnail('stl')).toBe(true);
+    expect(hasThumbnail('DCM')).toBe(false);
+  });
+
+  it('refuses other types without reading the file', async () => {
+    await expectThumbnailError(renderThumbnail(join(dir, 'missing.docx'), 'DOCX'), 'unsupported');
+  });
+});
+
+describe('every supported type renders a PNG of the requested size with the content in the middle', () => {
+  const meshes: [string, string, () => Buffer][] = [
+    ['binary STL', 'STL', () => makeArchStl()],
+    ['ASCII STL', 'STL', () => makeAsciiStl()],
+    ['ASCII PLY', 'PLY', () => makePly()],
+    ['binary PLY', 'PLY', () => makePly({ format: 'binary_little_endian' })],
+    ['OBJ', 'OBJ', () => makeObj()],
+  ];
+  it.each(meshes)('%s: the arch covers the middle of a transparent square', async (label, type, make) => {
+    const png = PNG.sync.read(await renderThumbnail(writeFixture(`${label}.${type.toLowerCase()}`, make()), type));
+    expect([png.width, png.height]).toEqual([256, 256]);
+    expect(centreCoverage(png, opaque)).toBeGreaterThan(0.2);
+    expect(png.data[3]).toBe(0); // a corner stays background
+  });
+
+  it('the arch STL, at 512 px, is kept as an artifact to look at', async () => {
+    const bytes = await renderThumbnail(writeFixture('arch.stl', makeArchStl()), 'STL', { size: 512 });
+    writeFileSync(join(ARTIFACTS, 'arch-stl.png'), bytes);
+    expect(PNG.sync.read(bytes).width).toBe(512);
+  });
+
+  it('PDF: the first page on white with dark text in the middle (artifact kept)', async () => {
+    const bytes = await renderThumbnail(writeFixture('letter.pdf', makePdf('Referral letter\nPatient: J. Example\nLower arch scan')), 'PDF');
+    writeFileSync(join(ARTIFACTS, 'letter-pdf.png'), bytes);
+    const png = PNG.sync.read(bytes);
+    expect([png.width, png.height]).toEqual([256, 256]);
+    expect(centreCoverage(png, dark)).toBeGreaterThan(0.01);
+    expect(centreCoverage(png, (r, g, b, a) => a === 255 && r + g + b > 750)).toBeGreaterThan(0.5);
+  });
+
+  it.each([
+    ['PNG', () => makePng(400, 300)],
+    ['JPG', () => makeJpeg(300, 400)],
+    ['JPEG', () => makeJpeg(64, 48)],
+  ] as const)('%s: scaled to fit, the picture in the middle', async (type, make) => {
+    const png = PNG.sync.read(await renderThumbnail(writeFixture(`picture.${type.toLowerCase()}`, make()), type, { size: 128 }));
+    expect([png.width, png.height]).toEqual([128, 128]);
+    expect(centreCoverage(png, dark)).toBeGreaterThan(0.3);
+  });
+});
+
+describe('hostile files end in ThumbnailError, quickly', () => {
+  const hostile: [string, string, () => Buffer, ThumbnailError['reason'] | undefined][] = [
+    ['a truncated binary STL', 'STL', truncatedStl, 'malformed'],
+    ['an STL claiming a million triangles it does not have', 'STL', lyingCountStl, 'malformed'],
+    ['garbage called STL', 'STL', () => garbageBytes(10_000), 'malformed'],
+    ['garbage called PLY', 'PLY', () => garbageBytes(10_000), 'malformed'],
+    ['a PLY header claiming more vertices than bytes', 'PLY', () => Buffer.from('ply\nformat binary_little_endian 1.0\nelement vertex 2000000000\nproperty float x\nproperty float y\nproperty float z\nelement face 1\nproperty list uchar int vertex_indices\nend_header\n'), 'malformed'],
+    ['garbage called OBJ', 'OBJ', () => garbageBytes(10_000), 'malformed'],
+    ['an OBJ face pointing past its vertices', 'OBJ', () => Buffer.from('v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 99\n'), 'malformed'],
+    ['garbage called PDF', 'PDF', () => garbageBytes(10_000), 'malformed'],
+    ['a PDF bomb (absurd MediaBox, arrays nested 100 000 deep)', 'PDF', pdfBomb, undefined],
+    ['a PNG header claiming 50 000 × 50 000 pixels', 'PNG', hugeHeaderPng, 'too-large'],
+    ['garbage called JPEG', 'JPEG', () => garbageBytes(10_000), 'malformed'],
+    ['an empty file', 'STL', () => Buffer.alloc(0), 'malformed'],
+  ];
+  it.each(hostile)('%s', async (label, type, make, reason) => {
+    const path = writeFixture(`hostile-${label.replace(/\W+/g, '-')}.${type.toLowerCase()}`, make());
+    const { ms } = await timed(() => expectThumbnailError(renderThumbnail(path, type), reason));
+    expect(ms).toBeLessThan(HOSTILE_BOUND_MS);
+  });
+
+  it('a missing file', async () => {
+    await expectThumbnailError(renderThumbnail(join(dir, 'nope.stl'), 'STL'), 'malformed');
+  });
+
+  it('a file above maxInputBytes is refused before any worker starts', async () => {
+    const path = writeFixture('big.stl', makeArchStl());
+    const { ms } = await timed(() => expectThumbnailError(renderThumbnail(path, 'STL', { maxInputBytes: 1000 }), 'too-large'));
+    expect(ms).toBeLessThan(200);
+  });
+
+  it('a render that outlives timeoutMs is terminated and reported as a timeout', async () => {
+    const path = writeFixture('slow.stl', makeArchStl({ triangles: 500_000 }));
+    const { ms } = await timed(() => expectThumbnailError(renderThumbnail(path, 'STL', { timeoutMs: 50 }), 'timeout'));
+    expect(ms).toBeLessThan(1_000);
+  });
+});
+
+describe('speed', () => {
+  it('a 500 000-triangle STL renders within a few seconds', async () => {
+    const stl = makeArchStl({ triangles: 500_000 });
+    expect(stl.readUInt32LE(80)).toBeGreaterThanOrEqual(500_000);
+    const path = writeFixture('dense.stl', stl);
+    const { value, ms } = await timed(() => renderThumbnail(path, 'STL'));
+    expect(centreCoverage(PNG.sync.read(value), opaque)).toBeGreaterThan(0.2);
+    console.log(`500k-triangle STL thumbnail: ${Math.round(ms)} ms (including worker start-up)`);
+    expect(ms).toBeLessThan(5_000);
+  });
+});

@@ -1,0 +1,7 @@
+// Development only: under vitest the worker is TypeScript, which a plain Worker cannot load. Register
+// tsx's loader inside the worker, then start the real entry. The compiled build uses worker.js directly.
+import { register } from 'tsx/esm/api';
+import { workerData } from 'node:worker_threads';
+
+register();
+await import(workerData.tsxEntry);
