@@ -1,0 +1,192 @@
+/**
+ * The HTTP client of the engine (got): typed on shared/schemas.ts, bearer tokens from the
+ * TokenManager with one retry on 401, timeouts, problem details as ApiProblemError, network
+ * failures as ApiNetworkError. Uploads stream from disk with progress; large files go through the
+ * resumable (tus) route so a dropped connection resumes from the server's offset.
+ */
+import got, { type Got, type Method, type Response } from 'got';
+import type { CreateDocumentResponse, DocumentDto, PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
+import { problemFromResponse, toNetworkError, AbortedError } from './api-errors.js';
+import { fileChunks, type BandwidthLimiter } from './bandwidth.js';
+import type { DocumentApi, UploadRequest } from './document-api.js';
+import { multipartBody } from './multipart.js';
+import { TokenManager, type Credentials } from './token-manager.js';
+import { TusUploader } from './tus-upload.js';
+
+export interface ApiClientOptions {
+  serverUrl: string;
+  organizationId: string;
+  credentials: Credentials;
+  limiter?: BandwidthLimiter;
+  /** Files at least this large use the resumable route (default 64 MiB). */
+  resumableThreshold?: number;
+  timeouts?: { requestMs?: number; connectMs?: number; idleMs?: number };
+  now?: () => number;
+}
+
+export const DEFAULT_RESUMABLE_THRESHOLD = 64 * 1024 * 1024;
+
+export interface JsonRequest {
+  method: Method;
+  url: string;
+  json?: unknown;
+  searchParams?: Record<string, string | number>;
+  organization?: boolean;
+}
+
+export class FileChangedDuringUploadError extends Error {
+  override name = 'FileChangedDuringUploadError';
+}
+
+export class ApiClient implements DocumentApi {
+  readonly tokens: TokenManager;
+  readonly http: Got;
+  private readonly serverUrl: string;
+  private readonly tus: TusUploader;
+
+  constructor(private readonly options: ApiClientOptions) {
+    this.serverUrl = options.serverUrl.replace(/\/$/, '');
+    const connect = options.timeouts?.connectMs ?? 10_000;
+    this.http = got.extend({
+      retry: { limit: 0 },
+      throwHttpErrors: false,
+      followRedirect: false,
+      timeout: { connect, socket: options.timeouts?.idleMs ?? 60_000 },
+    });
+    this.tokens = new TokenManager({ http: this.http, credentials: options.credentials, ...(options.now ? { now: options.now } : {}) });
+    this.tus = new TusUploader({ send: (build) => this.authorized(build), limiter: options.limiter });
+  }
+
+  createDocument(patientId: string, fileName: string, path: string): Promise<CreateDocumentResponse> {
+    return this.json<CreateDocumentResponse>({ method: 'POST', url: `${this.patientUrl(patientId)}/documents`, json: { fileName, path }, organization: true });
+  }
+
+  search(patientId: string, body: SearchBody): Promise<SearchResponse> {
+    return this.json<SearchResponse>({ method: 'POST', url: `${this.patientUrl(patientId)}/documents/search`, json: body, organization: true });
+  }
+
+  getDocument(patientId: string, documentId: string): Promise<DocumentDto> {
+    return this.json<DocumentDto>({ method: 'GET', url: `${this.patientUrl(patientId)}/documents/${encodeURIComponent(documentId)}`, organization: true });
+  }
+
+  listPatients(query: { name?: string | undefined; offset?: number | undefined; limit?: number | undefined }): Promise<PatientListResponse> {
+    const searchParams: Record<string, string | number> = {};
+    if (query.name) searchParams.name = query.name;
+    if (query.offset !== undefined) searchParams.offset = query.offset;
+    if (query.limit !== undefined) searchParams.limit = query.limit;
+    return this.json<PatientListResponse>({ method: 'GET', url: `${this.serverUrl}/v1/patients`, searchParams, organization: true });
+  }
+
+  async upload(request: UploadRequest): Promise<DocumentDto | null> {
+    const threshold = this.options.resumableThreshold ?? DEFAULT_RESUMABLE_THRESHOLD;
+    if (request.size >= threshold || request.resumeUrl) return this.tus.upload(request);
+    return this.uploadOnce(request);
+  }
+
+  /** A JSON call with the bearer token (and Organization-ID); problem details become ApiProblemError. */
+  async json<T>(request: JsonRequest): Promise<T> {
+    const response = await this.authorized((token) =>
+      this.http(request.url, {
+        method: request.method,
+        headers: this.headers(token, request.organization ?? false),
+        ...(request.json !== undefined ? { json: request.json } : {}),
+        ...(request.searchParams ? { searchParams: request.searchParams } : {}),
+        responseType: 'text',
+        timeout: { request: this.options.timeouts?.requestMs ?? 30_000 },
+      }),
+    );
+    return expectOk<T>(response, request.url);
+  }
+
+  /**
+   * Runs a request with a token; on 401 drops that token and tries once more with a fresh one.
+   * `build` is called again for the retry, so a streamed body is rebuilt rather than reused.
+   */
+  async authorized(build: (token: string) => PromiseLike<Response<string>>): Promise<Response<string>> {
+    for (let attempt = 0; ; attempt += 1) {
+      const token = await this.tokens.token();
+      let response: Response<string>;
+      try {
+        response = await build(token.accessToken);
+      } catch (error) {
+        throw toNetworkError(error);
+      }
+      if (response.statusCode !== 401 || attempt > 0) return response;
+      this.tokens.invalidate(token.accessToken);
+    }
+  }
+
+  private async uploadOnce(request: UploadRequest): Promise<DocumentDto> {
+    let sent = 0;
+    const response = await this.authorized((token) => {
+      sent = 0;
+      const chunks = exactly(
+        request.size,
+        fileChunks(request.filePath, {
+          end: request.size,
+          limiter: this.options.limiter,
+          signal: request.signal,
+          onBytes: (bytes) => {
+            sent += bytes;
+            request.onProgress?.(sent);
+          },
+        }),
+      );
+      const multipart = multipartBody({
+        fields: { FileName: request.fileName, Type: request.fileType, Id: request.documentId },
+        file: { field: 'file', fileName: request.fileName, contentType: 'application/octet-stream', size: request.size, chunks },
+      });
+      const headers: Record<string, string> = {
+        authorization: `Bearer ${token}`,
+        'content-type': multipart.contentType,
+        'content-length': String(multipart.length),
+      };
+      if (request.ifMatch) headers['if-match'] = `"${request.ifMatch}"`;
+      return this.http.post(`${request.storageUrl}/file`, {
+        headers,
+        body: multipart.body,
+        responseType: 'text',
+        ...(request.signal ? { signal: request.signal } : {}),
+      });
+    }).catch((error: unknown) => {
+      if (request.signal?.aborted) throw new AbortedError('the upload was stopped');
+      throw error;
+    });
+    return expectOk<DocumentDto>(response, `${request.storageUrl}/file`);
+  }
+
+  private headers(token: string, organization: boolean): Record<string, string> {
+    const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
+    if (organization) headers['organization-id'] = this.options.organizationId;
+    return headers;
+  }
+
+  private patientUrl(patientId: string): string {
+    return `${this.serverUrl}/v1/patients/${encodeURIComponent(patientId)}`;
+  }
+}
+
+export function expectOk<T>(response: Response<string>, url: string): T {
+  const body = parseBody(response.body);
+  if (response.statusCode >= 200 && response.statusCode < 300) return body as T;
+  throw problemFromResponse(response.statusCode, body, url, response.headers['retry-after']);
+}
+
+function parseBody(text: string): unknown {
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
+/** Passes the chunks through, and fails the upload when the file turned out shorter than announced. */
+async function* exactly(size: number, chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  let total = 0;
+  for await (const chunk of chunks) {
+    total += chunk.length;
+    yield chunk;
+  }
+  if (total !== size) throw new FileChangedDuringUploadError(`the file has ${total} bytes, ${size} were announced`);
+}

@@ -1,0 +1,76 @@
+/**
+ * The engine's error policy (DESIGN §4) in one place: what a failure means for the file.
+ * 429, 5xx, network errors and token trouble are temporary (wait and retry); 400, 403, 404 and
+ * 413 are permanent (the file fails with the server's detail until someone acts); a change on disk
+ * sends the file back to the queue.
+ */
+import { PLAIN_MESSAGES, type BridgeErrorCode } from '../../shared/bridge-errors.js';
+import { AbortedError, ApiNetworkError, ApiProblemError, TokenError } from './api-errors.js';
+import { FileChangedDuringUploadError } from './api-client.js';
+
+export type FailureVerdict =
+  | { kind: 'retry'; code: BridgeErrorCode; message: string; detail: string | null; retryAfterSeconds: number | null; offline: boolean }
+  | { kind: 'permanent'; code: BridgeErrorCode; message: string; detail: string | null }
+  | { kind: 'changed'; detail: string }
+  | { kind: 'stopped' }
+  | { kind: 'missing' };
+
+export class VerificationError extends Error {
+  override name = 'VerificationError';
+}
+
+export function classifyFailure(error: unknown): FailureVerdict {
+  if (error instanceof AbortedError) return { kind: 'stopped' };
+  if (error instanceof FileChangedDuringUploadError) return { kind: 'changed', detail: error.message };
+  if (error instanceof ApiProblemError) return classifyProblem(error);
+  if (error instanceof TokenError) return classifyToken(error);
+  if (error instanceof ApiNetworkError) return retry('UNREACHABLE', error.message, null, true);
+  if (error instanceof VerificationError) return retry('VERIFY_FAILED', error.message, null, false);
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };
+  // Locked by the scanner software, or a share that went away for a moment.
+  if (code === 'EBUSY' || code === 'EACCES' || code === 'EPERM' || code === 'EIO') {
+    return retry('FOLDER_MISSING', `the file cannot be read right now (${code})`, null, false);
+  }
+  return retry('INTERNAL', error instanceof Error ? error.message : String(error), null, false);
+}
+
+function classifyProblem(error: ApiProblemError): FailureVerdict {
+  const { status, problem } = error;
+  if (status === 429) return retry('RATE_LIMITED', problem.detail, error.retryAfterSeconds, false);
+  if (status >= 500 || status === 408) return retry('SERVER_ERROR', problem.detail, error.retryAfterSeconds, false);
+  // Still 401 after a fresh token: the credentials or the server's clock; worth retrying later.
+  if (status === 401) return retry('BAD_CREDENTIALS', problem.detail, null, false);
+  // Another upload to the same document is under way, or its content moved on: look again later.
+  if (status === 409 || status === 412) return retry('CONFLICT', problem.detail, null, false);
+  const code = permanentCode(status, problem.detail);
+  return { kind: 'permanent', code, message: PLAIN_MESSAGES[code], detail: problem.detail };
+}
+
+function permanentCode(status: number, detail: string): BridgeErrorCode {
+  if (status === 413) return 'TOO_LARGE';
+  if (status === 404) return 'NOT_FOUND';
+  if (status === 403) return forbiddenCode(detail);
+  if (status === 400 && /fileName|path/i.test(detail)) return 'INVALID_NAME';
+  return 'INVALID_INPUT';
+}
+
+/** The server's 403 detail says which check refused (scope, organization, access, consent). */
+export function forbiddenCode(detail: string): BridgeErrorCode {
+  if (/consent/i.test(detail)) return 'NO_CONSENT';
+  if (/scope|permission/i.test(detail)) return 'MISSING_SCOPE';
+  if (/access to (the )?patient/i.test(detail)) return 'NO_ACCESS';
+  if (/organi[sz]ation/i.test(detail)) return 'WRONG_ORGANIZATION';
+  return 'NO_ACCESS';
+}
+
+function classifyToken(error: TokenError): FailureVerdict {
+  if (error.status === 429) return retry('RATE_LIMITED', error.message, error.retryAfterSeconds, false);
+  if (error.status >= 500) return retry('SERVER_ERROR', error.message, error.retryAfterSeconds, false);
+  if (error.oauthError === 'invalid_scope') return retry('MISSING_SCOPE', error.description ?? error.message, null, false);
+  return retry('BAD_CREDENTIALS', error.description ?? error.message, null, false);
+}
+
+function retry(code: BridgeErrorCode, detail: string, retryAfterSeconds: number | null, offline: boolean): FailureVerdict {
+  return { kind: 'retry', code, message: PLAIN_MESSAGES[code], detail, retryAfterSeconds, offline };
+}

@@ -1,0 +1,40 @@
+/**
+ * A multipart/form-data body (SPEC §4.2) whose file part streams from disk. Its length is known
+ * up front, so the request carries Content-Length and the server can refuse a too-large upload
+ * (413) before reading it.
+ */
+import { randomBytes } from 'node:crypto';
+
+export interface MultipartBody {
+  contentType: string;
+  length: number;
+  body: AsyncGenerator<Buffer>;
+}
+
+export interface MultipartInput {
+  fields: Record<string, string>;
+  file: { field: string; fileName: string; contentType: string; size: number; chunks: AsyncIterable<Buffer> };
+}
+
+export function multipartBody(input: MultipartInput): MultipartBody {
+  const boundary = `----patient-docs-${randomBytes(16).toString('hex')}`;
+  const fieldParts = Object.entries(input.fields).map(
+    ([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${quote(name)}"\r\n\r\n${value}\r\n`,
+  );
+  const head = Buffer.from(
+    `${fieldParts.join('')}--${boundary}\r\nContent-Disposition: form-data; name="${quote(input.file.field)}"; filename="${quote(input.file.fileName)}"; filename*=UTF-8''${encodeURIComponent(input.file.fileName)}\r\nContent-Type: ${input.file.contentType}\r\n\r\n`,
+    'utf8',
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`, 'utf8');
+  async function* body(): AsyncGenerator<Buffer> {
+    yield head;
+    yield* input.file.chunks;
+    yield tail;
+  }
+  return { contentType: `multipart/form-data; boundary=${boundary}`, length: head.length + input.file.size + tail.length, body: body() };
+}
+
+/** Multipart header values are quoted strings: escape the quote and drop line breaks. */
+function quote(value: string): string {
+  return value.replace(/["\\]/g, (match) => `\\${match}`).replace(/[\r\n]/g, ' ');
+}

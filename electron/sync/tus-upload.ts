@@ -1,0 +1,160 @@
+/**
+ * Resumable upload (tus 1.0: core + creation) for large scans. The upload URL is handed to the
+ * caller as soon as it exists (the journal keeps it), so after a dropped connection, a crash or a
+ * reboot the upload continues from the offset the server reports instead of from byte 0.
+ */
+import type { Response } from 'got';
+import got from 'got';
+import type { DocumentDto } from '../../shared/schemas.js';
+import { AbortedError, ApiNetworkError, problemFromResponse } from './api-errors.js';
+import { fileChunks, type BandwidthLimiter } from './bandwidth.js';
+import type { UploadRequest } from './document-api.js';
+
+export const TUS_VERSION = '1.0.0';
+/** The tus collection under a document's storage URL. */
+export const DEFAULT_TUS_PATH = '/tus';
+/** Bytes per PATCH: a stuck request costs at most this much, and the server acknowledges progress. */
+const PATCH_BYTES = 64 * 1024 * 1024;
+/** Immediate resumes (HEAD, then PATCH from the server's offset) before the failure is handed back. */
+const MAX_RESUMES_WITHOUT_PROGRESS = 3;
+
+export interface TusUploaderOptions {
+  /** Sends a request with a bearer token (one retry on 401). */
+  send: (build: (token: string) => PromiseLike<Response<string>>) => Promise<Response<string>>;
+  limiter?: BandwidthLimiter | undefined;
+  tusPath?: string;
+}
+
+export class TusUploader {
+  constructor(private readonly options: TusUploaderOptions) {}
+
+  /** Resolves with the document when the server answers the last PATCH with it, else null. */
+  async upload(request: UploadRequest): Promise<DocumentDto | null> {
+    let url = request.resumeUrl ? await this.stillThere(request.resumeUrl) : null;
+    if (!url) {
+      if (request.resumeUrl) request.onResumeUrl?.(null);
+      url = await this.create(request);
+      request.onResumeUrl?.(url);
+    }
+    let offset = await this.offsetOf(url);
+    let failuresWithoutProgress = 0;
+    for (;;) {
+      if (offset >= request.size) {
+        request.onResumeUrl?.(null);
+        return null;
+      }
+      try {
+        const result = await this.patch(request, url, offset);
+        failuresWithoutProgress = 0;
+        offset = result.offset;
+        if (offset >= request.size) {
+          request.onResumeUrl?.(null);
+          return result.document;
+        }
+      } catch (error) {
+        if (request.signal?.aborted) throw new AbortedError('the upload was stopped');
+        if (!(error instanceof ApiNetworkError) || failuresWithoutProgress >= MAX_RESUMES_WITHOUT_PROGRESS) throw error;
+        failuresWithoutProgress += 1;
+        const reported = await this.offsetOf(url);
+        if (reported > offset) failuresWithoutProgress = 0;
+        offset = reported;
+      }
+    }
+  }
+
+  private async create(request: UploadRequest): Promise<string> {
+    const collection = `${request.storageUrl}${this.options.tusPath ?? DEFAULT_TUS_PATH}`;
+    const response = await this.options.send((token) => {
+      const headers: Record<string, string> = {
+        authorization: `Bearer ${token}`,
+        'tus-resumable': TUS_VERSION,
+        'upload-length': String(request.size),
+        'upload-metadata': metadata({ filename: request.fileName, filetype: request.fileType, documentId: request.documentId }),
+      };
+      if (request.ifMatch) headers['if-match'] = `"${request.ifMatch}"`;
+      return got.post(collection, { headers, throwHttpErrors: false, retry: { limit: 0 }, responseType: 'text', timeout: { request: 30_000 } });
+    });
+    const location = response.headers.location;
+    if (response.statusCode !== 201 || !location) throw problemFromResponse(response.statusCode, parse(response.body), collection, response.headers['retry-after']);
+    return new URL(location, collection).toString();
+  }
+
+  /** The upload URL when the server still has that upload, else null (expired, finished, removed). */
+  private async stillThere(url: string): Promise<string | null> {
+    const response = await this.head(url);
+    if (response.statusCode === 404 || response.statusCode === 410 || response.statusCode === 403) return null;
+    if (response.statusCode >= 300) throw problemFromResponse(response.statusCode, parse(response.body), url, response.headers['retry-after']);
+    return url;
+  }
+
+  private async offsetOf(url: string): Promise<number> {
+    const response = await this.head(url);
+    if (response.statusCode >= 300) throw problemFromResponse(response.statusCode, parse(response.body), url, response.headers['retry-after']);
+    const offset = Number(response.headers['upload-offset']);
+    return Number.isFinite(offset) && offset >= 0 ? offset : 0;
+  }
+
+  private head(url: string): Promise<Response<string>> {
+    return this.options.send((token) =>
+      got.head(url, {
+        headers: { authorization: `Bearer ${token}`, 'tus-resumable': TUS_VERSION, 'cache-control': 'no-store' },
+        throwHttpErrors: false,
+        retry: { limit: 0 },
+        responseType: 'text',
+        timeout: { request: 30_000 },
+      }),
+    );
+  }
+
+  private async patch(request: UploadRequest, url: string, offset: number): Promise<{ offset: number; document: DocumentDto | null }> {
+    const end = Math.min(request.size, offset + PATCH_BYTES);
+    let sent = 0;
+    const response = await this.options.send((token) => {
+      sent = 0;
+      return got.patch(url, {
+        headers: {
+          authorization: `Bearer ${token}`,
+          'tus-resumable': TUS_VERSION,
+          'upload-offset': String(offset),
+          'content-type': 'application/offset+octet-stream',
+          'content-length': String(end - offset),
+        },
+        body: fileChunks(request.filePath, {
+          start: offset,
+          end,
+          limiter: this.options.limiter,
+          signal: request.signal,
+          onBytes: (bytes) => {
+            sent += bytes;
+            request.onProgress?.(offset + sent);
+          },
+        }),
+        throwHttpErrors: false,
+        retry: { limit: 0 },
+        responseType: 'text',
+        timeout: { socket: 60_000 },
+        ...(request.signal ? { signal: request.signal } : {}),
+      });
+    });
+    if (response.statusCode === 409) return { offset: await this.offsetOf(url), document: null };
+    if (response.statusCode >= 300) throw problemFromResponse(response.statusCode, parse(response.body), url, response.headers['retry-after']);
+    const reported = Number(response.headers['upload-offset']);
+    const body = parse(response.body) as DocumentDto | undefined;
+    return { offset: Number.isFinite(reported) ? reported : end, document: body && typeof body === 'object' && 'id' in body ? body : null };
+  }
+}
+
+function metadata(values: Record<string, string>): string {
+  return Object.entries(values)
+    .map(([key, value]) => `${key} ${Buffer.from(value, 'utf8').toString('base64')}`)
+    .join(',');
+}
+
+function parse(text: string): unknown {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
