@@ -4,8 +4,10 @@
  * `synced` without the verification that "synced" promises).
  */
 
-export const FILE_STATES = ['queued', 'creating', 'uploading', 'verifying', 'synced', 'waiting', 'failed'] as const;
-export type FileState = (typeof FILE_STATES)[number];
+import { FILE_STATES, type FileState } from '../../shared/bridge.js';
+
+// One list of states for the engine and the UI: the bridge contract owns it.
+export { FILE_STATES, type FileState };
 
 /** States in which a step was under way; after a crash, a restart resumes them. */
 export const IN_FLIGHT_STATES: readonly FileState[] = ['creating', 'uploading', 'verifying'];
