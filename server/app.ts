@@ -12,6 +12,7 @@ import { documentRoutes } from './routes/documents.js';
 import { identityRoutes } from './routes/identity.js';
 import { patientRoutes } from './routes/patients.js';
 import { problemPages } from './routes/problem-pages.js';
+import { webhookMetricsRoutes, webhookRoutes } from './routes/webhooks.js';
 
 export interface AppOptions {
   /** SHA-256 of the admin token. */
@@ -69,8 +70,10 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     api.addHook('onRequest', api.authenticate);
     await api.register(documentRoutes, { documents: context.documents, access: context.access });
     await api.register(patientRoutes, { patients: context.store.patients, access: context.access });
+    await api.register(webhookRoutes, { webhooks: context.webhooks, access: context.access });
   });
 
+  await app.register(webhookMetricsRoutes, { webhooks: context.webhooks });
   await app.register(adminRoutes, { directory: context.directory, adminTokenHash: options.adminTokenHash });
 
   app.get('/healthz', { schema: { tags: ['operations'], summary: 'Liveness (also the no-op baseline of the benchmark)' } }, async () => ({ status: 'ok' }));

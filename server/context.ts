@@ -15,6 +15,9 @@ import { Links } from './domain/links.js';
 import { KeyStore } from './identity/keys.js';
 import { RateLimiter } from './identity/rate-limit.js';
 import { TokenService } from './identity/tokens.js';
+import { SecretBox } from './webhooks/secret-box.js';
+import { WebhookService } from './webhooks/service.js';
+import { CallbackGuard } from './webhooks/ssrf.js';
 
 export interface ServerContext {
   config: ServerConfig;
@@ -27,6 +30,10 @@ export interface ServerContext {
   directory: DirectoryService;
   tokenRateLimiter: RateLimiter;
   tenantId: string;
+  webhooks: WebhookService;
+  /** Seals subscription hmacs at rest (key: meta 'webhook-secret-key'). */
+  webhookSecrets: SecretBox;
+  callbackGuard: CallbackGuard;
 }
 
 export function ensureDataDir(dataDir: string): void {
@@ -60,6 +67,8 @@ export async function createContext(config: ServerConfig, store?: Store): Promis
     tenantId,
     externalIssuer: config.externalIssuer,
   });
+  const webhookSecrets = new SecretBox(Buffer.from(await opened.meta.setIfAbsent('webhook-secret-key', randomBytes(32).toString('base64')), 'base64'));
+  const callbackGuard = new CallbackGuard({ allowPrivate: config.allowPrivateCallbacks });
   const links = new Links(config.publicUrl, linkKey);
   return {
     config,
@@ -72,5 +81,8 @@ export async function createContext(config: ServerConfig, store?: Store): Promis
     directory: new DirectoryService(opened),
     tokenRateLimiter: new RateLimiter(config.tokenRateLimitPerMinute, 60_000),
     tenantId,
+    webhooks: new WebhookService(opened.webhooks, webhookSecrets, callbackGuard),
+    webhookSecrets,
+    callbackGuard,
   };
 }

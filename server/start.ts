@@ -12,6 +12,7 @@ import { SeedFile as SeedFileSchema } from '../shared/schemas.js';
 import { hashAdminToken } from './routes/admin.js';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { startWebhookDelivery } from './webhooks/delivery.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -87,6 +88,8 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
       if (code === 'EACCES') throw new ConfigError(`no permission to listen on port ${config.port}; use a port above 1024`);
       throw error;
     }
+    // The delivery worker runs beside the HTTP server, never inside a request.
+    const webhookDelivery = startWebhookDelivery(context, app.log.child({ component: 'webhooks' }));
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
@@ -97,6 +100,7 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
       generatedAdminToken: admin.generated,
       close: async () => {
         await app.close();
+        await webhookDelivery.stop();
         await context.store.close();
       },
     };

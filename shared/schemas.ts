@@ -133,8 +133,51 @@ export const SubscriptionSchema = Type.Object({
   organizationId: Uuid,
   createdAt: Timestamp,
   status: Type.Union([Type.Literal('active'), Type.Literal('disabled')]),
+  disabledReason: Type.Optional(Type.String({ description: 'Why the subscription stopped, e.g. the callback answered 410 Gone' })),
 });
 export type SubscriptionDto = Static<typeof SubscriptionSchema>;
+
+export const WebhookParams = Type.Object({ id: Uuid });
+export const DeadLetterParams = Type.Object({ id: Uuid, messageId: Uuid });
+export const WebhookPageQuery = Type.Object({
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: SEARCH_DEFAULTS.maxLimit })),
+});
+
+export const DeliveryAttemptSchema = Type.Object({
+  messageId: Uuid,
+  attempt: Type.Integer({ description: '1 for the first attempt' }),
+  attemptedAt: Timestamp,
+  statusCode: Type.Union([Type.Integer(), Type.Null()], { description: 'null when no HTTP answer came (refused, network error, time-out)' }),
+  latencyMs: Type.Integer(),
+  error: Type.Union([Type.String(), Type.Null()]),
+  outcome: Type.Union([Type.Literal('delivered'), Type.Literal('retry'), Type.Literal('dead'), Type.Literal('gone')]),
+});
+export type DeliveryAttemptDto = Static<typeof DeliveryAttemptSchema>;
+export const DeliveryLogResponse = Type.Object({ attempts: Type.Array(DeliveryAttemptSchema), offset: Type.Integer(), limit: Type.Integer(), total: Type.Integer() });
+
+export const DeadLetterSchema = Type.Object({
+  messageId: Uuid,
+  eventType: Type.String(),
+  patientId: Type.Union([Uuid, Type.Null()]),
+  attempts: Type.Integer(),
+  lastStatus: Type.Union([Type.Integer(), Type.Null()]),
+  lastError: Type.Union([Type.String(), Type.Null()]),
+  createdAt: Timestamp,
+  deadAt: Timestamp,
+});
+export type DeadLetterDto = Static<typeof DeadLetterSchema>;
+export const DeadLetterListResponse = Type.Object({ messages: Type.Array(DeadLetterSchema), offset: Type.Integer(), limit: Type.Integer(), total: Type.Integer() });
+
+export const WebhookMetricsSchema = Type.Object({
+  queued: Type.Integer({ description: 'Messages waiting for their next attempt' }),
+  delivering: Type.Integer({ description: 'Attempts in flight' }),
+  delivered: Type.Integer(),
+  dead: Type.Integer({ description: 'In the dead-letter queue' }),
+  cancelled: Type.Integer({ description: 'Stopped: consent withdrawn, subscription deleted or gone (410)' }),
+  failed: Type.Integer({ description: 'Failed attempts, each retry counted' }),
+});
+export type WebhookMetricsDto = Static<typeof WebhookMetricsSchema>;
 
 // --- Admin ---------------------------------------------------------------------------------
 

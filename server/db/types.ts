@@ -163,6 +163,104 @@ export interface MetaRepository {
   setIfAbsent(key: string, value: string): Promise<string>;
 }
 
+export type WebhookSubscriptionStatus = 'active' | 'disabled';
+
+export interface WebhookSubscriptionRecord {
+  id: string;
+  organizationId: string;
+  clientId: string;
+  events: string[];
+  callback: string;
+  /** The hmac, AES-256-GCM sealed (server/webhooks/secret-box.ts); never the plain value. */
+  sealedSecret: string;
+  status: WebhookSubscriptionStatus;
+  disabledReason: string | null;
+  createdAt: string;
+  /** Events at or below this outbox sequence predate the subscription and never reach it. */
+  fromSequence: number;
+}
+
+/** pending → delivering → delivered, or back to pending (retry), dead (retries exhausted) or cancelled. */
+export type WebhookMessageState = 'pending' | 'delivering' | 'delivered' | 'dead' | 'cancelled';
+
+export interface WebhookMessageRecord {
+  id: string;
+  subscriptionId: string;
+  eventId: string;
+  eventType: EventType;
+  patientId: string | null;
+  /** The exact bytes sent (minified JSON), fixed at fan-out so every retry is byte-identical. */
+  body: string;
+  state: WebhookMessageState;
+  attempts: number;
+  /** Epoch milliseconds. */
+  nextAttemptAt: number;
+  createdAt: string;
+  updatedAt: string;
+  lastStatus: number | null;
+  lastError: string | null;
+}
+
+export type NewWebhookMessage = Pick<WebhookMessageRecord, 'id' | 'subscriptionId' | 'eventId' | 'eventType' | 'patientId' | 'body' | 'nextAttemptAt' | 'createdAt'>;
+
+export interface WebhookAttemptRecord {
+  messageId: string;
+  subscriptionId: string;
+  attempt: number;
+  attemptedAt: string;
+  statusCode: number | null;
+  latencyMs: number;
+  error: string | null;
+  outcome: 'delivered' | 'retry' | 'dead' | 'gone';
+}
+
+/** What an attempt leaves behind: the log row and the message's next state. */
+export interface WebhookAttemptResult {
+  attempt: WebhookAttemptRecord;
+  state: Extract<WebhookMessageState, 'pending' | 'delivered' | 'dead' | 'cancelled'>;
+  nextAttemptAt: number;
+  /** A 410 disables the subscription and cancels its other pending messages. */
+  disableSubscription?: string;
+}
+
+export interface WebhookCounts {
+  queued: number;
+  delivering: number;
+  delivered: number;
+  dead: number;
+  cancelled: number;
+  /** Failed attempts (each retry counts). */
+  failed: number;
+}
+
+export interface WebhookRepository {
+  /** Stores the subscription; its fromSequence is the outbox's current end. */
+  createSubscription(subscription: Omit<WebhookSubscriptionRecord, 'fromSequence'>): Promise<WebhookSubscriptionRecord>;
+  getSubscription(id: string): Promise<WebhookSubscriptionRecord | undefined>;
+  listSubscriptions(organizationId: string): Promise<WebhookSubscriptionRecord[]>;
+  activeSubscriptions(): Promise<WebhookSubscriptionRecord[]>;
+  /** Removes the subscription from listings and cancels its pending messages; the log stays. */
+  deleteSubscription(id: string, at: string): Promise<boolean>;
+  /** Outbox sequence up to which events have been fanned out. */
+  cursor(): Promise<number>;
+  /** Inserts messages (once per (event, subscription)) and advances the cursor in one transaction. */
+  enqueue(messages: NewWebhookMessage[], cursor: number): Promise<void>;
+  /** After a crash: messages that were mid-attempt become pending again (at-least-once). */
+  recoverInterrupted(): Promise<number>;
+  /** Subscriptions with messages due at `now`, with how many are due. */
+  dueSubscriptions(now: number): Promise<Array<{ subscriptionId: string; due: number }>>;
+  /** Marks up to `limit` due messages of a subscription as delivering and returns them. */
+  claimDue(subscriptionId: string, now: number, limit: number): Promise<WebhookMessageRecord[]>;
+  recordAttempt(messageId: string, result: WebhookAttemptResult): Promise<void>;
+  /** Ends a message without an attempt (subscription gone, consent revoked). */
+  cancel(messageId: string, reason: string, at: string): Promise<void>;
+  attempts(subscriptionId: string, offset: number, limit: number): Promise<Page<WebhookAttemptRecord>>;
+  deadLetters(subscriptionId: string, offset: number, limit: number): Promise<Page<WebhookMessageRecord>>;
+  /** A dead message becomes pending again with its messageId and body; false when it is not dead. */
+  redeliver(subscriptionId: string, messageId: string, now: number, at: string): Promise<boolean>;
+  counts(organizationId?: string): Promise<WebhookCounts>;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   readonly organizations: OrganizationRepository;
@@ -173,5 +271,6 @@ export interface Store {
   readonly outbox: OutboxRepository;
   readonly signingKeys: SigningKeyRepository;
   readonly meta: MetaRepository;
+  readonly webhooks: WebhookRepository;
   close(): Promise<void>;
 }

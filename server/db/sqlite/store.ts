@@ -5,8 +5,9 @@ import { CORE_MIGRATIONS, type Migration } from './migrations.js';
 import { SqliteOrganizations, SqlitePatients, SqliteClients, SqliteOrders, SqliteMeta, SqliteSigningKeys } from './directory.js';
 import { SqliteDocuments } from './documents.js';
 import { SqliteOutbox } from './outbox.js';
+import { SqliteWebhooks, WEBHOOK_MIGRATION } from './webhooks.js';
 
-export const SQLITE_MIGRATIONS: Migration[] = [...CORE_MIGRATIONS];
+export const SQLITE_MIGRATIONS: Migration[] = [...CORE_MIGRATIONS, WEBHOOK_MIGRATION];
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
@@ -18,6 +19,7 @@ export class SqliteStore implements Store {
   readonly outbox;
   readonly signingKeys;
   readonly meta;
+  readonly webhooks;
 
   constructor(readonly db: SqliteDatabase) {
     this.outbox = new SqliteOutbox(db);
@@ -28,6 +30,7 @@ export class SqliteStore implements Store {
     this.orders = new SqliteOrders(db, this.outbox);
     this.signingKeys = new SqliteSigningKeys(db);
     this.meta = new SqliteMeta(db);
+    this.webhooks = new SqliteWebhooks(db);
   }
 
   static open(file: string): SqliteStore {

@@ -1,0 +1,329 @@
+/**
+ * Webhook subscriptions, messages, the delivery log and the fan-out cursor. Message state lives
+ * here, not in memory: a restart (or a kill -9) resumes every pending delivery with its messageId.
+ */
+import type { EventType } from '../../../shared/events.js';
+import type {
+  NewWebhookMessage,
+  Page,
+  WebhookAttemptRecord,
+  WebhookAttemptResult,
+  WebhookCounts,
+  WebhookMessageRecord,
+  WebhookRepository,
+  WebhookSubscriptionRecord,
+} from '../types.js';
+import type { SqliteDatabase } from './database.js';
+import type { Migration } from './migrations.js';
+
+export const WEBHOOK_MIGRATION: Migration = {
+  name: '003-webhooks',
+  sql: `
+    CREATE TABLE webhook_subscriptions (
+      id TEXT PRIMARY KEY,
+      organization_id TEXT NOT NULL,
+      client_id TEXT NOT NULL,
+      events TEXT NOT NULL,
+      callback TEXT NOT NULL,
+      sealed_secret TEXT NOT NULL,
+      status TEXT NOT NULL,
+      disabled_reason TEXT,
+      created_at TEXT NOT NULL,
+      from_sequence INTEGER NOT NULL,
+      deleted_at TEXT
+    ) WITHOUT ROWID;
+    CREATE INDEX webhook_subscriptions_by_org ON webhook_subscriptions(organization_id, created_at);
+
+    CREATE TABLE webhook_messages (
+      id TEXT PRIMARY KEY,
+      subscription_id TEXT NOT NULL REFERENCES webhook_subscriptions(id),
+      event_id TEXT NOT NULL,
+      event_type TEXT NOT NULL,
+      patient_id TEXT,
+      body TEXT NOT NULL,
+      state TEXT NOT NULL,
+      attempts INTEGER NOT NULL DEFAULT 0,
+      next_attempt_at INTEGER NOT NULL,
+      created_at TEXT NOT NULL,
+      updated_at TEXT NOT NULL,
+      last_status INTEGER,
+      last_error TEXT,
+      UNIQUE (event_id, subscription_id)
+    );
+    CREATE INDEX webhook_messages_due ON webhook_messages(state, next_attempt_at, subscription_id);
+    CREATE INDEX webhook_messages_by_subscription ON webhook_messages(subscription_id, state, updated_at);
+
+    CREATE TABLE webhook_attempts (
+      sequence INTEGER PRIMARY KEY AUTOINCREMENT,
+      message_id TEXT NOT NULL,
+      subscription_id TEXT NOT NULL,
+      attempt INTEGER NOT NULL,
+      attempted_at TEXT NOT NULL,
+      status_code INTEGER,
+      latency_ms INTEGER NOT NULL,
+      error TEXT,
+      outcome TEXT NOT NULL
+    );
+    CREATE INDEX webhook_attempts_by_subscription ON webhook_attempts(subscription_id, sequence);
+
+    CREATE TABLE webhook_cursor (
+      id INTEGER PRIMARY KEY CHECK (id = 1),
+      sequence INTEGER NOT NULL
+    );
+  `,
+};
+
+interface SubscriptionRow {
+  id: string;
+  organization_id: string;
+  client_id: string;
+  events: string;
+  callback: string;
+  sealed_secret: string;
+  status: WebhookSubscriptionRecord['status'];
+  disabled_reason: string | null;
+  created_at: string;
+  from_sequence: number;
+}
+
+interface MessageRow {
+  id: string;
+  subscription_id: string;
+  event_id: string;
+  event_type: EventType;
+  patient_id: string | null;
+  body: string;
+  state: WebhookMessageRecord['state'];
+  attempts: number;
+  next_attempt_at: number;
+  created_at: string;
+  updated_at: string;
+  last_status: number | null;
+  last_error: string | null;
+}
+
+interface AttemptRow {
+  message_id: string;
+  subscription_id: string;
+  attempt: number;
+  attempted_at: string;
+  status_code: number | null;
+  latency_ms: number;
+  error: string | null;
+  outcome: WebhookAttemptRecord['outcome'];
+}
+
+const subscriptionFromRow = (row: SubscriptionRow): WebhookSubscriptionRecord => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  clientId: row.client_id,
+  events: JSON.parse(row.events) as string[],
+  callback: row.callback,
+  sealedSecret: row.sealed_secret,
+  status: row.status,
+  disabledReason: row.disabled_reason,
+  createdAt: row.created_at,
+  fromSequence: row.from_sequence,
+});
+
+const messageFromRow = (row: MessageRow): WebhookMessageRecord => ({
+  id: row.id,
+  subscriptionId: row.subscription_id,
+  eventId: row.event_id,
+  eventType: row.event_type,
+  patientId: row.patient_id,
+  body: row.body,
+  state: row.state,
+  attempts: row.attempts,
+  nextAttemptAt: row.next_attempt_at,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+  lastStatus: row.last_status,
+  lastError: row.last_error,
+});
+
+const attemptFromRow = (row: AttemptRow): WebhookAttemptRecord => ({
+  messageId: row.message_id,
+  subscriptionId: row.subscription_id,
+  attempt: row.attempt,
+  attemptedAt: row.attempted_at,
+  statusCode: row.status_code,
+  latencyMs: row.latency_ms,
+  error: row.error,
+  outcome: row.outcome,
+});
+
+const LIVE = 'deleted_at IS NULL';
+
+export class SqliteWebhooks implements WebhookRepository {
+  private readonly statements;
+
+  constructor(private readonly db: SqliteDatabase) {
+    this.statements = {
+      insertMessage: db.prepare(
+        `INSERT INTO webhook_messages (id, subscription_id, event_id, event_type, patient_id, body, state, attempts, next_attempt_at, created_at, updated_at)
+         VALUES (@id, @subscriptionId, @eventId, @eventType, @patientId, @body, 'pending', 0, @nextAttemptAt, @createdAt, @createdAt)
+         ON CONFLICT DO NOTHING`,
+      ),
+      setCursor: db.prepare('INSERT INTO webhook_cursor (id, sequence) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET sequence = excluded.sequence'),
+      getSubscription: db.prepare(`SELECT * FROM webhook_subscriptions WHERE id = ? AND ${LIVE}`),
+      dueSubscriptions: db.prepare(
+        `SELECT subscription_id AS subscriptionId, COUNT(*) AS due FROM webhook_messages
+         WHERE state = 'pending' AND next_attempt_at <= ? GROUP BY subscription_id`,
+      ),
+      selectDue: db.prepare(
+        `SELECT * FROM webhook_messages WHERE state = 'pending' AND next_attempt_at <= ? AND subscription_id = ?
+         ORDER BY next_attempt_at, created_at LIMIT ?`,
+      ),
+      markDelivering: db.prepare(`UPDATE webhook_messages SET state = 'delivering' WHERE id = ? AND state = 'pending'`),
+      insertAttempt: db.prepare(
+        `INSERT INTO webhook_attempts (message_id, subscription_id, attempt, attempted_at, status_code, latency_ms, error, outcome)
+         VALUES (@messageId, @subscriptionId, @attempt, @attemptedAt, @statusCode, @latencyMs, @error, @outcome)`,
+      ),
+      finishMessage: db.prepare(
+        `UPDATE webhook_messages SET state = @state, attempts = @attempts, next_attempt_at = @nextAttemptAt, updated_at = @updatedAt,
+           last_status = @statusCode, last_error = @error
+         WHERE id = @id`,
+      ),
+      cancelPendingOf: db.prepare(
+        `UPDATE webhook_messages SET state = 'cancelled', updated_at = @at, last_error = @reason
+         WHERE subscription_id = @subscriptionId AND state IN ('pending', 'delivering')`,
+      ),
+    };
+  }
+
+  async createSubscription(subscription: Omit<WebhookSubscriptionRecord, 'fromSequence'>): Promise<WebhookSubscriptionRecord> {
+    return this.db
+      .transaction(() => {
+        const fromSequence = this.db.prepare('SELECT COALESCE(MAX(sequence), 0) FROM outbox_events').pluck().get() as number;
+        const record = { ...subscription, fromSequence };
+        this.db
+          .prepare(
+            `INSERT INTO webhook_subscriptions (id, organization_id, client_id, events, callback, sealed_secret, status, disabled_reason, created_at, from_sequence)
+             VALUES (@id, @organizationId, @clientId, @events, @callback, @sealedSecret, @status, @disabledReason, @createdAt, @fromSequence)`,
+          )
+          .run({ ...record, events: JSON.stringify(record.events) });
+        return record;
+      })
+      .immediate();
+  }
+
+  async getSubscription(id: string): Promise<WebhookSubscriptionRecord | undefined> {
+    const row = this.statements.getSubscription.get(id) as SubscriptionRow | undefined;
+    return row ? subscriptionFromRow(row) : undefined;
+  }
+
+  async listSubscriptions(organizationId: string): Promise<WebhookSubscriptionRecord[]> {
+    const rows = this.db.prepare(`SELECT * FROM webhook_subscriptions WHERE organization_id = ? AND ${LIVE} ORDER BY created_at, id`).all(organizationId) as SubscriptionRow[];
+    return rows.map(subscriptionFromRow);
+  }
+
+  async activeSubscriptions(): Promise<WebhookSubscriptionRecord[]> {
+    const rows = this.db.prepare(`SELECT * FROM webhook_subscriptions WHERE status = 'active' AND ${LIVE} ORDER BY created_at, id`).all() as SubscriptionRow[];
+    return rows.map(subscriptionFromRow);
+  }
+
+  async deleteSubscription(id: string, at: string): Promise<boolean> {
+    return this.db
+      .transaction(() => {
+        const changed = this.db.prepare(`UPDATE webhook_subscriptions SET deleted_at = ? WHERE id = ? AND ${LIVE}`).run(at, id).changes;
+        if (changed > 0) this.statements.cancelPendingOf.run({ subscriptionId: id, at, reason: 'subscription deleted' });
+        return changed > 0;
+      })
+      .immediate();
+  }
+
+  async cursor(): Promise<number> {
+    return (this.db.prepare('SELECT sequence FROM webhook_cursor WHERE id = 1').pluck().get() as number | undefined) ?? 0;
+  }
+
+  async enqueue(messages: NewWebhookMessage[], cursor: number): Promise<void> {
+    this.db
+      .transaction(() => {
+        for (const message of messages) this.statements.insertMessage.run(message);
+        this.statements.setCursor.run(cursor);
+      })
+      .immediate();
+  }
+
+  async recoverInterrupted(): Promise<number> {
+    return this.db.prepare(`UPDATE webhook_messages SET state = 'pending' WHERE state = 'delivering'`).run().changes;
+  }
+
+  async dueSubscriptions(now: number): Promise<Array<{ subscriptionId: string; due: number }>> {
+    return this.statements.dueSubscriptions.all(now) as Array<{ subscriptionId: string; due: number }>;
+  }
+
+  async claimDue(subscriptionId: string, now: number, limit: number): Promise<WebhookMessageRecord[]> {
+    return this.db
+      .transaction(() => {
+        const rows = this.statements.selectDue.all(now, subscriptionId, limit) as MessageRow[];
+        for (const row of rows) this.statements.markDelivering.run(row.id);
+        return rows.map((row) => messageFromRow({ ...row, state: 'delivering' }));
+      })
+      .immediate();
+  }
+
+  async recordAttempt(messageId: string, result: WebhookAttemptResult): Promise<void> {
+    const { attempt } = result;
+    this.db
+      .transaction(() => {
+        this.statements.insertAttempt.run(attempt);
+        this.statements.finishMessage.run({
+          id: messageId,
+          state: result.state,
+          attempts: attempt.attempt,
+          nextAttemptAt: result.nextAttemptAt,
+          updatedAt: attempt.attemptedAt,
+          statusCode: attempt.statusCode,
+          error: attempt.error,
+        });
+        if (result.disableSubscription !== undefined) {
+          this.db
+            .prepare(`UPDATE webhook_subscriptions SET status = 'disabled', disabled_reason = ? WHERE id = ?`)
+            .run(result.disableSubscription, attempt.subscriptionId);
+          this.statements.cancelPendingOf.run({ subscriptionId: attempt.subscriptionId, at: attempt.attemptedAt, reason: result.disableSubscription });
+        }
+      })
+      .immediate();
+  }
+
+  async cancel(messageId: string, reason: string, at: string): Promise<void> {
+    this.db.prepare(`UPDATE webhook_messages SET state = 'cancelled', updated_at = ?, last_error = ? WHERE id = ?`).run(at, reason, messageId);
+  }
+
+  async attempts(subscriptionId: string, offset: number, limit: number): Promise<Page<WebhookAttemptRecord>> {
+    const total = this.db.prepare('SELECT COUNT(*) FROM webhook_attempts WHERE subscription_id = ?').pluck().get(subscriptionId) as number;
+    const rows = this.db
+      .prepare('SELECT * FROM webhook_attempts WHERE subscription_id = ? ORDER BY sequence DESC LIMIT ? OFFSET ?')
+      .all(subscriptionId, limit, offset) as AttemptRow[];
+    return { rows: rows.map(attemptFromRow), total };
+  }
+
+  async deadLetters(subscriptionId: string, offset: number, limit: number): Promise<Page<WebhookMessageRecord>> {
+    const total = this.db.prepare(`SELECT COUNT(*) FROM webhook_messages WHERE subscription_id = ? AND state = 'dead'`).pluck().get(subscriptionId) as number;
+    const rows = this.db
+      .prepare(`SELECT * FROM webhook_messages WHERE subscription_id = ? AND state = 'dead' ORDER BY updated_at DESC, id LIMIT ? OFFSET ?`)
+      .all(subscriptionId, limit, offset) as MessageRow[];
+    return { rows: rows.map(messageFromRow), total };
+  }
+
+  async redeliver(subscriptionId: string, messageId: string, now: number, at: string): Promise<boolean> {
+    const changed = this.db
+      .prepare(
+        `UPDATE webhook_messages SET state = 'pending', attempts = 0, next_attempt_at = ?, updated_at = ?
+         WHERE id = ? AND subscription_id = ? AND state = 'dead'`,
+      )
+      .run(now, at, messageId, subscriptionId).changes;
+    return changed > 0;
+  }
+
+  async counts(organizationId?: string): Promise<WebhookCounts> {
+    const scope = organizationId === undefined ? '' : 'WHERE subscription_id IN (SELECT id FROM webhook_subscriptions WHERE organization_id = @organizationId)';
+    const params = { organizationId: organizationId ?? null };
+    const byState = this.db.prepare(`SELECT state, COUNT(*) AS n FROM webhook_messages ${scope} GROUP BY state`).all(params) as Array<{ state: string; n: number }>;
+    const count = (state: string): number => byState.find((row) => row.state === state)?.n ?? 0;
+    const failed = this.db.prepare(`SELECT COUNT(*) FROM webhook_attempts ${scope ? `${scope} AND` : 'WHERE'} outcome != 'delivered'`).pluck().get(params) as number;
+    return { queued: count('pending'), delivering: count('delivering'), delivered: count('delivered'), dead: count('dead'), cancelled: count('cancelled'), failed };
+  }
+}

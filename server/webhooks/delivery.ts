@@ -1,0 +1,39 @@
+/** Wires the delivery worker from the server's context: what start.ts runs next to the HTTP server. */
+import type { ServerContext } from '../context.js';
+import { DEFAULT_DISPATCHER_OPTIONS, WebhookDispatcher, type DispatcherLog, type DispatcherOptions } from './dispatcher.js';
+import { HttpsSender } from './sender.js';
+
+export interface WebhookDelivery {
+  dispatcher: WebhookDispatcher;
+  stop(): Promise<void>;
+}
+
+export function startWebhookDelivery(context: ServerContext, log: DispatcherLog, overrides: Partial<DispatcherOptions> = {}): WebhookDelivery {
+  const options: DispatcherOptions = {
+    ...DEFAULT_DISPATCHER_OPTIONS,
+    retryDelaysMs: context.config.webhookRetryDelaysMs,
+    timeoutMs: context.config.webhookTimeoutMs,
+    ...overrides,
+  };
+  const sender = new HttpsSender({ maxSocketsPerHost: options.maxPerCallback, maxSockets: options.maxConcurrency });
+  const dispatcher = new WebhookDispatcher(
+    {
+      outbox: context.store.outbox,
+      patients: context.store.patients,
+      webhooks: context.store.webhooks,
+      secrets: context.webhookSecrets,
+      guard: context.callbackGuard,
+      send: sender.send,
+      log,
+    },
+    options,
+  );
+  dispatcher.start();
+  return {
+    dispatcher,
+    stop: async () => {
+      await dispatcher.stop();
+      sender.close();
+    },
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * Message identity, body and signatures (SPEC §6.2–6.3, DESIGN §3 "Webhooks"), plus the
+ * Standard Webhooks headers (https://www.standardwebhooks.com/) so receivers can reject replays.
+ */
+import { createHash, createHmac } from 'node:crypto';
+import { WEBHOOK_SOURCE } from '../../shared/events.js';
+import type { OutboxEvent } from '../db/types.js';
+
+/** The messageId of an (event, subscription) pair: a name-based UUID (v5 layout), the same on every fan-out and retry. */
+export function messageIdFor(eventId: string, subscriptionId: string): string {
+  const hash = createHash('sha1').update(`patient-docs/webhook-message/${eventId}/${subscriptionId}`).digest();
+  hash[6] = ((hash[6] ?? 0) & 0x0f) | 0x50;
+  hash[8] = ((hash[8] ?? 0) & 0x3f) | 0x80;
+  const hex = hash.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** The minified JSON body, SPEC §6.2's fields in its order, organizationId once: the subscription's. */
+export function messageBody(event: OutboxEvent, messageId: string, organizationId: string): string {
+  return JSON.stringify({
+    source: WEBHOOK_SOURCE,
+    messageId,
+    timestamp: event.occurredAt,
+    eventType: event.eventType,
+    operationId: event.operationId,
+    organizationId,
+    data: event.data,
+    ...(event.patientId === null ? {} : { patientId: event.patientId }),
+  });
+}
+
+/** `Signature`: lowercase hex HMAC-SHA512 of exactly the body bytes, keyed by the hmac's UTF-8 bytes. */
+export function signatureOf(body: string | Buffer, hmac: string): string {
+  return createHmac('sha512', Buffer.from(hmac, 'utf8')).update(body).digest('hex');
+}
+
+/**
+ * The Standard Webhooks key: a `whsec_<base64>` hmac means the base64-decoded bytes (as that
+ * spec's libraries do); any other hmac is used as its UTF-8 bytes, the same key as `Signature`.
+ */
+export function standardWebhooksKey(hmac: string): Buffer {
+  if (hmac.startsWith('whsec_')) return Buffer.from(hmac.slice('whsec_'.length), 'base64');
+  return Buffer.from(hmac, 'utf8');
+}
+
+export function standardSignatureOf(messageId: string, timestampSeconds: number, body: string, hmac: string): string {
+  const mac = createHmac('sha256', standardWebhooksKey(hmac)).update(`${messageId}.${timestampSeconds}.${body}`).digest('base64');
+  return `v1,${mac}`;
+}
+
+/** Every header of one attempt; the timestamp is the attempt's, so replays of old attempts are detectable. */
+export function deliveryHeaders(messageId: string, body: string, hmac: string, attemptAt: Date): Record<string, string> {
+  const timestamp = Math.floor(attemptAt.getTime() / 1000);
+  return {
+    'content-type': 'application/json',
+    'user-agent': 'patient-docs-webhooks/1',
+    signature: signatureOf(body, hmac),
+    'webhook-id': messageId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': standardSignatureOf(messageId, timestamp, body, hmac),
+  };
+}
