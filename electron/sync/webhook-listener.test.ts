@@ -1,0 +1,189 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openJournal } from './journal.js';
+import type { Journal } from './journal.js';
+import { startWebhookListener } from './webhook-listener.js';
+import type { WebhookListener, WebhookListenerOptions, WebhookMessage } from './webhook-listener.js';
+
+const HMAC = 'subscription-hmac-secret';
+
+function sign(body: string, secret = HMAC): string {
+  return createHmac('sha512', secret).update(body).digest('hex');
+}
+
+function messageBody(overrides: Partial<WebhookMessage> = {}): string {
+  return JSON.stringify({
+    source: 'patient-docs',
+    messageId: randomUUID(),
+    timestamp: new Date().toISOString(),
+    eventType: 'document.uploaded',
+    operationId: 'op-1',
+    organizationId: 'a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d',
+    data: { document: { id: 'doc-1' } },
+    patientId: '7b0f2c1e-4a5d-4e6f-8a9b-0c1d2e3f4a5b',
+    ...overrides,
+  });
+}
+
+/** A raw HTTP exchange, so the test controls every byte and header. */
+function send(url: string, options: { method?: string; body?: string | Buffer; headers?: Record<string, string> } = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(url, { method: options.method ?? 'POST', headers: options.headers }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+    });
+    outgoing.on('error', reject);
+    outgoing.end(options.body);
+  });
+}
+
+function post(url: string, body: string, headers: Record<string, string> = { signature: sign(body) }) {
+  return send(url, { body, headers: { 'content-type': 'application/json', ...headers } });
+}
+
+describe('webhook listener', () => {
+  let directory: string;
+  let journal: Journal;
+  let listener: WebhookListener | undefined;
+  let events: WebhookMessage[];
+  let secret: string | undefined;
+
+  const start = async (overrides: Partial<WebhookListenerOptions> = {}) => {
+    listener = await startWebhookListener({
+      port: 0,
+      getSecret: () => secret,
+      journal,
+      onEvent: (message) => {
+        events.push(message);
+      },
+      ...overrides,
+    });
+    return listener;
+  };
+
+  beforeEach(() => {
+    directory = mkdtempSync(join(tmpdir(), 'webhooks-'));
+    journal = openJournal(join(directory, 'journal.sqlite'));
+    events = [];
+    secret = HMAC;
+  });
+
+  afterEach(async () => {
+    await listener?.close();
+    listener = undefined;
+    journal.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  it('listens on loopback only, on the one path', async () => {
+    const { url, port } = await start();
+    expect(url).toBe(`http://127.0.0.1:${port}/webhooks/patient-docs`);
+    expect((await send(`http://127.0.0.1:${port}/other`)).status).toBe(404);
+    expect((await send(url, { method: 'GET' })).status).toBe(405);
+  });
+
+  it('accepts a correctly signed message and answers without waiting for its handling', async () => {
+    let finishHandling = () => {};
+    const handled = new Promise<void>((resolve) => {
+      finishHandling = resolve;
+    });
+    const { url } = await start({
+      onEvent: async (message) => {
+        events.push(message);
+        await handled;
+      },
+    });
+    const body = messageBody();
+    const response = await post(url, body, { signature: sign(body).toUpperCase() });
+    expect(response.status).toBe(200);
+    // The answer is out while the handler is still busy: the server never times out waiting.
+    await sleep(20);
+    expect(events).toEqual([JSON.parse(body)]);
+    finishHandling();
+    expect(journal.webhookActivity(1)[0]).toMatchObject({ verdict: 'accepted', eventType: 'document.uploaded' });
+  });
+
+  it('refuses a missing or wrong signature before parsing anything, and records it', async () => {
+    const { url } = await start();
+    const body = messageBody();
+    expect((await post(url, body, {})).status).toBe(401);
+    expect((await post(url, body, { signature: sign(body, 'another-secret') })).status).toBe(401);
+    expect((await post(url, 'not json at all', { signature: 'ab'.repeat(64) })).status).toBe(401);
+    // The signature covers the exact bytes sent: the same JSON, re-formatted, does not match.
+    const pretty = JSON.stringify(JSON.parse(body), null, 2);
+    expect((await post(url, pretty, { signature: sign(body) })).status).toBe(401);
+    await sleep(20);
+    expect(events).toEqual([]);
+    const activity = journal.webhookActivity(10);
+    expect(activity).toHaveLength(4);
+    expect(activity.every((entry) => entry.verdict === 'rejected' && entry.messageId === null)).toBe(true);
+  });
+
+  it('refuses everything while no secret is configured', async () => {
+    secret = undefined;
+    const { url } = await start();
+    const body = messageBody();
+    expect((await post(url, body)).status).toBe(401);
+    expect(journal.webhookActivity(1)[0]?.reason).toBe('no webhook secret is configured');
+  });
+
+  it('acknowledges a redelivery without handling it twice, even after a restart', async () => {
+    const { url } = await start();
+    const body = messageBody();
+    expect((await post(url, body)).status).toBe(200);
+    expect((await post(url, body)).status).toBe(200);
+
+    await listener!.close();
+    journal.close();
+    journal = openJournal(join(directory, 'journal.sqlite'));
+    const restarted = await start();
+    expect((await post(restarted.url, body)).status).toBe(200);
+    await sleep(50);
+    expect(events).toHaveLength(1);
+    expect(journal.webhookActivity(10).map((entry) => entry.verdict)).toEqual(['duplicate', 'duplicate', 'accepted']);
+  });
+
+  it('refuses a body over the size cap', async () => {
+    const { url } = await start({ maxBodyBytes: 1024 });
+    const body = messageBody({ data: { padding: 'x'.repeat(2048) } });
+    expect((await post(url, body)).status).toBe(413);
+    // Sent in chunks without a declared length, the cap holds as well.
+    const chunked = await send(url, { body: Buffer.from(body), headers: { 'transfer-encoding': 'chunked', signature: sign(body) } });
+    expect(chunked.status).toBe(413);
+    expect(events).toEqual([]);
+    expect(journal.webhookActivity(10).map((entry) => entry.reason)).toEqual(['body is larger than allowed', 'body is larger than allowed']);
+  });
+
+  it('refuses signed bodies that are not webhook messages', async () => {
+    const { url } = await start();
+    expect((await post(url, '{"eventType":"order.updated"}')).status).toBe(400);
+    expect((await post(url, '[1,2]')).status).toBe(400);
+    expect((await post(url, '{oops')).status).toBe(400);
+  });
+
+  it('checks Standard Webhooks timestamps when present and refuses a replayed delivery', async () => {
+    const { url } = await start();
+    const seconds = Math.floor(Date.now() / 1000);
+    const fresh = messageBody();
+    const headers = (body: string, at: number) => ({ signature: sign(body), 'webhook-id': 'msg_1', 'webhook-timestamp': String(at) });
+    expect((await post(url, fresh, headers(fresh, seconds))).status).toBe(200);
+    const replayed = messageBody();
+    expect((await post(url, replayed, headers(replayed, seconds - 10 * 60))).status).toBe(401);
+    expect((await post(url, replayed, { signature: sign(replayed), 'webhook-timestamp': String(seconds) })).status).toBe(401);
+    expect(journal.webhookActivity(1)[0]).toMatchObject({ verdict: 'rejected' });
+    expect(journal.webhookActivity(2)[1]?.reason).toMatch(/replay/);
+  });
+
+  it('refuses a message older than the time its id would be remembered', async () => {
+    const { url } = await start();
+    const body = messageBody({ timestamp: '2020-01-01T00:00:00.000Z' });
+    expect((await post(url, body)).status).toBe(400);
+    expect(journal.webhookActivity(1)[0]).toMatchObject({ verdict: 'rejected', reason: 'message is older than the deduplication window' });
+  });
+});

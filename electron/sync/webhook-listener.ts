@@ -1,0 +1,217 @@
+/**
+ * Receives the server's webhooks (SPEC §6, DESIGN §4). Binds loopback by default and serves one
+ * path; the server reaches it through the public URL the user configured (e.g. a tunnel), never an
+ * address the listener advertises. The `Signature` is checked over the exact raw bytes before
+ * anything is parsed; duplicates are dropped by `messageId`, remembered in the journal across
+ * restarts; the answer goes out at once and the event is handled afterwards, so a slow handler
+ * never makes the server time out and redeliver.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { MESSAGE_RETENTION_MS } from './journal.js';
+import type { Journal } from './journal.js';
+
+/** SPEC §6.2; only `messageId` and `eventType` are relied upon here. */
+export interface WebhookMessage {
+  messageId: string;
+  eventType: string;
+  source?: string;
+  timestamp?: string;
+  operationId?: string;
+  organizationId?: string;
+  patientId?: string;
+  data?: unknown;
+}
+
+/** The part of the journal the listener needs. */
+export type WebhookLedger = Pick<Journal, 'seenMessage' | 'recordWebhook'>;
+
+export interface WebhookListenerOptions {
+  host?: string;
+  /** 0 picks a free port. */
+  port: number;
+  path?: string;
+  /** Read on every delivery, so a rotated hmac takes effect without a restart. */
+  getSecret: () => string | undefined;
+  journal: WebhookLedger;
+  maxBodyBytes?: number;
+  onEvent: (message: WebhookMessage) => void | Promise<void>;
+  /** A failing `onEvent` or an unexpected fault; the server has its answer already. */
+  onError?: (error: unknown) => void;
+  now?: () => number;
+}
+
+export interface WebhookListener {
+  /** The local address, for diagnostics only: subscriptions use the configured public URL. */
+  url: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_WEBHOOK_PATH = '/webhooks/patient-docs';
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/** Standard Webhooks: a delivery whose timestamp is further off than this is a replay. */
+export const TIMESTAMP_TOLERANCE_MS = 5 * 60 * 1000;
+
+const HMAC_SHA512_HEX_LENGTH = 128;
+
+type Outcome = { status: number; reason?: string };
+
+export async function startWebhookListener(options: WebhookListenerOptions): Promise<WebhookListener> {
+  const host = options.host ?? '127.0.0.1';
+  const path = options.path ?? DEFAULT_WEBHOOK_PATH;
+  const server = createServer((request, response) => {
+    handle(request, response, options, path).catch((error: unknown) => {
+      options.onError?.(error);
+      if (!response.headersSent) answer(response, { status: 500, reason: 'internal error' });
+    });
+  });
+  // A client that trickles its request must not hold a connection forever.
+  server.requestTimeout = 10_000;
+  server.headersTimeout = 10_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}${path}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        server.closeAllConnections();
+      }),
+  };
+}
+
+async function handle(request: IncomingMessage, response: ServerResponse, options: WebhookListenerOptions, path: string): Promise<void> {
+  if ((request.url ?? '').split('?')[0] !== path) return answer(response, { status: 404, reason: 'not found' });
+  if (request.method !== 'POST') {
+    response.setHeader('allow', 'POST');
+    return answer(response, { status: 405, reason: 'only POST is accepted' });
+  }
+  const body = await readBody(request, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
+  if (body === undefined) return refuse(response, options, { status: 413, reason: 'body is larger than allowed' });
+
+  const refusal = checkSignature(request, body, options.getSecret()) ?? checkStandardHeaders(request, options.now ?? Date.now);
+  if (refusal) return refuse(response, options, refusal);
+
+  const message = parseMessage(body);
+  if (typeof message === 'string') return refuse(response, options, { status: 400, reason: message });
+  const stale = checkAge(message, options.now ?? Date.now);
+  if (stale) return refuse(response, options, stale, message);
+
+  const { messageId, eventType } = message;
+  if (options.journal.seenMessage(messageId)) {
+    options.journal.recordWebhook({ verdict: 'duplicate', messageId, eventType });
+    return answer(response, { status: 200 });
+  }
+  // Remembered before the answer: a redelivery racing this one is then a duplicate.
+  options.journal.recordWebhook({ verdict: 'accepted', messageId, eventType });
+  answer(response, { status: 200 });
+  setImmediate(() => {
+    Promise.resolve()
+      .then(() => options.onEvent(message))
+      .catch((error: unknown) => options.onError?.(error));
+  });
+}
+
+/** The raw bytes, or undefined once they exceed the cap (the rest is read and dropped). */
+function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer | undefined> {
+  const declared = Number(request.headers['content-length']);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = Number.isFinite(declared) && declared > maxBytes;
+    if (tooLarge) resolve(undefined);
+    request.on('data', (chunk: Buffer) => {
+      if (tooLarge) return;
+      size += chunk.length;
+      if (size <= maxBytes) return void chunks.push(chunk);
+      tooLarge = true;
+      resolve(undefined);
+    });
+    request.on('end', () => {
+      if (!tooLarge) resolve(Buffer.concat(chunks));
+    });
+    request.on('error', reject);
+  });
+}
+
+/** SPEC §6.3: lowercase or uppercase hex of HMAC-SHA512 over exactly the bytes received. */
+function checkSignature(request: IncomingMessage, body: Buffer, secret: string | undefined): Outcome | undefined {
+  if (!secret) return { status: 401, reason: 'no webhook secret is configured' };
+  const header = request.headers['signature'];
+  if (typeof header !== 'string' || header.length === 0) return { status: 401, reason: 'Signature header is missing' };
+  const expected = createHmac('sha512', secret).update(body).digest();
+  const given = header.trim().toLowerCase();
+  const wellFormed = given.length === HMAC_SHA512_HEX_LENGTH && /^[0-9a-f]+$/.test(given);
+  if (!wellFormed || !timingSafeEqual(Buffer.from(given, 'hex'), expected)) {
+    return { status: 401, reason: 'Signature does not match' };
+  }
+  return undefined;
+}
+
+/**
+ * Standard Webhooks headers, when the sender adds them: `webhook-id` and a `webhook-timestamp`
+ * (seconds) within five minutes of now. An old timestamp means a recorded delivery played back.
+ */
+function checkStandardHeaders(request: IncomingMessage, now: () => number): Outcome | undefined {
+  const id = request.headers['webhook-id'];
+  const timestamp = request.headers['webhook-timestamp'];
+  if (id === undefined && timestamp === undefined && request.headers['webhook-signature'] === undefined) return undefined;
+  if (typeof id !== 'string' || id.length === 0) return { status: 401, reason: 'webhook-id header is missing' };
+  if (typeof timestamp !== 'string' || !/^\d+$/.test(timestamp)) return { status: 401, reason: 'webhook-timestamp header is missing or not a number' };
+  if (Math.abs(now() - Number(timestamp) * 1000) > TIMESTAMP_TOLERANCE_MS) {
+    return { status: 401, reason: 'replay: webhook-timestamp is more than 5 minutes off' };
+  }
+  return undefined;
+}
+
+function parseMessage(body: Buffer): WebhookMessage | string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    return 'body is not JSON';
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return 'body is not a JSON object';
+  const candidate = parsed as Record<string, unknown>;
+  if (typeof candidate.messageId !== 'string' || candidate.messageId.length === 0) return 'messageId is missing';
+  if (typeof candidate.eventType !== 'string' || candidate.eventType.length === 0) return 'eventType is missing';
+  return candidate as unknown as WebhookMessage;
+}
+
+/** Message ids are remembered for a limited time; anything older could slip past the dedupe. */
+function checkAge(message: WebhookMessage, now: () => number): Outcome | undefined {
+  if (message.timestamp === undefined) return undefined;
+  const at = Date.parse(message.timestamp);
+  if (Number.isNaN(at)) return { status: 400, reason: 'timestamp is not a date' };
+  if (now() - at > MESSAGE_RETENTION_MS) return { status: 400, reason: 'message is older than the deduplication window' };
+  return undefined;
+}
+
+function refuse(response: ServerResponse, options: WebhookListenerOptions, outcome: Outcome, message?: WebhookMessage): void {
+  options.journal.recordWebhook({
+    verdict: 'rejected',
+    reason: outcome.reason ?? `status ${outcome.status}`,
+    ...(message ? { messageId: message.messageId, eventType: message.eventType } : {}),
+  });
+  answer(response, outcome);
+}
+
+function answer(response: ServerResponse, outcome: Outcome): void {
+  const body = JSON.stringify(outcome.status < 300 ? { received: true } : { error: outcome.reason ?? 'refused' });
+  response.writeHead(outcome.status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    ...(outcome.status === 413 ? { connection: 'close' } : {}),
+  });
+  response.end(body);
+}
