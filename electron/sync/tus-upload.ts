@@ -12,7 +12,7 @@ import type { UploadRequest } from './document-api.js';
 
 export const TUS_VERSION = '1.0.0';
 /** The tus collection under a document's storage URL. */
-export const DEFAULT_TUS_PATH = '/tus';
+export const DEFAULT_TUS_PATH = '/uploads';
 /** Bytes per PATCH: a stuck request costs at most this much, and the server acknowledges progress. */
 const PATCH_BYTES = 64 * 1024 * 1024;
 /** Immediate resumes (HEAD, then PATCH from the server's offset) before the failure is handed back. */
@@ -69,7 +69,7 @@ export class TusUploader {
         authorization: `Bearer ${token}`,
         'tus-resumable': TUS_VERSION,
         'upload-length': String(request.size),
-        'upload-metadata': metadata({ filename: request.fileName, filetype: request.fileType, documentId: request.documentId }),
+        'upload-metadata': metadata({ filename: request.fileName, filetype: request.fileType, Id: request.documentId }),
       };
       if (request.ifMatch) headers['if-match'] = `"${request.ifMatch}"`;
       return got.post(collection, { headers, throwHttpErrors: false, retry: { limit: 0 }, responseType: 'text', timeout: { request: 30_000 } });

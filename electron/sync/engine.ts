@@ -1,0 +1,365 @@
+/**
+ * The sync engine (DESIGN §4): pairs of folders, each watched (PairWatch), and one scheduler that
+ * runs due journal rows through the pipeline with bounded concurrency. It publishes what happened
+ * (files and pairs changed, online or not) for the UI; it owns no HTTP, settings or secrets of its
+ * own — those come in through its constructor.
+ */
+import type { FileView, PairView } from '../../shared/bridge.js';
+import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
+import type { DocumentApi } from './document-api.js';
+import { sha256File } from './hash.js';
+import type { FileRecord, Journal, RetryTarget } from './journal.js';
+import { PairWatch } from './pair-watch.js';
+import { syncFile, type PipelineJournal, type PipelineOutcome } from './pipeline.js';
+import { ProgressTracker } from './progress.js';
+import type { SyncPair } from './settings.js';
+import { statIfPresent, type FileStat } from './stability.js';
+import type { FileState } from './states.js';
+import { buildPairView, toFileView } from './views.js';
+
+export interface EngineTuning {
+  concurrency: number;
+  settleMs: number;
+  rescanMinutes: number;
+  ignorePatterns: string[];
+}
+
+export type EngineEvent =
+  | { type: 'pairs-changed'; pairs: PairView[] }
+  | { type: 'files-changed'; pairId: string; files: FileView[] }
+  | { type: 'file-synced'; file: FileView }
+  | { type: 'file-failed'; file: FileView }
+  | { type: 'online-changed'; online: boolean }
+  | { type: 'engine-error'; message: string };
+
+export interface EngineOptions {
+  journal: Journal;
+  tuning: EngineTuning;
+  api?: DocumentApi | null;
+  backoff?: BackoffPolicy;
+  now?: () => number;
+  random?: () => number;
+  stat?: (absolutePath: string) => Promise<FileStat | undefined>;
+  hash?: (absolutePath: string, signal?: AbortSignal) => Promise<string>;
+  /** How often UI snapshots go out at most. */
+  publishEveryMs?: number;
+  /** How often the journal is looked at for retries whose time has come when nothing else happens. */
+  idlePollMs?: number;
+}
+
+interface RunningFile {
+  pairId: string;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+export class SyncEngine {
+  private readonly journal: Journal;
+  private readonly now: () => number;
+  private readonly progress: ProgressTracker;
+  private readonly pairs = new Map<string, SyncPair>();
+  private readonly watches = new Map<string, PairWatch>();
+  private readonly running = new Map<number, RunningFile>();
+  private readonly listeners = new Set<(event: EngineEvent) => void>();
+  private readonly changedFiles = new Map<string, Set<number>>();
+  private api: DocumentApi | null;
+  private tuning: EngineTuning;
+  private started = false;
+  private online = true;
+  private pairsDirty = false;
+  private wakeTimer: NodeJS.Timeout | undefined;
+  private wakeAt = Infinity;
+  private publishTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: EngineOptions) {
+    this.journal = options.journal;
+    this.now = options.now ?? Date.now;
+    this.progress = new ProgressTracker(this.now);
+    this.api = options.api ?? null;
+    this.tuning = { ...options.tuning };
+  }
+
+  onEvent(listener: (event: EngineEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  get isOnline(): boolean {
+    return this.online;
+  }
+
+  /** The server connection; null stops new work (files wait until it is set). */
+  setApi(api: DocumentApi | null): void {
+    this.api = api;
+    this.pump();
+  }
+
+  async setTuning(tuning: Partial<EngineTuning>): Promise<void> {
+    const before = this.tuning;
+    this.tuning = { ...before, ...tuning };
+    const watchChanged =
+      before.settleMs !== this.tuning.settleMs ||
+      before.rescanMinutes !== this.tuning.rescanMinutes ||
+      before.ignorePatterns.join('\n') !== this.tuning.ignorePatterns.join('\n');
+    if (watchChanged && this.started) for (const pair of this.pairs.values()) await this.restartWatch(pair);
+    this.pump();
+  }
+
+  async start(pairs: readonly SyncPair[]): Promise<void> {
+    this.started = true;
+    for (const pair of pairs) this.pairs.set(pair.id, { ...pair });
+    await Promise.all([...this.pairs.values()].map((pair) => this.restartWatch(pair)));
+    this.pairsDirty = true;
+    this.schedulePublish();
+    this.pump();
+  }
+
+  /** Stops watching and lets running uploads stop at a resumable point (their rows wait for the next start). */
+  async stop(): Promise<void> {
+    this.started = false;
+    clearTimeout(this.wakeTimer);
+    clearTimeout(this.publishTimer);
+    this.wakeTimer = undefined;
+    this.publishTimer = undefined;
+    for (const file of this.running.values()) file.controller.abort();
+    await Promise.all([...this.running.values()].map((file) => file.done));
+    await Promise.all([...this.watches.values()].map((watch) => watch.close()));
+    this.watches.clear();
+  }
+
+  async addPair(pair: SyncPair): Promise<PairView> {
+    this.pairs.set(pair.id, { ...pair });
+    if (this.started) await this.restartWatch(pair);
+    this.markPairs();
+    this.pump();
+    return this.pairView(pair.id)!;
+  }
+
+  /** Stops syncing the folder. Its journal rows stay for the record; nothing changes on the server. */
+  async removePair(pairId: string): Promise<void> {
+    this.pairs.delete(pairId);
+    await this.watches.get(pairId)?.close();
+    this.watches.delete(pairId);
+    this.abortPair(pairId);
+    this.markPairs();
+  }
+
+  setPaused(pairId: string, paused: boolean): PairView | undefined {
+    const pair = this.pairs.get(pairId);
+    if (!pair) return undefined;
+    pair.paused = paused;
+    if (paused) this.abortPair(pairId);
+    this.markPairs();
+    this.pump();
+    return this.pairView(pairId);
+  }
+
+  retryFailed(target?: RetryTarget): number {
+    const count = this.journal.retryFailed(target);
+    if (count > 0) {
+      this.markPairs();
+      for (const pair of this.pairs.values()) this.markFiles(pair.id, []);
+    }
+    this.pump();
+    return count;
+  }
+
+  /** Walks every folder now (the scan is the truth; watch events are hints). */
+  async rescan(): Promise<void> {
+    await Promise.all([...this.watches.values()].map((watch) => watch.rescan()));
+  }
+
+  pairList(): SyncPair[] {
+    return [...this.pairs.values()].map((pair) => ({ ...pair }));
+  }
+
+  pairViews(): PairView[] {
+    return [...this.pairs.keys()].map((id) => this.pairView(id)!);
+  }
+
+  pairView(pairId: string): PairView | undefined {
+    const pair = this.pairs.get(pairId);
+    if (!pair) return undefined;
+    const view = buildPairView({ pair, records: this.journal.byPair(pairId), progress: this.progress, online: this.online });
+    const folderError = this.watches.get(pairId)?.folderError;
+    if (folderError && !view.lastError) view.lastError = { code: 'FOLDER_MISSING', message: folderError };
+    if (folderError && view.state === 'idle') view.state = 'attention';
+    return view;
+  }
+
+  fileViews(pairId: string, states?: readonly FileState[]): FileView[] {
+    return this.journal
+      .byPair(pairId)
+      .filter((record) => !states || states.includes(record.state))
+      .filter((record) => !record.deletedLocally || record.state === 'synced')
+      .map((record) => toFileView(record, this.progress));
+  }
+
+  /** True when nothing is settling, due, running or waiting for a retry. */
+  isSettled(): boolean {
+    if (this.running.size > 0) return false;
+    for (const watch of this.watches.values()) if (watch.settling > 0) return false;
+    for (const pair of this.pairs.values()) {
+      if (pair.paused) continue;
+      const counts = this.journal.counts(pair.id);
+      if (counts.queued + counts.creating + counts.uploading + counts.verifying + counts.waiting > 0) return false;
+    }
+    return true;
+  }
+
+  // --- scheduling ------------------------------------------------------------------------------
+
+  private pump(): void {
+    if (!this.started) return;
+    const api = this.api;
+    if (api) {
+      const activePairs = [...this.pairs.values()].filter((pair) => !pair.paused).map((pair) => pair.id);
+      while (this.running.size < this.tuning.concurrency) {
+        const due = this.journal.due(this.now(), this.tuning.concurrency - this.running.size, { busy: this.running.keys(), pairIds: activePairs });
+        if (due.length === 0) break;
+        for (const record of due) this.launch(record, api);
+      }
+    }
+    this.scheduleWake(this.now() + (this.options.idlePollMs ?? 5000));
+  }
+
+  private launch(record: FileRecord, api: DocumentApi): void {
+    const pair = this.pairs.get(record.pairId)!;
+    const controller = new AbortController();
+    this.progress.start(record.id, pair.id);
+    const done = syncFile(
+      record.id,
+      pair,
+      {
+        journal: this.tracked(),
+        api,
+        backoff: this.options.backoff ?? DEFAULT_BACKOFF,
+        now: this.now,
+        stat: this.options.stat ?? statIfPresent,
+        hash: this.options.hash ?? sha256File,
+        ...(this.options.random ? { random: this.options.random } : {}),
+        onProgress: (fileId, bytes) => {
+          this.progress.update(fileId, bytes);
+          this.markFiles(pair.id, [fileId]);
+        },
+      },
+      controller.signal,
+    ).then(
+      (outcome) => this.settled(record.id, pair.id, outcome),
+      (error: unknown) => this.emit({ type: 'engine-error', message: error instanceof Error ? error.message : String(error) }),
+    );
+    this.running.set(record.id, {
+      pairId: pair.id,
+      controller,
+      done: done.finally(() => {
+        this.running.delete(record.id);
+        this.progress.finish(record.id);
+        this.pump();
+      }),
+    });
+  }
+
+  private settled(fileId: number, pairId: string, outcome: PipelineOutcome): void {
+    this.markFiles(pairId, [fileId]);
+    if (outcome.result === 'waiting') {
+      this.setOnline(!outcome.offline);
+      if (outcome.record.nextAttemptAt !== null) this.scheduleWake(outcome.record.nextAttemptAt);
+    } else if (outcome.result !== 'stopped') {
+      this.setOnline(true);
+    }
+    if (outcome.result === 'synced') this.emit({ type: 'file-synced', file: toFileView(outcome.record, this.progress) });
+    if (outcome.result === 'failed') this.emit({ type: 'file-failed', file: toFileView(outcome.record, this.progress) });
+  }
+
+  private scheduleWake(at: number): void {
+    if (!this.started || at >= this.wakeAt) return;
+    clearTimeout(this.wakeTimer);
+    this.wakeAt = at;
+    this.wakeTimer = setTimeout(() => {
+      this.wakeTimer = undefined;
+      this.wakeAt = Infinity;
+      this.pump();
+    }, Math.max(0, at - this.now()));
+  }
+
+  private abortPair(pairId: string): void {
+    for (const file of this.running.values()) if (file.pairId === pairId) file.controller.abort();
+  }
+
+  /** The journal as the pipeline sees it, with every write reported as a change of that file. */
+  private tracked(): PipelineJournal {
+    return {
+      get: (id) => this.journal.get(id),
+      transition: (id, state, patch, note) => {
+        const record = this.journal.transition(id, state, patch, note);
+        this.markFiles(record.pairId, [record.id]);
+        return record;
+      },
+    };
+  }
+
+  private async restartWatch(pair: SyncPair): Promise<void> {
+    await this.watches.get(pair.id)?.close();
+    const watch = new PairWatch({
+      pair,
+      journal: this.journal,
+      settleMs: this.tuning.settleMs,
+      rescanMinutes: this.tuning.rescanMinutes,
+      ignorePatterns: this.tuning.ignorePatterns,
+      onFileChanged: (record) => {
+        this.markFiles(record.pairId, [record.id]);
+        this.pump();
+      },
+      onError: (error) => this.emit({ type: 'engine-error', message: error instanceof Error ? error.message : String(error) }),
+    });
+    this.watches.set(pair.id, watch);
+    await watch.start();
+  }
+
+  // --- publishing ------------------------------------------------------------------------------
+
+  private setOnline(online: boolean): void {
+    if (this.online === online) return;
+    this.online = online;
+    this.emit({ type: 'online-changed', online });
+    this.markPairs();
+  }
+
+  private markPairs(): void {
+    this.pairsDirty = true;
+    this.schedulePublish();
+  }
+
+  private markFiles(pairId: string, fileIds: readonly number[]): void {
+    const set = this.changedFiles.get(pairId) ?? new Set<number>();
+    for (const id of fileIds) set.add(id);
+    this.changedFiles.set(pairId, set);
+    this.pairsDirty = true;
+    this.schedulePublish();
+  }
+
+  private schedulePublish(): void {
+    if (this.publishTimer || this.listeners.size === 0) return;
+    this.publishTimer = setTimeout(() => {
+      this.publishTimer = undefined;
+      this.publish();
+    }, this.options.publishEveryMs ?? 250);
+  }
+
+  private publish(): void {
+    for (const [pairId, ids] of this.changedFiles) {
+      if (!this.pairs.has(pairId) || ids.size === 0) continue;
+      const files = [...ids].map((id) => this.journal.get(id)).filter((record): record is FileRecord => record !== undefined);
+      this.emit({ type: 'files-changed', pairId, files: files.map((record) => toFileView(record, this.progress)) });
+    }
+    this.changedFiles.clear();
+    if (this.pairsDirty) {
+      this.pairsDirty = false;
+      this.emit({ type: 'pairs-changed', pairs: this.pairViews() });
+    }
+  }
+
+  private emit(event: EngineEvent): void {
+    for (const listener of this.listeners) listener(event);
+  }
+}

@@ -1,0 +1,241 @@
+/**
+ * One file's way to the server (DESIGN §4): create → upload → verify, each step persisted in the
+ * journal before it is acted on. A run starts from whatever the journal row says (a fresh file, a
+ * retry, or a step a crash interrupted) and ends in a resting state: synced, waiting, queued
+ * (changed on disk) or failed. Nothing is deleted remotely, ever.
+ */
+import path from 'node:path';
+import type { DocumentDto, SearchBody } from '../../shared/schemas.js';
+import { fileTypeFromName, foldKey } from '../../shared/names.js';
+import { ApiProblemError } from './api-errors.js';
+import { retryDelayMs, type BackoffPolicy } from './backoff.js';
+import type { DocumentApi } from './document-api.js';
+import { classifyFailure, VerificationError } from './failure.js';
+import type { FilePatch, FileRecord, HistoryNote } from './journal.js';
+import { DELETED_LOCALLY_CODE } from './journal.js';
+import type { FileStat } from './stability.js';
+import type { FileState } from './states.js';
+
+/** The journal as the pipeline uses it. */
+export interface PipelineJournal {
+  get(id: number): FileRecord | undefined;
+  transition(id: number, state: FileState, patch?: FilePatch, note?: HistoryNote): FileRecord;
+}
+
+export interface PipelinePair {
+  id: string;
+  folder: string;
+  patientId: string;
+}
+
+export interface PipelineDeps {
+  journal: PipelineJournal;
+  api: DocumentApi;
+  backoff: BackoffPolicy;
+  now: () => number;
+  stat: (absolutePath: string) => Promise<FileStat | undefined>;
+  hash: (absolutePath: string, signal?: AbortSignal) => Promise<string>;
+  random?: () => number;
+  onProgress?: (fileId: number, bytesDone: number) => void;
+}
+
+export type PipelineOutcome =
+  | { result: 'synced'; record: FileRecord }
+  | { result: 'waiting'; record: FileRecord; offline: boolean }
+  | { result: 'queued'; record: FileRecord }
+  | { result: 'failed'; record: FileRecord }
+  | { result: 'stopped'; record: FileRecord };
+
+export const DELETED_LOCALLY_MESSAGE = 'The file was deleted from the folder before it was uploaded. Nothing was deleted on the server.';
+
+/** Runs one file from its journal state to a resting state; never throws for a failure of the file. */
+export async function syncFile(fileId: number, pair: PipelinePair, deps: PipelineDeps, signal?: AbortSignal): Promise<PipelineOutcome> {
+  const run = new FileRun(fileId, pair, deps, signal);
+  try {
+    return await run.execute();
+  } catch (error) {
+    return run.settleFailure(error);
+  }
+}
+
+class FileRun {
+  private readonly absolutePath: string;
+  /** The remote document as last seen in this run. */
+  private remote: DocumentDto | null = null;
+  private storageUrl: string | null = null;
+  private createdNow = false;
+
+  constructor(
+    private readonly fileId: number,
+    private readonly pair: PipelinePair,
+    private readonly deps: PipelineDeps,
+    private readonly signal: AbortSignal | undefined,
+  ) {
+    const record = this.record();
+    this.absolutePath = path.join(pair.folder, ...record.relativePath.split('/'));
+  }
+
+  async execute(): Promise<PipelineOutcome> {
+    const local = await this.deps.stat(this.absolutePath);
+    if (!local) return this.missing();
+    let record = this.record();
+    if (!record.documentId) record = await this.create(record, local);
+    if (!this.createdNow) {
+      const remote = await this.fetchRemote(record.documentId!);
+      if (!remote) {
+        // Deleted on the server by someone else: the local file is still here, so it goes up again.
+        return this.requeue({ documentId: null, remoteSha256: null, remoteVersion: null }, 'the document is no longer on the server');
+      }
+      this.remote = remote;
+      this.storageUrl = remote.storageUrl;
+      if (remote.hasContent && remote.sha256) {
+        const localSha = await this.deps.hash(this.absolutePath, this.signal);
+        if (localSha === remote.sha256) {
+          record = this.move('verifying', { sha256: localSha, size: local.size, mtimeMs: local.mtimeMs, remoteSha256: remote.sha256, remoteVersion: remote.version });
+          return this.verify(record, local);
+        }
+      }
+    }
+    return this.upload(local);
+  }
+
+  private async create(record: FileRecord, local: FileStat): Promise<FileRecord> {
+    this.move('creating', { size: local.size, mtimeMs: local.mtimeMs });
+    try {
+      const created = await this.deps.api.createDocument(this.pair.patientId, record.fileName, record.remotePath);
+      this.createdNow = true;
+      this.storageUrl = created.storageUrl;
+      return this.move('creating', { documentId: created.id, remoteSha256: null, remoteVersion: 0 });
+    } catch (error) {
+      if (!(error instanceof ApiProblemError) || error.status !== 409) throw error;
+      // Already there: a crash after the server created it, or another workstation. Adopt it.
+      const existing = await this.findExisting(record);
+      if (!existing) throw error;
+      this.remote = existing;
+      this.storageUrl = existing.storageUrl;
+      this.createdNow = false;
+      return this.move('creating', { documentId: existing.id, remoteSha256: existing.sha256, remoteVersion: existing.version }, { event: 'adopted', detail: `document ${existing.id}` });
+    }
+  }
+
+  private async upload(local: FileStat): Promise<PipelineOutcome> {
+    const record = this.record();
+    const ifMatch = this.remote?.hasContent ? this.remote.sha256 : null;
+    this.move('uploading', { size: local.size, mtimeMs: local.mtimeMs, remoteSha256: ifMatch, bytesDone: 0 });
+    const uploaded = await this.deps.api.upload({
+      patientId: this.pair.patientId,
+      storageUrl: this.storageUrl!,
+      documentId: record.documentId!,
+      filePath: this.absolutePath,
+      fileName: record.fileName,
+      fileType: fileTypeFromName(record.fileName),
+      size: local.size,
+      ifMatch,
+      signal: this.signal,
+      resumeUrl: record.uploadUrl,
+      onResumeUrl: (url) => {
+        this.move('uploading', { uploadUrl: url });
+      },
+      onProgress: (bytes) => this.deps.onProgress?.(this.fileId, bytes),
+    });
+    const server = uploaded ?? (await this.fetchRemote(record.documentId!));
+    // Hashed again after the upload: the bytes the server holds must be the bytes on disk now.
+    const after = await this.deps.stat(this.absolutePath);
+    if (!after) return this.missing();
+    const localSha = await this.deps.hash(this.absolutePath, this.signal);
+    const serverSha = server?.sha256 ?? null;
+    const changed = after.size !== local.size || after.mtimeMs !== local.mtimeMs || (serverSha !== null && serverSha !== localSha);
+    if (changed) {
+      return this.requeue({ remoteSha256: serverSha, remoteVersion: server?.version ?? null, size: after.size, mtimeMs: after.mtimeMs }, 'changed during upload');
+    }
+    const verifying = this.move('verifying', { sha256: localSha, bytesDone: local.size, remoteSha256: serverSha, remoteVersion: server?.version ?? null });
+    return this.verify(verifying, local);
+  }
+
+  /** SPEC §4.3 rule 4: search by id with hasContent, limit 1; the size (and sha256) must match. */
+  private async verify(record: FileRecord, local: FileStat): Promise<PipelineOutcome> {
+    const result = await this.deps.api.search(this.pair.patientId, { id: [record.documentId!], hasContent: true, offset: 0, limit: 1 });
+    const found = result.documents[0];
+    if (!found) throw new VerificationError('the server does not list the document with content yet');
+    if (found.fileSize !== local.size) throw new VerificationError(`the server holds ${found.fileSize ?? 0} bytes, the file has ${local.size}`);
+    if (found.sha256 && record.sha256 && found.sha256 !== record.sha256) throw new VerificationError('the server holds different content than the file');
+    const synced = this.move('synced', { remoteSha256: found.sha256 ?? record.sha256, remoteVersion: found.version, bytesDone: local.size });
+    return { result: 'synced', record: synced };
+  }
+
+  /** The document with exactly this path and name (search compares case-insensitively, so do we). */
+  private async findExisting(record: FileRecord): Promise<DocumentDto | null> {
+    const wantedPath = foldKey(record.remotePath);
+    const wantedName = foldKey(record.fileName);
+    const body: SearchBody = { path: record.remotePath, fileName: record.fileName, offset: 0, limit: 100 };
+    for (let offset = 0; ; ) {
+      const page = await this.deps.api.search(this.pair.patientId, { ...body, offset });
+      const match = page.documents.find((document) => foldKey(document.path) === wantedPath && foldKey(document.fileName) === wantedName);
+      if (match) return match;
+      offset += page.documents.length;
+      if (page.documents.length === 0 || offset >= page.total) return null;
+    }
+  }
+
+  private async fetchRemote(documentId: string): Promise<DocumentDto | null> {
+    const result = await this.deps.api.search(this.pair.patientId, { id: [documentId], offset: 0, limit: 1 });
+    return result.documents[0] ?? null;
+  }
+
+  settleFailure(error: unknown): PipelineOutcome {
+    const verdict = classifyFailure(error);
+    const record = this.record();
+    switch (verdict.kind) {
+      case 'stopped':
+        return { result: 'stopped', record: this.rest('waiting', { nextAttemptAt: this.deps.now() }) };
+      case 'missing':
+        return this.missing();
+      case 'changed':
+        return this.requeue({}, verdict.detail);
+      case 'permanent':
+        return {
+          result: 'failed',
+          record: this.rest('failed', { errorCode: verdict.code, errorMessage: verdict.message, errorDetail: verdict.detail, attempts: record.attempts + 1 }),
+        };
+      case 'retry': {
+        const attempts = record.attempts + 1;
+        const delay = retryDelayMs(this.deps.backoff, attempts, verdict.retryAfterSeconds, this.deps.random);
+        const waiting = this.rest('waiting', {
+          attempts,
+          nextAttemptAt: this.deps.now() + delay,
+          errorCode: verdict.code,
+          errorMessage: verdict.message,
+          errorDetail: verdict.detail,
+        });
+        return { result: 'waiting', record: waiting, offline: verdict.offline };
+      }
+    }
+  }
+
+  private missing(): PipelineOutcome {
+    const record = this.rest('failed', { errorCode: DELETED_LOCALLY_CODE, errorMessage: DELETED_LOCALLY_MESSAGE, errorDetail: null });
+    return { result: 'failed', record };
+  }
+
+  private requeue(patch: FilePatch, detail: string): PipelineOutcome {
+    const record = this.rest('queued', patch, { event: 'queued', detail });
+    return { result: 'queued', record };
+  }
+
+  /** A resting state. `queued` and `failed` cannot be re-entered, so a row already there stays as is. */
+  private rest(state: FileState, patch: FilePatch, note?: HistoryNote): FileRecord {
+    const current = this.record();
+    if (current.state === state && (state === 'queued' || state === 'failed' || state === 'synced')) return current;
+    return this.move(state, patch, note);
+  }
+
+  private move(state: FileState, patch: FilePatch, note?: HistoryNote): FileRecord {
+    return this.deps.journal.transition(this.fileId, state, patch, note);
+  }
+
+  private record(): FileRecord {
+    const record = this.deps.journal.get(this.fileId);
+    if (!record) throw new Error(`file ${this.fileId} is not in the journal`);
+    return record;
+  }
+}

@@ -1,0 +1,107 @@
+/** Journal rows → the views of the bridge contract (FileView, CaseView, PairView). Pure. */
+import type { CaseView, FileError, FileView, PairState, PairView, StateCounts } from '../../shared/bridge.js';
+import { FILE_STATES } from '../../shared/bridge.js';
+import { isBridgeErrorCode, PLAIN_MESSAGES, type BridgeErrorCode } from '../../shared/bridge-errors.js';
+import { DELETED_LOCALLY_CODE, type FileRecord } from './journal.js';
+import type { ProgressTracker } from './progress.js';
+import type { SyncPair } from './settings.js';
+
+export const ROOT_CASE = '/';
+
+export function emptyCounts(): StateCounts {
+  return Object.fromEntries(FILE_STATES.map((state) => [state, 0])) as StateCounts;
+}
+
+export function fileError(record: FileRecord): FileError | null {
+  if (!record.errorCode && !record.errorMessage) return null;
+  const code: BridgeErrorCode =
+    record.errorCode === DELETED_LOCALLY_CODE ? 'DELETED_LOCALLY' : record.errorCode && isBridgeErrorCode(record.errorCode) ? record.errorCode : 'INTERNAL';
+  return { code, message: record.errorMessage ?? PLAIN_MESSAGES[code], detail: record.errorDetail ?? undefined };
+}
+
+export function toFileView(record: FileRecord, progress: ProgressTracker): FileView {
+  const live = progress.get(record.id);
+  const bytesDone = record.state === 'synced' ? record.size : live ? live.bytesDone : record.state === 'verifying' ? record.size : record.bytesDone;
+  return {
+    id: record.id,
+    pairId: record.pairId,
+    relativePath: record.relativePath,
+    remotePath: record.remotePath,
+    fileName: record.fileName,
+    size: record.size,
+    state: record.state,
+    bytesDone: Math.min(bytesDone, record.size),
+    rate: live ? Math.round(live.rate) : 0,
+    attempts: record.attempts,
+    nextAttemptAt: record.nextAttemptAt,
+    error: record.state === 'synced' ? null : fileError(record),
+    documentId: record.documentId,
+    version: record.remoteVersion,
+    updatedAt: record.updatedAt,
+    syncedAt: record.syncedAt,
+  };
+}
+
+/** The first folder level under the pair's folder: one scanner export, one case. */
+export function caseOf(relativePath: string): string {
+  const slash = relativePath.indexOf('/');
+  return slash < 0 ? ROOT_CASE : relativePath.slice(0, slash);
+}
+
+export interface PairViewInput {
+  pair: SyncPair;
+  records: readonly FileRecord[];
+  progress: ProgressTracker;
+  online: boolean;
+}
+
+export function buildPairView({ pair, records, progress, online }: PairViewInput): PairView {
+  const counts = emptyCounts();
+  const cases = new Map<string, CaseView>();
+  let bytesDone = 0;
+  let bytesTotal = 0;
+  let lastError: { at: number; error: FileError } | null = null;
+  for (const record of records) {
+    if (record.deletedLocally && record.state !== 'synced') continue;
+    const view = toFileView(record, progress);
+    counts[record.state] += 1;
+    bytesDone += view.bytesDone;
+    bytesTotal += record.size;
+    const key = caseOf(record.relativePath);
+    const entry = cases.get(key) ?? { path: key, counts: emptyCounts(), bytesDone: 0, bytesTotal: 0 };
+    entry.counts[record.state] += 1;
+    entry.bytesDone += view.bytesDone;
+    entry.bytesTotal += record.size;
+    cases.set(key, entry);
+    if (view.error && (record.state === 'failed' || record.state === 'waiting') && (!lastError || record.updatedAt > lastError.at)) {
+      lastError = { at: record.updatedAt, error: view.error };
+    }
+  }
+  const rate = progress.pairRate(pair.id);
+  const remaining = bytesTotal - bytesDone;
+  return {
+    id: pair.id,
+    folder: pair.folder,
+    patientId: pair.patientId,
+    patientName: pair.patientName ?? null,
+    remoteBasePath: pair.remoteBasePath,
+    paused: pair.paused,
+    state: pairState(pair, counts, online),
+    counts,
+    bytesDone,
+    bytesTotal,
+    rateBytesPerSecond: Math.round(rate),
+    etaSeconds: rate > 0 && remaining > 0 ? Math.ceil(remaining / rate) : remaining <= 0 ? 0 : null,
+    cases: [...cases.values()].sort((a, b) => a.path.localeCompare(b.path)),
+    lastError: lastError?.error ?? null,
+  };
+}
+
+function pairState(pair: SyncPair, counts: StateCounts, online: boolean): PairState {
+  if (pair.paused) return 'paused';
+  const working = counts.queued + counts.creating + counts.uploading + counts.verifying + counts.waiting;
+  if (!online && working > 0) return 'offline';
+  if (working > 0) return 'syncing';
+  if (counts.failed > 0) return 'attention';
+  return 'idle';
+}
