@@ -144,10 +144,11 @@ describe('journal', () => {
   });
 
   it('remembers delivered webhook messages across a restart', () => {
-    journal.recordWebhook({ verdict: 'accepted', messageId: 'm-1', eventType: 'patient.created' });
+    journal.recordWebhook({ verdict: 'accepted', messageId: 'm-1', eventType: 'patient.created', patientId: 'p-1' });
     journal.close();
     journal = open();
     expect(journal.seenMessage('m-1')).toBe(true);
+    expect(journal.webhookActivity(1)[0]).toMatchObject({ messageId: 'm-1', eventType: 'patient.created', patientId: 'p-1' });
     expect(journal.seenMessage('m-2')).toBe(false);
   });
 

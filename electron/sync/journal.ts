@@ -4,8 +4,13 @@
  * Also the per-file history the UI shows and the webhook ledger that dedupes by `messageId`.
  */
 import Database from 'better-sqlite3';
+import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
+import type { BridgeErrorCode } from '../../shared/bridge-errors.js';
+import type { StateCounts, WebhookVerdict } from '../../shared/bridge.js';
 import { canTransition, FILE_STATES, IllegalTransitionError, IN_FLIGHT_STATES } from './states.js';
 import type { FileState, HistoryEvent } from './states.js';
+
+export type { StateCounts, WebhookVerdict };
 
 export interface FileRecord {
   id: number;
@@ -78,8 +83,6 @@ export interface HistoryEntry {
   detail: string | null;
 }
 
-export type StateCounts = Record<FileState, number>;
-
 export interface DueOptions {
   /** Rows the caller is already working on (their in-flight state is not a crash leftover). */
   busy?: Iterable<number>;
@@ -89,13 +92,12 @@ export interface DueOptions {
 
 export type RetryTarget = { pairId: string } | { fileId: number };
 
-export type WebhookVerdict = 'accepted' | 'duplicate' | 'rejected';
-
 export interface WebhookRecord {
   verdict: WebhookVerdict;
   /** Absent when the message was rejected before it could be parsed. */
   messageId?: string;
   eventType?: string;
+  patientId?: string;
   reason?: string;
 }
 
@@ -105,6 +107,7 @@ export interface WebhookActivity {
   verdict: WebhookVerdict;
   messageId: string | null;
   eventType: string | null;
+  patientId: string | null;
   reason: string | null;
 }
 
@@ -116,7 +119,7 @@ export const WEBHOOK_ACTIVITY_LIMIT = 1000;
  */
 export const MESSAGE_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
-export const DELETED_LOCALLY_CODE = 'deleted-locally';
+export const DELETED_LOCALLY_CODE: BridgeErrorCode = 'DELETED_LOCALLY';
 
 export interface JournalOptions {
   now?: () => number;
@@ -185,6 +188,10 @@ const MIGRATIONS: ReadonlyArray<{ name: string; sql: string }> = [
         event_type TEXT NULL,
         reason TEXT NULL
       );`,
+  },
+  {
+    name: '004-webhook-activity-patient',
+    sql: 'ALTER TABLE webhook_activity ADD COLUMN patient_id TEXT NULL;',
   },
 ];
 
@@ -368,7 +375,7 @@ export class Journal {
         'failed',
         {
           errorCode: DELETED_LOCALLY_CODE,
-          errorMessage: 'The file was deleted from the folder before it was uploaded. Nothing was deleted on the server.',
+          errorMessage: PLAIN_MESSAGES.DELETED_LOCALLY,
           errorDetail: null,
           nextAttemptAt: null,
         },
@@ -414,8 +421,8 @@ export class Journal {
         this.database.prepare('DELETE FROM webhook_messages WHERE received_at < ?').run(receivedAt - MESSAGE_RETENTION_MS);
       }
       const inserted = this.database
-        .prepare('INSERT INTO webhook_activity (received_at, verdict, message_id, event_type, reason) VALUES (?, ?, ?, ?, ?)')
-        .run(receivedAt, record.verdict, record.messageId ?? null, record.eventType ?? null, record.reason ?? null);
+        .prepare('INSERT INTO webhook_activity (received_at, verdict, message_id, event_type, patient_id, reason) VALUES (?, ?, ?, ?, ?, ?)')
+        .run(receivedAt, record.verdict, record.messageId ?? null, record.eventType ?? null, record.patientId ?? null, record.reason ?? null);
       this.database.prepare('DELETE FROM webhook_activity WHERE id <= ?').run(Number(inserted.lastInsertRowid) - WEBHOOK_ACTIVITY_LIMIT);
     })();
   }
@@ -424,7 +431,8 @@ export class Journal {
   webhookActivity(limit = 100): WebhookActivity[] {
     return this.database
       .prepare(
-        `SELECT id, received_at AS receivedAt, verdict, message_id AS messageId, event_type AS eventType, reason
+        `SELECT id, received_at AS receivedAt, verdict, message_id AS messageId, event_type AS eventType,
+           patient_id AS patientId, reason
          FROM webhook_activity ORDER BY id DESC LIMIT ?`,
       )
       .all(limit) as WebhookActivity[];
