@@ -167,17 +167,44 @@ describe('webhook listener', () => {
     expect((await post(url, '{oops')).status).toBe(400);
   });
 
-  it('checks Standard Webhooks timestamps when present and refuses a replayed delivery', async () => {
+  it('accepts the test vector of docs/webhooks.md, both signatures included', async () => {
+    secret = 'test-vector-hmac-secret';
+    const { url } = await start({ now: () => 1795253400 * 1000 + 30_000 });
+    const body =
+      '{"source":"patient-docs","messageId":"7b1f2c9e-3d4a-5b6c-8d7e-9f0a1b2c3d4e","timestamp":"2026-11-21T09:30:00.000Z","eventType":"patient.created","operationId":"2f9d4c1a-8b7e-4f6a-9c3d-1e2f3a4b5c6d","organizationId":"0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01","data":{"patient":{"id":"5f0e8a3c-1d2b-4c3d-8e9f-000000000001","name":"Jane Roe","createdAt":"2026-11-21T09:30:00.000Z","updatedAt":"2026-11-21T09:30:00.000Z"}},"patientId":"5f0e8a3c-1d2b-4c3d-8e9f-000000000001"}';
+    const response = await post(url, body, {
+      signature: 'c6a8b2af668fc2c0732da849f8c533bde32602348a5b24dec6775e716778878610692dce562a3f89a81be8dabf27430d545fe96e449553faaf74d6013cb472fb',
+      'webhook-id': '7b1f2c9e-3d4a-5b6c-8d7e-9f0a1b2c3d4e',
+      'webhook-timestamp': '1795253400',
+      'webhook-signature': 'v1,jWrLgw0XGF7eRMndOrI0eIXVxDS7DbSJPewfky52VO8=',
+    });
+    expect(response.status).toBe(200);
+    expect(journal.webhookActivity(1)[0]).toMatchObject({
+      verdict: 'accepted',
+      eventType: 'patient.created',
+      patientId: '5f0e8a3c-1d2b-4c3d-8e9f-000000000001',
+    });
+  });
+
+  it('refuses a replayed delivery: an old timestamp, or a fresh one the sender did not sign', async () => {
     const { url } = await start();
     const seconds = Math.floor(Date.now() / 1000);
+    const standardHeaders = (body: string, id: string, at: number, signedAt = at) => ({
+      signature: sign(body),
+      'webhook-id': id,
+      'webhook-timestamp': String(at),
+      'webhook-signature': `v1,${createHmac('sha256', HMAC).update(`${id}.${signedAt}.${body}`).digest('base64')}`,
+    });
     const fresh = messageBody();
-    const headers = (body: string, at: number) => ({ signature: sign(body), 'webhook-id': 'msg_1', 'webhook-timestamp': String(at) });
-    expect((await post(url, fresh, headers(fresh, seconds))).status).toBe(200);
+    expect((await post(url, fresh, standardHeaders(fresh, 'msg_1', seconds))).status).toBe(200);
+
     const replayed = messageBody();
-    expect((await post(url, replayed, headers(replayed, seconds - 10 * 60))).status).toBe(401);
+    expect((await post(url, replayed, standardHeaders(replayed, 'msg_2', seconds - 10 * 60))).status).toBe(401);
+    expect(journal.webhookActivity(1)[0]?.reason).toMatch(/replay/);
+    expect((await post(url, replayed, standardHeaders(replayed, 'msg_2', seconds, seconds - 10 * 60))).status).toBe(401);
+    expect(journal.webhookActivity(1)[0]?.reason).toBe('webhook-signature does not match');
     expect((await post(url, replayed, { signature: sign(replayed), 'webhook-timestamp': String(seconds) })).status).toBe(401);
-    expect(journal.webhookActivity(1)[0]).toMatchObject({ verdict: 'rejected' });
-    expect(journal.webhookActivity(2)[1]?.reason).toMatch(/replay/);
+    expect(journal.webhookActivity(1)[0]?.reason).toBe('webhook-id header is missing');
   });
 
   it('refuses a message older than the time its id would be remembered', async () => {

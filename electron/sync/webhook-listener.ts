@@ -99,7 +99,8 @@ async function handle(request: IncomingMessage, response: ServerResponse, option
   const body = await readBody(request, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES);
   if (body === undefined) return refuse(response, options, { status: 413, reason: 'body is larger than allowed' });
 
-  const refusal = checkSignature(request, body, options.getSecret()) ?? checkStandardHeaders(request, options.now ?? Date.now);
+  const secret = options.getSecret();
+  const refusal = checkSignature(request, body, secret) ?? checkStandardHeaders(request, body, secret ?? '', options.now ?? Date.now);
   if (refusal) return refuse(response, options, refusal);
 
   const message = parseMessage(body);
@@ -107,13 +108,12 @@ async function handle(request: IncomingMessage, response: ServerResponse, option
   const stale = checkAge(message, options.now ?? Date.now);
   if (stale) return refuse(response, options, stale, message);
 
-  const { messageId, eventType } = message;
-  if (options.journal.seenMessage(messageId)) {
-    options.journal.recordWebhook({ verdict: 'duplicate', messageId, eventType });
+  if (options.journal.seenMessage(message.messageId)) {
+    options.journal.recordWebhook({ verdict: 'duplicate', ...identify(message) });
     return answer(response, { status: 200 });
   }
   // Remembered before the answer: a redelivery racing this one is then a duplicate.
-  options.journal.recordWebhook({ verdict: 'accepted', messageId, eventType });
+  options.journal.recordWebhook({ verdict: 'accepted', ...identify(message) });
   answer(response, { status: 200 });
   setImmediate(() => {
     Promise.resolve()
@@ -159,19 +159,43 @@ function checkSignature(request: IncomingMessage, body: Buffer, secret: string |
 }
 
 /**
- * Standard Webhooks headers, when the sender adds them: `webhook-id` and a `webhook-timestamp`
- * (seconds) within five minutes of now. An old timestamp means a recorded delivery played back.
+ * Standard Webhooks headers, when the sender adds them (the bundled server does, see
+ * docs/webhooks.md): `webhook-timestamp` (seconds) must be within five minutes of now, and
+ * `webhook-signature` signs `<webhook-id>.<webhook-timestamp>.<body>`, so a recorded delivery
+ * played back later, or with a forged fresh timestamp, is refused.
  */
-function checkStandardHeaders(request: IncomingMessage, now: () => number): Outcome | undefined {
+function checkStandardHeaders(request: IncomingMessage, body: Buffer, secret: string, now: () => number): Outcome | undefined {
   const id = request.headers['webhook-id'];
   const timestamp = request.headers['webhook-timestamp'];
-  if (id === undefined && timestamp === undefined && request.headers['webhook-signature'] === undefined) return undefined;
+  const signatures = request.headers['webhook-signature'];
+  if (id === undefined && timestamp === undefined && signatures === undefined) return undefined;
   if (typeof id !== 'string' || id.length === 0) return { status: 401, reason: 'webhook-id header is missing' };
   if (typeof timestamp !== 'string' || !/^\d+$/.test(timestamp)) return { status: 401, reason: 'webhook-timestamp header is missing or not a number' };
   if (Math.abs(now() - Number(timestamp) * 1000) > TIMESTAMP_TOLERANCE_MS) {
     return { status: 401, reason: 'replay: webhook-timestamp is more than 5 minutes off' };
   }
-  return undefined;
+  if (signatures === undefined) return undefined;
+  const expected = createHmac('sha256', standardWebhooksKey(secret))
+    .update(`${id}.${timestamp}.`)
+    .update(body)
+    .digest();
+  // A space-separated list (`v1,<base64> v1,<base64>`) while a sender rotates keys.
+  const matches = String(signatures)
+    .split(' ')
+    .filter((entry) => entry.startsWith('v1,'))
+    .some((entry) => {
+      const given = Buffer.from(entry.slice(3), 'base64');
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    });
+  return matches ? undefined : { status: 401, reason: 'webhook-signature does not match' };
+}
+
+/**
+ * The Standard Webhooks key, as the server derives it: a `whsec_<base64>` hmac means the decoded
+ * bytes, any other hmac its UTF-8 bytes (the server code cannot be imported across layers).
+ */
+function standardWebhooksKey(secret: string): Buffer {
+  return secret.startsWith('whsec_') ? Buffer.from(secret.slice('whsec_'.length), 'base64') : Buffer.from(secret, 'utf8');
 }
 
 function parseMessage(body: Buffer): WebhookMessage | string {
@@ -197,11 +221,16 @@ function checkAge(message: WebhookMessage, now: () => number): Outcome | undefin
   return undefined;
 }
 
+function identify(message: WebhookMessage): { messageId: string; eventType: string; patientId?: string } {
+  const { messageId, eventType, patientId } = message;
+  return typeof patientId === 'string' ? { messageId, eventType, patientId } : { messageId, eventType };
+}
+
 function refuse(response: ServerResponse, options: WebhookListenerOptions, outcome: Outcome, message?: WebhookMessage): void {
   options.journal.recordWebhook({
     verdict: 'rejected',
     reason: outcome.reason ?? `status ${outcome.status}`,
-    ...(message ? { messageId: message.messageId, eventType: message.eventType } : {}),
+    ...(message ? identify(message) : {}),
   });
   answer(response, outcome);
 }
