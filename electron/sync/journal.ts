@@ -114,8 +114,8 @@ export interface WebhookActivity {
 export const WEBHOOK_ACTIVITY_LIMIT = 1000;
 /**
  * How long a delivered `messageId` is remembered. Redeliveries come within the server's retry
- * schedule (45 minutes by default); the listener refuses messages older than this, so forgetting
- * an id never lets a replay through.
+ * schedule (45 minutes by default); the listener refuses unsigned-attempt messages older than
+ * this, so forgetting an id never lets a replay through.
  */
 export const MESSAGE_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 

@@ -207,10 +207,21 @@ describe('webhook listener', () => {
     expect(journal.webhookActivity(1)[0]?.reason).toBe('webhook-id header is missing');
   });
 
-  it('refuses a message older than the time its id would be remembered', async () => {
+  it('refuses an unsigned-attempt message older than the time its id would be remembered', async () => {
     const { url } = await start();
     const body = messageBody({ timestamp: '2020-01-01T00:00:00.000Z' });
     expect((await post(url, body)).status).toBe(400);
     expect(journal.webhookActivity(1)[0]).toMatchObject({ verdict: 'rejected', reason: 'message is older than the deduplication window' });
+
+    // The same old event redriven by the server comes with a freshly signed attempt: accepted.
+    const id = JSON.parse(body).messageId as string;
+    const seconds = Math.floor(Date.now() / 1000);
+    const redriven = await post(url, body, {
+      signature: sign(body),
+      'webhook-id': id,
+      'webhook-timestamp': String(seconds),
+      'webhook-signature': `v1,${createHmac('sha256', HMAC).update(`${id}.${seconds}.${body}`).digest('base64')}`,
+    });
+    expect(redriven.status).toBe(200);
   });
 });
