@@ -139,6 +139,43 @@ export interface DocumentRepository {
   search(query: DocumentQuery): Promise<Page<DocumentRecord>>;
 }
 
+/** none: the type has no preview; pending: queued or rendering; ready; failed (the file's fault, kept for audit). */
+export type ThumbnailStatus = 'none' | 'pending' | 'ready' | 'failed';
+
+/** One committed content of a document; the history stays after replacement and deletion. */
+export interface DocumentVersionRecord {
+  documentId: string;
+  version: number;
+  fileType: string;
+  /** FileName of the upload form, as the client sent it. */
+  originalFileName: string | null;
+  fileSize: number;
+  sha256: string;
+  contentKey: string;
+  contentType: string;
+  thumbnailKey: string | null;
+  thumbnailStatus: ThumbnailStatus;
+  thumbnailError: string | null;
+  uploadedAt: string;
+  uploadedBy: string;
+}
+
+export interface DocumentContentRepository {
+  /** By id alone (storage routes carry no patient); undefined when missing or deleted. */
+  find(id: string): Promise<DocumentRecord | undefined>;
+  /** Makes `version` current if the document is still at `expectedVersion` and not deleted; false otherwise. */
+  commitVersion(version: DocumentVersionRecord, expectedVersion: number, events: OutboxEvent[]): Promise<boolean>;
+  /** Newest first. */
+  versions(documentId: string): Promise<DocumentVersionRecord[]>;
+  version(documentId: string, version: number): Promise<DocumentVersionRecord | undefined>;
+  setThumbnail(documentId: string, version: number, result: { status: ThumbnailStatus; key: string | null; error: string | null }): Promise<void>;
+  pendingThumbnails(limit: number): Promise<DocumentVersionRecord[]>;
+  /** Removes the document from search (its versions stay); false when it does not exist. */
+  remove(patientId: string, id: string, deletion: { at: string; by: string }, events: OutboxEvent[]): Promise<boolean>;
+  /** Does any version name this storage key (content or thumbnail)? For garbage collection. */
+  isKeyReferenced(key: string): Promise<boolean>;
+}
+
 export interface OrderRepository {
   create(order: OrderRecord, events: OutboxEvent[]): Promise<void>;
   get(id: string): Promise<OrderRecord | undefined>;
@@ -267,6 +304,7 @@ export interface Store {
   readonly patients: PatientRepository;
   readonly clients: ClientRepository;
   readonly documents: DocumentRepository;
+  readonly content: DocumentContentRepository;
   readonly orders: OrderRepository;
   readonly outbox: OutboxRepository;
   readonly signingKeys: SigningKeyRepository;

@@ -3,11 +3,12 @@ import type { Store } from '../types.js';
 import { openSqlite, type SqliteDatabase } from './database.js';
 import { CORE_MIGRATIONS, type Migration } from './migrations.js';
 import { SqliteOrganizations, SqlitePatients, SqliteClients, SqliteOrders, SqliteMeta, SqliteSigningKeys } from './directory.js';
+import { CONTENT_MIGRATION, SqliteDocumentContent } from './content.js';
 import { SqliteDocuments } from './documents.js';
 import { SqliteOutbox } from './outbox.js';
 import { SqliteWebhooks, WEBHOOK_MIGRATION } from './webhooks.js';
 
-export const SQLITE_MIGRATIONS: Migration[] = [...CORE_MIGRATIONS, WEBHOOK_MIGRATION];
+export const SQLITE_MIGRATIONS: Migration[] = [...CORE_MIGRATIONS, WEBHOOK_MIGRATION, CONTENT_MIGRATION];
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
@@ -15,6 +16,7 @@ export class SqliteStore implements Store {
   readonly patients;
   readonly clients;
   readonly documents;
+  readonly content;
   readonly orders;
   readonly outbox;
   readonly signingKeys;
@@ -27,6 +29,7 @@ export class SqliteStore implements Store {
     this.patients = new SqlitePatients(db, this.outbox);
     this.clients = new SqliteClients(db);
     this.documents = new SqliteDocuments(db, this.outbox);
+    this.content = new SqliteDocumentContent(db, this.outbox);
     this.orders = new SqliteOrders(db, this.outbox);
     this.signingKeys = new SqliteSigningKeys(db);
     this.meta = new SqliteMeta(db);

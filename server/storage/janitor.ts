@@ -1,0 +1,54 @@
+/**
+ * Garbage collection of storage: temp files of uploads that never finished (a dropped
+ * connection, a crash), resumable uploads past their expiry, and committed objects no record
+ * names (a crash between rename and the database commit). At start nothing can be in flight, so
+ * everything abandoned goes at once; afterwards only what is old enough to be surely abandoned.
+ */
+import type { ContentStorage, GarbageReport, ResumableStore } from './types.js';
+
+export interface JanitorOptions {
+  intervalMs: number;
+  /** A temp file untouched this long belongs to no live upload. */
+  tempMaxAgeMs: number;
+  /** An unreferenced object this old is not a commit in progress. */
+  orphanMaxAgeMs: number;
+}
+
+export const DEFAULT_JANITOR_OPTIONS: JanitorOptions = { intervalMs: 10 * 60_000, tempMaxAgeMs: 6 * 3_600_000, orphanMaxAgeMs: 3_600_000 };
+
+export class StorageJanitor {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly storage: ContentStorage,
+    private readonly resumable: ResumableStore,
+    private readonly isReferenced: (key: string) => Promise<boolean>,
+    private readonly options: JanitorOptions = DEFAULT_JANITOR_OPTIONS,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async sweep(atStart = false): Promise<GarbageReport> {
+    const expiredUploads = await this.resumable.removeExpired(this.now());
+    const report = await this.storage.collectGarbage({
+      tempOlderThanMs: atStart ? 0 : this.options.tempMaxAgeMs,
+      isReferenced: this.isReferenced,
+      orphanOlderThanMs: atStart ? 0 : this.options.orphanMaxAgeMs,
+    });
+    return { ...report, expiredUploads };
+  }
+
+  /** Sweeps everything abandoned by a previous run, then keeps sweeping in the background. */
+  async start(): Promise<GarbageReport> {
+    const report = await this.sweep(true);
+    this.timer = setInterval(() => {
+      this.sweep().catch(() => undefined);
+    }, this.options.intervalMs);
+    this.timer.unref();
+    return report;
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * Resumable (tus) uploads on the local disk: `uploads/<id>.bin` holds the bytes received so far
+ * (its size is the offset, so a restart loses nothing that reached the disk) and `<id>.json`
+ * the upload's description. The running SHA-256 is kept in memory while the server runs; when it
+ * cannot be trusted (a restart, a chunk cut mid-write) completion hashes the file again.
+ */
+import { createHash, randomUUID, type Hash } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { MeteredHash, WRITE_HIGH_WATER_MARK } from './local-disk.js';
+import { ChecksumMismatchError, OffsetMismatchError, type ReceivedContent, type ResumableStore, type ResumableUpload } from './types.js';
+
+const ID_PATTERN = /^[a-f0-9-]{36}$/;
+
+interface RunningHash {
+  hash: Hash;
+  /** Bytes of the file the hash covers. */
+  bytes: number;
+}
+
+export class DiskResumableStore implements ResumableStore {
+  private readonly hashes = new Map<string, RunningHash>();
+  private readonly busy = new Set<string>();
+
+  constructor(
+    readonly directory: string,
+    /** Where completed uploads go to become temp objects: the content storage's tmp dir (same file system). */
+    private readonly tmpDir: string,
+    private readonly lifetimeMs: number,
+    private readonly now: () => Date = () => new Date(),
+  ) {
+    fs.mkdirSync(directory, { recursive: true });
+  }
+
+  private dataPath(id: string): string {
+    return path.join(this.directory, `${id}.bin`);
+  }
+
+  private infoPath(id: string): string {
+    return path.join(this.directory, `${id}.json`);
+  }
+
+  private async writeInfo(upload: Omit<ResumableUpload, 'offset'>): Promise<void> {
+    const temp = `${this.infoPath(upload.id)}.${randomUUID()}.tmp`;
+    await fsp.writeFile(temp, JSON.stringify(upload));
+    await fsp.rename(temp, this.infoPath(upload.id));
+  }
+
+  async create(upload: Omit<ResumableUpload, 'offset'>): Promise<ResumableUpload> {
+    await fsp.writeFile(this.dataPath(upload.id), Buffer.alloc(0), { flag: 'wx' });
+    await this.writeInfo(upload);
+    this.hashes.set(upload.id, { hash: createHash('sha256'), bytes: 0 });
+    return { ...upload, offset: 0 };
+  }
+
+  async get(id: string): Promise<ResumableUpload | undefined> {
+    if (!ID_PATTERN.test(id)) return undefined;
+    try {
+      const info = JSON.parse(await fsp.readFile(this.infoPath(id), 'utf8')) as Omit<ResumableUpload, 'offset'>;
+      if (Date.parse(info.expiresAt) <= this.now().getTime()) return undefined;
+      const stat = await fsp.stat(this.dataPath(id));
+      return { ...info, offset: stat.size };
+    } catch {
+      return undefined;
+    }
+  }
+
+  async append(id: string, offset: number, source: Readable, checksum?: Buffer): Promise<ResumableUpload> {
+    if (this.busy.has(id)) throw new OffsetMismatchError('another request is writing to this upload');
+    this.busy.add(id);
+    try {
+      const upload = await this.get(id);
+      if (!upload) throw new OffsetMismatchError('the upload does not exist or has expired');
+      if (upload.offset !== offset) throw new OffsetMismatchError(`Upload-Offset ${offset} does not match the upload's offset ${upload.offset}`);
+      const running = this.hashes.get(id);
+      // The running hash continues only if it covers exactly the bytes before this chunk.
+      const trusted = running && running.bytes === offset ? running : undefined;
+      const snapshot = trusted?.hash.copy();
+      const meter = new MeteredHash(upload.length - offset, trusted?.hash);
+      let failure: unknown;
+      try {
+        await pipeline(source, meter, fs.createWriteStream(this.dataPath(id), { flags: 'a', highWaterMark: WRITE_HIGH_WATER_MARK }));
+      } catch (error) {
+        failure = error;
+      }
+      let size = (await fsp.stat(this.dataPath(id))).size;
+      if (checksum && (failure !== undefined || !meter.hash.digest().equals(checksum))) {
+        // A checksummed chunk is all or nothing: keep none of it.
+        await fsp.truncate(this.dataPath(id), offset);
+        size = offset;
+        if (trusted && snapshot) this.hashes.set(id, { hash: snapshot, bytes: offset });
+        if (failure === undefined) throw new ChecksumMismatchError('the chunk does not match its Upload-Checksum');
+        throw failure;
+      }
+      if (trusted && size === offset + meter.bytes) trusted.bytes = size;
+      else this.hashes.delete(id);
+      await this.writeInfo({ ...info(upload), expiresAt: new Date(this.now().getTime() + this.lifetimeMs).toISOString() });
+      if (failure !== undefined) throw failure;
+      return { ...upload, offset: size };
+    } finally {
+      this.busy.delete(id);
+    }
+  }
+
+  async complete(id: string): Promise<ReceivedContent> {
+    const upload = await this.get(id);
+    if (!upload || upload.offset !== upload.length) throw new OffsetMismatchError('the upload is not complete');
+    const running = this.hashes.get(id);
+    const sha256 = running && running.bytes === upload.length ? running.hash.digest('hex') : await hashFile(this.dataPath(id));
+    const temp = { id, path: path.join(this.tmpDir, `${id}.part`) };
+    await fsp.rename(this.dataPath(id), temp.path);
+    await fsp.rm(this.infoPath(id), { force: true });
+    this.hashes.delete(id);
+    return { temp, size: upload.length, sha256 };
+  }
+
+  async remove(id: string): Promise<void> {
+    if (!ID_PATTERN.test(id)) return;
+    this.hashes.delete(id);
+    await fsp.rm(this.dataPath(id), { force: true });
+    await fsp.rm(this.infoPath(id), { force: true });
+  }
+
+  async removeExpired(now: Date): Promise<number> {
+    let removed = 0;
+    for (const name of await fsp.readdir(this.directory).catch(() => [] as string[])) {
+      const id = name.replace(/\.(json|bin)$/, '');
+      if (!name.endsWith('.json') || !ID_PATTERN.test(id) || this.busy.has(id)) continue;
+      const info = await fsp
+        .readFile(path.join(this.directory, name), 'utf8')
+        .then((text) => JSON.parse(text) as { expiresAt?: string })
+        .catch(() => ({ expiresAt: undefined }));
+      if (!info.expiresAt || Date.parse(info.expiresAt) <= now.getTime()) {
+        await this.remove(id);
+        removed += 1;
+      }
+    }
+    // Data files whose description never got written (a crash inside create).
+    for (const name of await fsp.readdir(this.directory).catch(() => [] as string[])) {
+      if (name.endsWith('.bin') && !fs.existsSync(path.join(this.directory, name.replace(/\.bin$/, '.json')))) {
+        await fsp.rm(path.join(this.directory, name), { force: true });
+      }
+    }
+    return removed;
+  }
+}
+
+function info(upload: ResumableUpload): Omit<ResumableUpload, 'offset'> {
+  const { offset: _offset, ...rest } = upload;
+  return rest;
+}
+
+export async function hashFile(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  await pipeline(fs.createReadStream(file, { highWaterMark: WRITE_HIGH_WATER_MARK }), hash);
+  return hash.digest('hex');
+}
