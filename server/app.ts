@@ -12,6 +12,7 @@ import { documentRoutes } from './routes/documents.js';
 import { identityRoutes } from './routes/identity.js';
 import { patientRoutes } from './routes/patients.js';
 import { problemPages } from './routes/problem-pages.js';
+import { contentRoutes } from './routes/storage.js';
 import { webhookMetricsRoutes, webhookRoutes } from './routes/webhooks.js';
 
 export interface AppOptions {
@@ -68,12 +69,19 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   // Everything under /v1 carries a bearer token (the autohooks pattern of STYLE.md).
   await app.register(async (api) => {
     api.addHook('onRequest', api.authenticate);
-    await api.register(documentRoutes, { documents: context.documents, access: context.access });
+    await api.register(documentRoutes, { documents: context.documents, access: context.access, content: context.content.service });
     await api.register(patientRoutes, { patients: context.store.patients, access: context.access });
     await api.register(webhookRoutes, { webhooks: context.webhooks, access: context.access });
   });
 
   await app.register(webhookMetricsRoutes, { webhooks: context.webhooks });
+  await app.register(contentRoutes, {
+    parts: context.content,
+    documents: context.documents,
+    links: context.links,
+    maxUploadBytes: config.maxUploadBytes,
+    typeBase: config.publicUrl,
+  });
   await app.register(adminRoutes, { directory: context.directory, adminTokenHash: options.adminTokenHash });
 
   app.get('/healthz', { schema: { tags: ['operations'], summary: 'Liveness (also the no-op baseline of the benchmark)' } }, async () => ({ status: 'ok' }));

@@ -15,6 +15,8 @@ import { Links } from './domain/links.js';
 import { KeyStore } from './identity/keys.js';
 import { RateLimiter } from './identity/rate-limit.js';
 import { TokenService } from './identity/tokens.js';
+import { createContentParts, type ContentParts } from './storage/index.js';
+import { hasThumbnail, renderThumbnail } from './thumbnails/index.js';
 import { SecretBox } from './webhooks/secret-box.js';
 import { WebhookService } from './webhooks/service.js';
 import { CallbackGuard } from './webhooks/ssrf.js';
@@ -30,6 +32,8 @@ export interface ServerContext {
   directory: DirectoryService;
   tokenRateLimiter: RateLimiter;
   tenantId: string;
+  /** Document content: storage, resumable uploads, thumbnails, GC. */
+  content: ContentParts;
   webhooks: WebhookService;
   /** Seals subscription hmacs at rest (key: meta 'webhook-secret-key'). */
   webhookSecrets: SecretBox;
@@ -70,17 +74,20 @@ export async function createContext(config: ServerConfig, store?: Store): Promis
   const webhookSecrets = new SecretBox(Buffer.from(await opened.meta.setIfAbsent('webhook-secret-key', randomBytes(32).toString('base64')), 'base64'));
   const callbackGuard = new CallbackGuard({ allowPrivate: config.allowPrivateCallbacks });
   const links = new Links(config.publicUrl, linkKey);
+  const access = new AccessGuard(opened.clients, opened.patients);
+  const documents = new DocumentService(opened, links);
   return {
     config,
     store: opened,
     keys,
     tokens,
     links,
-    access: new AccessGuard(opened.clients, opened.patients),
-    documents: new DocumentService(opened, links),
+    access,
+    documents,
     directory: new DirectoryService(opened),
     tokenRateLimiter: new RateLimiter(config.tokenRateLimitPerMinute, 60_000),
     tenantId,
+    content: createContentParts(config.dataDir, opened, { documents, access, links, renderer: { hasThumbnail, renderThumbnail } }),
     webhooks: new WebhookService(opened.webhooks, webhookSecrets, callbackGuard),
     webhookSecrets,
     callbackGuard,

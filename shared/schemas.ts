@@ -88,6 +88,24 @@ export const SearchResponse = Type.Object({
 });
 export type SearchResponse = Static<typeof SearchResponse>;
 
+export const DocumentVersionSchema = Type.Object(
+  {
+    version: Type.Integer(),
+    current: Type.Boolean({ description: 'Whether this is the content the document serves now' }),
+    fileType: Type.String(),
+    fileSize: Type.Integer({ description: 'Bytes' }),
+    sha256: Type.String(),
+    originalFileName: Type.Union([Type.String(), Type.Null()], { description: 'FileName of the upload form' }),
+    uploadedAt: Timestamp,
+    uploadedBy: Type.String({ description: 'Client id' }),
+    thumbnailStatus: Type.Union([Type.Literal('none'), Type.Literal('pending'), Type.Literal('ready'), Type.Literal('failed')]),
+    storageDownloadUri: Type.String({ description: 'Signed link to this version, 15 minutes' }),
+  },
+  { $id: 'DocumentVersion' },
+);
+export type DocumentVersionDto = Static<typeof DocumentVersionSchema>;
+export const DocumentVersionsResponse = Type.Object({ versions: Type.Array(DocumentVersionSchema) });
+
 export const PatientSchema = Type.Object({ id: Uuid, name: Type.String(), createdAt: Timestamp, updatedAt: Timestamp });
 export type PatientDto = Static<typeof PatientSchema>;
 

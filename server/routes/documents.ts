@@ -1,11 +1,13 @@
 /** SPEC §4.1 create, §4.3 search, and DESIGN's GET of one document. */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import {
   CreateDocumentBody,
   CreateDocumentResponse,
   DocumentParams,
   DocumentSchema,
+  DocumentVersionsResponse,
   OrganizationHeaders,
   PatientParams,
   ProblemSchema,
@@ -13,6 +15,7 @@ import {
   SearchResponse,
 } from '../../shared/schemas.js';
 import type { AccessGuard } from '../domain/access.js';
+import type { ContentService } from '../domain/content.js';
 import type { DocumentService } from '../domain/documents.js';
 import { notFound } from '../errors.js';
 import { principalOf } from '../plugins/auth.js';
@@ -20,6 +23,7 @@ import { principalOf } from '../plugins/auth.js';
 export interface DocumentRouteOptions {
   documents: DocumentService;
   access: AccessGuard;
+  content: ContentService;
 }
 
 const errors = { 400: ProblemSchema, 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 409: ProblemSchema, 413: ProblemSchema, 500: ProblemSchema };
@@ -37,7 +41,7 @@ export async function authorizePatient(request: FastifyRequest, access: AccessGu
 
 export async function documentRoutes(appBase: FastifyInstance, options: DocumentRouteOptions): Promise<void> {
   const app = appBase.withTypeProvider<TypeBoxTypeProvider>();
-  const { documents, access } = options;
+  const { documents, access, content } = options;
 
   app.post(
     '/v1/patients/:patientId/documents',
@@ -95,6 +99,43 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
       const document = await documents.get(patientId, request.params.documentId);
       if (!document) throw notFound(`document ${request.params.documentId} does not exist for patient ${patientId}`);
       return documents.toDto(document);
+    },
+  );
+
+  app.delete(
+    '/v1/patients/:patientId/documents/:documentId',
+    {
+      schema: {
+        tags: ['documents'],
+        summary: 'Delete a document (Patient.File.Write); it leaves search, its history stays for audit',
+        security: [{ bearer: [] }],
+        params: DocumentParams,
+        headers: OrganizationHeaders,
+        response: { 204: Type.Null({ description: 'Deleted' }), ...errors },
+      },
+    },
+    async (request, reply) => {
+      const { principal, organizationId, patientId } = await authorizePatient(request, access, 'Patient.File.Write', request.params.patientId);
+      await content.remove(patientId, request.params.documentId, { clientId: principal.clientId, organizationId, operationId: request.id });
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.get(
+    '/v1/patients/:patientId/documents/:documentId/versions',
+    {
+      schema: {
+        tags: ['documents'],
+        summary: 'The content versions of a document, newest first (Patient.File.Read)',
+        security: [{ bearer: [] }],
+        params: DocumentParams,
+        headers: OrganizationHeaders,
+        response: { 200: DocumentVersionsResponse, ...errors },
+      },
+    },
+    async (request) => {
+      const { patientId } = await authorizePatient(request, access, 'Patient.File.Read', request.params.patientId);
+      return { versions: await content.versions(patientId, request.params.documentId) };
     },
   );
 }

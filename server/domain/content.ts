@@ -1,0 +1,208 @@
+/**
+ * Document content (SPEC §3.1, §4.2; DESIGN §3 "Documents"): who may upload, the atomic commit
+ * that both upload routes end in, versions, deletion and what signed links serve.
+ *
+ * The commit order is what keeps a document from ever claiming bytes it lacks: bytes land in a
+ * temp object, are fsync'ed and renamed under a key of their own, and only then does one
+ * transaction make the version current and record `document.uploaded`. A crash before that
+ * transaction leaves an unreferenced object, which garbage collection removes.
+ */
+import type { DocumentVersionDto } from '../../shared/schemas.js';
+import type { Principal } from '../identity/tokens.js';
+import type { DocumentRecord, DocumentVersionRecord, Store } from '../db/types.js';
+import { conflict, forbidden, notFound } from '../errors.js';
+import type { ContentStorage, ReceivedContent } from '../storage/types.js';
+import type { AccessGuard } from './access.js';
+import type { Actor, DocumentService } from './documents.js';
+import { outboxEvent } from './events.js';
+import { mediaTypeOf } from './http-content.js';
+import type { LinkKind, Links } from './links.js';
+import type { ThumbnailJobs } from './thumbnail-jobs.js';
+
+export interface UploadForm {
+  /** FileName of the form: kept with the version; the document keeps its own name. */
+  fileName?: string;
+  /** Type of the form: what the client says the bytes are. */
+  fileType?: string;
+}
+
+export type VersionDto = DocumentVersionDto;
+
+export interface DownloadTarget {
+  key: string;
+  size: number;
+  fileName: string;
+  mediaType: string;
+  etag: string;
+}
+
+/** `"abc…"` or `W/"abc…"` → `abc…`; the ETag we hand out is the sha256 in quotes. */
+export function parseEntityTag(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = /^\s*(?:W\/)?"([^"]*)"\s*$/.exec(header);
+  return (match?.[1] ?? header.trim()).toLowerCase();
+}
+
+export class ContentService {
+  /** Documents with an upload being committed or streamed in this process: the fast path of the 409 race. */
+  private readonly inFlight = new Set<string>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly storage: ContentStorage,
+    private readonly documents: DocumentService,
+    private readonly access: AccessGuard,
+    private readonly links: Links,
+    private readonly thumbnails: ThumbnailJobs,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  /**
+   * The upload routes carry no Organization-ID: the document's organization must be one of the
+   * client's, and that organization must still have access to and consent from the patient.
+   */
+  async authorizeWrite(principal: Principal, documentId: string): Promise<DocumentRecord> {
+    this.access.requireScope(principal, 'Patient.File.Write');
+    const document = await this.store.content.find(documentId);
+    if (!document) throw notFound(`document ${documentId} does not exist`);
+    const organizations = await this.access.organizationsOf(principal);
+    if (!organizations.has(document.organizationId)) {
+      throw forbidden(`the client ${principal.clientId} has no access to the organization that owns document ${documentId}`);
+    }
+    await this.access.requireOrganization(principal, document.organizationId);
+    await this.access.requirePatient(document.organizationId, document.patientId);
+    return document;
+  }
+
+  /** A second upload needs the current content's sha256 in If-Match (DESIGN §3). */
+  checkPrecondition(document: DocumentRecord, ifMatch: string | undefined): void {
+    const expected = parseEntityTag(ifMatch);
+    if (document.hasContent && expected === undefined) {
+      throw conflict(`document ${document.id} already has content; to store a new version send If-Match: "${document.sha256 ?? ''}"`);
+    }
+    if (expected !== undefined && expected !== '*' && expected !== document.sha256) {
+      throw conflict(`If-Match does not match the current content of document ${document.id}; read the document again and retry with its sha256`);
+    }
+  }
+
+  /** Claims the document for one upload in this process; the returned function releases it. */
+  claim(documentId: string): () => void {
+    const key = documentId.toLowerCase();
+    if (this.inFlight.has(key)) throw conflict(`another upload to document ${documentId} is in progress`);
+    this.inFlight.add(key);
+    return () => this.inFlight.delete(key);
+  }
+
+  /** Makes received bytes the document's current version (see the file comment for the order). */
+  async commit(document: DocumentRecord, received: ReceivedContent, form: UploadForm, actor: Actor): Promise<DocumentRecord> {
+    const uploadedAt = this.now().toISOString();
+    const version = document.version + 1;
+    const fileType = form.fileType ?? document.fileType;
+    const record: DocumentVersionRecord = {
+      documentId: document.id,
+      version,
+      fileType,
+      originalFileName: form.fileName ?? null,
+      fileSize: received.size,
+      sha256: received.sha256,
+      // Unique per attempt, so a losing racer can never overwrite the winner's bytes.
+      contentKey: `documents/${document.id}/v${version}-${received.temp.id}`,
+      contentType: mediaTypeOf(fileType),
+      thumbnailKey: null,
+      thumbnailStatus: this.thumbnails.supports(fileType) ? 'pending' : 'none',
+      thumbnailError: null,
+      uploadedAt,
+      uploadedBy: actor.clientId,
+    };
+    const updated: DocumentRecord = {
+      ...document,
+      hasContent: true,
+      fileSize: received.size,
+      sha256: received.sha256,
+      version,
+      fileType,
+      contentKey: record.contentKey,
+      contentType: record.contentType,
+      thumbnailKey: null,
+      lastModifiedAt: uploadedAt,
+    };
+    const event = outboxEvent('document.uploaded', {
+      patientId: document.patientId,
+      organizationId: document.organizationId,
+      operationId: actor.operationId,
+      occurredAt: uploadedAt,
+      data: { document: this.documents.toEventData(updated), fileSize: received.size, sha256: received.sha256, version },
+    });
+    try {
+      await this.storage.commit(received.temp, record.contentKey);
+    } catch (error) {
+      await this.storage.discard(received.temp);
+      throw error;
+    }
+    if (!(await this.store.content.commitVersion(record, document.version, [event]))) {
+      await this.storage.remove(record.contentKey);
+      throw conflict(`document ${document.id} changed or was deleted while the upload was in progress; read it again and retry`);
+    }
+    if (record.thumbnailStatus === 'pending') this.thumbnails.enqueue(record);
+    return updated;
+  }
+
+  async remove(patientId: string, documentId: string, actor: Actor): Promise<void> {
+    const document = await this.store.documents.get(patientId, documentId);
+    if (!document) throw notFound(`document ${documentId} does not exist for patient ${patientId}`);
+    const at = this.now().toISOString();
+    const event = outboxEvent('document.deleted', {
+      patientId,
+      organizationId: actor.organizationId,
+      operationId: actor.operationId,
+      occurredAt: at,
+      data: { document: this.documents.toEventData(document), deletedAt: at },
+    });
+    if (!(await this.store.content.remove(patientId, document.id, { at, by: actor.clientId }, [event]))) {
+      throw notFound(`document ${documentId} does not exist for patient ${patientId}`);
+    }
+  }
+
+  async versions(patientId: string, documentId: string): Promise<VersionDto[]> {
+    const document = await this.store.documents.get(patientId, documentId);
+    if (!document) throw notFound(`document ${documentId} does not exist for patient ${patientId}`);
+    const versions = await this.store.content.versions(document.id);
+    return versions.map((version) => ({
+      version: version.version,
+      current: version.version === document.version,
+      fileType: version.fileType,
+      fileSize: version.fileSize,
+      sha256: version.sha256,
+      originalFileName: version.originalFileName,
+      uploadedAt: version.uploadedAt,
+      uploadedBy: version.uploadedBy,
+      thumbnailStatus: version.thumbnailStatus,
+      storageDownloadUri: this.links.signed(document.id, version.version, 'content'),
+    }));
+  }
+
+  /**
+   * What a signed link serves: the version it names (links stay valid for their 15 minutes even
+   * when a newer version arrives, and always serve the bytes their ETag promises).
+   */
+  async resolveLink(documentId: string, query: { v?: string; expires?: string; sig?: string }, kind: LinkKind): Promise<DownloadTarget> {
+    const version = Number(query.v);
+    const expires = Number(query.expires);
+    if (!query.sig || !Number.isSafeInteger(version) || !Number.isSafeInteger(expires)) {
+      throw forbidden('the download link is incomplete; ask for the document again to get a fresh link');
+    }
+    const verdict = this.links.check({ documentId, version, kind, expires }, query.sig);
+    if (verdict === 'invalid') throw forbidden('the download link is not valid (its signature does not match)');
+    if (verdict === 'expired') throw forbidden('the download link has expired; ask for the document again to get a fresh link');
+    const document = await this.store.content.find(documentId);
+    const stored = document ? await this.store.content.version(document.id, version) : undefined;
+    if (!document || !stored) throw notFound(`document ${documentId} has no content version ${version}`);
+    const key = kind === 'content' ? stored.contentKey : stored.thumbnailKey;
+    const size = key ? await this.storage.size(key) : undefined;
+    if (!key || size === undefined) throw notFound(`document ${documentId} has no ${kind === 'content' ? 'content' : 'thumbnail'} for version ${version}`);
+    if (kind === 'thumbnail') {
+      return { key, size, fileName: `${document.fileName}.png`, mediaType: 'image/png', etag: `"${stored.sha256}-thumbnail"` };
+    }
+    return { key, size, fileName: document.fileName, mediaType: stored.contentType, etag: `"${stored.sha256}"` };
+  }
+}

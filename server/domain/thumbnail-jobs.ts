@@ -1,0 +1,104 @@
+/**
+ * Renders thumbnails in the background after a commit. An upload never waits for its thumbnail
+ * and never fails because of it: a file the renderer refuses (malformed, too large, too slow)
+ * marks that version's thumbnail as failed and nothing else. Pending jobs are in the database,
+ * so a restart resumes them.
+ */
+import type { DocumentVersionRecord, Store } from '../db/types.js';
+import type { ContentStorage } from '../storage/types.js';
+
+/** What server/thumbnails offers (renderThumbnail runs each job in a bounded worker). */
+export interface ThumbnailRenderer {
+  hasThumbnail(fileType: string): boolean;
+  renderThumbnail(filePath: string, fileType: string, options: { size: number; timeoutMs: number }): Promise<Buffer>;
+}
+
+export interface ThumbnailJobOptions {
+  size: number;
+  timeoutMs: number;
+  /** Renders at once; each is a worker with its own memory cap. */
+  concurrency: number;
+}
+
+export const DEFAULT_THUMBNAIL_OPTIONS: ThumbnailJobOptions = { size: 256, timeoutMs: 20_000, concurrency: 2 };
+
+export class ThumbnailJobs {
+  private readonly queue: DocumentVersionRecord[] = [];
+  private readonly queued = new Set<string>();
+  private running = 0;
+  private closed = false;
+  private idleWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly store: Store,
+    private readonly storage: ContentStorage,
+    private readonly renderer: ThumbnailRenderer | undefined,
+    private readonly options: ThumbnailJobOptions = DEFAULT_THUMBNAIL_OPTIONS,
+  ) {}
+
+  supports(fileType: string): boolean {
+    return this.renderer?.hasThumbnail(fileType) ?? false;
+  }
+
+  enqueue(version: DocumentVersionRecord): void {
+    const id = `${version.documentId}/${version.version}`;
+    if (this.closed || this.queued.has(id)) return;
+    this.queued.add(id);
+    this.queue.push(version);
+    this.pump();
+  }
+
+  /** Queues the renders a previous run left pending. */
+  async resumePending(): Promise<number> {
+    const pending = await this.store.content.pendingThumbnails(1000);
+    for (const version of pending) this.enqueue(version);
+    return pending.length;
+  }
+
+  /** Resolves when nothing is queued or rendering (tests, shutdown). */
+  async idle(): Promise<void> {
+    if (this.running === 0 && this.queue.length === 0) return;
+    await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.queue.length = 0;
+    await this.idle();
+  }
+
+  private pump(): void {
+    while (this.running < this.options.concurrency && this.queue.length > 0) {
+      const version = this.queue.shift()!;
+      this.running += 1;
+      void this.render(version).finally(() => {
+        this.running -= 1;
+        this.queued.delete(`${version.documentId}/${version.version}`);
+        this.pump();
+        if (this.running === 0 && this.queue.length === 0) {
+          const waiters = this.idleWaiters;
+          this.idleWaiters = [];
+          for (const resolve of waiters) resolve();
+        }
+      });
+    }
+  }
+
+  private async render(version: DocumentVersionRecord): Promise<void> {
+    if (!this.renderer) return;
+    const key = `thumbnails/${version.documentId}/v${version.version}.png`;
+    try {
+      const png = await this.renderer.renderThumbnail(this.storage.localPath(version.contentKey), version.fileType, {
+        size: this.options.size,
+        timeoutMs: this.options.timeoutMs,
+      });
+      await this.storage.put(key, png);
+      await this.store.content.setThumbnail(version.documentId, version.version, { status: 'ready', key, error: null });
+    } catch (error) {
+      const reason = error instanceof Error ? `${(error as { reason?: string }).reason ?? error.name}: ${error.message}` : String(error);
+      await this.store.content
+        .setThumbnail(version.documentId, version.version, { status: 'failed', key: null, error: reason.slice(0, 500) })
+        .catch(() => undefined);
+    }
+  }
+}

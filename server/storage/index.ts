@@ -1,0 +1,31 @@
+/** Builds the content side of the server (storage, resumable uploads, thumbnails, GC) from configuration. */
+import path from 'node:path';
+import type { Store } from '../db/types.js';
+import type { AccessGuard } from '../domain/access.js';
+import { ContentService } from '../domain/content.js';
+import type { DocumentService } from '../domain/documents.js';
+import type { Links } from '../domain/links.js';
+import { ThumbnailJobs, type ThumbnailRenderer } from '../domain/thumbnail-jobs.js';
+import { RESUMABLE_LIFETIME_MS } from '../routes/tus.js';
+import { StorageJanitor } from './janitor.js';
+import { LocalDiskStorage } from './local-disk.js';
+import { DiskResumableStore } from './resumable-disk.js';
+import type { ContentStorage, ResumableStore } from './types.js';
+
+export interface ContentParts {
+  storage: ContentStorage;
+  resumable: ResumableStore;
+  thumbnails: ThumbnailJobs;
+  janitor: StorageJanitor;
+  service: ContentService;
+}
+
+export function createContentParts(dataDir: string, store: Store, collaborators: { documents: DocumentService; access: AccessGuard; links: Links; renderer: ThumbnailRenderer | undefined }): ContentParts {
+  const storage = new LocalDiskStorage(path.join(dataDir, 'content'));
+  // Same file system as tmp/, so a finished upload becomes a temp object by rename.
+  const resumable = new DiskResumableStore(path.join(storage.root, 'uploads'), storage.tmpDir, RESUMABLE_LIFETIME_MS);
+  const thumbnails = new ThumbnailJobs(store, storage, collaborators.renderer);
+  const janitor = new StorageJanitor(storage, resumable, (key) => store.content.isKeyReferenced(key));
+  const service = new ContentService(store, storage, collaborators.documents, collaborators.access, collaborators.links, thumbnails);
+  return { storage, resumable, thumbnails, janitor, service };
+}

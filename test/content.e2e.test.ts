@@ -1,0 +1,334 @@
+/**
+ * Document content end to end (issue 3): a real server on a real socket, real files, real SQLite.
+ * Upload, the SPEC §4.3 rule 4 check, signed downloads with ranges, limits, races, versions,
+ * deletion, thumbnails of real scans and hostile files.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { PNG } from 'pngjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Links } from '../server/domain/links.js';
+import { lyingCountStl, makeArchStl, makePdf, pdfBomb, truncatedStl } from './fixtures/scans.js';
+import { CLIENT, expectProblem, ORG, PATIENT, startTestServer, tempDir, type TestServer } from './helpers/server.js';
+
+const OTHER_ORG_CLIENT = { id: 'other-clinic-pc', secret: 'other-clinic-pc-secret-0123456789' };
+const MAX_UPLOAD_BYTES = 4 * 1024 * 1024;
+const ARTIFACTS = path.resolve(import.meta.dirname, 'artifacts/tmp/content');
+
+const sha256 = (bytes: Buffer | Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
+
+interface UploadOptions {
+  fields?: Array<[string, string]>;
+  /** Put the file before the text fields. */
+  fileFirst?: boolean;
+  ifMatch?: string;
+  token?: string;
+  omitFile?: boolean;
+  fileName?: string;
+  type?: string;
+}
+
+let t: TestServer;
+
+async function createDocument(fileName: string, folder = '/scans'): Promise<{ id: string; storageUrl: string }> {
+  const response = await t.api('POST', `/v1/patients/${PATIENT}/documents`, { body: { fileName, path: folder } });
+  expect(response.status).toBe(201);
+  return response.body;
+}
+
+async function upload(document: { id: string; storageUrl: string }, bytes: Buffer | Blob, options: UploadOptions = {}) {
+  const form = new FormData();
+  const fields = options.fields ?? [
+    ['FileName', options.fileName ?? 'scan.stl'],
+    ['Type', options.type ?? 'STL'],
+    ['Id', document.id],
+  ];
+  const file = bytes instanceof Blob ? bytes : new Blob([new Uint8Array(bytes)]);
+  if (options.fileFirst && !options.omitFile) form.append('file', file, options.fileName ?? 'scan.stl');
+  for (const [name, value] of fields) form.append(name, value);
+  if (!options.fileFirst && !options.omitFile) form.append('file', file, options.fileName ?? 'scan.stl');
+  const headers: Record<string, string> = { authorization: `Bearer ${options.token ?? (await t.token())}` };
+  if (options.ifMatch) headers['if-match'] = options.ifMatch;
+  const response = await fetch(`${document.storageUrl}/file`, { method: 'POST', headers, body: form });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+}
+
+/** SPEC §4.3 rule 4: search by id with hasContent true and limit 1, then fileSize and a download that hashes right. */
+async function checkUpload(id: string, original: Buffer): Promise<any> {
+  const search = await t.api('POST', `/v1/patients/${PATIENT}/documents/search`, { body: { id: [id], hasContent: true, offset: 0, limit: 1 } });
+  expect(search.status).toBe(200);
+  expect(search.body.total).toBe(1);
+  const [document] = search.body.documents;
+  expect(document.hasContent).toBe(true);
+  expect(document.fileSize).toBe(original.length);
+  expect(document.sha256).toBe(sha256(original));
+  expect(document.storageDownloadUri).toMatch(/\/content\?v=\d+&expires=\d+&sig=/);
+  const download = await fetch(document.storageDownloadUri);
+  expect(download.status).toBe(200);
+  expect(sha256(Buffer.from(await download.arrayBuffer()))).toBe(sha256(original));
+  return document;
+}
+
+async function waitForThumbnail(id: string): Promise<any> {
+  await t.server.context.content.thumbnails.idle();
+  const response = await t.api('GET', `/v1/patients/${PATIENT}/documents/${id}`);
+  return response.body;
+}
+
+beforeAll(async () => {
+  t = await startTestServer({ PATIENT_DOCS_MAX_UPLOAD_BYTES: String(MAX_UPLOAD_BYTES) });
+  await t.server.context.directory.applySeed({
+    clients: [{ clientId: OTHER_ORG_CLIENT.id, clientSecret: OTHER_ORG_CLIENT.secret, scopes: ['Patient.File.Write', 'Patient.File.Read'], organizations: ['0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a02'] }],
+  });
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+});
+
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('one-shot upload', () => {
+  it('moves a placeholder to "with content": the SPEC §4.3 rule 4 check passes and document.uploaded is recorded', async () => {
+    const document = await createDocument('rule4.stl');
+    const before = await t.api('POST', `/v1/patients/${PATIENT}/documents/search`, { body: { path: '/scans', hasContent: true, offset: 0, limit: 50 } });
+    expect(before.body.documents.map((found: any) => found.id)).not.toContain(document.id);
+    const bytes = makeArchStl({ triangles: 2000 });
+    const response = await upload(document, bytes);
+    expect(response.status).toBe(201);
+    expect(response.body).toMatchObject({ id: document.id, hasContent: true, fileSize: bytes.length, sha256: sha256(bytes), version: 1 });
+    expect(response.headers.get('etag')).toBe(`"${sha256(bytes)}"`);
+    const checked = await checkUpload(document.id, bytes);
+    expect(Date.parse(checked.lastModifiedAt)).toBeGreaterThanOrEqual(Date.parse(checked.createdAt));
+    const events = await t.server.context.store.outbox.after(0, 10_000);
+    const uploaded = events.find((event) => event.eventType === 'document.uploaded' && (event.data.document as any).id === document.id);
+    expect(uploaded?.data).toMatchObject({ fileSize: bytes.length, sha256: sha256(bytes), version: 1 });
+    expect(uploaded?.organizationId).toBe(ORG);
+  });
+
+  it('accepts the file part before the text fields', async () => {
+    const document = await createDocument('file-first.stl');
+    const bytes = Buffer.from('solid first\nendsolid first\n');
+    const response = await upload(document, bytes, { fileFirst: true });
+    expect(response.status).toBe(201);
+    await checkUpload(document.id, bytes);
+  });
+
+  it('refuses a mismatched Id, a missing file, a missing Id, a bad Type and a non-multipart body with 400 and stores nothing', async () => {
+    const document = await createDocument('refused.stl');
+    const bytes = Buffer.from('x'.repeat(1000));
+    expectProblem(await upload(document, bytes, { fields: [['Id', '5f0e8a3c-1d2b-4c3d-8e9f-000000000099']] }), 400);
+    expectProblem(await upload(document, bytes, { omitFile: true }), 400);
+    expectProblem(await upload(document, bytes, { fields: [['FileName', 'a.stl']] }), 400);
+    expectProblem(await upload(document, bytes, { fields: [['Id', document.id], ['Type', 'not a type!']] }), 400);
+    const json = await fetch(`${document.storageUrl}/file`, { method: 'POST', headers: { authorization: `Bearer ${await t.token()}`, 'content-type': 'application/json' }, body: '{}' });
+    expectProblem({ status: json.status, body: await json.json(), headers: json.headers }, 400);
+    const raw = await fetch(`${document.storageUrl}/file`, { method: 'POST', headers: { authorization: `Bearer ${await t.token()}`, 'content-type': 'multipart/form-data; boundary=xyz' }, body: '--xyz\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nabc' });
+    expectProblem({ status: raw.status, body: await raw.json(), headers: raw.headers }, 400);
+    const stored = await t.api('GET', `/v1/patients/${PATIENT}/documents/${document.id}`);
+    expect(stored.body.hasContent).toBe(false);
+    expect(fs.readdirSync(path.join(t.dataDir, 'content', 'tmp'))).toEqual([]);
+  });
+
+  it('needs a token with Patient.File.Write of the document’s organization', async () => {
+    const document = await createDocument('authz.stl');
+    const bytes = Buffer.from('abc');
+    const none = await fetch(`${document.storageUrl}/file`, { method: 'POST', body: new FormData() });
+    expectProblem({ status: none.status, body: await none.json(), headers: none.headers }, 401);
+    expectProblem(await upload(document, bytes, { token: await t.token({ id: 'read-only', secret: 'read-only-secret-0123456789' }) }), 403);
+    expectProblem(await upload(document, bytes, { token: await t.token(OTHER_ORG_CLIENT) }), 403);
+    const missing = await upload({ id: '5f0e8a3c-1d2b-4c3d-8e9f-0000000000aa', storageUrl: document.storageUrl.replace(document.id, '5f0e8a3c-1d2b-4c3d-8e9f-0000000000aa') }, bytes);
+    expectProblem(missing, 404);
+  });
+
+  it('answers 413 one byte over the limit and stores nothing, and accepts exactly the limit', async () => {
+    const over = await createDocument('over.bin');
+    expectProblem(await upload(over, Buffer.alloc(MAX_UPLOAD_BYTES + 1, 7), { type: 'BIN' }), 413);
+    expect((await t.api('GET', `/v1/patients/${PATIENT}/documents/${over.id}`)).body.hasContent).toBe(false);
+    expect(fs.readdirSync(path.join(t.dataDir, 'content', 'tmp'))).toEqual([]);
+    const exact = await createDocument('exact.bin');
+    const bytes = Buffer.alloc(MAX_UPLOAD_BYTES, 9);
+    expect((await upload(exact, bytes, { type: 'BIN' })).status).toBe(201);
+    await checkUpload(exact.id, bytes);
+    const huge = await fetch(`${over.storageUrl}/file`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${await t.token()}`, 'content-type': 'multipart/form-data; boundary=b', 'content-length': String(MAX_UPLOAD_BYTES * 10) },
+      body: Buffer.alloc(MAX_UPLOAD_BYTES * 10),
+    });
+    expectProblem({ status: huge.status, body: await huge.json(), headers: huge.headers }, 413);
+  });
+
+  it('lets one of two simultaneous uploads win; the other gets 409', async () => {
+    const document = await createDocument('race.stl');
+    const first = Buffer.alloc(MAX_UPLOAD_BYTES - 10, 1);
+    const second = Buffer.alloc(MAX_UPLOAD_BYTES - 10, 2);
+    const results = await Promise.all([upload(document, first), upload(document, second)]);
+    expect(results.map((result) => result.status).sort()).toEqual([201, 409]);
+    expectProblem(results.find((result) => result.status === 409)!, 409);
+    const winner = results.find((result) => result.status === 201)!;
+    await checkUpload(document.id, winner.body.sha256 === sha256(first) ? first : second);
+    expect((await t.api('GET', `/v1/patients/${PATIENT}/documents/${document.id}/versions`)).body.versions).toHaveLength(1);
+  });
+});
+
+describe('signed downloads', () => {
+  let document: any;
+  const bytes = Buffer.from(Array.from({ length: 1000 }, (_, index) => index % 251));
+
+  beforeAll(async () => {
+    const created = await createDocument('Zahnbogen Ünterkiefer "final".stl', '/downloads');
+    document = (await upload(created, bytes)).body;
+  });
+
+  it('serves the file without a bearer token, with its name, type and ETag', async () => {
+    const response = await fetch(document.storageDownloadUri);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('model/stl');
+    expect(response.headers.get('content-length')).toBe('1000');
+    expect(response.headers.get('etag')).toBe(`"${sha256(bytes)}"`);
+    expect(response.headers.get('accept-ranges')).toBe('bytes');
+    expect(response.headers.get('content-disposition')).toBe(
+      `attachment; filename="Zahnbogen _nterkiefer _final_.stl"; filename*=UTF-8''Zahnbogen%20%C3%9Cnterkiefer%20%22final%22.stl`,
+    );
+    expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
+    const notModified = await fetch(document.storageDownloadUri, { headers: { 'if-none-match': `"${sha256(bytes)}"` } });
+    expect(notModified.status).toBe(304);
+  });
+
+  it('honours Range with 206 and answers 416 past the end', async () => {
+    const partial = await fetch(document.storageDownloadUri, { headers: { range: 'bytes=100-199' } });
+    expect(partial.status).toBe(206);
+    expect(partial.headers.get('content-range')).toBe('bytes 100-199/1000');
+    expect(Buffer.from(await partial.arrayBuffer()).equals(bytes.subarray(100, 200))).toBe(true);
+    const suffix = await fetch(document.storageDownloadUri, { headers: { range: 'bytes=-10' } });
+    expect(suffix.status).toBe(206);
+    expect(Buffer.from(await suffix.arrayBuffer()).equals(bytes.subarray(990))).toBe(true);
+    const open = await fetch(document.storageDownloadUri, { headers: { range: 'bytes=995-' } });
+    expect(Buffer.from(await open.arrayBuffer()).equals(bytes.subarray(995))).toBe(true);
+    const beyond = await fetch(document.storageDownloadUri, { headers: { range: 'bytes=1000-' } });
+    const problem = expectProblem({ status: beyond.status, body: await beyond.json(), headers: beyond.headers }, 416);
+    expect(problem.messageKey).toBe('RANGE_NOT_SATISFIABLE');
+    expect(beyond.headers.get('content-range')).toBe('bytes */1000');
+  });
+
+  it('never serves content through a tampered or expired link, nor through storageUrl', async () => {
+    const url = new URL(document.storageDownloadUri);
+    const tampered = [
+      url.toString().replace(/sig=[^&]+/, 'sig=AAAA'),
+      url.toString().replace(/expires=(\d+)/, (_, value: string) => `expires=${Number(value) + 3600}`),
+      url.toString().replace(/v=\d+/, 'v=2'),
+      url.toString().replace('/content?', '/thumbnail?'),
+      `${url.origin}${url.pathname}`,
+    ];
+    for (const link of tampered) {
+      const response = await fetch(link);
+      expectProblem({ status: response.status, body: await response.json(), headers: response.headers }, 403);
+    }
+    const key = Buffer.from((await t.server.context.store.meta.get('link-signing-key'))!, 'base64');
+    const past = new Links(t.server.context.config.publicUrl, key, () => Date.now() - 16 * 60_000);
+    const expired = await fetch(past.signed(document.id, document.version, 'content'));
+    const problem = expectProblem({ status: expired.status, body: await expired.json(), headers: expired.headers }, 403);
+    expect(problem.detail).toMatch(/expired/);
+    const storage = await fetch(document.storageUrl);
+    expect(storage.status).toBe(404);
+  });
+});
+
+describe('versions and deletion', () => {
+  it('needs If-Match with the current sha256 for a second upload and keeps the history', async () => {
+    const document = await createDocument('versions.pdf', '/versions');
+    const first = makePdf('version one');
+    const second = makePdf('version two');
+    expect((await upload(document, first, { type: 'PDF', fileName: 'versions.pdf' })).status).toBe(201);
+    expectProblem(await upload(document, second, { type: 'PDF' }), 409);
+    expectProblem(await upload(document, second, { type: 'PDF', ifMatch: `"${'0'.repeat(64)}"` }), 409);
+    const replaced = await upload(document, second, { type: 'PDF', ifMatch: `"${sha256(first)}"` });
+    expect(replaced.status).toBe(201);
+    expect(replaced.body).toMatchObject({ version: 2, sha256: sha256(second), fileSize: second.length });
+    await checkUpload(document.id, second);
+    const history = await t.api('GET', `/v1/patients/${PATIENT}/documents/${document.id}/versions`);
+    expect(history.status).toBe(200);
+    expect(history.body.versions.map((version: any) => [version.version, version.sha256, version.current])).toEqual([
+      [2, sha256(second), true],
+      [1, sha256(first), false],
+    ]);
+    const old = await fetch(history.body.versions[1].storageDownloadUri);
+    expect(sha256(Buffer.from(await old.arrayBuffer()))).toBe(sha256(first));
+  });
+
+  it('deletes: gone from search, document.deleted recorded, history kept, the name free again', async () => {
+    const document = await createDocument('deleted.stl', '/deleting');
+    const bytes = Buffer.from('solid d\nendsolid d\n');
+    expect((await upload(document, bytes)).status).toBe(201);
+    const removed = await t.api('DELETE', `/v1/patients/${PATIENT}/documents/${document.id}`);
+    expect(removed.status).toBe(204);
+    expectProblem(await t.api('DELETE', `/v1/patients/${PATIENT}/documents/${document.id}`), 404);
+    const search = await t.api('POST', `/v1/patients/${PATIENT}/documents/search`, { body: { id: [document.id], offset: 0, limit: 1 } });
+    expect(search.body.total).toBe(0);
+    expectProblem(await t.api('GET', `/v1/patients/${PATIENT}/documents/${document.id}`), 404);
+    expectProblem(await upload(document, bytes), 404);
+    const events = await t.server.context.store.outbox.after(0, 10_000);
+    expect(events.some((event) => event.eventType === 'document.deleted' && (event.data.document as any).id === document.id)).toBe(true);
+    expect(await t.server.context.store.content.versions(document.id)).toHaveLength(1);
+    const again = await createDocument('deleted.stl', '/deleting');
+    expect(again.id).not.toBe(document.id);
+    expectProblem(await t.api('DELETE', `/v1/patients/${PATIENT}/documents/${document.id}`, { token: await t.token({ id: 'read-only', secret: 'read-only-secret-0123456789' }) }), 403);
+  });
+});
+
+describe('thumbnails', () => {
+  it('renders a real binary STL and a real PDF in the background, as signed PNG links', async () => {
+    const stl = await createDocument('arch.stl', '/thumbs');
+    const pdf = await createDocument('report.pdf', '/thumbs');
+    const uploadedStl = await upload(stl, makeArchStl({ triangles: 20_000 }));
+    expect(uploadedStl.status).toBe(201);
+    expect((await upload(pdf, makePdf('Patient Docs thumbnail test'), { type: 'PDF', fileName: 'report.pdf' })).status).toBe(201);
+    for (const [document, name] of [
+      [stl, 'thumbnail-stl.png'],
+      [pdf, 'thumbnail-pdf.png'],
+    ] as const) {
+      const current = await waitForThumbnail(document.id);
+      expect(current.thumbnailDownloadUri).toMatch(/\/thumbnail\?v=1&expires=\d+&sig=/);
+      const response = await fetch(current.thumbnailDownloadUri);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('image/png');
+      const png = Buffer.from(await response.arrayBuffer());
+      const image = PNG.sync.read(png);
+      expect(image.width).toBeGreaterThan(16);
+      // Not a blank canvas: the render has more than a handful of distinct colours.
+      const colours = new Set<number>();
+      for (let index = 0; index < image.data.length; index += 4) colours.add(image.data.readUInt32BE(index));
+      expect(colours.size).toBeGreaterThan(20);
+      fs.writeFileSync(path.join(ARTIFACTS, name), png);
+    }
+  });
+
+  it('has no thumbnail for types without a preview', async () => {
+    const document = await createDocument('notes.bin', '/thumbs');
+    expect((await upload(document, Buffer.from('plain bytes'), { type: 'BIN' })).status).toBe(201);
+    expect((await waitForThumbnail(document.id)).thumbnailDownloadUri).toBeNull();
+  });
+
+  it('fails the thumbnail alone for hostile files: the upload is 201 and the server stays up', async () => {
+    const hostile: Array<[string, Buffer, string]> = [
+      ['truncated.stl', truncatedStl(), 'STL'],
+      ['lying.stl', lyingCountStl(), 'STL'],
+      ['bomb.pdf', pdfBomb(), 'PDF'],
+      ['garbage.pdf', Buffer.from('%PDF-1.7 nothing else'), 'PDF'],
+    ];
+    for (const [name, bytes, type] of hostile) {
+      const document = await createDocument(name, '/hostile');
+      const response = await upload(document, bytes, { type, fileName: name });
+      expect(response.status).toBe(201);
+      await checkUpload(document.id, bytes);
+      const current = await waitForThumbnail(document.id);
+      expect(current.thumbnailDownloadUri).toBeNull();
+      const versions = await t.api('GET', `/v1/patients/${PATIENT}/documents/${document.id}/versions`);
+      expect(versions.body.versions[0].thumbnailStatus).toBe('failed');
+    }
+    expect((await fetch(`${t.url}/healthz`)).status).toBe(200);
+  });
+});
+
+export { tempDir, CLIENT };
