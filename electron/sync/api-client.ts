@@ -41,7 +41,7 @@ export class FileChangedDuringUploadError extends Error {
 export class ApiClient implements DocumentApi {
   readonly tokens: TokenManager;
   readonly http: Got;
-  private readonly serverUrl: string;
+  readonly serverUrl: string;
   private readonly tus: TusUploader;
 
   constructor(private readonly options: ApiClientOptions) {

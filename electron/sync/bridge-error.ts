@@ -1,0 +1,61 @@
+/** Any failure turned into the coded error that crosses the bridge (STYLE.md "errors are data at the edges"). */
+import { PLAIN_MESSAGES, type BridgeErrorCode } from '../../shared/bridge-errors.js';
+import { ApiNetworkError, ApiProblemError, TokenError } from './api-errors.js';
+import { forbiddenCode } from './failure.js';
+
+export class BridgeError extends Error {
+  override name = 'BridgeError';
+
+  constructor(
+    readonly code: BridgeErrorCode,
+    readonly detail?: string,
+    message: string = PLAIN_MESSAGES[code],
+  ) {
+    super(message);
+  }
+}
+
+export interface CodedError {
+  code: BridgeErrorCode;
+  message: string;
+  detail?: string;
+}
+
+export function toCodedError(error: unknown): CodedError {
+  if (error instanceof BridgeError) return withDetail({ code: error.code, message: error.message }, error.detail);
+  if (error instanceof ApiProblemError) {
+    const code = codeForStatus(error.status, error.problem.detail);
+    return withDetail({ code, message: PLAIN_MESSAGES[code] }, error.problem.detail);
+  }
+  if (error instanceof TokenError) {
+    const code: BridgeErrorCode = error.status === 429 ? 'RATE_LIMITED' : error.status >= 500 ? 'SERVER_ERROR' : 'BAD_CREDENTIALS';
+    return withDetail({ code, message: PLAIN_MESSAGES[code] }, error.description ?? error.message);
+  }
+  if (error instanceof ApiNetworkError) return withDetail({ code: 'UNREACHABLE', message: PLAIN_MESSAGES.UNREACHABLE }, error.message);
+  return { code: 'INTERNAL', message: PLAIN_MESSAGES.INTERNAL };
+}
+
+function codeForStatus(status: number, detail: string): BridgeErrorCode {
+  switch (status) {
+    case 400:
+      return 'INVALID_INPUT';
+    case 401:
+      return 'BAD_CREDENTIALS';
+    case 403:
+      return forbiddenCode(detail);
+    case 404:
+      return 'NOT_FOUND';
+    case 409:
+      return 'CONFLICT';
+    case 413:
+      return 'TOO_LARGE';
+    case 429:
+      return 'RATE_LIMITED';
+    default:
+      return status >= 500 ? 'SERVER_ERROR' : 'INVALID_INPUT';
+  }
+}
+
+function withDetail(error: CodedError, detail: string | undefined): CodedError {
+  return detail ? { ...error, detail } : error;
+}

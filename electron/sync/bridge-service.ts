@@ -1,0 +1,184 @@
+/**
+ * The engine side of the bridge (shared/bridge.ts). `BridgeService` implements BridgeApi on the
+ * SyncApp; `BridgeDispatcher` is what both transports (Electron IPC, the headless HTTP twin) call:
+ * it validates every payload against BRIDGE_METHODS — the renderer is untrusted — and always
+ * answers a BridgeEnvelope.
+ */
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type {
+  AddPairInput,
+  AppStatus,
+  BridgeApi,
+  BridgeEnvelope,
+  BridgeMethod,
+  ConnectionTestResult,
+  FileView,
+  HistoryEntryView,
+  PairView,
+  RemoteSetupInput,
+  SettingsPatch,
+  SettingsView,
+  WebhookActivityView,
+} from '../../shared/bridge.js';
+import { BRIDGE_METHODS } from '../../shared/bridge.js';
+import type { PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
+import { BridgeError, toCodedError } from './bridge-error.js';
+import { testConnection } from './connection.js';
+import { historyCsv } from './history-csv.js';
+import type { SyncApp } from './sync-app.js';
+
+/** What only a shell can do (dialogs, the file manager). Headless leaves them out. */
+export interface ShellActions {
+  openFolder?(folder: string): Promise<void>;
+  chooseFolder?(): Promise<string | null>;
+  saveDocument?(download: { url: string; fileName: string }): Promise<string | null>;
+}
+
+export class BridgeService implements BridgeApi {
+  constructor(
+    private readonly app: SyncApp,
+    private readonly shell: ShellActions = {},
+  ) {}
+
+  getStatus(): Promise<AppStatus> {
+    return this.app.status();
+  }
+
+  async setupEmbedded(): Promise<AppStatus> {
+    await this.app.setupEmbedded();
+    return this.app.status();
+  }
+
+  testConnection(input: RemoteSetupInput): Promise<ConnectionTestResult> {
+    return testConnection(input);
+  }
+
+  async setupRemote(input: RemoteSetupInput): Promise<AppStatus> {
+    await this.app.setupRemote(input);
+    return this.app.status();
+  }
+
+  async listPairs(): Promise<PairView[]> {
+    return this.app.engine.pairViews();
+  }
+
+  async addPair(input: AddPairInput): Promise<PairView> {
+    const pair = await this.app.addPair(input);
+    return this.pairView(pair.id);
+  }
+
+  removePair(pairId: string): Promise<void> {
+    return this.app.removePair(pairId);
+  }
+
+  async pausePair(pairId: string): Promise<PairView> {
+    this.app.setPaused(pairId, true);
+    return this.pairView(pairId);
+  }
+
+  async resumePair(pairId: string): Promise<PairView> {
+    this.app.setPaused(pairId, false);
+    return this.pairView(pairId);
+  }
+
+  async retryFailed(target: { pairId?: string; fileId?: number }): Promise<number> {
+    if (target.fileId !== undefined) return this.app.engine.retryFailed({ fileId: target.fileId });
+    if (target.pairId !== undefined) return this.app.engine.retryFailed({ pairId: target.pairId });
+    return this.app.engine.retryFailed();
+  }
+
+  async listFiles(input: { pairId: string; states?: FileView['state'][]; offset?: number; limit?: number }): Promise<{ files: FileView[]; total: number }> {
+    this.app.requirePair(input.pairId);
+    const all = this.app.engine.fileViews(input.pairId, input.states);
+    const offset = input.offset ?? 0;
+    return { files: all.slice(offset, offset + (input.limit ?? 200)), total: all.length };
+  }
+
+  async fileHistory(fileId: number): Promise<HistoryEntryView[]> {
+    if (!this.app.journal.get(fileId)) throw new BridgeError('NOT_FOUND', `no file with id ${fileId}`);
+    return this.app.journal.history(fileId).map((entry) => ({ fileId, ...entry }));
+  }
+
+  async openFolder(pairId: string): Promise<string> {
+    const pair = this.app.requirePair(pairId);
+    await this.shell.openFolder?.(pair.folder);
+    return pair.folder;
+  }
+
+  async chooseFolder(): Promise<string | null> {
+    return this.shell.chooseFolder ? this.shell.chooseFolder() : null;
+  }
+
+  listPatients(query: { name?: string; offset?: number; limit?: number }): Promise<PatientListResponse> {
+    return this.app.apiClient().listPatients(query);
+  }
+
+  searchDocuments(patientId: string, body: SearchBody): Promise<SearchResponse> {
+    return this.app.apiClient().search(patientId, body);
+  }
+
+  async saveDocument(patientId: string, documentId: string): Promise<string | null> {
+    if (!this.shell.saveDocument) return null;
+    const document = await this.app.apiClient().getDocument(patientId, documentId);
+    if (!document.storageDownloadUri) throw new BridgeError('NOT_FOUND', 'the document has no content yet');
+    return this.shell.saveDocument({ url: document.storageDownloadUri, fileName: document.fileName });
+  }
+
+  async webhookActivity(limit: number): Promise<WebhookActivityView[]> {
+    return this.app.journal.webhookActivity(limit).map((activity) => ({ ...activity, patientId: null }));
+  }
+
+  async exportHistoryCsv(): Promise<string> {
+    return historyCsv(this.app.journal, this.app.settings.get('pairs'));
+  }
+
+  getSettings(): Promise<SettingsView> {
+    return this.app.settingsView();
+  }
+
+  updateSettings(patch: SettingsPatch): Promise<SettingsView> {
+    return this.app.updateSettings(patch);
+  }
+
+  private pairView(pairId: string): PairView {
+    const view = this.app.engine.pairView(pairId);
+    if (!view) throw new BridgeError('NOT_FOUND', `no sync folder with id ${pairId}`);
+    return view;
+  }
+}
+
+type AddFormats = (ajv: Ajv) => Ajv;
+const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats;
+
+/** Validates and routes one call; never throws. */
+export class BridgeDispatcher {
+  private readonly validators: Record<BridgeMethod, ValidateFunction>;
+
+  constructor(private readonly api: BridgeApi) {
+    const ajv = new Ajv({ strict: false, allErrors: false });
+    addFormats(ajv);
+    this.validators = Object.fromEntries(Object.entries(BRIDGE_METHODS).map(([method, schema]) => [method, ajv.compile(schema)])) as Record<BridgeMethod, ValidateFunction>;
+  }
+
+  isMethod(method: string): method is BridgeMethod {
+    return Object.hasOwn(BRIDGE_METHODS, method);
+  }
+
+  async call(method: string, args: unknown): Promise<BridgeEnvelope<unknown>> {
+    if (!this.isMethod(method)) return { ok: false, error: { code: 'INVALID_INPUT', message: 'That is not something Patient Docs can do.', detail: `unknown method ${method}` } };
+    const validate = this.validators[method];
+    if (!validate(args)) {
+      const first = validate.errors?.[0];
+      return { ok: false, error: { code: 'INVALID_INPUT', message: 'The request was not valid.', detail: `${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}` } };
+    }
+    try {
+      const target = this.api[method] as (...params: unknown[]) => Promise<unknown>;
+      const value = await target.apply(this.api, args as unknown[]);
+      return { ok: true, value: value ?? null };
+    } catch (error) {
+      const coded = toCodedError(error);
+      return { ok: false, error: coded.detail ? { code: coded.code, message: coded.message, detail: coded.detail } : { code: coded.code, message: coded.message } };
+    }
+  }
+}

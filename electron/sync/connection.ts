@@ -1,0 +1,98 @@
+/**
+ * The server connection from settings and the keychain, and the connection test of the first-run
+ * screen, which names exactly what is wrong: unreachable, bad credentials, missing scope, wrong
+ * organization.
+ */
+import got from 'got';
+import type { ConnectionTestResult, FileError, RemoteSetupInput } from '../../shared/bridge.js';
+import { PLAIN_MESSAGES, type BridgeErrorCode } from '../../shared/bridge-errors.js';
+import { ApiClient } from './api-client.js';
+import { ApiNetworkError, ApiProblemError, TokenError } from './api-errors.js';
+import type { BandwidthLimiter } from './bandwidth.js';
+import { forbiddenCode } from './failure.js';
+
+export const CLIENT_SECRET_ACCOUNT = 'client-secret';
+/** What the engine cannot work without. */
+export const REQUIRED_SCOPES = ['Patient.File.Write', 'Patient.File.Read'];
+
+export interface ConnectionSettings {
+  serverUrl: string;
+  tokenUrl: string;
+  clientId: string;
+  organizationId: string;
+}
+
+export function defaultTokenUrl(serverUrl: string): string {
+  return `${serverUrl.replace(/\/$/, '')}/oauth2/token`;
+}
+
+export function connectionFrom(input: RemoteSetupInput): ConnectionSettings {
+  const serverUrl = input.serverUrl.trim().replace(/\/$/, '');
+  const tokenUrl = input.tokenUrl?.trim() ? input.tokenUrl.trim() : defaultTokenUrl(serverUrl);
+  return { serverUrl, tokenUrl, clientId: input.clientId.trim(), organizationId: input.organizationId.toLowerCase() };
+}
+
+export function createApiClient(connection: ConnectionSettings, clientSecret: string, options: { limiter?: BandwidthLimiter; resumableThreshold?: number } = {}): ApiClient {
+  return new ApiClient({
+    serverUrl: connection.serverUrl,
+    organizationId: connection.organizationId,
+    credentials: { tokenUrl: connection.tokenUrl, clientId: connection.clientId, clientSecret },
+    ...(options.limiter ? { limiter: options.limiter } : {}),
+    ...(options.resumableThreshold !== undefined ? { resumableThreshold: options.resumableThreshold } : {}),
+  });
+}
+
+export async function testConnection(input: RemoteSetupInput): Promise<ConnectionTestResult> {
+  const connection = connectionFrom(input);
+  let url: URL;
+  try {
+    url = new URL(connection.serverUrl);
+    new URL(connection.tokenUrl);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('scheme');
+  } catch {
+    return refused('reach', 'UNREACHABLE', `'${input.serverUrl}' is not an http(s) address`);
+  }
+  try {
+    await got.get(connection.serverUrl, { throwHttpErrors: false, retry: { limit: 0 }, timeout: { request: 10_000 }, followRedirect: false });
+  } catch (error) {
+    return refused('reach', 'UNREACHABLE', describe(error));
+  }
+  const api = createApiClient(connection, input.clientSecret);
+  let scopes: string[];
+  try {
+    scopes = (await api.tokens.token()).scopes;
+  } catch (error) {
+    if (error instanceof TokenError) {
+      if (error.status === 429) return refused('authenticate', 'RATE_LIMITED', error.message);
+      return refused('authenticate', 'BAD_CREDENTIALS', error.description ?? error.message);
+    }
+    return refused('reach', 'UNREACHABLE', `the token endpoint ${connection.tokenUrl}: ${describe(error)}`);
+  }
+  const missing = REQUIRED_SCOPES.filter((scope) => !scopes.includes(scope));
+  if (missing.length > 0) return refused('scope', 'MISSING_SCOPE', `the client lacks ${missing.join(' and ')}`);
+  try {
+    await api.listPatients({ limit: 1 });
+  } catch (error) {
+    if (error instanceof ApiProblemError) {
+      if (error.status === 403) {
+        const code = forbiddenCode(error.problem.detail);
+        return refused(code === 'MISSING_SCOPE' ? 'scope' : 'organization', code === 'MISSING_SCOPE' ? code : 'WRONG_ORGANIZATION', error.problem.detail);
+      }
+      if (error.status === 401) return refused('authenticate', 'BAD_CREDENTIALS', error.problem.detail);
+      if (error.status === 400) return refused('organization', 'WRONG_ORGANIZATION', error.problem.detail);
+      return refused('reach', error.status >= 500 ? 'SERVER_ERROR' : 'UNREACHABLE', error.problem.detail);
+    }
+    return refused('reach', 'UNREACHABLE', describe(error));
+  }
+  return { ok: true, step: null, error: null, organizationName: null };
+}
+
+function refused(step: NonNullable<ConnectionTestResult['step']>, code: BridgeErrorCode, detail: string): ConnectionTestResult {
+  const error: FileError = { code, message: PLAIN_MESSAGES[code], detail };
+  return { ok: false, step, error, organizationName: null };
+}
+
+function describe(error: unknown): string {
+  if (error instanceof ApiNetworkError) return `${error.code}: ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,331 @@
+/**
+ * The engine with its state around it — settings, secrets, journal, server connection, webhooks —
+ * as one object the desktop, the headless twin and the CLI all drive. It is handed what differs
+ * between them (the embedded server, the shell) by their composition roots.
+ */
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { AddPairInput, AppMode, AppStatus, BridgeEvent, RemoteSetupInput, SettingsPatch, SettingsView } from '../../shared/bridge.js';
+import { checkPath } from '../../shared/names.js';
+import type { ApiClient } from './api-client.js';
+import { BandwidthLimiter } from './bandwidth.js';
+import { BridgeError } from './bridge-error.js';
+import { CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, testConnection, type ConnectionSettings } from './connection.js';
+import { SyncEngine, type EngineOptions } from './engine.js';
+import { openJournal, type Journal } from './journal.js';
+import type { SecretStore } from './secrets.js';
+import type { SettingsStore, SyncPair, SyncSettings } from './settings.js';
+import { WebhookWiring } from './webhooks.js';
+
+/** What the embedded server hands back once it runs (the demo organization, patient and client). */
+export interface EmbeddedServerInfo {
+  url: string;
+  tokenUrl: string;
+  clientId: string;
+  clientSecret: string;
+  organizationId: string;
+  organizationName: string;
+  demoPatient: { id: string; name: string };
+}
+
+/** The bundled server, started in-process by the composition root (the engine never imports server/). */
+export interface EmbeddedServerHost {
+  /** `preferredUrl`: where it ran last time, so saved links and resumable uploads stay valid. */
+  start(preferredUrl?: string): Promise<EmbeddedServerInfo>;
+  stop(): Promise<void>;
+}
+
+export interface SyncAppOptions {
+  home: string;
+  settings: SettingsStore;
+  secrets: SecretStore;
+  shell: 'desktop' | 'headless';
+  version: string;
+  embedded?: EmbeddedServerHost;
+  /** Engine knobs tests and benchmarks turn (backoff, polling); the rest comes from settings. */
+  engine?: Partial<Omit<EngineOptions, 'journal' | 'tuning' | 'api'>>;
+  resumableThreshold?: number;
+  /** Off for one-shot commands (`status`), which must not bind the listener's port. */
+  webhooks?: boolean;
+}
+
+const EMBEDDED_MARKER = 'embedded.json';
+
+export class SyncApp {
+  readonly journal: Journal;
+  readonly engine: SyncEngine;
+  readonly limiter: BandwidthLimiter;
+  private readonly webhooks: WebhookWiring;
+  private readonly listeners = new Set<(event: BridgeEvent) => void>();
+  private api: ApiClient | null = null;
+  private embeddedInfo: EmbeddedServerInfo | null = null;
+  private started = false;
+
+  constructor(private readonly options: SyncAppOptions) {
+    this.journal = openJournal(path.join(options.home, 'journal.db'));
+    this.limiter = new BandwidthLimiter(options.settings.get('bandwidthLimit'));
+    this.engine = new SyncEngine({ journal: this.journal, tuning: this.tuning(), ...options.engine });
+    this.engine.onEvent((event) => {
+      switch (event.type) {
+        case 'pairs-changed':
+          return this.emit({ type: 'pairs', pairs: event.pairs });
+        case 'files-changed':
+          return this.emit({ type: 'files', pairId: event.pairId, files: event.files });
+        case 'online-changed':
+          return this.emitStatus();
+        case 'file-synced':
+        case 'file-failed':
+        case 'engine-error':
+          return;
+      }
+    });
+    this.webhooks = new WebhookWiring({
+      journal: this.journal,
+      secrets: options.secrets,
+      onDocumentsChanged: (patientId) => this.emit({ type: 'documents-changed', patientId }),
+      onActivity: () => {
+        const [latest] = this.journal.webhookActivity(1);
+        if (latest) this.emit({ type: 'webhook', activity: { ...latest, patientId: null } });
+      },
+    });
+  }
+
+  get settings(): SettingsStore {
+    return this.options.settings;
+  }
+
+  get secrets(): SecretStore {
+    return this.options.secrets;
+  }
+
+  onEvent(listener: (event: BridgeEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Connects (starting the embedded server when that is the mode), starts watching and syncing. */
+  async start(): Promise<void> {
+    this.started = true;
+    if (this.mode() === 'embedded' && this.options.embedded) {
+      const info = await this.startEmbedded();
+      // The port may have been taken by something else since the last launch.
+      if (info.url !== this.settings.get('serverUrl')) {
+        this.settings.set('serverUrl', info.url);
+        this.settings.set('tokenUrl', info.tokenUrl);
+        writeFileSync(path.join(this.options.home, EMBEDDED_MARKER), JSON.stringify({ serverUrl: info.url }));
+      }
+    }
+    await this.connect();
+    await this.engine.start(this.settings.get('pairs'));
+    await this.startWebhooks();
+  }
+
+  async stop(): Promise<void> {
+    this.started = false;
+    await this.engine.stop();
+    await this.webhooks.stop();
+    if (this.embeddedInfo) await this.options.embedded?.stop();
+    this.embeddedInfo = null;
+    this.journal.close();
+  }
+
+  mode(): AppMode {
+    const serverUrl = this.settings.get('serverUrl');
+    if (!serverUrl || !this.settings.get('clientId') || !this.settings.get('organizationId')) return 'unconfigured';
+    const marker = this.readMarker();
+    return marker?.serverUrl === serverUrl ? 'embedded' : 'remote';
+  }
+
+  apiClient(): ApiClient {
+    if (!this.api) throw new BridgeError('NOT_CONFIGURED');
+    return this.api;
+  }
+
+  async status(): Promise<AppStatus> {
+    const connection = this.connection();
+    const webhook = this.webhooks.current();
+    return {
+      mode: this.mode(),
+      shell: this.options.shell,
+      server: connection
+        ? {
+            url: connection.serverUrl,
+            tokenUrl: connection.tokenUrl,
+            clientId: connection.clientId,
+            organizationId: connection.organizationId,
+            organizationName: this.embeddedInfo?.organizationId === connection.organizationId ? this.embeddedInfo.organizationName : null,
+          }
+        : null,
+      online: this.engine.isOnline,
+      secrets: { backend: this.secrets.backend, warning: this.secrets.warning ?? null },
+      webhook: { ...webhook, publicUrl: this.settings.get('webhook').publicUrl ?? null },
+      version: this.options.version,
+    };
+  }
+
+  /** "This computer runs the server": the bundled server with a demo organization, patient and client. */
+  async setupEmbedded(): Promise<EmbeddedServerInfo> {
+    if (!this.options.embedded) throw new BridgeError('UNAVAILABLE', 'this build has no bundled server');
+    const info = await this.startEmbedded();
+    await this.saveConnection({ serverUrl: info.url, tokenUrl: info.tokenUrl, clientId: info.clientId, organizationId: info.organizationId }, info.clientSecret);
+    writeFileSync(path.join(this.options.home, EMBEDDED_MARKER), JSON.stringify({ serverUrl: info.url }));
+    await this.reconnect();
+    return info;
+  }
+
+  async setupRemote(input: RemoteSetupInput): Promise<void> {
+    const result = await testConnection(input);
+    if (!result.ok) throw new BridgeError(result.error?.code ?? 'UNREACHABLE', result.error?.detail);
+    await this.saveConnection(connectionFrom(input), input.clientSecret);
+    rmSync(path.join(this.options.home, EMBEDDED_MARKER), { force: true });
+    if (this.embeddedInfo) await this.options.embedded?.stop();
+    this.embeddedInfo = null;
+    await this.reconnect();
+  }
+
+  async addPair(input: AddPairInput): Promise<SyncPair> {
+    const folder = path.resolve(input.folder);
+    if (!existsSync(folder)) throw new BridgeError('FOLDER_MISSING', `'${folder}' does not exist`);
+    const base = checkPath(input.remoteBasePath?.trim() || '/', 'path');
+    if (!base.ok) throw new BridgeError('INVALID_NAME', `remote path: ${base.rule}`);
+    const pairs = this.settings.get('pairs');
+    if (pairs.some((pair) => path.resolve(pair.folder) === folder && pair.patientId === input.patientId.toLowerCase())) {
+      throw new BridgeError('CONFLICT', `'${folder}' already syncs to this patient`);
+    }
+    const pair: SyncPair = { id: randomUUID(), folder, patientId: input.patientId.toLowerCase(), remoteBasePath: base.value, paused: false };
+    if (input.patientName) pair.patientName = input.patientName;
+    this.settings.set('pairs', [...pairs, pair]);
+    if (this.started) await this.engine.addPair(pair);
+    return pair;
+  }
+
+  async removePair(pairId: string): Promise<void> {
+    this.requirePair(pairId);
+    this.settings.set('pairs', this.settings.get('pairs').filter((pair) => pair.id !== pairId));
+    await this.engine.removePair(pairId);
+  }
+
+  setPaused(pairId: string, paused: boolean): void {
+    this.requirePair(pairId);
+    this.settings.set('pairs', this.settings.get('pairs').map((pair) => (pair.id === pairId ? { ...pair, paused } : pair)));
+    this.engine.setPaused(pairId, paused);
+  }
+
+  requirePair(pairId: string): SyncPair {
+    const pair = this.settings.get('pairs').find((candidate) => candidate.id === pairId);
+    if (!pair) throw new BridgeError('NOT_FOUND', `no sync folder with id ${pairId}`);
+    return pair;
+  }
+
+  async settingsView(): Promise<SettingsView> {
+    const secret = await this.secrets.get(CLIENT_SECRET_ACCOUNT);
+    const webhook = this.settings.get('webhook');
+    return {
+      concurrency: this.settings.get('concurrency'),
+      settleMs: this.settings.get('settleMs'),
+      rescanMinutes: this.settings.get('rescanMinutes'),
+      ignorePatterns: this.settings.get('ignorePatterns'),
+      bandwidthLimitBytesPerSecond: this.settings.get('bandwidthLimit'),
+      webhook: { port: webhook.port, publicUrl: webhook.publicUrl ?? null },
+      maskedSecret: secret ? `••••••••${secret.slice(-4)}` : null,
+    };
+  }
+
+  async updateSettings(patch: SettingsPatch): Promise<SettingsView> {
+    const settings = this.settings;
+    if (patch.concurrency !== undefined) settings.set('concurrency', patch.concurrency);
+    if (patch.settleMs !== undefined) settings.set('settleMs', patch.settleMs);
+    if (patch.rescanMinutes !== undefined) settings.set('rescanMinutes', patch.rescanMinutes);
+    if (patch.ignorePatterns !== undefined) settings.set('ignorePatterns', patch.ignorePatterns);
+    if (patch.bandwidthLimitBytesPerSecond !== undefined) {
+      settings.set('bandwidthLimit', patch.bandwidthLimitBytesPerSecond);
+      this.limiter.setLimit(patch.bandwidthLimitBytesPerSecond);
+    }
+    if (patch.webhook) {
+      const current = settings.get('webhook');
+      const next = { ...current, ...(patch.webhook.port !== undefined ? { port: patch.webhook.port } : {}) };
+      if (patch.webhook.publicUrl !== undefined) {
+        const url = patch.webhook.publicUrl?.trim();
+        if (url && !/^https?:\/\//.test(url)) throw new BridgeError('INVALID_INPUT', 'the public URL must start with https://');
+        if (url) next.publicUrl = url;
+        else delete next.publicUrl;
+      }
+      settings.set('webhook', next);
+    }
+    if (patch.clientSecret !== undefined) {
+      await this.secrets.set(CLIENT_SECRET_ACCOUNT, patch.clientSecret);
+      await this.connect();
+    }
+    await this.engine.setTuning(this.tuning());
+    if (patch.webhook && this.started) await this.startWebhooks();
+    this.emitStatus();
+    return this.settingsView();
+  }
+
+  emitStatus(): void {
+    if (this.listeners.size === 0) return;
+    void this.status().then((status) => this.emit({ type: 'status', status }));
+  }
+
+  private tuning(): EngineOptions['tuning'] {
+    const settings = this.settings;
+    return {
+      concurrency: settings.get('concurrency'),
+      settleMs: settings.get('settleMs'),
+      rescanMinutes: settings.get('rescanMinutes'),
+      ignorePatterns: settings.get('ignorePatterns'),
+    };
+  }
+
+  private connection(): ConnectionSettings | null {
+    const store: SyncSettings = this.settings.store;
+    if (!store.serverUrl || !store.clientId || !store.organizationId) return null;
+    return { serverUrl: store.serverUrl, tokenUrl: store.tokenUrl ?? `${store.serverUrl}/oauth2/token`, clientId: store.clientId, organizationId: store.organizationId };
+  }
+
+  private async saveConnection(connection: ConnectionSettings, clientSecret: string): Promise<void> {
+    await this.secrets.set(CLIENT_SECRET_ACCOUNT, clientSecret);
+    this.settings.set('serverUrl', connection.serverUrl);
+    this.settings.set('tokenUrl', connection.tokenUrl);
+    this.settings.set('clientId', connection.clientId);
+    this.settings.set('organizationId', connection.organizationId);
+  }
+
+  private async connect(): Promise<void> {
+    const connection = this.connection();
+    const secret = connection ? await this.secrets.get(CLIENT_SECRET_ACCOUNT) : undefined;
+    this.api = connection && secret ? createApiClient(connection, secret, { limiter: this.limiter, ...(this.options.resumableThreshold !== undefined ? { resumableThreshold: this.options.resumableThreshold } : {}) }) : null;
+    this.engine.setApi(this.api);
+  }
+
+  private async reconnect(): Promise<void> {
+    await this.connect();
+    if (this.started) await this.startWebhooks();
+    this.emitStatus();
+  }
+
+  private async startWebhooks(): Promise<void> {
+    if (this.options.webhooks === false) return;
+    const webhook = this.settings.get('webhook');
+    const subscriptionId = await this.webhooks.start({ port: webhook.port, publicUrl: webhook.publicUrl ?? null, subscriptionId: webhook.subscriptionId ?? null, api: this.api });
+    if (subscriptionId && subscriptionId !== webhook.subscriptionId) this.settings.set('webhook', { ...this.settings.get('webhook'), subscriptionId });
+  }
+
+  private async startEmbedded(): Promise<EmbeddedServerInfo> {
+    this.embeddedInfo ??= await this.options.embedded!.start(this.settings.get('serverUrl'));
+    return this.embeddedInfo;
+  }
+
+  private readMarker(): { serverUrl?: string } | undefined {
+    try {
+      return JSON.parse(readFileSync(path.join(this.options.home, EMBEDDED_MARKER), 'utf8')) as { serverUrl?: string };
+    } catch {
+      return undefined;
+    }
+  }
+
+  private emit(event: BridgeEvent): void {
+    for (const listener of this.listeners) listener(event);
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * The engine's side of webhooks (DESIGN §4): the loopback listener, and a subscription created or
+ * reused at start for the public URL the user gave (a tunnel's https address; never the listener's
+ * own). The hmac is generated here, kept in the SecretStore and never shown. Received `document.*`
+ * events tell the UI to refresh what it shows.
+ */
+import { randomBytes } from 'node:crypto';
+import type { SubscriptionDto } from '../../shared/schemas.js';
+import type { ApiClient } from './api-client.js';
+import type { Journal, WebhookRecord } from './journal.js';
+import type { SecretStore } from './secrets.js';
+import { startWebhookListener, type WebhookListener, type WebhookMessage } from './webhook-listener.js';
+
+export const WEBHOOK_HMAC_ACCOUNT = 'webhook-hmac';
+export const SUBSCRIBED_EVENTS = ['document.all', 'patient.all'];
+
+export interface WebhookStatus {
+  listening: boolean;
+  localUrl: string | null;
+  publicUrl: string | null;
+  subscribed: boolean;
+  error: string | null;
+}
+
+export interface WebhookWiringOptions {
+  journal: Pick<Journal, 'seenMessage' | 'recordWebhook' | 'webhookActivity'>;
+  secrets: SecretStore;
+  host?: string;
+  onDocumentsChanged: (patientId: string | null) => void;
+  /** Every delivery the listener judged (accepted, duplicate or rejected). */
+  onActivity: () => void;
+  onError?: (error: unknown) => void;
+}
+
+export interface WebhookStartInput {
+  port: number;
+  publicUrl: string | null;
+  subscriptionId: string | null;
+  api: ApiClient | null;
+}
+
+export class WebhookWiring {
+  private listener: WebhookListener | undefined;
+  private hmac: string | undefined;
+  private status: WebhookStatus = { listening: false, localUrl: null, publicUrl: null, subscribed: false, error: null };
+
+  constructor(private readonly options: WebhookWiringOptions) {}
+
+  current(): WebhookStatus {
+    return { ...this.status };
+  }
+
+  /** (Re)starts the listener and makes sure the subscription exists. Returns the subscription id. */
+  async start(input: WebhookStartInput): Promise<string | null> {
+    await this.stop();
+    this.hmac = await this.options.secrets.get(WEBHOOK_HMAC_ACCOUNT);
+    const ledger = {
+      seenMessage: (messageId: string) => this.options.journal.seenMessage(messageId),
+      recordWebhook: (record: WebhookRecord) => {
+        this.options.journal.recordWebhook(record);
+        this.options.onActivity();
+      },
+    };
+    try {
+      this.listener = await startWebhookListener({
+        host: this.options.host ?? '127.0.0.1',
+        port: input.port,
+        getSecret: () => this.hmac,
+        journal: ledger,
+        onEvent: (message) => this.onMessage(message),
+        ...(this.options.onError ? { onError: this.options.onError } : {}),
+      });
+    } catch (error) {
+      this.status = { listening: false, localUrl: null, publicUrl: input.publicUrl, subscribed: false, error: `The webhook listener could not start: ${describe(error)}` };
+      return input.subscriptionId;
+    }
+    this.status = { listening: true, localUrl: this.listener.url, publicUrl: input.publicUrl, subscribed: false, error: null };
+    if (!input.publicUrl || !input.api) return input.subscriptionId;
+    try {
+      const id = await this.ensureSubscription(input.api, input.publicUrl, input.subscriptionId);
+      this.status.subscribed = true;
+      return id;
+    } catch (error) {
+      this.status.error = `The webhook subscription could not be set up: ${describe(error)}`;
+      return input.subscriptionId;
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.listener?.close();
+    this.listener = undefined;
+    this.status = { ...this.status, listening: false, localUrl: null };
+  }
+
+  private async ensureSubscription(api: ApiClient, publicUrl: string, subscriptionId: string | null): Promise<string> {
+    const hadSecret = this.hmac !== undefined;
+    if (!this.hmac) {
+      this.hmac = randomBytes(32).toString('base64url');
+      await this.options.secrets.set(WEBHOOK_HMAC_ACCOUNT, this.hmac);
+    }
+    const existing = await api.json<SubscriptionDto[]>({ method: 'GET', url: `${apiBase(api)}/v1/webhooks`, organization: true });
+    const mine = existing.find((subscription) => subscription.id === subscriptionId) ?? existing.find((subscription) => subscription.callback === publicUrl);
+    // Reusable only when it calls the same URL and we still hold the hmac it was created with.
+    if (mine && hadSecret && mine.callback === publicUrl && mine.status === 'active') return mine.id;
+    if (mine) await api.json({ method: 'DELETE', url: `${apiBase(api)}/v1/webhooks/${mine.id}`, organization: true });
+    const created = await api.json<SubscriptionDto>({
+      method: 'POST',
+      url: `${apiBase(api)}/v1/webhooks/subscribe`,
+      json: { events: SUBSCRIBED_EVENTS, callback: publicUrl, hmac: this.hmac },
+      organization: true,
+    });
+    return created.id;
+  }
+
+  private onMessage(message: WebhookMessage): void {
+    if (message.eventType.startsWith('document.')) this.options.onDocumentsChanged(message.patientId ?? null);
+  }
+}
+
+function apiBase(api: ApiClient): string {
+  return api.serverUrl;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
