@@ -5,12 +5,14 @@
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Links } from '../server/domain/links.js';
 import { lyingCountStl, makeArchStl, makePdf, pdfBomb, truncatedStl } from './fixtures/scans.js';
-import { CLIENT, expectProblem, ORG, PATIENT, startTestServer, tempDir, type TestServer } from './helpers/server.js';
+import { expectProblem, ORG, PATIENT, startTestServer, type TestServer } from './helpers/server.js';
+import * as tus from 'tus-js-client';
 
 const OTHER_ORG_CLIENT = { id: 'other-clinic-pc', secret: 'other-clinic-pc-secret-0123456789' };
 const MAX_UPLOAD_BYTES = 4 * 1024 * 1024;
@@ -331,4 +333,166 @@ describe('thumbnails', () => {
   });
 });
 
-export { tempDir, CLIENT };
+
+describe('resumable upload (tus 1.0)', () => {
+  const tusHeaders = async (): Promise<Record<string, string>> => ({ authorization: `Bearer ${await t.token()}`, 'tus-resumable': '1.0.0' });
+
+  /** Runs a tus-js-client upload until it succeeds, or until `stopAt` bytes were accepted. */
+  function runTus(bytes: Buffer, options: { endpoint?: string; uploadUrl?: string; token: string; stopAt?: number; chunkSize: number }): Promise<{ url: string | null; firstOffset: number | undefined }> {
+    return new Promise((resolve, reject) => {
+      let firstOffset: number | undefined;
+      const upload: tus.Upload = new tus.Upload(bytes, {
+        ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+        ...(options.uploadUrl ? { uploadUrl: options.uploadUrl } : {}),
+        headers: { authorization: `Bearer ${options.token}` },
+        metadata: { filename: 'resumed.stl', filetype: 'STL' },
+        chunkSize: options.chunkSize,
+        retryDelays: [],
+        onProgress: (sent) => {
+          firstOffset ??= sent;
+        },
+        onChunkComplete: (_chunk, accepted) => {
+          if (options.stopAt !== undefined && accepted >= options.stopAt) {
+            void upload.abort().then(() => resolve({ url: upload.url, firstOffset }));
+          }
+        },
+        onSuccess: () => resolve({ url: upload.url, firstOffset }),
+        onError: reject,
+      });
+      upload.start();
+    });
+  }
+
+  it('announces its capabilities', async () => {
+    const document = await createDocument('options.stl', '/tus');
+    const response = await fetch(`${document.storageUrl}/uploads`, { method: 'OPTIONS' });
+    expect(response.status).toBe(204);
+    expect(response.headers.get('tus-version')).toBe('1.0.0');
+    expect(response.headers.get('tus-extension')).toBe('creation,expiration,termination,checksum');
+    expect(response.headers.get('tus-checksum-algorithm')).toBe('sha256');
+    expect(response.headers.get('tus-max-size')).toBe(String(MAX_UPLOAD_BYTES));
+  });
+
+  it('resumes a client interrupted at 60% from its offset and ends in the same commit and event', async () => {
+    const document = await createDocument('resumed.stl', '/tus');
+    const bytes = makeArchStl({ triangles: 40_000 });
+    const chunkSize = Math.ceil(bytes.length / 10);
+    const token = await t.token();
+    const first = await runTus(bytes, { endpoint: `${document.storageUrl}/uploads`, token, stopAt: Math.floor(bytes.length * 0.6), chunkSize });
+    expect(first.url).toMatch(new RegExp(`${document.storageUrl}/uploads/[0-9a-f-]{36}$`));
+    const head = await fetch(first.url!, { method: 'HEAD', headers: await tusHeaders() });
+    expect(head.status).toBe(200);
+    const offset = Number(head.headers.get('upload-offset'));
+    expect(offset).toBeGreaterThanOrEqual(bytes.length * 0.6);
+    expect(offset).toBeLessThan(bytes.length);
+    expect(head.headers.get('upload-length')).toBe(String(bytes.length));
+    expect(Date.parse(head.headers.get('upload-expires')!)).toBeGreaterThan(Date.now());
+    expect((await t.api('GET', `/v1/patients/${PATIENT}/documents/${document.id}`)).body.hasContent).toBe(false);
+
+    const resumed = await runTus(bytes, { uploadUrl: first.url!, token, chunkSize });
+    expect(resumed.firstOffset).toBeGreaterThanOrEqual(offset);
+    await checkUpload(document.id, bytes);
+    const events = await t.server.context.store.outbox.after(0, 10_000);
+    const uploaded = events.filter((event) => event.eventType === 'document.uploaded' && (event.data.document as any).id === document.id);
+    expect(uploaded).toHaveLength(1);
+    expect(uploaded[0]!.data).toMatchObject({ sha256: sha256(bytes), fileSize: bytes.length });
+    expect((await fetch(first.url!, { method: 'HEAD', headers: await tusHeaders() })).status).toBe(404);
+  });
+
+  it('keeps the bytes of a PATCH whose connection dropped, and checks Upload-Checksum per chunk', async () => {
+    const document = await createDocument('raw.bin', '/tus');
+    const bytes = Buffer.from(Array.from({ length: 300_000 }, (_, index) => (index * 7) % 256));
+    const created = await fetch(`${document.storageUrl}/uploads`, {
+      method: 'POST',
+      headers: { ...(await tusHeaders()), 'upload-length': String(bytes.length), 'upload-metadata': `filename ${Buffer.from('raw.bin').toString('base64')}` },
+    });
+    expect(created.status).toBe(201);
+    const location = created.headers.get('location')!;
+    const patch = (offset: number, body: Buffer, extra: Record<string, string> = {}) =>
+      t.token().then((token) =>
+        fetch(location, {
+          method: 'PATCH',
+          headers: { authorization: `Bearer ${token}`, 'tus-resumable': '1.0.0', 'upload-offset': String(offset), 'content-type': 'application/offset+octet-stream', ...extra },
+          body,
+        }),
+      );
+    // A dropped connection after 60%: send the head of the body, then cut the socket.
+    const token = await t.token();
+    await new Promise<void>((resolve) => {
+      const request = http.request(location, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${token}`, 'tus-resumable': '1.0.0', 'upload-offset': '0', 'content-type': 'application/offset+octet-stream', 'content-length': String(bytes.length) },
+      });
+      request.on('error', () => undefined);
+      request.write(bytes.subarray(0, 180_000));
+      setTimeout(() => {
+        request.destroy();
+        resolve();
+      }, 300);
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const head = await fetch(location, { method: 'HEAD', headers: await tusHeaders() });
+    const offset = Number(head.headers.get('upload-offset'));
+    expect(offset).toBe(180_000);
+
+    const wrongOffset = await patch(0, bytes.subarray(0, 10));
+    expectProblem({ status: wrongOffset.status, body: await wrongOffset.json(), headers: wrongOffset.headers }, 409);
+    const badSum = await patch(offset, bytes.subarray(offset, offset + 50_000), { 'upload-checksum': `sha256 ${createHash('sha256').update('other').digest('base64')}` });
+    expect(badSum.status).toBe(460);
+    expect((await badSum.json()).messageKey).toBe('CHECKSUM_MISMATCH');
+    expect((await fetch(location, { method: 'HEAD', headers: await tusHeaders() })).headers.get('upload-offset')).toBe(String(offset));
+    const rest = bytes.subarray(offset);
+    const good = await patch(offset, rest, { 'upload-checksum': `sha256 ${createHash('sha256').update(rest).digest('base64')}` });
+    expect(good.status).toBe(204);
+    expect(good.headers.get('upload-offset')).toBe(String(bytes.length));
+    expect(good.headers.get('tus-resumable')).toBe('1.0.0');
+    await checkUpload(document.id, bytes);
+  });
+
+  it('refuses what the protocol forbids, terminates, and expires abandoned uploads', async () => {
+    const document = await createDocument('terminated.bin', '/tus');
+    const headers = await tusHeaders();
+    const noVersion = await fetch(`${document.storageUrl}/uploads`, { method: 'POST', headers: { authorization: headers.authorization!, 'upload-length': '10' } });
+    expect(noVersion.status).toBe(412);
+    expect(noVersion.headers.get('tus-version')).toBe('1.0.0');
+    const tooBig = await fetch(`${document.storageUrl}/uploads`, { method: 'POST', headers: { ...headers, 'upload-length': String(MAX_UPLOAD_BYTES + 1) } });
+    expectProblem({ status: tooBig.status, body: await tooBig.json(), headers: tooBig.headers }, 413);
+    const noLength = await fetch(`${document.storageUrl}/uploads`, { method: 'POST', headers });
+    expectProblem({ status: noLength.status, body: await noLength.json(), headers: noLength.headers }, 400);
+    const other = await fetch(`${document.storageUrl}/uploads`, { method: 'POST', headers: { ...headers, authorization: `Bearer ${await t.token(OTHER_ORG_CLIENT)}`, 'upload-length': '10' } });
+    expectProblem({ status: other.status, body: await other.json(), headers: other.headers }, 403);
+
+    const created = await fetch(`${document.storageUrl}/uploads`, { method: 'POST', headers: { ...headers, 'upload-length': '10' } });
+    const location = created.headers.get('location')!;
+    const wrongType = await fetch(location, { method: 'PATCH', headers: { ...headers, 'upload-offset': '0', 'content-type': 'text/plain' }, body: 'abc' });
+    expectProblem({ status: wrongType.status, body: await wrongType.json(), headers: wrongType.headers }, 415);
+    const overLength = await fetch(location, { method: 'PATCH', headers: { ...headers, 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' }, body: 'x'.repeat(11) });
+    expectProblem({ status: overLength.status, body: await overLength.json(), headers: overLength.headers }, 413);
+    expect((await fetch(location, { method: 'DELETE', headers })).status).toBe(204);
+    expect((await fetch(location, { method: 'HEAD', headers })).status).toBe(404);
+
+    const abandoned = await fetch(`${document.storageUrl}/uploads`, { method: 'POST', headers: { ...headers, 'upload-length': '10' } });
+    const abandonedAt = abandoned.headers.get('location')!;
+    const uploadsDir = path.join(t.dataDir, 'content', 'uploads');
+    expect(fs.readdirSync(uploadsDir).length).toBeGreaterThan(0);
+    const removed = await t.server.context.content.resumable.removeExpired(new Date(Date.now() + 25 * 3_600_000));
+    expect(removed).toBeGreaterThanOrEqual(1);
+    expect((await fetch(abandonedAt, { method: 'HEAD', headers })).status).toBe(404);
+    expect(fs.readdirSync(uploadsDir)).toEqual([]);
+  });
+
+  it('needs If-Match at creation to replace content, like the one-shot upload', async () => {
+    const document = await createDocument('tus-version.bin', '/tus');
+    const first = Buffer.from('first content');
+    expect((await upload(document, first, { type: 'BIN' })).status).toBe(201);
+    const headers = { ...(await tusHeaders()), 'upload-length': '6' };
+    const refused = await fetch(`${document.storageUrl}/uploads`, { method: 'POST', headers });
+    expectProblem({ status: refused.status, body: await refused.json(), headers: refused.headers }, 409);
+    const created = await fetch(`${document.storageUrl}/uploads`, { method: 'POST', headers: { ...headers, 'if-match': `"${sha256(first)}"` } });
+    expect(created.status).toBe(201);
+    const done = await fetch(created.headers.get('location')!, { method: 'PATCH', headers: { ...(await tusHeaders()), 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' }, body: 'second' });
+    expect(done.status).toBe(204);
+    const checked = await checkUpload(document.id, Buffer.from('second'));
+    expect(checked.version).toBe(2);
+  });
+});
