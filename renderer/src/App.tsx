@@ -1,0 +1,55 @@
+import { useState } from 'react';
+import type { AppStatus } from '../../shared/bridge.js';
+import { useBridgeEvent, useBridgeQuery } from './bridge/context.js';
+import { ErrorNotice } from './components/ErrorNotice.js';
+import { Sidebar, type Screen } from './components/Sidebar.js';
+import { ActivityScreen } from './screens/activity/ActivityScreen.js';
+import { FirstRunScreen } from './screens/first-run/FirstRunScreen.js';
+import { PatientBrowserScreen } from './screens/patients/PatientBrowserScreen.js';
+import { SettingsScreen } from './screens/settings/SettingsScreen.js';
+import { SyncScreen } from './screens/sync/SyncScreen.js';
+
+export interface Navigation {
+  screen: Screen;
+  patientId?: string | undefined;
+}
+
+export function App() {
+  const status = useBridgeQuery((client) => client.getStatus(), []);
+  const [navigation, setNavigation] = useState<Navigation>({ screen: 'sync' });
+  useBridgeEvent((event) => {
+    if (event.type === 'status') status.setData(event.status);
+  });
+
+  if (status.error && !status.data) {
+    return (
+      <main className="splash">
+        <ErrorNotice title="Patient Docs cannot start" error={status.error} />
+      </main>
+    );
+  }
+  if (!status.data) return <main className="splash" aria-busy="true"><div className="spinner" aria-label="Loading" /></main>;
+  if (status.data.mode === 'unconfigured') return <FirstRunScreen onConfigured={(next: AppStatus) => status.setData(next)} />;
+
+  return (
+    <div className="app-shell">
+      <Sidebar status={status.data} current={navigation.screen} onNavigate={(screen) => setNavigation({ screen })} />
+      <main className="app-main" id="main">
+        <CurrentScreen navigation={navigation} status={status.data} onNavigate={setNavigation} />
+      </main>
+    </div>
+  );
+}
+
+function CurrentScreen({ navigation, status, onNavigate }: { navigation: Navigation; status: AppStatus; onNavigate: (next: Navigation) => void }) {
+  switch (navigation.screen) {
+    case 'sync':
+      return <SyncScreen onBrowsePatient={(patientId) => onNavigate({ screen: 'patients', patientId })} />;
+    case 'patients':
+      return <PatientBrowserScreen initialPatientId={navigation.patientId} />;
+    case 'activity':
+      return <ActivityScreen />;
+    case 'settings':
+      return <SettingsScreen status={status} />;
+  }
+}

@@ -1,0 +1,28 @@
+import { useEffect, useRef, type ReactNode } from 'react';
+import { Icon } from './Icon.js';
+
+/** A modal on the native <dialog>: focus trap, Escape and the backdrop come from the browser. */
+export function Dialog({ title, open, onClose, children, wide }: { title: string; open: boolean; onClose: () => void; children: ReactNode; wide?: boolean }) {
+  const dialogRef = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const dialog = dialogRef.current;
+    if (!dialog) return;
+    if (open && !dialog.open) dialog.showModal();
+    if (!open && dialog.open) dialog.close();
+  }, [open]);
+  return (
+    <dialog ref={dialogRef} className={wide ? 'dialog dialog-wide' : 'dialog'} aria-label={title} onClose={onClose} onCancel={onClose}>
+      {open ? (
+        <>
+          <header className="dialog-header">
+            <h2>{title}</h2>
+            <button type="button" className="icon-button" onClick={onClose} aria-label="Close">
+              <Icon name="close" />
+            </button>
+          </header>
+          <div className="dialog-body">{children}</div>
+        </>
+      ) : null}
+    </dialog>
+  );
+}

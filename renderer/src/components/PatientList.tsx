@@ -1,0 +1,54 @@
+import { useEffect, useState } from 'react';
+import type { PatientDto } from '../../../shared/schemas.js';
+import { useBridgeQuery } from '../bridge/context.js';
+import { ErrorNotice } from './ErrorNotice.js';
+import { Icon } from './Icon.js';
+
+const SEARCH_DELAY_MS = 200;
+
+function useDebounced<T>(value: T, delay: number): T {
+  const [debounced, setDebounced] = useState(value);
+  useEffect(() => {
+    const timer = setTimeout(() => setDebounced(value), delay);
+    return () => clearTimeout(timer);
+  }, [value, delay]);
+  return debounced;
+}
+
+/** Search by name and pick one patient; the server decides which patients this clinic may see. */
+export function PatientList({ selectedId, onSelect, label = 'Find a patient', compact }: { selectedId: string | null; onSelect: (patient: PatientDto) => void; label?: string; compact?: boolean }) {
+  const [name, setName] = useState('');
+  const query = useDebounced(name.trim(), SEARCH_DELAY_MS);
+  const patients = useBridgeQuery((client) => client.listPatients({ name: query || undefined, limit: 100 }), [query]);
+  const inputId = `patient-search-${compact ? 'compact' : 'full'}`;
+  return (
+    <div className={compact ? 'patient-list compact' : 'patient-list'}>
+      <label htmlFor={inputId} className="visually-hidden">
+        {label}
+      </label>
+      <div className="search-input">
+        <Icon name="search" size={16} />
+        <input id={inputId} type="search" placeholder={label} value={name} onChange={(event) => setName(event.target.value)} autoComplete="off" />
+      </div>
+      {patients.error ? <ErrorNotice error={patients.error} /> : null}
+      <ul className="patient-options" role="listbox" aria-label="Patients">
+        {patients.data?.patients.map((patient) => (
+          <li key={patient.id} role="option" aria-selected={patient.id === selectedId}>
+            <button type="button" className={patient.id === selectedId ? 'patient-option selected' : 'patient-option'} onClick={() => onSelect(patient)}>
+              <span className="avatar" aria-hidden="true">
+                {initials(patient.name)}
+              </span>
+              <span className="truncate">{patient.name}</span>
+            </button>
+          </li>
+        ))}
+        {patients.data && patients.data.patients.length === 0 ? <li className="muted small patient-none">No patient matches “{query}”.</li> : null}
+      </ul>
+    </div>
+  );
+}
+
+export function initials(name: string): string {
+  const words = name.split(/\s+/).filter((word) => /\p{L}/u.test(word));
+  return ((words[0]?.[0] ?? '') + (words.length > 1 ? (words[words.length - 1]?.[0] ?? '') : '')).toUpperCase() || '?';
+}

@@ -1,0 +1,116 @@
+import { useCallback, useEffect, useLayoutEffect, useRef, useState, type CSSProperties, type KeyboardEvent, type ReactNode } from 'react';
+
+export interface VirtualListProps<T> {
+  items: readonly T[];
+  rowHeight: number;
+  /** Rows rendered above and below the visible window, so fast scrolling shows no blank band. */
+  overscan?: number;
+  label: string;
+  getKey: (item: T, index: number) => string | number;
+  renderRow: (item: T, index: number, active: boolean) => ReactNode;
+  onActivate?: (item: T, index: number) => void;
+  activeIndex?: number;
+  onActiveIndexChange?: (index: number) => void;
+  className?: string;
+  style?: CSSProperties;
+}
+
+/**
+ * Renders only the rows in view (plus overscan) inside one tall spacer, so 10,000 files scroll
+ * like 30. Rows have a fixed height: that keeps scroll maths exact and layout work constant.
+ * Arrow keys, Page Up/Down, Home and End move the active row; Enter activates it.
+ */
+export function VirtualList<T>({ items, rowHeight, overscan = 8, label, getKey, renderRow, onActivate, activeIndex = -1, onActiveIndexChange, className, style }: VirtualListProps<T>) {
+  const viewportRef = useRef<HTMLDivElement>(null);
+  const [scrollTop, setScrollTop] = useState(0);
+  const [viewportHeight, setViewportHeight] = useState(600);
+  const frameRef = useRef(0);
+
+  useLayoutEffect(() => {
+    const viewport = viewportRef.current;
+    if (!viewport) return;
+    setViewportHeight(viewport.clientHeight);
+    const observer = new ResizeObserver(() => setViewportHeight(viewport.clientHeight));
+    observer.observe(viewport);
+    return () => observer.disconnect();
+  }, []);
+
+  // One state update per animation frame at most, however many scroll events fire.
+  const onScroll = useCallback(() => {
+    if (frameRef.current) return;
+    frameRef.current = requestAnimationFrame(() => {
+      frameRef.current = 0;
+      if (viewportRef.current) setScrollTop(viewportRef.current.scrollTop);
+    });
+  }, []);
+  useEffect(() => () => cancelAnimationFrame(frameRef.current), []);
+
+  const scrollIntoView = useCallback(
+    (index: number) => {
+      const viewport = viewportRef.current;
+      if (!viewport) return;
+      const top = index * rowHeight;
+      if (top < viewport.scrollTop) viewport.scrollTop = top;
+      else if (top + rowHeight > viewport.scrollTop + viewport.clientHeight) viewport.scrollTop = top + rowHeight - viewport.clientHeight;
+    },
+    [rowHeight],
+  );
+
+  const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
+    if (items.length === 0) return;
+    const page = Math.max(1, Math.floor(viewportHeight / rowHeight) - 1);
+    const moves: Record<string, number> = { ArrowDown: activeIndex + 1, ArrowUp: activeIndex - 1, PageDown: activeIndex + page, PageUp: activeIndex - page, Home: 0, End: items.length - 1 };
+    if (event.key in moves) {
+      event.preventDefault();
+      const next = Math.min(items.length - 1, Math.max(0, moves[event.key]!));
+      onActiveIndexChange?.(next);
+      scrollIntoView(next);
+    } else if (event.key === 'Enter' && activeIndex >= 0 && activeIndex < items.length) {
+      event.preventDefault();
+      onActivate?.(items[activeIndex]!, activeIndex);
+    }
+  };
+
+  const first = Math.max(0, Math.floor(scrollTop / rowHeight) - overscan);
+  const last = Math.min(items.length, Math.ceil((scrollTop + viewportHeight) / rowHeight) + overscan);
+  const rows: ReactNode[] = [];
+  for (let index = first; index < last; index += 1) {
+    const item = items[index]!;
+    rows.push(
+      <div
+        key={getKey(item, index)}
+        id={`${label.replace(/\W+/g, '-')}-row-${index}`}
+        className={index === activeIndex ? 'virtual-row active' : 'virtual-row'}
+        role="option"
+        aria-selected={index === activeIndex}
+        aria-posinset={index + 1}
+        aria-setsize={items.length}
+        style={{ transform: `translateY(${index * rowHeight}px)`, height: rowHeight }}
+        onClick={() => {
+          onActiveIndexChange?.(index);
+          onActivate?.(item, index);
+        }}
+      >
+        {renderRow(item, index, index === activeIndex)}
+      </div>,
+    );
+  }
+
+  return (
+    <div
+      ref={viewportRef}
+      className={className ? `virtual-viewport ${className}` : 'virtual-viewport'}
+      style={style}
+      onScroll={onScroll}
+      onKeyDown={onKeyDown}
+      tabIndex={0}
+      role="listbox"
+      aria-label={label}
+      aria-activedescendant={activeIndex >= first && activeIndex < last ? `${label.replace(/\W+/g, '-')}-row-${activeIndex}` : undefined}
+    >
+      <div className="virtual-spacer" style={{ height: items.length * rowHeight }}>
+        {rows}
+      </div>
+    </div>
+  );
+}

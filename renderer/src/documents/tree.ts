@@ -1,0 +1,69 @@
+/**
+ * The folder tree of a patient, built only from the documents' paths (SPEC §4.3 rule 3): there is
+ * no folder resource, so a folder exists exactly when some document lies in it or below it.
+ */
+import type { DocumentDto } from '../../../shared/schemas.js';
+
+export interface FolderNode {
+  name: string;
+  path: string;
+  /** Documents directly in this folder. */
+  fileCount: number;
+  /** Documents in this folder and every folder below. */
+  totalCount: number;
+  children: FolderNode[];
+}
+
+export function createRootFolder(): FolderNode {
+  return { name: 'All files', path: '/', fileCount: 0, totalCount: 0, children: [] };
+}
+
+/** Adds documents to a tree in place (pages arrive one at a time); call sortFolderTree when done. */
+export function addToFolderTree(root: FolderNode, documents: readonly Pick<DocumentDto, 'path'>[], index = new Map<string, FolderNode>()): Map<string, FolderNode> {
+  if (!index.has('/')) index.set('/', root);
+  for (const document of documents) {
+    const node = folderFor(root, document.path, index);
+    node.fileCount += 1;
+    // folderFor created every ancestor, so each lookup finds its node.
+    for (let path: string | null = node.path; path !== null; path = parentPath(path)) index.get(path)!.totalCount += 1;
+  }
+  return index;
+}
+
+function folderFor(root: FolderNode, path: string, index: Map<string, FolderNode>): FolderNode {
+  const existing = index.get(path);
+  if (existing) return existing;
+  const parent = parentPath(path);
+  const parentNode = parent === null || parent === '/' ? root : folderFor(root, parent, index);
+  const node: FolderNode = { name: path.slice(path.lastIndexOf('/') + 1), path, fileCount: 0, totalCount: 0, children: [] };
+  parentNode.children.push(node);
+  index.set(path, node);
+  return node;
+}
+
+export function parentPath(path: string): string | null {
+  if (path === '/' || path === '') return null;
+  const cut = path.lastIndexOf('/');
+  return cut <= 0 ? '/' : path.slice(0, cut);
+}
+
+const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
+
+export function sortFolderTree(node: FolderNode): FolderNode {
+  node.children.sort((a, b) => collator.compare(a.name, b.name));
+  node.children.forEach(sortFolderTree);
+  return node;
+}
+
+export function buildFolderTree(documents: readonly Pick<DocumentDto, 'path'>[]): FolderNode {
+  const root = createRootFolder();
+  addToFolderTree(root, documents);
+  return sortFolderTree(root);
+}
+
+/** Every ancestor of a path, root first: the folders to expand so the path is visible. */
+export function ancestorPaths(path: string): string[] {
+  const ancestors: string[] = [];
+  for (let parent = parentPath(path); parent !== null; parent = parentPath(parent)) ancestors.unshift(parent);
+  return ancestors;
+}

@@ -1,0 +1,58 @@
+import { useState } from 'react';
+import { useBridge } from '../../bridge/context.js';
+import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
+import { ErrorNotice } from '../../components/ErrorNotice.js';
+import { Icon } from '../../components/Icon.js';
+import { saveBlob } from '../patients/download.js';
+import { SyncHistory } from './SyncHistory.js';
+import { WebhookEvents } from './WebhookEvents.js';
+
+type Tab = 'webhooks' | 'history';
+
+export function ActivityScreen() {
+  const client = useBridge();
+  const [tab, setTab] = useState<Tab>('webhooks');
+  const [exportError, setExportError] = useState<BridgeError | null>(null);
+  const exportCsv = async () => {
+    setExportError(null);
+    try {
+      const csv = await client.exportHistoryCsv();
+      saveBlob(new Blob([csv], { type: 'text/csv;charset=utf-8' }), `patient-docs-sync-history-${new Date().toISOString().slice(0, 10)}.csv`);
+    } catch (failure) {
+      setExportError(toBridgeError(failure));
+    }
+  };
+  return (
+    <div className="screen">
+      <header className="screen-header">
+        <div>
+          <h1>Activity</h1>
+          <p className="screen-subtitle">Notifications from the server and the record of every upload, for the clinic’s files.</p>
+        </div>
+        <button type="button" className="button" onClick={() => void exportCsv()}>
+          <Icon name="download" size={16} /> Export sync history (CSV)
+        </button>
+      </header>
+      {exportError ? <ErrorNotice error={exportError} title="The history cannot be exported" /> : null}
+      <div className="tabs" role="tablist" aria-label="Activity">
+        <TabButton tab="webhooks" current={tab} onSelect={setTab} label="Server notifications" />
+        <TabButton tab="history" current={tab} onSelect={setTab} label="Sync history" />
+      </div>
+      <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} className="tab-panel">
+        {tab === 'webhooks' ? <WebhookEvents /> : <SyncHistory />}
+      </div>
+    </div>
+  );
+}
+
+function TabButton({ tab, current, onSelect, label }: { tab: Tab; current: Tab; onSelect: (tab: Tab) => void; label: string }) {
+  return (
+    <button type="button" role="tab" id={`tab-${tab}`} aria-selected={tab === current} aria-controls={`panel-${tab}`} tabIndex={tab === current ? 0 : -1} className="tab" onClick={() => onSelect(tab)}
+      onKeyDown={(event) => {
+        if (event.key === 'ArrowRight' || event.key === 'ArrowLeft') onSelect(tab === 'webhooks' ? 'history' : 'webhooks');
+      }}
+    >
+      {label}
+    </button>
+  );
+}

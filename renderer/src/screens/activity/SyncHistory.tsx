@@ -1,0 +1,86 @@
+import { useState } from 'react';
+import type { FileView } from '../../../../shared/bridge.js';
+import { useBridgeQuery } from '../../bridge/context.js';
+import { EmptyState } from '../../components/EmptyState.js';
+import { ErrorNotice } from '../../components/ErrorNotice.js';
+import { FileStateBadge } from '../../components/StateBadge.js';
+import { formatBytes, formatDateTime } from '../../format.js';
+
+const FILES_PER_PAIR = 1000;
+
+/** Every synced file and, for the one chosen, each step it went through (when, which version, verified). */
+export function SyncHistory() {
+  const files = useBridgeQuery(async (client) => {
+    const pairs = await client.listPairs();
+    const lists = await Promise.all(pairs.map((pair) => client.listFiles({ pairId: pair.id, limit: FILES_PER_PAIR })));
+    return lists.flatMap((list) => list.files).sort((a, b) => (b.syncedAt ?? b.updatedAt) - (a.syncedAt ?? a.updatedAt));
+  }, []);
+  const [selected, setSelected] = useState<FileView | null>(null);
+  if (files.error) return <ErrorNotice error={files.error} />;
+  if (files.data && files.data.length === 0) {
+    return (
+      <EmptyState icon="clock" title="No uploads yet">
+        Each file a synced folder uploads is recorded here, with when it was verified on the server.
+      </EmptyState>
+    );
+  }
+  return (
+    <div className="history-layout">
+      <table className="data-table" aria-label="Synced files">
+        <thead>
+          <tr>
+            <th scope="col">File</th>
+            <th scope="col">State</th>
+            <th scope="col">Size</th>
+            <th scope="col">Version</th>
+            <th scope="col">Verified</th>
+          </tr>
+        </thead>
+        <tbody>
+          {files.data?.map((file) => (
+            <tr key={file.id} className={selected?.id === file.id ? 'selected' : undefined}>
+              <td>
+                <button type="button" className="link-button" onClick={() => setSelected(file)} aria-pressed={selected?.id === file.id}>
+                  {file.relativePath}
+                </button>
+              </td>
+              <td>
+                <FileStateBadge state={file.state} />
+              </td>
+              <td className="tabular">{formatBytes(file.size)}</td>
+              <td className="tabular">{file.version ?? '—'}</td>
+              <td className="tabular nowrap">{formatDateTime(file.syncedAt)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {selected ? <FileTimeline file={selected} /> : null}
+    </div>
+  );
+}
+
+function FileTimeline({ file }: { file: FileView }) {
+  const history = useBridgeQuery((client) => client.fileHistory(file.id), [file.id]);
+  return (
+    <section className="card timeline" aria-label={`History of ${file.fileName}`}>
+      <h3>{file.fileName}</h3>
+      {history.error ? <ErrorNotice error={history.error} /> : null}
+      <ol className="timeline-list">
+        {history.data?.map((entry, index) => (
+          <li key={`${entry.at}-${index}`}>
+            <span className="timeline-dot" aria-hidden="true" />
+            <div>
+              <div className="strong">{entry.event}</div>
+              <div className="muted small">
+                {formatDateTime(entry.at)}
+                {entry.version !== null ? ` · version ${entry.version}` : ''}
+              </div>
+              {entry.detail ? <div className="small">{entry.detail}</div> : null}
+              {entry.sha256 ? <div className="mono small muted break">SHA-256 {entry.sha256}</div> : null}
+            </div>
+          </li>
+        ))}
+      </ol>
+    </section>
+  );
+}

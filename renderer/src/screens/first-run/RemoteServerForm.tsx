@@ -1,0 +1,90 @@
+import { useState, type FormEvent, type InputHTMLAttributes } from 'react';
+import type { AppStatus, ConnectionTestResult, RemoteSetupInput } from '../../../../shared/bridge.js';
+import { useBridge } from '../../bridge/context.js';
+import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
+import { ErrorNotice } from '../../components/ErrorNotice.js';
+import { Icon } from '../../components/Icon.js';
+import { ConnectionSteps } from './ConnectionSteps.js';
+
+const UUID_PATTERN = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
+
+export function RemoteServerForm({ onConfigured }: { onConfigured: (status: AppStatus) => void }) {
+  const client = useBridge();
+  const [input, setInput] = useState<RemoteSetupInput>({ serverUrl: '', tokenUrl: '', clientId: '', clientSecret: '', organizationId: '' });
+  const [testing, setTesting] = useState(false);
+  const [saving, setSaving] = useState(false);
+  const [result, setResult] = useState<ConnectionTestResult | null>(null);
+  const [error, setError] = useState<BridgeError | null>(null);
+
+  const payload = (): RemoteSetupInput => ({ ...input, serverUrl: input.serverUrl.trim(), clientId: input.clientId.trim(), organizationId: input.organizationId.trim(), tokenUrl: input.tokenUrl?.trim() || undefined });
+  const update = (field: keyof RemoteSetupInput) => (value: string) => {
+    setInput((current) => ({ ...current, [field]: value }));
+    setResult(null);
+  };
+
+  const test = async () => {
+    setTesting(true);
+    setError(null);
+    try {
+      setResult(await client.testConnection(payload()));
+    } catch (failure) {
+      setError(toBridgeError(failure));
+    } finally {
+      setTesting(false);
+    }
+  };
+
+  const connect = async (event: FormEvent) => {
+    event.preventDefault();
+    setSaving(true);
+    setError(null);
+    try {
+      const tested = await client.testConnection(payload());
+      setResult(tested);
+      if (tested.ok) onConfigured(await client.setupRemote(payload()));
+    } catch (failure) {
+      setError(toBridgeError(failure));
+    } finally {
+      setSaving(false);
+    }
+  };
+
+  return (
+    <form className="setup-panel form" onSubmit={(event) => void connect(event)} aria-label="Connect to a server">
+      <TextField label="Server address" hint="For example https://docs.smile-clinic.example" value={input.serverUrl} onChange={update('serverUrl')} type="url" required autoComplete="url" />
+      <TextField label="Token address (optional)" hint="Leave empty when the server signs in its own clients" value={input.tokenUrl ?? ''} onChange={update('tokenUrl')} type="url" />
+      <div className="form-row">
+        <TextField label="Client ID" value={input.clientId} onChange={update('clientId')} required autoComplete="username" />
+        <TextField label="Client secret" value={input.clientSecret} onChange={update('clientSecret')} type="password" required autoComplete="current-password" />
+      </div>
+      <TextField label="Organization ID" hint="The clinic’s identifier, a UUID such as 0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01" value={input.organizationId} onChange={update('organizationId')} pattern={UUID_PATTERN} required />
+      {result ? <ConnectionSteps result={result} /> : null}
+      {error ? <ErrorNotice error={error} /> : null}
+      <div className="form-actions">
+        <button type="button" className="button" onClick={() => void test()} disabled={testing || saving}>
+          {testing ? <span className="spinner spinner-small" aria-hidden="true" /> : <Icon name="link" size={16} />}
+          {testing ? 'Testing…' : 'Test connection'}
+        </button>
+        <button type="submit" className="button primary" disabled={testing || saving}>
+          {saving ? <span className="spinner spinner-small" aria-hidden="true" /> : <Icon name="arrowRight" size={16} />}
+          Connect
+        </button>
+      </div>
+    </form>
+  );
+}
+
+export function TextField({ label, hint, value, onChange, ...rest }: { label: string; hint?: string; value: string; onChange: (value: string) => void } & Omit<InputHTMLAttributes<HTMLInputElement>, 'value' | 'onChange'>) {
+  const id = `field-${label.toLowerCase().replace(/\W+/g, '-')}`;
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <input id={id} value={value} onChange={(event) => onChange(event.target.value)} aria-describedby={hint ? `${id}-hint` : undefined} {...rest} />
+      {hint ? (
+        <span className="field-hint" id={`${id}-hint`}>
+          {hint}
+        </span>
+      ) : null}
+    </div>
+  );
+}

@@ -1,0 +1,74 @@
+import type { DocumentDto } from '../../../../shared/schemas.js';
+import { Icon } from '../../components/Icon.js';
+import { describeType, isModelType } from '../../documents/file-types.js';
+import { formatBytes, formatDateTime } from '../../format.js';
+import { Thumbnail } from './DocumentTable.js';
+
+export type PreviewKind = 'model' | 'pdf';
+
+export function previewKindOf(document: DocumentDto): PreviewKind | null {
+  if (!document.hasContent) return null;
+  if (isModelType(document.fileType)) return 'model';
+  if (document.fileType === 'PDF') return 'pdf';
+  return null;
+}
+
+/** The side panel for one file: what it is, whether its content arrived, and what can be done with it. */
+export function DocumentDetails({ document, onClose, onDownload, onPreview, downloading, downloadNote }: { document: DocumentDto; onClose: () => void; onDownload: () => void; onPreview: (kind: PreviewKind) => void; downloading: boolean; downloadNote: string | null }) {
+  const preview = previewKindOf(document);
+  return (
+    <aside className="details-panel" aria-label={`Details of ${document.fileName}`}>
+      <header className="details-header">
+        <h2 className="truncate" title={document.fileName}>
+          {document.fileName}
+        </h2>
+        <button type="button" className="icon-button" onClick={onClose} aria-label="Close details">
+          <Icon name="close" />
+        </button>
+      </header>
+      <div className="details-preview">
+        <Thumbnail document={document} size={176} />
+      </div>
+      <div className="details-actions">
+        {preview === 'model' ? (
+          <button type="button" className="button primary" onClick={() => onPreview('model')}>
+            <Icon name="cube" size={16} /> View in 3D
+          </button>
+        ) : null}
+        {preview === 'pdf' ? (
+          <button type="button" className="button primary" onClick={() => onPreview('pdf')}>
+            <Icon name="eye" size={16} /> Preview
+          </button>
+        ) : null}
+        {document.hasContent ? (
+          <button type="button" className="button" onClick={onDownload} disabled={downloading}>
+            <Icon name="download" size={16} /> {downloading ? 'Downloading…' : 'Download'}
+          </button>
+        ) : null}
+      </div>
+      {downloadNote ? <p className="small muted">{downloadNote}</p> : null}
+      <dl className="details-list">
+        <dt>Type</dt>
+        <dd>{describeType(document.fileType)}</dd>
+        <dt>Folder</dt>
+        <dd className="break">{document.path}</dd>
+        <dt>Size</dt>
+        <dd>{formatBytes(document.fileSize)}</dd>
+        <dt>Modified</dt>
+        <dd>{formatDateTime(document.lastModifiedAt)}</dd>
+        <dt>Added</dt>
+        <dd>{formatDateTime(document.createdAt)}</dd>
+        <dt>Content</dt>
+        <dd>{document.hasContent ? `Uploaded${document.version > 1 ? ` (version ${document.version})` : ''}` : 'Not uploaded yet'}</dd>
+        {document.sha256 ? (
+          <>
+            <dt>Checksum</dt>
+            <dd className="mono break small" title="SHA-256 of the stored content">
+              {document.sha256}
+            </dd>
+          </>
+        ) : null}
+      </dl>
+    </aside>
+  );
+}

@@ -1,0 +1,119 @@
+import { memo, useState } from 'react';
+import type { DocumentDto, SortField } from '../../../../shared/schemas.js';
+import { Icon } from '../../components/Icon.js';
+import { VirtualList } from '../../components/VirtualList.js';
+import { fileIcon } from '../../documents/file-types.js';
+import { formatBytes, formatDateTime } from '../../format.js';
+
+export interface SortOrder {
+  sortBy: SortField;
+  sortDirection: 'ASC' | 'DESC';
+}
+
+const ROW_HEIGHT = 56;
+
+const COLUMNS: Array<{ field: SortField | null; label: string; className: string }> = [
+  { field: 'fileName', label: 'Name', className: 'col-name' },
+  { field: 'fileType', label: 'Type', className: 'col-type' },
+  { field: 'fileSize', label: 'Size', className: 'col-size' },
+  { field: 'lastModifiedAt', label: 'Modified', className: 'col-modified' },
+  { field: null, label: 'Content', className: 'col-status' },
+  { field: null, label: '', className: 'col-actions' },
+];
+
+export function DocumentTable({ documents, sort, onSort, onOpen, onDownload, selectedId }: { documents: DocumentDto[]; sort: SortOrder; onSort: (sort: SortOrder) => void; onOpen: (document: DocumentDto) => void; onDownload: (document: DocumentDto) => void; selectedId: string | null }) {
+  const [activeIndex, setActiveIndex] = useState(-1);
+  return (
+    <div className="document-table">
+      <div className="document-header" role="group" aria-label="Sort files">
+        {COLUMNS.map((column) => (
+          <div key={column.label || 'actions'} className={`document-cell ${column.className}`} aria-sort={column.field && column.field === sort.sortBy ? (sort.sortDirection === 'ASC' ? 'ascending' : 'descending') : undefined}>
+            {column.field ? (
+              <button
+                type="button"
+                className={column.field === sort.sortBy ? 'sort-button active' : 'sort-button'}
+                onClick={() => onSort({ sortBy: column.field!, sortDirection: column.field === sort.sortBy && sort.sortDirection === 'ASC' ? 'DESC' : column.field === sort.sortBy ? 'ASC' : column.field === 'lastModifiedAt' || column.field === 'fileSize' ? 'DESC' : 'ASC' })}
+              >
+                {column.label}
+                {column.field === sort.sortBy ? <Icon name={sort.sortDirection === 'ASC' ? 'sortAscending' : 'sortDescending'} size={14} /> : null}
+              </button>
+            ) : (
+              <span className="column-label">{column.label}</span>
+            )}
+          </div>
+        ))}
+      </div>
+      <VirtualList
+        items={documents}
+        rowHeight={ROW_HEIGHT}
+        label="Files"
+        className="document-rows"
+        getKey={(document) => document.id}
+        activeIndex={activeIndex}
+        onActiveIndexChange={setActiveIndex}
+        onActivate={onOpen}
+        renderRow={(document) => <DocumentRow document={document} selected={document.id === selectedId} onDownload={onDownload} />}
+      />
+    </div>
+  );
+}
+
+/** Memoised: scrolling re-renders only rows that enter the window. */
+const DocumentRow = memo(function DocumentRow({ document, selected, onDownload }: { document: DocumentDto; selected: boolean; onDownload: (document: DocumentDto) => void }) {
+  return (
+    <div className={selected ? 'document-row selected' : 'document-row'} data-document={document.fileName}>
+      <div className="document-cell col-name">
+        <Thumbnail document={document} />
+        <span className="document-name">
+          <span className="truncate strong">{document.fileName}</span>
+          <span className="truncate muted small">{document.path}</span>
+        </span>
+      </div>
+      <div className="document-cell col-type">
+        <span className="type-chip">{document.fileType}</span>
+      </div>
+      <div className="document-cell col-size tabular">{formatBytes(document.fileSize)}</div>
+      <div className="document-cell col-modified tabular">{formatDateTime(document.lastModifiedAt)}</div>
+      <div className="document-cell col-status">
+        {document.hasContent ? (
+          <span className="status-text tone-text-success">
+            <Icon name="checkCircle" size={14} /> Uploaded
+          </span>
+        ) : (
+          <span className="status-text muted">
+            <Icon name="clock" size={14} /> No content yet
+          </span>
+        )}
+      </div>
+      <div className="document-cell col-actions">
+        {document.hasContent ? (
+          <button
+            type="button"
+            className="icon-button"
+            aria-label={`Download ${document.fileName}`}
+            title="Download"
+            tabIndex={-1}
+            onClick={(event) => {
+              event.stopPropagation();
+              onDownload(document);
+            }}
+          >
+            <Icon name="download" size={18} />
+          </button>
+        ) : null}
+      </div>
+    </div>
+  );
+});
+
+export function Thumbnail({ document, size = 40 }: { document: DocumentDto; size?: number }) {
+  const [failed, setFailed] = useState(false);
+  if (document.thumbnailDownloadUri && !failed) {
+    return <img className="thumbnail" src={document.thumbnailDownloadUri} alt="" width={size} height={size} loading="lazy" decoding="async" onError={() => setFailed(true)} />;
+  }
+  return (
+    <span className="thumbnail thumbnail-placeholder" style={{ width: size, height: size }} aria-hidden="true">
+      <Icon name={fileIcon(document.fileType)} size={Math.round(size * 0.5)} />
+    </span>
+  );
+}

@@ -1,0 +1,152 @@
+import { useEffect, useMemo, useState } from 'react';
+import type { DocumentDto, PatientDto } from '../../../../shared/schemas.js';
+import { SEARCH_DEFAULTS } from '../../../../shared/schemas.js';
+import { useBridge, useBridgeEvent } from '../../bridge/context.js';
+import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
+import { EmptyState } from '../../components/EmptyState.js';
+import { ErrorNotice } from '../../components/ErrorNotice.js';
+import { PatientList } from '../../components/PatientList.js';
+import { buildFolderTree } from '../../documents/tree.js';
+import { formatCount } from '../../format.js';
+import { DocumentDetails, type PreviewKind } from './DocumentDetails.js';
+import { DocumentTable, type SortOrder } from './DocumentTable.js';
+import { DocumentToolbar, type DocumentFilters } from './DocumentToolbar.js';
+import { downloadDocument } from './download.js';
+import { FolderTree } from './FolderTree.js';
+import { PreviewDialog } from './PreviewDialog.js';
+import { useDocumentWalk, type WalkQuery } from './useDocumentWalk.js';
+
+const DEFAULT_SORT: SortOrder = { sortBy: SEARCH_DEFAULTS.sortBy, sortDirection: SEARCH_DEFAULTS.sortDirection };
+const NO_FILTERS: DocumentFilters = { fileName: '', fileType: '', hasContent: false };
+/** The tree needs every document's path; it walks the whole record once in the default order. */
+const TREE_QUERY: WalkQuery = { path: '/', ...DEFAULT_SORT };
+
+export function PatientBrowserScreen({ initialPatientId }: { initialPatientId?: string | undefined }) {
+  const client = useBridge();
+  const [patient, setPatient] = useState<Pick<PatientDto, 'id' | 'name'> | null>(null);
+  useEffect(() => {
+    if (!initialPatientId) return;
+    client.listPatients({ limit: 1000 }).then(
+      (answer) => setPatient(answer.patients.find((entry) => entry.id === initialPatientId) ?? { id: initialPatientId, name: 'Patient' }),
+      () => setPatient({ id: initialPatientId, name: 'Patient' }),
+    );
+  }, [client, initialPatientId]);
+
+  return (
+    <div className="browser">
+      <section className="browser-patients" aria-label="Patients">
+        <h1 className="column-title">Patients</h1>
+        <PatientList selectedId={patient?.id ?? null} onSelect={setPatient} />
+      </section>
+      {patient ? (
+        <PatientDocuments key={patient.id} patient={patient} />
+      ) : (
+        <div className="browser-empty">
+          <EmptyState icon="patients" title="Choose a patient">
+            Search by name on the left to see the patient’s folders and files.
+          </EmptyState>
+        </div>
+      )}
+    </div>
+  );
+}
+
+function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'> }) {
+  const client = useBridge();
+  const [folder, setFolder] = useState('/');
+  const [filters, setFilters] = useState<DocumentFilters>(NO_FILTERS);
+  const [sort, setSort] = useState<SortOrder>(DEFAULT_SORT);
+  const [generation, setGeneration] = useState(0);
+  const [selected, setSelected] = useState<DocumentDto | null>(null);
+  const [preview, setPreview] = useState<PreviewKind | null>(null);
+  const [downloading, setDownloading] = useState(false);
+  const [downloadNote, setDownloadNote] = useState<string | null>(null);
+  const [actionError, setActionError] = useState<BridgeError | null>(null);
+
+  useBridgeEvent((event) => {
+    if (event.type === 'documents-changed' && (event.patientId === null || event.patientId === patient.id)) setGeneration((value) => value + 1);
+  });
+
+  const listQuery = useMemo<WalkQuery>(
+    () => ({
+      path: folder,
+      ...sort,
+      ...(filters.fileName.trim() ? { fileName: filters.fileName.trim() } : {}),
+      ...(filters.fileType ? { fileType: filters.fileType } : {}),
+      ...(filters.hasContent ? { hasContent: true } : {}),
+    }),
+    [folder, sort, filters],
+  );
+  const sharesTreeWalk = JSON.stringify(listQuery) === JSON.stringify(TREE_QUERY);
+  const treeWalk = useDocumentWalk(patient.id, TREE_QUERY, generation);
+  const ownListWalk = useDocumentWalk(patient.id, sharesTreeWalk ? null : listQuery, generation);
+  const listWalk = sharesTreeWalk ? treeWalk : ownListWalk;
+  const tree = useMemo(() => buildFolderTree(treeWalk.documents), [treeWalk.documents]);
+  const knownTypes = useMemo(() => [...new Set(treeWalk.documents.map((document) => document.fileType))], [treeWalk.documents]);
+  useWalkMarks(listWalk.documents.length > 0, treeWalk.done);
+
+  const download = async (document: DocumentDto) => {
+    setDownloading(true);
+    setActionError(null);
+    setDownloadNote(null);
+    try {
+      const savedTo = await downloadDocument(client, patient.id, document);
+      setDownloadNote(savedTo ? `Saved to ${savedTo}` : null);
+    } catch (failure) {
+      setActionError(toBridgeError(failure));
+    } finally {
+      setDownloading(false);
+    }
+  };
+
+  return (
+    <>
+      <section className="browser-tree" aria-label="Folders">
+        <h2 className="column-title truncate">{patient.name}</h2>
+        <FolderTree root={tree} selectedPath={folder} onSelect={setFolder} loading={!treeWalk.done} />
+      </section>
+      <section className="browser-files" aria-label="Files">
+        <header className="browser-files-header">
+          <div>
+            <h2>{folder === '/' ? 'All files' : folder.slice(folder.lastIndexOf('/') + 1)}</h2>
+            <p className="muted small" role="status" aria-live="polite" data-testid="document-count">
+              {listWalk.done ? `${formatCount(listWalk.total)} ${listWalk.total === 1 ? 'file' : 'files'}` : `Loading… ${formatCount(listWalk.documents.length)}${listWalk.total ? ` of ${formatCount(listWalk.total)}` : ''}`}
+              {folder !== '/' ? ` in ${folder}` : ''}
+            </p>
+          </div>
+          <DocumentToolbar filters={filters} onChange={setFilters} knownTypes={knownTypes} />
+        </header>
+        {listWalk.error ? <ErrorNotice error={listWalk.error} title="The files cannot be listed" /> : null}
+        {actionError ? <ErrorNotice error={actionError} title="The file cannot be downloaded" /> : null}
+        {listWalk.done && listWalk.total === 0 && !listWalk.error ? (
+          <EmptyState icon="file" title={filters === NO_FILTERS && folder === '/' ? 'No files for this patient yet' : 'No file matches'}>
+            {filters === NO_FILTERS && folder === '/' ? 'Files appear here once a synced scan folder uploads them.' : 'Try another name or type, or clear the filters.'}
+          </EmptyState>
+        ) : (
+          <DocumentTable documents={listWalk.documents} sort={sort} onSort={setSort} onOpen={setSelected} onDownload={(document) => void download(document)} selectedId={selected?.id ?? null} />
+        )}
+      </section>
+      {selected ? (
+        <DocumentDetails
+          document={selected}
+          onClose={() => setSelected(null)}
+          onDownload={() => void download(selected)}
+          onPreview={setPreview}
+          downloading={downloading}
+          downloadNote={downloadNote}
+        />
+      ) : null}
+      {selected && preview ? <PreviewDialog patientId={patient.id} document={selected} kind={preview} onClose={() => setPreview(null)} /> : null}
+    </>
+  );
+}
+
+/** Marks for the benchmark (bench/ui.mjs): when the first rows and the complete tree are on screen. */
+function useWalkMarks(hasRows: boolean, treeDone: boolean): void {
+  useEffect(() => {
+    if (hasRows && performance.getEntriesByName('patient-docs:first-rows').length === 0) performance.mark('patient-docs:first-rows');
+  }, [hasRows]);
+  useEffect(() => {
+    if (treeDone && performance.getEntriesByName('patient-docs:tree-complete').length === 0) performance.mark('patient-docs:tree-complete');
+  }, [treeDone]);
+}

@@ -1,0 +1,198 @@
+import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
+import type { AppStatus, SettingsPatch, SettingsView } from '../../../../shared/bridge.js';
+import { useBridge, useBridgeQuery } from '../../bridge/context.js';
+import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
+import { ErrorNotice, InfoNotice } from '../../components/ErrorNotice.js';
+import { Icon } from '../../components/Icon.js';
+
+interface SettingsDraft {
+  concurrency: string;
+  ignorePatterns: string;
+  bandwidthMegabytes: string;
+  webhookPort: string;
+  webhookPublicUrl: string;
+  clientSecret: string;
+}
+
+const MEGABYTE = 1_000_000;
+
+function draftFrom(settings: SettingsView): SettingsDraft {
+  return {
+    concurrency: String(settings.concurrency),
+    ignorePatterns: settings.ignorePatterns.join('\n'),
+    bandwidthMegabytes: settings.bandwidthLimitBytesPerSecond > 0 ? String(settings.bandwidthLimitBytesPerSecond / MEGABYTE) : '',
+    webhookPort: String(settings.webhook.port),
+    webhookPublicUrl: settings.webhook.publicUrl ?? '',
+    clientSecret: '',
+  };
+}
+
+function patchFrom(draft: SettingsDraft): SettingsPatch {
+  const bandwidth = Number(draft.bandwidthMegabytes.replace(',', '.'));
+  return {
+    concurrency: Number(draft.concurrency),
+    ignorePatterns: draft.ignorePatterns.split('\n').map((line) => line.trim()).filter(Boolean),
+    bandwidthLimitBytesPerSecond: draft.bandwidthMegabytes.trim() && bandwidth > 0 ? Math.round(bandwidth * MEGABYTE) : 0,
+    webhook: { port: Number(draft.webhookPort), publicUrl: draft.webhookPublicUrl.trim() || null },
+    ...(draft.clientSecret ? { clientSecret: draft.clientSecret } : {}),
+  };
+}
+
+export function SettingsScreen({ status }: { status: AppStatus }) {
+  const client = useBridge();
+  const settings = useBridgeQuery((bridge) => bridge.getSettings(), []);
+  const [draft, setDraft] = useState<SettingsDraft | null>(null);
+  const [saving, setSaving] = useState(false);
+  const [saved, setSaved] = useState(false);
+  const [error, setError] = useState<BridgeError | null>(null);
+  useEffect(() => {
+    if (settings.data) setDraft(draftFrom(settings.data));
+  }, [settings.data]);
+
+  const update = (field: keyof SettingsDraft) => (value: string) => {
+    setDraft((current) => (current ? { ...current, [field]: value } : current));
+    setSaved(false);
+  };
+  const save = async (event: FormEvent) => {
+    event.preventDefault();
+    if (!draft) return;
+    setSaving(true);
+    setError(null);
+    try {
+      const next = await client.updateSettings(patchFrom(draft));
+      settings.setData(next);
+      setSaved(true);
+    } catch (failure) {
+      setError(toBridgeError(failure));
+    } finally {
+      setSaving(false);
+    }
+  };
+
+  return (
+    <div className="screen">
+      <header className="screen-header">
+        <div>
+          <h1>Settings</h1>
+          <p className="screen-subtitle">Connection, notifications and how uploads behave on this computer.</p>
+        </div>
+      </header>
+      {settings.error ? <ErrorNotice error={settings.error} /> : null}
+      {draft && settings.data ? (
+        <form className="settings-form" onSubmit={(event) => void save(event)}>
+          <ServerSection status={status} maskedSecret={settings.data.maskedSecret} clientSecret={draft.clientSecret} onSecretChange={update('clientSecret')} />
+          <WebhookSection status={status} port={draft.webhookPort} publicUrl={draft.webhookPublicUrl} onPortChange={update('webhookPort')} onPublicUrlChange={update('webhookPublicUrl')} />
+          <SyncSection draft={draft} update={update} />
+          {error ? <ErrorNotice error={error} title="The settings were not saved" /> : null}
+          <div className="form-actions sticky-actions">
+            {saved ? (
+              <span className="saved-note" role="status">
+                <Icon name="checkCircle" size={16} /> Saved
+              </span>
+            ) : null}
+            <button type="button" className="button quiet" onClick={() => settings.data && setDraft(draftFrom(settings.data))}>
+              Undo changes
+            </button>
+            <button type="submit" className="button primary" disabled={saving}>
+              {saving ? 'Saving…' : 'Save settings'}
+            </button>
+          </div>
+        </form>
+      ) : null}
+    </div>
+  );
+}
+
+function SettingsSection({ title, description, children }: { title: string; description: string; children: ReactNode }) {
+  return (
+    <section className="card settings-section" aria-label={title}>
+      <div className="settings-section-intro">
+        <h2>{title}</h2>
+        <p className="muted small">{description}</p>
+      </div>
+      <div className="settings-section-fields">{children}</div>
+    </section>
+  );
+}
+
+function ReadOnlyField({ label, value, mono }: { label: string; value: string; mono?: boolean }) {
+  return (
+    <div className="field read-only">
+      <span className="field-label">{label}</span>
+      <span className={mono ? 'field-value mono' : 'field-value'}>{value}</span>
+    </div>
+  );
+}
+
+function ServerSection({ status, maskedSecret, clientSecret, onSecretChange }: { status: AppStatus; maskedSecret: string | null; clientSecret: string; onSecretChange: (value: string) => void }) {
+  const server = status.server;
+  return (
+    <SettingsSection title="Server and credentials" description={status.mode === 'embedded' ? 'The server runs on this computer.' : 'The clinic server this computer uploads to.'}>
+      <ReadOnlyField label="Server address" value={server?.url ?? '—'} mono />
+      <ReadOnlyField label="Token address" value={server?.tokenUrl ?? '—'} mono />
+      <div className="form-row">
+        <ReadOnlyField label="Client ID" value={server?.clientId ?? '—'} mono />
+        <ReadOnlyField label="Organization" value={server?.organizationName ? `${server.organizationName}` : (server?.organizationId ?? '—')} />
+      </div>
+      <div className="field">
+        <label htmlFor="settings-secret">Client secret</label>
+        <div className="secret-row">
+          <span className="masked-secret mono" aria-label="Current secret, hidden">
+            <Icon name="lock" size={14} /> {maskedSecret ?? 'Not stored'}
+          </span>
+          <input id="settings-secret" type="password" value={clientSecret} onChange={(event) => onSecretChange(event.target.value)} placeholder="Enter a new secret to replace it" autoComplete="new-password" />
+        </div>
+        <span className="field-hint">{status.secrets.backend === 'keychain' ? 'Stored in the operating system’s keychain.' : 'Stored in an encrypted file on this computer.'}</span>
+      </div>
+      {status.secrets.warning ? <InfoNotice tone="warning">{status.secrets.warning}</InfoNotice> : null}
+    </SettingsSection>
+  );
+}
+
+function WebhookSection({ status, port, publicUrl, onPortChange, onPublicUrlChange }: { status: AppStatus; port: string; publicUrl: string; onPortChange: (value: string) => void; onPublicUrlChange: (value: string) => void }) {
+  const webhook = status.webhook;
+  return (
+    <SettingsSection title="Server notifications" description="The server tells this computer about changes (webhooks). Behind a tunnel, give the tunnel’s public https address.">
+      <div className="form-row">
+        <div className="field narrow">
+          <label htmlFor="settings-webhook-port">Listener port</label>
+          <input id="settings-webhook-port" type="number" min={0} max={65535} value={port} onChange={(event) => onPortChange(event.target.value)} />
+        </div>
+        <div className="field">
+          <label htmlFor="settings-webhook-url">Public address</label>
+          <input id="settings-webhook-url" type="url" value={publicUrl} onChange={(event) => onPublicUrlChange(event.target.value)} placeholder="https://clinic-tunnel.example/hooks" spellCheck={false} />
+        </div>
+      </div>
+      <p className="small listener-status">
+        <span className={webhook.listening ? 'dot dot-online' : 'dot dot-offline'} aria-hidden="true" />
+        {webhook.listening ? `Listening on ${webhook.localUrl ?? 'this computer'}` : 'Not listening'}
+        {webhook.subscribed ? ' · subscribed on the server' : ''}
+      </p>
+      {webhook.error ? <ErrorNotice error={{ message: webhook.error }} /> : null}
+    </SettingsSection>
+  );
+}
+
+function SyncSection({ draft, update }: { draft: SettingsDraft; update: (field: keyof SettingsDraft) => (value: string) => void }) {
+  return (
+    <SettingsSection title="Uploads" description="How many files go at once, how fast, and which files are never uploaded.">
+      <div className="form-row">
+        <div className="field narrow">
+          <label htmlFor="settings-concurrency">Files at once</label>
+          <input id="settings-concurrency" type="number" min={1} max={16} value={draft.concurrency} onChange={(event) => update('concurrency')(event.target.value)} />
+        </div>
+        <div className="field narrow">
+          <label htmlFor="settings-bandwidth">Speed limit (MB/s)</label>
+          <input id="settings-bandwidth" type="number" min={0} step="0.1" value={draft.bandwidthMegabytes} onChange={(event) => update('bandwidthMegabytes')(event.target.value)} placeholder="No limit" />
+        </div>
+      </div>
+      <div className="field">
+        <label htmlFor="settings-ignore">Files to skip</label>
+        <textarea id="settings-ignore" rows={4} value={draft.ignorePatterns} onChange={(event) => update('ignorePatterns')(event.target.value)} spellCheck={false} aria-describedby="settings-ignore-hint" />
+        <span className="field-hint" id="settings-ignore-hint">
+          One pattern per line, such as <code>*.bak</code>. Temporary and system files (<code>~$*</code>, <code>*.tmp</code>, <code>.DS_Store</code>, <code>Thumbs.db</code>) are always skipped.
+        </span>
+      </div>
+    </SettingsSection>
+  );
+}

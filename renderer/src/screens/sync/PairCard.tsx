@@ -1,0 +1,132 @@
+import { useState } from 'react';
+import type { PairView } from '../../../../shared/bridge.js';
+import { useBridge } from '../../bridge/context.js';
+import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
+import { ErrorNotice } from '../../components/ErrorNotice.js';
+import { Icon } from '../../components/Icon.js';
+import { ProgressBar } from '../../components/ProgressBar.js';
+import { PairStateBadge } from '../../components/StateBadge.js';
+import { formatBytes, formatCount, formatDuration, formatRate } from '../../format.js';
+import { CaseList } from './CaseList.js';
+import { PairFiles } from './PairFiles.js';
+import { StateCountChips } from './StateCountChips.js';
+
+export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView; onBrowsePatient: (patientId: string) => void; onChanged: () => void }) {
+  const client = useBridge();
+  const [actionError, setActionError] = useState<BridgeError | null>(null);
+  const [openedFolder, setOpenedFolder] = useState<string | null>(null);
+  const run = async (action: () => Promise<unknown>) => {
+    setActionError(null);
+    try {
+      await action();
+      onChanged();
+    } catch (failure) {
+      setActionError(toBridgeError(failure));
+    }
+  };
+  const fileCount = Object.values(pair.counts).reduce((sum, count) => sum + count, 0);
+
+  return (
+    <article className={`card pair-card state-${pair.state}`} aria-label={`${pair.folder} to ${pair.patientName ?? pair.patientId}`} data-pair-id={pair.id}>
+      <header className="pair-header">
+        <div className="pair-route">
+          <span className="pair-folder" title={pair.folder}>
+            <Icon name="folder" size={18} />
+            <span className="truncate">{pair.folder}</span>
+          </span>
+          <Icon name="arrowRight" size={16} className="pair-arrow" />
+          <span className="pair-patient">
+            <Icon name="patients" size={18} />
+            <span>
+              <strong>{pair.patientName ?? 'Patient'}</strong>
+              <span className="pair-remote-path">{pair.remoteBasePath}</span>
+            </span>
+          </span>
+        </div>
+        <PairStateBadge state={pair.state} />
+      </header>
+
+      <PairProgress pair={pair} fileCount={fileCount} />
+      <StateCountChips counts={pair.counts} />
+      {pair.lastError && pair.counts.failed > 0 ? (
+        <ErrorNotice
+          title={pair.counts.failed === 1 ? 'One file could not be uploaded' : `${formatCount(pair.counts.failed)} files could not be uploaded`}
+          error={pair.lastError}
+          action={
+            <button type="button" className="button" onClick={() => void run(() => client.retryFailed({ pairId: pair.id }))}>
+              <Icon name="retry" size={16} /> Retry all
+            </button>
+          }
+        />
+      ) : null}
+      {actionError ? <ErrorNotice error={actionError} /> : null}
+      {openedFolder ? <p className="muted small">Opened {openedFolder}</p> : null}
+
+      <div className="pair-actions">
+        {pair.paused ? (
+          <button type="button" className="button" onClick={() => void run(() => client.resumePair(pair.id))}>
+            <Icon name="play" size={16} /> Resume
+          </button>
+        ) : (
+          <button type="button" className="button" onClick={() => void run(() => client.pausePair(pair.id))}>
+            <Icon name="pause" size={16} /> Pause
+          </button>
+        )}
+        <button type="button" className="button" onClick={() => void run(async () => setOpenedFolder(await client.openFolder(pair.id)))}>
+          <Icon name="folderOpen" size={16} /> Open folder
+        </button>
+        <button type="button" className="button" onClick={() => onBrowsePatient(pair.patientId)}>
+          <Icon name="patients" size={16} /> Patient files
+        </button>
+        <RemovePairButton onConfirm={() => void run(() => client.removePair(pair.id))} />
+      </div>
+      {pair.cases.length > 0 ? <CaseList cases={pair.cases} /> : null}
+      <PairFiles pairId={pair.id} />
+    </article>
+  );
+}
+
+function PairProgress({ pair, fileCount }: { pair: PairView; fileCount: number }) {
+  const settled = pair.counts.synced + pair.counts.failed;
+  const summary =
+    fileCount === 0
+      ? 'Waiting for files in this folder'
+      : settled === fileCount && pair.counts.failed === 0
+        ? `All ${formatCount(fileCount)} files synced and verified`
+        : `${formatCount(pair.counts.synced)} of ${formatCount(fileCount)} files synced`;
+  return (
+    <div className="pair-progress">
+      <ProgressBar done={pair.bytesDone} total={pair.bytesTotal || 1} label={`${pair.folder} progress`} tone={pair.state === 'attention' ? 'danger' : pair.state === 'idle' ? 'success' : 'progress'} />
+      <div className="pair-progress-text">
+        <span>{summary}</span>
+        <span className="muted">
+          {formatBytes(pair.bytesDone)} of {formatBytes(pair.bytesTotal)}
+          {pair.rateBytesPerSecond > 0 ? ` · ${formatRate(pair.rateBytesPerSecond)}` : ''}
+          {pair.etaSeconds !== null && pair.rateBytesPerSecond > 0 ? ` · about ${formatDuration(pair.etaSeconds)} left` : ''}
+        </span>
+      </div>
+    </div>
+  );
+}
+
+function RemovePairButton({ onConfirm }: { onConfirm: () => void }) {
+  const [confirming, setConfirming] = useState(false);
+  if (!confirming) {
+    return (
+      <button type="button" className="button quiet" onClick={() => setConfirming(true)}>
+        <Icon name="trash" size={16} /> Stop syncing
+      </button>
+    );
+  }
+  return (
+    <span className="confirm-inline" role="group" aria-label="Confirm stop syncing">
+      <span className="small">Files already uploaded stay on the server.</span>
+      <button type="button" className="button danger" onClick={onConfirm}>
+        Stop syncing
+      </button>
+      <button type="button" className="button quiet" onClick={() => setConfirming(false)}>
+        Cancel
+      </button>
+    </span>
+  );
+}

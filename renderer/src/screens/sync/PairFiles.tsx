@@ -1,0 +1,107 @@
+import { useMemo, useState } from 'react';
+import type { FileState, FileView } from '../../../../shared/bridge.js';
+import { useBridge, useBridgeEvent, useBridgeQuery } from '../../bridge/context.js';
+import { Icon } from '../../components/Icon.js';
+import { ProgressBar } from '../../components/ProgressBar.js';
+import { FileStateBadge, fileStateTone } from '../../components/StateBadge.js';
+import { VirtualList } from '../../components/VirtualList.js';
+import { formatBytes, formatDateTime, formatDuration, formatRate } from '../../format.js';
+import { fileIcon } from '../../documents/file-types.js';
+
+const FILE_LIMIT = 1000;
+const ROW_HEIGHT = 64;
+const VISIBLE_ROWS = 7;
+
+/** Failures first (they need a person), then what is moving, then what is done. */
+const STATE_ORDER: Record<FileState, number> = { failed: 0, uploading: 1, creating: 2, verifying: 3, waiting: 4, queued: 5, synced: 6 };
+
+export function PairFiles({ pairId }: { pairId: string }) {
+  const files = useBridgeQuery((client) => client.listFiles({ pairId, limit: FILE_LIMIT }), [pairId]);
+  const [expanded, setExpanded] = useState(true);
+  useBridgeEvent((event) => {
+    if (event.type !== 'files' || event.pairId !== pairId || !files.data) return;
+    const byId = new Map(files.data.files.map((file) => [file.id, file]));
+    let added = 0;
+    for (const file of event.files) {
+      if (!byId.has(file.id)) added += 1;
+      byId.set(file.id, file);
+    }
+    files.setData({ files: [...byId.values()], total: files.data.total + added });
+  });
+  const ordered = useMemo(
+    () => [...(files.data?.files ?? [])].sort((a, b) => STATE_ORDER[a.state] - STATE_ORDER[b.state] || (b.syncedAt ?? b.updatedAt) - (a.syncedAt ?? a.updatedAt) || a.relativePath.localeCompare(b.relativePath)),
+    [files.data],
+  );
+  if (!files.data || files.data.files.length === 0) return null;
+  return (
+    <section className="pair-files" aria-label="Files">
+      <button type="button" className="disclosure" aria-expanded={expanded} onClick={() => setExpanded(!expanded)}>
+        <Icon name={expanded ? 'chevronDown' : 'chevronRight'} size={16} />
+        Files ({files.data.total})
+      </button>
+      {expanded ? (
+        <VirtualList
+          items={ordered}
+          rowHeight={ROW_HEIGHT}
+          label={`Files of ${pairId}`}
+          getKey={(file) => file.id}
+          renderRow={(file) => <FileRow file={file} />}
+          className="file-rows"
+          style={{ height: Math.min(ordered.length, VISIBLE_ROWS) * ROW_HEIGHT + 2 }}
+        />
+      ) : null}
+    </section>
+  );
+}
+
+function FileRow({ file }: { file: FileView }) {
+  const client = useBridge();
+  const moving = file.state === 'uploading' || file.state === 'creating';
+  return (
+    <div className={`file-row state-${file.state}`} data-file={file.relativePath} data-state={file.state}>
+      <span className="file-row-icon">
+        <Icon name={fileIcon(file.fileName)} size={20} />
+      </span>
+      <span className="file-row-name">
+        <span className="truncate strong" title={file.relativePath}>
+          {file.fileName}
+        </span>
+        <span className="truncate muted small">
+          {file.state === 'failed' && file.error ? (
+            <span className="tone-text-danger">
+              {file.error.message}
+              {file.error.detail ? ` Server said: ${file.error.detail}` : ''}
+            </span>
+          ) : (
+            <>To {file.remotePath === '/' ? 'the top of the record' : file.remotePath}</>
+          )}
+        </span>
+      </span>
+      <span className="file-row-progress">
+        {moving || file.state === 'verifying' ? (
+          <>
+            <ProgressBar done={file.bytesDone} total={file.size || 1} tone={fileStateTone(file.state)} size="thin" label={`${file.fileName} upload progress`} />
+            <span className="muted small">
+              {formatBytes(file.bytesDone)} of {formatBytes(file.size)}
+              {file.rate > 0 ? ` · ${formatRate(file.rate)} · about ${formatDuration((file.size - file.bytesDone) / file.rate)} left` : ''}
+            </span>
+          </>
+        ) : (
+          <span className="muted small">
+            {formatBytes(file.size)}
+            {file.syncedAt ? ` · ${formatDateTime(file.syncedAt)}` : ''}
+            {file.state === 'waiting' && file.nextAttemptAt ? ` · next try ${formatDateTime(file.nextAttemptAt)}` : ''}
+          </span>
+        )}
+      </span>
+      <FileStateBadge state={file.state} />
+      <span className="file-row-action">
+        {file.state === 'failed' ? (
+          <button type="button" className="button small" onClick={() => void client.retryFailed({ fileId: file.id })} aria-label={`Retry ${file.fileName}`}>
+            <Icon name="retry" size={14} /> Retry
+          </button>
+        ) : null}
+      </span>
+    </div>
+  );
+}
