@@ -1,0 +1,255 @@
+#!/usr/bin/env node
+/**
+ * `patient-docs-sync` (DESIGN §4): what IT scripts on workstations without a display. The same
+ * state as the desktop app (PATIENT_DOCS_SYNC_HOME).
+ *   connect --server URL [--token-url URL] --client-id ID --organization UUID   (secret: stdin or PATIENT_DOCS_CLIENT_SECRET)
+ *   add-pair --folder DIR --patient UUID [--path /remote/base] [--name "Jane Roe"]
+ *   config [--concurrency N] [--settle-ms N] [--rescan-minutes N] [--bandwidth BYTES_PER_S] [--ignore PATTERN]...
+ *   run [--once] [--timeout SECONDS]
+ *   status [--json]
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { FileView, PairView } from '../../shared/bridge.js';
+import { toCodedError } from './bridge-error.js';
+import { ProgressTracker } from './progress.js';
+import { SyncApp } from './sync-app.js';
+import { defaultSyncHome, openSyncHome } from './sync-home.js';
+import { buildPairView, toFileView } from './views.js';
+
+const USAGE = `usage: patient-docs-sync <command> [options]
+  connect  --server URL [--token-url URL] --client-id ID --organization UUID
+           (the client secret is read from stdin or PATIENT_DOCS_CLIENT_SECRET, never from an argument)
+  add-pair --folder DIR --patient UUID [--path /remote/base] [--name NAME]
+  config   [--concurrency N] [--settle-ms MS] [--rescan-minutes N] [--bandwidth BYTES_PER_SECOND] [--ignore PATTERN ...]
+  run      [--once] [--timeout SECONDS]   watch and sync; --once: sync what is there, exit 0 when all verified
+  status   [--json]                       pairs and per-file states
+State lives in PATIENT_DOCS_SYNC_HOME (now: ${defaultSyncHome()}).`;
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'connect':
+      return connect(rest);
+    case 'add-pair':
+      return addPair(rest);
+    case 'config':
+      return config(rest);
+    case 'run':
+      return run(rest);
+    case 'status':
+      return status(rest);
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      console.log(USAGE);
+      return command === undefined ? 64 : 0;
+    default:
+      throw new UsageError(`unknown command '${command}'`);
+  }
+}
+
+async function openApp(options: { webhooks: boolean }): Promise<SyncApp> {
+  const home = await openSyncHome(defaultSyncHome());
+  if (home.secrets.warning) console.error(`warning: ${home.secrets.warning}`);
+  const env = process.env;
+  const backoffBase = Number(env.PATIENT_DOCS_SYNC_BACKOFF_BASE_MS ?? '');
+  const threshold = Number(env.PATIENT_DOCS_SYNC_RESUMABLE_THRESHOLD ?? '');
+  return new SyncApp({
+    home: home.directory,
+    settings: home.settings,
+    secrets: home.secrets,
+    shell: 'headless',
+    version: version(),
+    webhooks: options.webhooks,
+    ...(Number.isFinite(threshold) && threshold > 0 ? { resumableThreshold: threshold } : {}),
+    ...(Number.isFinite(backoffBase) && backoffBase > 0 ? { engine: { backoff: { baseMs: backoffBase, maxMs: Math.max(backoffBase * 16, 2000) } } } : {}),
+  });
+}
+
+async function connect(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: { server: { type: 'string' }, 'token-url': { type: 'string' }, 'client-id': { type: 'string' }, organization: { type: 'string' } },
+    strict: true,
+  });
+  if (!values.server || !values['client-id'] || !values.organization) throw new UsageError('connect needs --server, --client-id and --organization');
+  const clientSecret = process.env.PATIENT_DOCS_CLIENT_SECRET ?? readSecretFromStdin();
+  if (!clientSecret) throw new UsageError('the client secret is read from stdin or PATIENT_DOCS_CLIENT_SECRET; neither had one');
+  const app = await openApp({ webhooks: false });
+  try {
+    await app.setupRemote({
+      serverUrl: values.server,
+      clientId: values['client-id'],
+      clientSecret,
+      organizationId: values.organization,
+      ...(values['token-url'] ? { tokenUrl: values['token-url'] } : {}),
+    });
+    console.log(`connected to ${values.server} as ${values['client-id']}; the secret is in the ${app.secrets.backend}`);
+    return 0;
+  } finally {
+    await app.stop();
+  }
+}
+
+async function addPair(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { folder: { type: 'string' }, patient: { type: 'string' }, path: { type: 'string' }, name: { type: 'string' } }, strict: true });
+  if (!values.folder || !values.patient) throw new UsageError('add-pair needs --folder and --patient');
+  const app = await openApp({ webhooks: false });
+  try {
+    const pair = await app.addPair({
+      folder: values.folder,
+      patientId: values.patient,
+      ...(values.path ? { remoteBasePath: values.path } : {}),
+      ...(values.name ? { patientName: values.name } : {}),
+    });
+    console.log(`added ${pair.folder} → patient ${pair.patientId} ${pair.remoteBasePath} (pair ${pair.id})`);
+    return 0;
+  } finally {
+    await app.stop();
+  }
+}
+
+async function config(args: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      concurrency: { type: 'string' },
+      'settle-ms': { type: 'string' },
+      'rescan-minutes': { type: 'string' },
+      bandwidth: { type: 'string' },
+      ignore: { type: 'string', multiple: true },
+    },
+    strict: true,
+  });
+  const app = await openApp({ webhooks: false });
+  try {
+    const view = await app.updateSettings({
+      ...(values.concurrency ? { concurrency: integer(values.concurrency, 'concurrency') } : {}),
+      ...(values['settle-ms'] ? { settleMs: integer(values['settle-ms'], 'settle-ms') } : {}),
+      ...(values['rescan-minutes'] ? { rescanMinutes: integer(values['rescan-minutes'], 'rescan-minutes') } : {}),
+      ...(values.bandwidth ? { bandwidthLimitBytesPerSecond: integer(values.bandwidth, 'bandwidth') } : {}),
+      ...(values.ignore ? { ignorePatterns: values.ignore } : {}),
+    });
+    console.log(JSON.stringify(view, null, 2));
+    return 0;
+  } finally {
+    await app.stop();
+  }
+}
+
+async function run(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { once: { type: 'boolean', default: false }, timeout: { type: 'string' } }, strict: true });
+  const app = await openApp({ webhooks: !values.once });
+  if (app.mode() === 'unconfigured') {
+    await app.stop();
+    throw new UsageError('not connected yet: run `patient-docs-sync connect` first');
+  }
+  let stopping: Promise<void> | undefined;
+  const stop = () => (stopping ??= app.stop());
+  const onSignal = (signal: NodeJS.Signals) => {
+    console.error(`${signal}: stopping at a resumable point…`);
+    void stop().then(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  app.engine.onEvent((event) => {
+    if (event.type === 'file-synced') console.log(`synced   ${event.file.relativePath} → ${event.file.remotePath}/${event.file.fileName} (v${event.file.version ?? '?'})`);
+    if (event.type === 'file-failed') console.log(`failed   ${event.file.relativePath}: ${describeError(event.file)}`);
+    if (event.type === 'engine-error') console.error(`error    ${event.message}`);
+  });
+  await app.start();
+  if (!values.once) {
+    console.log(`watching ${app.settings.get('pairs').length} folder(s); Ctrl+C stops`);
+    await new Promise<never>(() => undefined);
+  }
+  const deadline = Date.now() + (values.timeout ? integer(values.timeout, 'timeout') * 1000 : 30 * 60_000);
+  // Settled twice in a row: a file released by the stability gate between two looks is not missed.
+  let settledLooks = 0;
+  while (settledLooks < 2 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    settledLooks = app.engine.isSettled() ? settledLooks + 1 : 0;
+  }
+  const problems = app.engine.pairViews().flatMap((pair) => app.engine.fileViews(pair.id).filter((file) => file.state !== 'synced').map((file) => ({ pair, file })));
+  await stop();
+  if (problems.length === 0) {
+    console.log('every file is synced and verified');
+    return 0;
+  }
+  for (const { file } of problems) console.log(`not synced  ${file.relativePath}  [${file.state}]  ${describeError(file)}`);
+  console.log(`${problems.length} file(s) not synced`);
+  return 2;
+}
+
+async function status(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } }, strict: true });
+  const app = await openApp({ webhooks: false });
+  try {
+    const progress = new ProgressTracker(Date.now);
+    const pairs: Array<{ pair: PairView; files: FileView[] }> = app.settings.get('pairs').map((pair) => {
+      const records = app.journal.byPair(pair.id);
+      return {
+        pair: buildPairView({ pair, records, progress, online: true }),
+        files: records.filter((record) => !record.deletedLocally || record.state === 'synced').map((record) => toFileView(record, progress)),
+      };
+    });
+    if (values.json) {
+      console.log(JSON.stringify({ mode: app.mode(), server: app.settings.get('serverUrl') ?? null, pairs }, null, 2));
+      return 0;
+    }
+    console.log(`mode: ${app.mode()}${app.settings.get('serverUrl') ? ` (${app.settings.get('serverUrl')})` : ''}`);
+    for (const { pair, files } of pairs) {
+      const counts = Object.entries(pair.counts).filter(([, count]) => count > 0).map(([state, count]) => `${count} ${state}`).join(', ');
+      console.log(`\n${pair.folder} → ${pair.patientName ?? pair.patientId} ${pair.remoteBasePath}  [${pair.state}] ${counts || 'no files'}`);
+      for (const file of files) console.log(`  ${file.state.padEnd(9)} ${file.relativePath}${file.error ? `  — ${describeError(file)}` : ''}`);
+    }
+    return 0;
+  } finally {
+    await app.stop();
+  }
+}
+
+function describeError(file: FileView): string {
+  if (!file.error) return '';
+  return file.error.detail ? `${file.error.message} (${file.error.detail})` : file.error.message;
+}
+
+function integer(raw: string, name: string): number {
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) throw new UsageError(`--${name} must be a whole number`);
+  return value;
+}
+
+function readSecretFromStdin(): string | undefined {
+  if (process.stdin.isTTY) return undefined;
+  try {
+    return readFileSync(0, 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof UsageError || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      console.error(`patient-docs-sync: ${(error as Error).message}\n\n${USAGE}`);
+      process.exit(64);
+    }
+    const coded = toCodedError(error);
+    console.error(`patient-docs-sync: ${coded.code === 'INTERNAL' && error instanceof Error ? error.message : coded.message}${coded.detail ? ` (${coded.detail})` : ''}`);
+    process.exit(1);
+  },
+);
