@@ -3,6 +3,9 @@ import { foldKey } from '../../../shared/names.js';
 import type { SortField } from '../../../shared/schemas.js';
 import { DuplicateError, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page } from '../types.js';
 import type { SqliteDatabase } from './database.js';
+import type { Statement } from 'better-sqlite3';
+
+const LARGE_RESULT = 2000;
 import type { SqliteOutbox } from './outbox.js';
 
 export interface DocumentRow {
@@ -74,11 +77,12 @@ export function buildFilter(query: DocumentQuery): Filter {
     return { where: clauses.join(' AND '), params };
   }
   if (query.pathKey !== undefined && query.pathKey !== '/') {
-    // '/a' and everything below '/a/': a range the index serves, never '/ab'.
-    clauses.push('(path_key = @pathKey OR (path_key >= @pathLow AND path_key < @pathHigh))');
+    // '/a' and everything below '/a/' as ONE range the index serves (['/a', '/a0') — '0' follows '/'),
+    // then a cheap residual test that drops siblings inside that range such as '/a-b' or '/a.b'.
+    clauses.push("path_key >= @pathKey AND path_key < @pathHigh AND (path_key = @pathKey OR substr(path_key, @pathLength + 1, 1) = '/')");
     params.pathKey = query.pathKey;
-    params.pathLow = `${query.pathKey}/`;
     params.pathHigh = `${query.pathKey}0`;
+    params.pathLength = query.pathKey.length;
   }
   if (query.hasContent !== undefined) {
     clauses.push('has_content = @hasContent');
@@ -138,15 +142,56 @@ export class SqliteDocuments implements DocumentRepository {
 
   async search(query: DocumentQuery): Promise<Page<DocumentRecord>> {
     const { where, params } = buildFilter(query);
+    const byIds = query.ids !== undefined && query.ids.length > 0;
+    // The count comes first: it is needed anyway, and its size tells which index pages faster.
+    const total = this.count(query, where, params, byIds);
+    if (total === 0 || query.offset >= total) return { rows: [], total };
     const column = SORT_COLUMNS[query.sortBy];
     const direction = query.sortDirection === 'ASC' ? 'ASC' : 'DESC';
     // Ties break by id in the same direction, so DESC is exactly the reverse of ASC and paging is stable.
     const order = `${column} ${direction}, id ${direction}`;
-    const rows = this.db
-      .prepare(`SELECT ${COLUMNS} FROM documents WHERE ${where} ORDER BY ${order} LIMIT @limit OFFSET @offset`)
-      .all({ ...params, limit: query.limit, offset: query.offset }) as DocumentRow[];
-    const total = this.db.prepare(`SELECT COUNT(*) FROM documents WHERE ${where}`).pluck().get(params) as number;
+    const index = byIds ? '' : this.pageIndex(query, total);
+    const rows = this.statement(`SELECT ${COLUMNS} FROM documents ${index} WHERE ${where} ORDER BY ${order} LIMIT @limit OFFSET @offset`).all({
+      ...params,
+      limit: query.limit,
+      offset: query.offset,
+    }) as DocumentRow[];
     return { rows: rows.map(documentFromRow), total };
+  }
+
+  private count(query: DocumentQuery, where: string, params: Record<string, unknown>, byIds: boolean): number {
+    const wholePatient = !byIds && (query.pathKey === undefined || query.pathKey === '/') && !query.nameContains && query.fileType === undefined;
+    if (wholePatient) {
+      const sql = 'SELECT COALESCE(SUM(documents), 0) FROM patient_document_counts WHERE patient_id = @patientId AND (@hasContent IS NULL OR has_content = @hasContent)';
+      return this.statement(sql).pluck().get({ patientId: query.patientId, hasContent: query.hasContent === undefined ? null : query.hasContent ? 1 : 0 }) as number;
+    }
+    return this.statement(`SELECT COUNT(*) FROM documents ${byIds ? '' : this.countIndex(query)} WHERE ${where}`).pluck().get(params) as number;
+  }
+
+  private countIndex(query: DocumentQuery): string {
+    return query.pathKey !== undefined && query.pathKey !== '/' ? 'INDEXED BY documents_by_path' : '';
+  }
+
+  /**
+   * A small folder is read through the path index and sorted; a large result sorted by time is
+   * walked in time order instead, stopping after one page. SQLite cannot know the folder's size
+   * from a bound parameter, so we tell it, using the count we just made.
+   */
+  private pageIndex(query: DocumentQuery, total: number): string {
+    const folder = query.pathKey !== undefined && query.pathKey !== '/';
+    if (query.sortBy === 'lastModifiedAt' && (!folder || total > LARGE_RESULT)) return 'INDEXED BY documents_by_modified';
+    return folder ? 'INDEXED BY documents_by_path' : '';
+  }
+
+  private readonly statements = new Map<string, Statement>();
+
+  private statement(sql: string): Statement {
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.statements.set(sql, statement);
+    }
+    return statement;
   }
 }
 

@@ -114,4 +114,33 @@ export const CORE_MIGRATIONS: Migration[] = [
       ) WITHOUT ROWID;
     `,
   },
+  {
+    // Whole-patient totals without counting 100,000 index entries per search: kept by triggers, so
+    // every writer (create, upload, delete, and any later code) keeps them right without knowing.
+    name: '001b-patient-document-counts',
+    sql: `
+      CREATE TABLE patient_document_counts (
+        patient_id TEXT NOT NULL,
+        has_content INTEGER NOT NULL,
+        documents INTEGER NOT NULL,
+        PRIMARY KEY (patient_id, has_content)
+      ) WITHOUT ROWID;
+      INSERT INTO patient_document_counts (patient_id, has_content, documents)
+        SELECT patient_id, has_content, COUNT(*) FROM documents WHERE deleted_at IS NULL GROUP BY patient_id, has_content;
+      CREATE TRIGGER documents_count_insert AFTER INSERT ON documents WHEN NEW.deleted_at IS NULL BEGIN
+        INSERT INTO patient_document_counts (patient_id, has_content, documents) VALUES (NEW.patient_id, NEW.has_content, 1)
+          ON CONFLICT (patient_id, has_content) DO UPDATE SET documents = documents + 1;
+      END;
+      CREATE TRIGGER documents_count_delete AFTER DELETE ON documents WHEN OLD.deleted_at IS NULL BEGIN
+        UPDATE patient_document_counts SET documents = documents - 1 WHERE patient_id = OLD.patient_id AND has_content = OLD.has_content;
+      END;
+      CREATE TRIGGER documents_count_update AFTER UPDATE OF has_content, deleted_at, patient_id ON documents BEGIN
+        UPDATE patient_document_counts SET documents = documents - 1
+          WHERE OLD.deleted_at IS NULL AND patient_id = OLD.patient_id AND has_content = OLD.has_content;
+        INSERT INTO patient_document_counts (patient_id, has_content, documents)
+          SELECT NEW.patient_id, NEW.has_content, 1 WHERE NEW.deleted_at IS NULL
+          ON CONFLICT (patient_id, has_content) DO UPDATE SET documents = documents + 1;
+      END;
+    `,
+  },
 ];
