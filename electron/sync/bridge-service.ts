@@ -22,6 +22,7 @@ import type {
   WebhookActivityView,
 } from '../../shared/bridge.js';
 import { BRIDGE_METHODS } from '../../shared/bridge.js';
+import type { TSchema } from 'typebox';
 import type { PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
 import { BridgeError, toCodedError } from './bridge-error.js';
 import { testConnection } from './connection.js';
@@ -151,6 +152,13 @@ export class BridgeService implements BridgeApi {
 type AddFormats = (ajv: Ajv) => Ajv;
 const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats;
 
+/** Ajv refuses `items: []` (a method without parameters): say "an empty list" the way it accepts. */
+function argumentList(schema: TSchema): object {
+  const tuple = schema as unknown as { items?: unknown };
+  if (Array.isArray(tuple.items) && tuple.items.length === 0) return { type: 'array', maxItems: 0 };
+  return schema;
+}
+
 /** Validates and routes one call; never throws. */
 export class BridgeDispatcher {
   private readonly validators: Record<BridgeMethod, ValidateFunction>;
@@ -158,7 +166,10 @@ export class BridgeDispatcher {
   constructor(private readonly api: BridgeApi) {
     const ajv = new Ajv({ strict: false, allErrors: false });
     addFormats(ajv);
-    this.validators = Object.fromEntries(Object.entries(BRIDGE_METHODS).map(([method, schema]) => [method, ajv.compile(schema)])) as Record<BridgeMethod, ValidateFunction>;
+    this.validators = Object.fromEntries(Object.entries(BRIDGE_METHODS).map(([method, schema]) => [method, ajv.compile(argumentList(schema))])) as Record<
+      BridgeMethod,
+      ValidateFunction
+    >;
   }
 
   isMethod(method: string): method is BridgeMethod {
