@@ -1,0 +1,139 @@
+/**
+ * The desktop composition root: one window (contextIsolation, sandbox, no Node), the engine and
+ * the embedded server wired in-process, the bridge over IPC, a tray and notifications. Everything
+ * with logic lives in the engine (electron/sync) or in plain modules beside this file.
+ */
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { BrowserWindow, Notification, app, ipcMain, shell } from 'electron';
+import type { PairView } from '../../shared/bridge.js';
+import { IPC_CALL_CHANNEL, IPC_EVENT_CHANNEL } from '../../shared/bridge-http.js';
+import { BridgeDispatcher, BridgeService } from '../sync/bridge-service.js';
+import { SyncApp } from '../sync/sync-app.js';
+import { defaultSyncHome, openSyncHome } from '../sync/sync-home.js';
+import { createBridgeCallHandler, isRendererUrl } from './bridge-call.js';
+import { createEmbeddedServerHost } from './embedded-server.js';
+import { noticesBetween } from './notices.js';
+import { createShellActions } from './shell-actions.js';
+import { StatusTray } from './tray.js';
+
+const here = import.meta.dirname;
+const RENDERER_INDEX = path.join(here, '../../renderer/index.html');
+const PRELOAD = path.join(here, '../preload/preload.cjs');
+/** Uploads get this long to reach a resumable point before the app exits anyway. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+function resourcePath(name: string): string {
+  return app.isPackaged ? path.join(process.resourcesPath, name) : path.join(app.getAppPath(), 'build', name);
+}
+
+function createWindow(): BrowserWindow {
+  const window = new BrowserWindow({
+    width: 1320,
+    height: 860,
+    minWidth: 980,
+    minHeight: 640,
+    show: false,
+    title: 'Patient Docs',
+    backgroundColor: '#f3f6f7',
+    icon: resourcePath('icon.png'),
+    webPreferences: { preload: PRELOAD, contextIsolation: true, sandbox: true, nodeIntegration: false, webSecurity: true, spellcheck: false },
+  });
+  window.once('ready-to-show', () => window.show());
+  // The window shows our UI only: links open in the browser, navigation away is refused.
+  window.webContents.setWindowOpenHandler(({ url }) => {
+    if (/^https?:/.test(url)) void shell.openExternal(url);
+    return { action: 'deny' };
+  });
+  window.webContents.on('will-navigate', (event, url) => {
+    if (!isRendererUrl(pathToFileURL(RENDERER_INDEX).href)(url)) event.preventDefault();
+  });
+  void window.loadFile(RENDERER_INDEX);
+  return window;
+}
+
+async function main(): Promise<void> {
+  if (!app.requestSingleInstanceLock()) {
+    app.quit();
+    return;
+  }
+  await app.whenReady();
+  app.setAppUserModelId('com.patientdocs.desktop');
+
+  let window: BrowserWindow | null = null;
+  let quitting = false;
+  const home = await openSyncHome(defaultSyncHome());
+  const syncApp = new SyncApp({
+    home: home.directory,
+    settings: home.settings,
+    secrets: home.secrets,
+    shell: 'desktop',
+    version: app.getVersion(),
+    embedded: createEmbeddedServerHost(path.join(home.directory, 'server')),
+  });
+  const dispatcher = new BridgeDispatcher(new BridgeService(syncApp, createShellActions(() => window)));
+  const handleCall = createBridgeCallHandler({ target: dispatcher, isTrustedSender: isRendererUrl(pathToFileURL(RENDERER_INDEX).href) });
+  ipcMain.handle(IPC_CALL_CHANNEL, (event, method: unknown, args: unknown) => handleCall(event.senderFrame?.url, method, args));
+
+  const showWindow = (): void => {
+    window ??= createWindow();
+    window.on('close', (event) => {
+      // Closing the window keeps syncing in the tray; Quit (tray or menu) really exits.
+      if (quitting) return;
+      event.preventDefault();
+      window?.hide();
+    });
+    if (window.isMinimized()) window.restore();
+    window.show();
+    window.focus();
+  };
+  app.on('second-instance', showWindow);
+  app.on('activate', showWindow);
+
+  const tray = new StatusTray(resourcePath('tray.png'), {
+    show: showWindow,
+    setAllPaused: (paused) => syncApp.engine.pairViews().forEach((pair) => syncApp.setPaused(pair.id, paused)),
+    quit: () => app.quit(),
+  });
+  let lastPairs: PairView[] = [];
+  syncApp.onEvent((event) => {
+    window?.webContents.send(IPC_EVENT_CHANNEL, event);
+    if (event.type === 'pairs') {
+      for (const notice of noticesBetween(lastPairs, event.pairs)) {
+        if (Notification.isSupported()) new Notification({ title: notice.title, body: notice.body, urgency: notice.urgent ? 'critical' : 'normal' }).show();
+      }
+      lastPairs = event.pairs;
+      tray.update(event.pairs);
+    } else if (event.type === 'status') {
+      tray.update(lastPairs, event.status.online);
+    }
+  });
+
+  app.on('before-quit', (event) => {
+    if (quitting) return;
+    quitting = true;
+    event.preventDefault();
+    const timeout = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS));
+    void Promise.race([syncApp.stop(), timeout])
+      .catch((error: unknown) => console.error('patient-docs: shutdown', error))
+      .finally(() => {
+        tray.destroy();
+        app.exit(0);
+      });
+  });
+  app.on('window-all-closed', () => {
+    // Stay in the tray: scanners keep exporting after the window is closed.
+  });
+
+  showWindow();
+  try {
+    await syncApp.start();
+    lastPairs = syncApp.engine.pairViews();
+    tray.update(lastPairs);
+  } catch (error) {
+    // The UI shows the status (offline, not configured); the engine retries on its own.
+    console.error('patient-docs: start', error);
+  }
+}
+
+void main();
