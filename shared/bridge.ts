@@ -5,7 +5,8 @@
  * The renderer never sees a token or a secret: it asks the engine, which calls the server.
  */
 import { Type, type Static, type TSchema } from 'typebox';
-import { PatientListResponse, SearchBody, SearchResponse, Uuid } from './schemas.js';
+import type { PatientListResponse, SearchResponse} from './schemas.js';
+import { SearchBody, Uuid } from './schemas.js';
 import type { BridgeErrorCode } from './bridge-errors.js';
 
 export const FILE_STATES = ['queued', 'creating', 'uploading', 'verifying', 'synced', 'waiting', 'failed'] as const;

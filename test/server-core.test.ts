@@ -131,7 +131,7 @@ describe('create document placeholder (SPEC §4.1)', () => {
 
 describe('search (SPEC §4.3, DESIGN §3)', () => {
   const patientRoute = (suffix = '') => `/v1/patients/5f0e8a3c-1d2b-4c3d-8e9f-00000000aaaa${suffix}`;
-  let ids: Record<string, string> = {};
+  const ids: Record<string, string> = {};
 
   beforeAll(async () => {
     // A fresh patient so the counts below are exact.
