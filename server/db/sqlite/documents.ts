@@ -151,7 +151,9 @@ export class SqliteDocuments implements DocumentRepository {
     // Ties break by id in the same direction, so DESC is exactly the reverse of ASC and paging is stable.
     const order = `${column} ${direction}, id ${direction}`;
     const index = byIds ? '' : this.pageIndex(query, total);
-    const rows = this.statement(`SELECT ${COLUMNS} FROM documents ${index} WHERE ${where} ORDER BY ${order} LIMIT @limit OFFSET @offset`).all({
+    // Page the ids inside the covering index, then read just those rows.
+    const pageIds = `SELECT id FROM documents ${index} WHERE ${where} ORDER BY ${order} LIMIT @limit OFFSET @offset`;
+    const rows = this.statement(`SELECT ${COLUMNS} FROM documents WHERE id IN (${pageIds}) ORDER BY ${order}`).all({
       ...params,
       limit: query.limit,
       offset: query.offset,

@@ -143,4 +143,17 @@ export const CORE_MIGRATIONS: Migration[] = [
       END;
     `,
   },
+  {
+    // Covering indexes: every filter and sort column rides in the index, so a search sorts and
+    // pages ids without touching the table, then reads only the rows of the one page it returns.
+    name: '001c-covering-search-indexes',
+    sql: `
+      DROP INDEX documents_by_modified;
+      DROP INDEX documents_by_path;
+      CREATE INDEX documents_by_modified ON documents(patient_id, last_modified_at, id, has_content, file_type, name_key, path_key, file_size)
+        WHERE deleted_at IS NULL;
+      CREATE INDEX documents_by_path ON documents(patient_id, path_key, last_modified_at, id, has_content, file_type, name_key, file_size)
+        WHERE deleted_at IS NULL;
+    `,
+  },
 ];
