@@ -11,8 +11,8 @@ import { IPC_CALL_CHANNEL, IPC_EVENT_CHANNEL } from '../../shared/bridge-http.js
 import { BridgeDispatcher, BridgeService } from '../sync/bridge-service.js';
 import { SyncApp } from '../sync/sync-app.js';
 import { defaultSyncHome, openSyncHome } from '../sync/sync-home.js';
+import { EmbeddedServer } from '../headless/embedded-server.js';
 import { createBridgeCallHandler, isRendererUrl } from './bridge-call.js';
-import { createEmbeddedServerHost } from './embedded-server.js';
 import { noticesBetween } from './notices.js';
 import { createShellActions } from './shell-actions.js';
 import { StatusTray } from './tray.js';
@@ -69,7 +69,8 @@ async function main(): Promise<void> {
     secrets: home.secrets,
     shell: 'desktop',
     version: app.getVersion(),
-    embedded: createEmbeddedServerHost(path.join(home.directory, 'server')),
+    // The same embedded server the headless twin runs (one composition piece, two shells).
+    embedded: new EmbeddedServer(home.directory, home.secrets),
   });
   const dispatcher = new BridgeDispatcher(new BridgeService(syncApp, createShellActions(() => window)));
   const handleCall = createBridgeCallHandler({ target: dispatcher, isTrustedSender: isRendererUrl(pathToFileURL(RENDERER_INDEX).href) });
