@@ -6,7 +6,14 @@ import { Type, type Static } from 'typebox';
 
 export const Uuid = Type.String({ format: 'uuid', description: 'UUID' });
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC, e.g. 2026-11-21T09:30:00.000Z' });
-const NullableString = Type.Union([Type.String(), Type.Null()]);
+/**
+ * Nullable scalars as JSON-Schema type arrays, not anyOf unions: the response serializer writes
+ * a type array directly, while an anyOf makes it validate every value to pick a branch.
+ */
+function Nullable<T extends 'string' | 'integer'>(type: T, options: Record<string, unknown> = {}) {
+  return Type.Unsafe<T extends 'string' ? string | null : number | null>({ type: [type, 'null'], ...options });
+}
+const NullableString = Nullable('string');
 
 export const SORT_FIELDS = ['lastModifiedAt', 'fileName', 'fileSize', 'fileType', 'path'] as const;
 export type SortField = (typeof SORT_FIELDS)[number];
@@ -37,8 +44,8 @@ export const DocumentSchema = Type.Object(
     lastModifiedAt: Timestamp,
     createdAt: Timestamp,
     hasContent: Type.Boolean(),
-    fileSize: Type.Union([Type.Integer(), Type.Null()], { description: 'Bytes; null before content exists' }),
-    sha256: Type.Union([Type.String(), Type.Null()], { description: 'Lowercase hex SHA-256 of the current content' }),
+    fileSize: Nullable('integer', { description: 'Bytes; null before content exists' }),
+    sha256: Nullable('string', { description: 'Lowercase hex SHA-256 of the current content' }),
     version: Type.Integer({ description: 'Content version; 0 before the first upload' }),
     storageDownloadUri: NullableString,
     thumbnailDownloadUri: NullableString,

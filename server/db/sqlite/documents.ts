@@ -6,6 +6,7 @@ import type { SqliteDatabase } from './database.js';
 import type { Statement } from 'better-sqlite3';
 
 const LARGE_RESULT = 2000;
+const RESULT_CACHE_ENTRIES = 1000;
 import type { SqliteOutbox } from './outbox.js';
 
 export interface DocumentRow {
@@ -140,7 +141,31 @@ export class SqliteDocuments implements DocumentRepository {
     return row ? documentFromRow(row) : undefined;
   }
 
+  /**
+   * Results are cached per patient and proven current by the patient's change counter (kept by
+   * triggers on every write), so a repeated search — a page re-opened, several workstations on one
+   * patient — costs one primary-key read instead of an index walk and fifty row reads.
+   */
   async search(query: DocumentQuery): Promise<Page<DocumentRecord>> {
+    const version = (this.statement('SELECT version FROM patient_document_versions WHERE patient_id = ?').pluck().get(query.patientId) as number | undefined) ?? 0;
+    const key = JSON.stringify([query.patientId, query.ids, query.pathKey, query.hasContent, query.nameContains, query.fileType, query.sortBy, query.sortDirection, query.offset, query.limit]);
+    const cached = this.results.get(key);
+    if (cached && cached.version === version) {
+      // Refresh its place in the LRU order.
+      this.results.delete(key);
+      this.results.set(key, cached);
+      return cached.page;
+    }
+    const page = this.searchUncached(query);
+    this.results.delete(key);
+    this.results.set(key, { version, page });
+    if (this.results.size > RESULT_CACHE_ENTRIES) this.results.delete(this.results.keys().next().value as string);
+    return page;
+  }
+
+  private readonly results = new Map<string, { version: number; page: Page<DocumentRecord> }>();
+
+  private searchUncached(query: DocumentQuery): Page<DocumentRecord> {
     const { where, params } = buildFilter(query);
     const byIds = query.ids !== undefined && query.ids.length > 0;
     // The count comes first: it is needed anyway, and its size tells which index pages faster.

@@ -156,4 +156,26 @@ export const CORE_MIGRATIONS: Migration[] = [
         WHERE deleted_at IS NULL;
     `,
   },
+  {
+    // A per-patient change counter, bumped by triggers on every write to that patient's documents,
+    // so a cached search result can be proven current with one primary-key read.
+    name: '001d-patient-document-versions',
+    sql: `
+      CREATE TABLE patient_document_versions (patient_id TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
+      CREATE TRIGGER documents_version_insert AFTER INSERT ON documents BEGIN
+        INSERT INTO patient_document_versions (patient_id, version) VALUES (NEW.patient_id, 1)
+          ON CONFLICT (patient_id) DO UPDATE SET version = version + 1;
+      END;
+      CREATE TRIGGER documents_version_update AFTER UPDATE ON documents BEGIN
+        INSERT INTO patient_document_versions (patient_id, version) VALUES (NEW.patient_id, 1)
+          ON CONFLICT (patient_id) DO UPDATE SET version = version + 1;
+        INSERT INTO patient_document_versions (patient_id, version) SELECT OLD.patient_id, 1 WHERE OLD.patient_id <> NEW.patient_id
+          ON CONFLICT (patient_id) DO UPDATE SET version = version + 1;
+      END;
+      CREATE TRIGGER documents_version_delete AFTER DELETE ON documents BEGIN
+        INSERT INTO patient_document_versions (patient_id, version) VALUES (OLD.patient_id, 1)
+          ON CONFLICT (patient_id) DO UPDATE SET version = version + 1;
+      END;
+    `,
+  },
 ];
