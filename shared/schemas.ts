@@ -195,8 +195,7 @@ export type DeadLetterDto = Static<typeof DeadLetterSchema>;
 export const DeadLetterListResponse = Type.Object({ messages: Type.Array(DeadLetterSchema), offset: Type.Integer(), limit: Type.Integer(), total: Type.Integer() });
 
 export const WebhookMetricsSchema = Type.Object({
-  queued: Type.Integer({ description: 'Messages waiting for their next attempt' }),
-  delivering: Type.Integer({ description: 'Attempts in flight' }),
+  queued: Type.Integer({ description: 'Messages waiting for an attempt or in one' }),
   delivered: Type.Integer(),
   dead: Type.Integer({ description: 'In the dead-letter queue' }),
   cancelled: Type.Integer({ description: 'Stopped: consent withdrawn, subscription deleted or gone (410)' }),

@@ -261,8 +261,8 @@ export interface WebhookAttemptResult {
 }
 
 export interface WebhookCounts {
+  /** Waiting for an attempt or in one (claims are held in memory, the row stays pending until the attempt is recorded). */
   queued: number;
-  delivering: number;
   delivered: number;
   dead: number;
   cancelled: number;
@@ -274,6 +274,8 @@ export interface WebhookRepository {
   /** Stores the subscription; its fromSequence is the outbox's current end. */
   createSubscription(subscription: Omit<WebhookSubscriptionRecord, 'fromSequence'>): Promise<WebhookSubscriptionRecord>;
   getSubscription(id: string): Promise<WebhookSubscriptionRecord | undefined>;
+  /** Just the status (undefined once deleted): the check made before every attempt. */
+  subscriptionStatus(id: string): Promise<WebhookSubscriptionRecord['status'] | undefined>;
   listSubscriptions(organizationId: string): Promise<WebhookSubscriptionRecord[]>;
   activeSubscriptions(): Promise<WebhookSubscriptionRecord[]>;
   /** Removes the subscription from listings and cancels its pending messages; the log stays. */
@@ -286,9 +288,14 @@ export interface WebhookRepository {
   recoverInterrupted(): Promise<number>;
   /** Subscriptions with messages due at `now`, with how many are due. */
   dueSubscriptions(now: number): Promise<Array<{ subscriptionId: string; due: number }>>;
-  /** Marks up to `limit` due messages of a subscription as delivering and returns them. */
-  claimDue(subscriptionId: string, now: number, limit: number): Promise<WebhookMessageRecord[]>;
-  recordAttempt(messageId: string, result: WebhookAttemptResult): Promise<void>;
+  /**
+   * Up to `limit` due messages of each subscription, leaving out those in `skip` (already held).
+   * Their state stays pending: the one dispatcher of a database holds its claims in memory, so a
+   * crash simply leaves them due again (at-least-once).
+   */
+  claimDue(claims: Array<{ subscriptionId: string; limit: number; skip: ReadonlySet<string> }>, now: number): Promise<WebhookMessageRecord[]>;
+  /** Writes finished attempts (log rows and message states) in one transaction. */
+  recordAttempts(results: WebhookAttemptResult[]): Promise<void>;
   /** Ends a message without an attempt (subscription gone, consent revoked). */
   cancel(messageId: string, reason: string, at: string): Promise<void>;
   attempts(subscriptionId: string, offset: number, limit: number): Promise<Page<WebhookAttemptRecord>>;

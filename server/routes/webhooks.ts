@@ -131,7 +131,7 @@ export async function webhookMetricsRoutes(app: FastifyInstance, options: { webh
     const lines = [
       '# HELP patient_docs_webhook_messages Webhook messages by state.',
       '# TYPE patient_docs_webhook_messages gauge',
-      ...(['queued', 'delivering', 'delivered', 'dead', 'cancelled'] as const).map((state) => `patient_docs_webhook_messages{state="${state}"} ${counts[state]}`),
+      ...(['queued', 'delivered', 'dead', 'cancelled'] as const).map((state) => `patient_docs_webhook_messages{state="${state}"} ${counts[state]}`),
       '# HELP patient_docs_webhook_failed_attempts_total Failed webhook delivery attempts.',
       '# TYPE patient_docs_webhook_failed_attempts_total counter',
       `patient_docs_webhook_failed_attempts_total ${counts.failed}`,

@@ -66,8 +66,20 @@ export class WebhookDispatcher {
   private readonly perCallback = new Map<string, number>();
   private dueList: DueEntry[] = [];
   private dueListAt = 0;
+  private active = new Map<string, { subscription: WebhookSubscriptionRecord; origin: string }>();
   private rotation = 0;
   private readonly dnsCache = new Map<string, { address: ResolvedAddress; expires: number }>();
+  /** Opened hmacs by subscription, keyed by the sealed value so a changed row is opened again. */
+  private readonly secrets = new Map<string, { sealed: string; hmac: string }>();
+  /** Finished attempts, written together at the top of the next iteration (group commit). */
+  private results: WebhookAttemptResult[] = [];
+  private resultsSince = 0;
+  /** Claimed messages waiting for a slot, by callback origin: slots are refilled without a query. */
+  private readonly ready = new Map<string, Array<{ message: WebhookMessageRecord; subscription: WebhookSubscriptionRecord }>>();
+  private readyCount = 0;
+  /** Messages claimed and not yet written back (ready, in flight or awaiting the group commit), by subscription. */
+  private readonly held = new Map<string, Set<string>>();
+  private lastFanOutAt = 0;
   private wakeRequested = false;
   private wakeUp: (() => void) | undefined;
   private sleepTimer: NodeJS.Timeout | undefined;
@@ -96,6 +108,7 @@ export class WebhookDispatcher {
     const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
     await Promise.race([Promise.allSettled([...this.inFlight]), grace]);
     clearTimeout(timer);
+    await this.flushResults(true).catch((error: unknown) => this.deps.log.error({ err: error }, 'webhook attempts could not be recorded at stop'));
   }
 
   /** Ask the loop to look again now (new events, a freed slot, a redelivery). */
@@ -117,13 +130,45 @@ export class WebhookDispatcher {
     while (this.running) {
       this.wakeRequested = false;
       try {
-        await this.fanOut();
+        await this.flushResults();
+        // New events are looked for once per poll interval; freed slots are refilled at once.
+        if (this.now() - this.lastFanOutAt >= this.options.pollIntervalMs) {
+          this.lastFanOutAt = this.now();
+          await this.fanOut();
+        }
         await this.schedule();
       } catch (error) {
         this.deps.log.error({ err: error }, 'webhook dispatcher iteration failed; retrying');
       }
       await this.idle();
     }
+  }
+
+  /** Group commit: one transaction for many attempts, at most ~10 ms after the first one finished. */
+  private async flushResults(force = false): Promise<void> {
+    if (this.results.length === 0) return;
+    if (!force && this.results.length < 64 && this.now() - this.resultsSince < 10 && this.inFlight.size > 0) return;
+    const results = this.results;
+    this.results = [];
+    await this.deps.webhooks.recordAttempts(results);
+    for (const result of results) this.release(result.attempt.subscriptionId, result.attempt.messageId);
+  }
+
+  private hold(message: WebhookMessageRecord): void {
+    const set = this.held.get(message.subscriptionId) ?? new Set<string>();
+    set.add(message.id);
+    this.held.set(message.subscriptionId, set);
+  }
+
+  private release(subscriptionId: string, messageId: string): void {
+    const set = this.held.get(subscriptionId);
+    set?.delete(messageId);
+    if (set?.size === 0) this.held.delete(subscriptionId);
+  }
+
+  private async cancel(message: WebhookMessageRecord, reason: string, at: Date): Promise<void> {
+    await this.deps.webhooks.cancel(message.id, reason, at.toISOString());
+    this.release(message.subscriptionId, message.id);
   }
 
   private idle(): Promise<void> {
@@ -190,35 +235,92 @@ export class WebhookDispatcher {
 
   // --- scheduling ----------------------------------------------------------------------------
 
+  /**
+   * The due list is re-read when it runs out (at most every poll interval), after a fan-out, and
+   * at least every 10 poll intervals; in between, freed slots are refilled from it without a query.
+   */
+  private async refreshDue(now: number): Promise<void> {
+    const age = now - this.dueListAt;
+    const stale = this.dueList.length === 0 ? age >= this.options.pollIntervalMs : age >= this.options.pollIntervalMs * 10;
+    if (!stale && this.dueListAt !== 0) return;
+    this.dueList = await this.deps.webhooks.dueSubscriptions(now);
+    this.dueListAt = now;
+    if (this.dueList.length === 0) return;
+    this.active = new Map((await this.deps.webhooks.activeSubscriptions()).map((subscription) => [subscription.id, { subscription, origin: callbackOrigin(subscription.callback) }]));
+  }
+
   private async schedule(): Promise<void> {
+    this.launchReady();
     const now = this.now();
-    if (this.dueList.length === 0 || now - this.dueListAt >= this.options.pollIntervalMs) {
-      this.dueList = await this.deps.webhooks.dueSubscriptions(now);
-      this.dueListAt = now;
-    }
+    await this.refreshDue(now);
     const count = this.dueList.length;
     if (count === 0) return;
+    // Claim ahead (up to twice the limits) so that freed slots are refilled from memory.
+    let budget = this.options.maxConcurrency * 2 - this.inFlight.size - this.readyCount;
+    if (budget <= 0) return;
     // Rotate the starting subscription so subscriptions sharing a callback take turns.
     this.rotation = (this.rotation + 1) % count;
-    for (let index = 0; index < count && this.inFlight.size < this.options.maxConcurrency; index += 1) {
+    const claims: Array<{ subscriptionId: string; limit: number; skip: ReadonlySet<string> }> = [];
+    const reserved = new Map<string, number>();
+    for (let index = 0; index < count && budget > 0; index += 1) {
       const entry = this.dueList[(this.rotation + index) % count];
       if (!entry || entry.due <= 0) continue;
-      const subscription = await this.deps.webhooks.getSubscription(entry.subscriptionId);
-      if (!subscription || subscription.status !== 'active') {
-        for (const message of await this.deps.webhooks.claimDue(entry.subscriptionId, now, entry.due)) {
-          await this.deps.webhooks.cancel(message.id, subscription ? `subscription ${subscription.status}` : 'subscription deleted', new Date(now).toISOString());
-        }
-        entry.due = 0;
+      const known = await this.subscriptionFor(entry.subscriptionId);
+      const origin = known?.origin ?? '';
+      const held = (this.perCallback.get(origin) ?? 0) + (this.ready.get(origin)?.length ?? 0) + (reserved.get(origin) ?? 0);
+      // Refill an origin's queue only once it has run low, so claims come in batches.
+      if (known && held > this.options.maxPerCallback) continue;
+      const limit = known ? Math.min(this.options.maxPerCallback * 2 - held, budget, entry.due) : entry.due;
+      if (limit <= 0) continue;
+      reserved.set(origin, (reserved.get(origin) ?? 0) + limit);
+      budget -= limit;
+      claims.push({ subscriptionId: entry.subscriptionId, limit, skip: this.held.get(entry.subscriptionId) ?? new Set() });
+    }
+    const claimed = await this.deps.webhooks.claimDue(claims, now);
+    const perSubscription = new Map<string, number>();
+    for (const message of claimed) {
+      perSubscription.set(message.subscriptionId, (perSubscription.get(message.subscriptionId) ?? 0) + 1);
+      this.hold(message);
+      const known = this.active.get(message.subscriptionId);
+      if (!known) {
+        // Deleted or disabled since its messages were queued: they end here.
+        await this.cancel(message, 'subscription deleted or disabled', new Date(now));
         continue;
       }
-      const origin = callbackOrigin(subscription.callback);
-      const free = Math.min(this.options.maxPerCallback - (this.perCallback.get(origin) ?? 0), this.options.maxConcurrency - this.inFlight.size, entry.due);
-      if (free <= 0) continue;
-      const claimed = await this.deps.webhooks.claimDue(entry.subscriptionId, now, free);
-      entry.due = claimed.length < free ? 0 : entry.due - claimed.length;
-      for (const message of claimed) this.launch(message, subscription, origin);
+      const queue = this.ready.get(known.origin) ?? [];
+      queue.push({ message, subscription: known.subscription });
+      this.ready.set(known.origin, queue);
+      this.readyCount += 1;
+    }
+    for (const claim of claims) {
+      const entry = this.dueList.find((item) => item.subscriptionId === claim.subscriptionId);
+      const got = perSubscription.get(claim.subscriptionId) ?? 0;
+      // Fewer than asked: the list was ahead of the table; it is re-read next time.
+      if (entry) entry.due = got < claim.limit ? 0 : entry.due - got;
     }
     this.dueList = this.dueList.filter((entry) => entry.due > 0);
+    this.launchReady();
+  }
+
+  private launchReady(): void {
+    for (const [origin, queue] of this.ready) {
+      while (queue.length > 0 && (this.perCallback.get(origin) ?? 0) < this.options.maxPerCallback && this.inFlight.size < this.options.maxConcurrency) {
+        const next = queue.shift()!;
+        this.readyCount -= 1;
+        this.launch(next.message, next.subscription, origin);
+      }
+      if (queue.length === 0) this.ready.delete(origin);
+    }
+  }
+
+  private async subscriptionFor(subscriptionId: string): Promise<{ subscription: WebhookSubscriptionRecord; origin: string } | undefined> {
+    const known = this.active.get(subscriptionId);
+    if (known) return known;
+    const current = await this.deps.webhooks.getSubscription(subscriptionId);
+    if (current?.status !== 'active') return undefined;
+    const entry = { subscription: current, origin: callbackOrigin(current.callback) };
+    this.active.set(current.id, entry);
+    return entry;
   }
 
   private launch(message: WebhookMessageRecord, subscription: WebhookSubscriptionRecord, origin: string): void {
@@ -240,19 +342,21 @@ export class WebhookDispatcher {
   private async attempt(message: WebhookMessageRecord, claimedFor: WebhookSubscriptionRecord): Promise<void> {
     const attemptedAt = new Date(this.now());
     // Routing is decided again at every attempt: a revoked consent stops pending deliveries.
-    const subscription = await this.deps.webhooks.getSubscription(claimedFor.id);
-    if (!subscription || subscription.status !== 'active') {
-      await this.deps.webhooks.cancel(message.id, subscription ? `subscription ${subscription.status}` : 'subscription deleted', attemptedAt.toISOString());
+    const status = await this.deps.webhooks.subscriptionStatus(claimedFor.id);
+    if (status !== 'active') {
+      await this.cancel(message, status ? `subscription ${status}` : 'subscription deleted', attemptedAt);
       return;
     }
+    const subscription = claimedFor;
     if (message.patientId !== null && !(await this.isRoutable({ patientId: message.patientId, organizationId: null }, subscription.organizationId))) {
-      await this.deps.webhooks.cancel(message.id, 'the organization no longer has access to or consent from the patient', attemptedAt.toISOString());
+      await this.cancel(message, 'the organization no longer has access to or consent from the patient', attemptedAt);
       this.deps.log.info({ messageId: message.id, subscriptionId: subscription.id }, 'webhook message cancelled: access or consent withdrawn');
       return;
     }
     const result = await this.post(message, subscription, attemptedAt);
     const outcome = this.outcome(message, subscription, result, attemptedAt);
-    await this.deps.webhooks.recordAttempt(message.id, outcome);
+    if (this.results.length === 0) this.resultsSince = this.now();
+    this.results.push(outcome);
     const level = outcome.state === 'delivered' ? 'debug' : 'info';
     this.deps.log[level](
       { messageId: message.id, subscriptionId: subscription.id, attempt: outcome.attempt.attempt, statusCode: result.statusCode, latencyMs: result.latencyMs, error: result.error, state: outcome.state },
@@ -264,13 +368,21 @@ export class WebhookDispatcher {
     try {
       const url = parseCallback(subscription.callback);
       const address = await this.resolve(url);
-      const hmac = this.deps.secrets.open(subscription.sealedSecret, subscription.id);
+      const hmac = this.hmacOf(subscription);
       return await this.deps.send({ url, address, body: message.body, headers: deliveryHeaders(message.id, message.body, hmac, attemptedAt), timeoutMs: this.options.timeoutMs });
     } catch (error) {
       if (error instanceof CallbackRefused) return { statusCode: null, latencyMs: 0, error: error.message };
       this.deps.log.error({ err: error, subscriptionId: subscription.id }, 'webhook attempt could not be prepared');
       return { statusCode: null, latencyMs: 0, error: 'the delivery could not be prepared (see the server log)' };
     }
+  }
+
+  private hmacOf(subscription: WebhookSubscriptionRecord): string {
+    const cached = this.secrets.get(subscription.id);
+    if (cached?.sealed === subscription.sealedSecret) return cached.hmac;
+    const hmac = this.deps.secrets.open(subscription.sealedSecret, subscription.id);
+    this.secrets.set(subscription.id, { sealed: subscription.sealedSecret, hmac });
+    return hmac;
   }
 
   /** The SSRF guard on every attempt; an approved answer is reused briefly and stays pinned for the connection. */

@@ -50,8 +50,10 @@ export const WEBHOOK_MIGRATION: Migration = {
       last_error TEXT,
       UNIQUE (event_id, subscription_id)
     );
-    CREATE INDEX webhook_messages_due ON webhook_messages(state, next_attempt_at, subscription_id);
-    CREATE INDEX webhook_messages_by_subscription ON webhook_messages(subscription_id, state, updated_at);
+    -- Partial indexes: a message enters the pending one when queued and leaves it once, so the
+    -- hot path (claim, finish) maintains as little index as possible.
+    CREATE INDEX webhook_messages_pending ON webhook_messages(subscription_id, next_attempt_at) WHERE state = 'pending';
+    CREATE INDEX webhook_messages_dead ON webhook_messages(subscription_id, updated_at) WHERE state = 'dead';
 
     CREATE TABLE webhook_attempts (
       sequence INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -157,6 +159,8 @@ const LIVE = 'deleted_at IS NULL';
 
 export class SqliteWebhooks implements WebhookRepository {
   private readonly statements;
+  private readonly claimTransaction;
+  private readonly recordTransaction;
 
   constructor(private readonly db: SqliteDatabase) {
     this.statements = {
@@ -167,15 +171,15 @@ export class SqliteWebhooks implements WebhookRepository {
       ),
       setCursor: db.prepare('INSERT INTO webhook_cursor (id, sequence) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET sequence = excluded.sequence'),
       getSubscription: db.prepare(`SELECT * FROM webhook_subscriptions WHERE id = ? AND ${LIVE}`),
+      subscriptionStatus: db.prepare(`SELECT status FROM webhook_subscriptions WHERE id = ? AND ${LIVE}`).pluck(),
       dueSubscriptions: db.prepare(
         `SELECT subscription_id AS subscriptionId, COUNT(*) AS due FROM webhook_messages
          WHERE state = 'pending' AND next_attempt_at <= ? GROUP BY subscription_id`,
       ),
       selectDue: db.prepare(
-        `SELECT * FROM webhook_messages WHERE state = 'pending' AND next_attempt_at <= ? AND subscription_id = ?
-         ORDER BY next_attempt_at, created_at LIMIT ?`,
+        `SELECT * FROM webhook_messages WHERE state = 'pending' AND subscription_id = ? AND next_attempt_at <= ?
+         ORDER BY next_attempt_at LIMIT ?`,
       ),
-      markDelivering: db.prepare(`UPDATE webhook_messages SET state = 'delivering' WHERE id = ? AND state = 'pending'`),
       insertAttempt: db.prepare(
         `INSERT INTO webhook_attempts (message_id, subscription_id, attempt, attempted_at, status_code, latency_ms, error, outcome)
          VALUES (@messageId, @subscriptionId, @attempt, @attemptedAt, @statusCode, @latencyMs, @error, @outcome)`,
@@ -189,7 +193,43 @@ export class SqliteWebhooks implements WebhookRepository {
         `UPDATE webhook_messages SET state = 'cancelled', updated_at = @at, last_error = @reason
          WHERE subscription_id = @subscriptionId AND state IN ('pending', 'delivering')`,
       ),
+      disable: db.prepare(`UPDATE webhook_subscriptions SET status = 'disabled', disabled_reason = ? WHERE id = ?`),
     };
+    this.claimTransaction = db.transaction((claims: Array<{ subscriptionId: string; limit: number; skip: ReadonlySet<string> }>, now: number) => {
+      const claimed: WebhookMessageRecord[] = [];
+      for (const claim of claims) {
+        const rows = this.statements.selectDue.all(claim.subscriptionId, now, claim.limit + claim.skip.size) as MessageRow[];
+        let taken = 0;
+        for (const row of rows) {
+          if (taken >= claim.limit) break;
+          if (claim.skip.has(row.id)) continue;
+          claimed.push(messageFromRow(row));
+          taken += 1;
+        }
+      }
+      return claimed;
+    });
+    this.recordTransaction = db.transaction((results: WebhookAttemptResult[]) => {
+      for (const result of results) this.recordOne(result);
+    });
+  }
+
+  private recordOne(result: WebhookAttemptResult): void {
+    const { attempt } = result;
+    this.statements.insertAttempt.run(attempt);
+    this.statements.finishMessage.run({
+      id: attempt.messageId,
+      state: result.state,
+      attempts: attempt.attempt,
+      nextAttemptAt: result.nextAttemptAt,
+      updatedAt: attempt.attemptedAt,
+      statusCode: attempt.statusCode,
+      error: attempt.error,
+    });
+    if (result.disableSubscription !== undefined) {
+      this.statements.disable.run(result.disableSubscription, attempt.subscriptionId);
+      this.statements.cancelPendingOf.run({ subscriptionId: attempt.subscriptionId, at: attempt.attemptedAt, reason: result.disableSubscription });
+    }
   }
 
   async createSubscription(subscription: Omit<WebhookSubscriptionRecord, 'fromSequence'>): Promise<WebhookSubscriptionRecord> {
@@ -211,6 +251,10 @@ export class SqliteWebhooks implements WebhookRepository {
   async getSubscription(id: string): Promise<WebhookSubscriptionRecord | undefined> {
     const row = this.statements.getSubscription.get(id) as SubscriptionRow | undefined;
     return row ? subscriptionFromRow(row) : undefined;
+  }
+
+  async subscriptionStatus(id: string): Promise<WebhookSubscriptionRecord['status'] | undefined> {
+    return this.statements.subscriptionStatus.get(id) as WebhookSubscriptionRecord['status'] | undefined;
   }
 
   async listSubscriptions(organizationId: string): Promise<WebhookSubscriptionRecord[]> {
@@ -254,38 +298,13 @@ export class SqliteWebhooks implements WebhookRepository {
     return this.statements.dueSubscriptions.all(now) as Array<{ subscriptionId: string; due: number }>;
   }
 
-  async claimDue(subscriptionId: string, now: number, limit: number): Promise<WebhookMessageRecord[]> {
-    return this.db
-      .transaction(() => {
-        const rows = this.statements.selectDue.all(now, subscriptionId, limit) as MessageRow[];
-        for (const row of rows) this.statements.markDelivering.run(row.id);
-        return rows.map((row) => messageFromRow({ ...row, state: 'delivering' }));
-      })
-      .immediate();
+  async claimDue(claims: Array<{ subscriptionId: string; limit: number; skip: ReadonlySet<string> }>, now: number): Promise<WebhookMessageRecord[]> {
+    if (claims.length === 0) return [];
+    return this.claimTransaction.deferred(claims, now);
   }
 
-  async recordAttempt(messageId: string, result: WebhookAttemptResult): Promise<void> {
-    const { attempt } = result;
-    this.db
-      .transaction(() => {
-        this.statements.insertAttempt.run(attempt);
-        this.statements.finishMessage.run({
-          id: messageId,
-          state: result.state,
-          attempts: attempt.attempt,
-          nextAttemptAt: result.nextAttemptAt,
-          updatedAt: attempt.attemptedAt,
-          statusCode: attempt.statusCode,
-          error: attempt.error,
-        });
-        if (result.disableSubscription !== undefined) {
-          this.db
-            .prepare(`UPDATE webhook_subscriptions SET status = 'disabled', disabled_reason = ? WHERE id = ?`)
-            .run(result.disableSubscription, attempt.subscriptionId);
-          this.statements.cancelPendingOf.run({ subscriptionId: attempt.subscriptionId, at: attempt.attemptedAt, reason: result.disableSubscription });
-        }
-      })
-      .immediate();
+  async recordAttempts(results: WebhookAttemptResult[]): Promise<void> {
+    if (results.length > 0) this.recordTransaction.immediate(results);
   }
 
   async cancel(messageId: string, reason: string, at: string): Promise<void> {
@@ -324,6 +343,6 @@ export class SqliteWebhooks implements WebhookRepository {
     const byState = this.db.prepare(`SELECT state, COUNT(*) AS n FROM webhook_messages ${scope} GROUP BY state`).all(params) as Array<{ state: string; n: number }>;
     const count = (state: string): number => byState.find((row) => row.state === state)?.n ?? 0;
     const failed = this.db.prepare(`SELECT COUNT(*) FROM webhook_attempts ${scope ? `${scope} AND` : 'WHERE'} outcome != 'delivered'`).pluck().get(params) as number;
-    return { queued: count('pending'), delivering: count('delivering'), delivered: count('delivered'), dead: count('dead'), cancelled: count('cancelled'), failed };
+    return { queued: count('pending') + count('delivering'), delivered: count('delivered'), dead: count('dead'), cancelled: count('cancelled'), failed };
   }
 }
