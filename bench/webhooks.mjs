@@ -1,0 +1,195 @@
+// Webhook delivery benchmark (issue 4). Needs the compiled server: `npx tsc -b` (npm run bench builds).
+//  1. baseline: a plain keep-alive HTTPS POST loop to a local receiver (same concurrency as the
+//     dispatcher's per-callback limit);
+//  2. the server (child process) delivering to 50 subscriptions on the same receiver:
+//     deliveries per second, as a share of the baseline (target >= 50 %);
+//  3. event-to-delivery latency p50/p99 with no retries (one subscription, events spaced out).
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const MAIN = path.join(ROOT, 'dist/server/main.js');
+const SEED = path.join(ROOT, 'test/fixtures/seed.json');
+const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
+const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
+const ADMIN = 'bench-admin-token-0123456789';
+const SUBSCRIPTIONS = 50;
+const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 200); // x 50 subscriptions
+const CONCURRENCY = 16; // = DEFAULT_DISPATCHER_OPTIONS.maxPerCallback: all 50 subscriptions share one callback host
+const LATENCY_EVENTS = 300;
+
+if (!fs.existsSync(MAIN)) {
+  console.error(`${MAIN} is missing: run npx tsc -b first`);
+  process.exit(1);
+}
+
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bench-webhooks-'));
+const ssl = (...args) => execFileSync('openssl', args, { cwd: work, stdio: 'pipe' });
+const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '1', '-subj', '/CN=bench CA');
+ssl('req', ...ec, '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=localhost');
+fs.writeFileSync(path.join(work, 'leaf.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+ssl('x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'leaf.pem', '-days', '1', '-extfile', 'leaf.ext');
+const ca = fs.readFileSync(path.join(work, 'ca.pem'));
+
+// --- receiver ----------------------------------------------------------------------------------
+let received = 0;
+let onReceived = () => {};
+const latencies = [];
+const receiver = https.createServer({ key: fs.readFileSync(path.join(work, 'leaf.key')), cert: fs.readFileSync(path.join(work, 'leaf.pem')), keepAliveTimeout: 60_000 }, (request, response) => {
+  const chunks = [];
+  request.on('data', (chunk) => chunks.push(chunk));
+  request.on('end', () => {
+    const now = Date.now();
+    received += 1;
+    if (request.url.startsWith('/latency')) latencies.push(now - Date.parse(JSON.parse(Buffer.concat(chunks).toString()).timestamp));
+    response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+    onReceived();
+  });
+});
+let connections = 0;
+receiver.on('secureConnection', () => (connections += 1));
+await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+const port = receiver.address().port;
+const waitForReceived = (count) =>
+  new Promise((resolve) => {
+    if (received >= count) return resolve();
+    onReceived = () => received >= count && resolve();
+  });
+
+// --- 1. baseline -------------------------------------------------------------------------------
+const sampleBody = JSON.stringify({
+  source: 'patient-docs',
+  messageId: '7b1f2c9e-3d4a-5b6c-8d7e-9f0a1b2c3d4e',
+  timestamp: new Date().toISOString(),
+  eventType: 'patient.updated',
+  operationId: '2f9d4c1a-8b7e-4f6a-9c3d-1e2f3a4b5c6d',
+  organizationId: ORG,
+  data: { patient: { id: PATIENT, name: 'Jane Roe', createdAt: new Date().toISOString(), updatedAt: new Date().toISOString() } },
+  patientId: PATIENT,
+});
+const total = SUBSCRIPTIONS * EVENTS;
+/** The plain loop: CONCURRENCY workers POSTing `total` bodies over keep-alive sockets; requests per second. */
+async function baseline() {
+  const agent = new https.Agent({ keepAlive: true, maxSockets: CONCURRENCY, ca });
+  const post = () =>
+    new Promise((resolve, reject) => {
+      const request = https.request({ host: '127.0.0.1', port, path: '/baseline', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(sampleBody) } }, (response) => {
+        response.resume();
+        response.on('end', resolve);
+      });
+      request.on('error', reject);
+      request.end(sampleBody);
+    });
+  let sent = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (sent < total) {
+        sent += 1;
+        await post();
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  agent.destroy();
+  return total / seconds;
+}
+// The machine may be shared: the loop runs before and after the server phase and the faster run counts.
+const baselineBefore = await baseline();
+
+// --- 2. the server ------------------------------------------------------------------------------
+const dataDir = path.join(work, 'data');
+const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), MAIN], {
+  cwd: ROOT,
+  env: {
+    ...process.env,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    NODE_EXTRA_CA_CERTS: path.join(work, 'ca.pem'),
+    PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'true',
+    PATIENT_DOCS_DATA_DIR: dataDir,
+    PATIENT_DOCS_SEED: SEED,
+    PATIENT_DOCS_ADMIN_TOKEN: ADMIN,
+    PATIENT_DOCS_LOG_LEVEL: 'warn',
+  },
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+const baseUrl = await new Promise((resolve, reject) => {
+  let output = '';
+  child.stdout.on('data', (chunk) => {
+    output += chunk;
+    const match = /listening on (http:\/\/[^\s;]+)/.exec(output);
+    if (match) resolve(match[1]);
+  });
+  child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${output}`)));
+});
+const tokenResponse = await fetch(`${baseUrl}/oauth2/token`, {
+  method: 'POST',
+  body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'scanner-pc-1', client_secret: 'scanner-pc-1-secret-0123456789' }),
+});
+const { access_token: token } = await tokenResponse.json();
+const api = (route, body) =>
+  fetch(`${baseUrl}${route}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'organization-id': ORG, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const admin = (method, route, body) => fetch(`${baseUrl}${route}`, { method, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+for (let index = 0; index < SUBSCRIPTIONS; index += 1) {
+  const response = await api('/v1/webhooks/subscribe', { events: ['patient.updated'], callback: `https://127.0.0.1:${port}/hook/${index}`, hmac: `bench-secret-${index}` });
+  if (response.status !== 201) throw new Error(`subscribe failed: ${response.status} ${await response.text()}`);
+}
+
+received = 0;
+const cpuOf = (pid) => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return (Number(f[11]) + Number(f[12])) * 10; };
+const cpuBefore = fs.existsSync('/proc/self/stat') ? cpuOf(child.pid) : 0;
+const selfBefore = process.cpuUsage();
+const deliveryStart = performance.now();
+let written = 0;
+await Promise.all(
+  Array.from({ length: 4 }, async () => {
+    while (written < EVENTS) {
+      const index = written++;
+      const response = await admin('PATCH', `/admin/v1/patients/${PATIENT}`, { name: `Jane ${index}` });
+      await response.arrayBuffer();
+    }
+  }),
+);
+const eventsSeconds = (performance.now() - deliveryStart) / 1000;
+await waitForReceived(total);
+const deliverySeconds = (performance.now() - deliveryStart) / 1000;
+const deliveryRate = total / deliverySeconds;
+const serverCpuMs = fs.existsSync('/proc/self/stat') ? cpuOf(child.pid) - cpuBefore : NaN;
+const receiverCpuMs = (process.cpuUsage(selfBefore).user + process.cpuUsage(selfBefore).system) / 1000;
+
+const baselineAfter = await baseline();
+const baselineRate = Math.max(baselineBefore, baselineAfter);
+
+// --- 3. latency ---------------------------------------------------------------------------------
+const latencySubscription = await api('/v1/webhooks/subscribe', { events: ['order.created'], callback: `https://127.0.0.1:${port}/latency`, hmac: 'latency-secret' });
+if (latencySubscription.status !== 201) throw new Error('latency subscription failed');
+received = 0;
+for (let index = 0; index < LATENCY_EVENTS; index += 1) {
+  const response = await admin('POST', '/admin/v1/orders', { patientId: PATIENT, organizationId: ORG, status: `latency-${index}` });
+  await response.arrayBuffer();
+  await new Promise((resolve) => setTimeout(resolve, 5));
+}
+await waitForReceived(LATENCY_EVENTS);
+latencies.sort((a, b) => a - b);
+const percentile = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))];
+
+child.kill('SIGTERM');
+await new Promise((resolve) => child.once('exit', resolve));
+receiver.closeAllConnections();
+receiver.close();
+fs.rmSync(work, { recursive: true, force: true });
+
+const share = (100 * deliveryRate) / baselineRate;
+console.log(`webhooks: ${total} deliveries (${EVENTS} events x ${SUBSCRIPTIONS} subscriptions) to one local HTTPS receiver, ${CONCURRENCY} connections`);
+console.log(`  plain keep-alive POST loop : ${baselineRate.toFixed(0)} req/s (best of ${baselineBefore.toFixed(0)} before and ${baselineAfter.toFixed(0)} after)`);
+console.log(`  webhook dispatcher         : ${deliveryRate.toFixed(0)} deliveries/s (${deliverySeconds.toFixed(2)} s, events written in ${eventsSeconds.toFixed(2)} s) = ${share.toFixed(0)}% of the loop (target >= 50%)`);
+console.log(`  TLS connections accepted   : ${connections}`);
+console.log(`  CPU during delivery        : server ${serverCpuMs.toFixed(0)} ms, receiver+bench ${receiverCpuMs.toFixed(0)} ms over ${(deliverySeconds * 1000).toFixed(0)} ms wall`);
+console.log(`  event-to-delivery latency  : p50 ${percentile(50)} ms, p99 ${percentile(99)} ms, max ${latencies.at(-1)} ms (${LATENCY_EVENTS} events, one subscription, no retries)`);
+process.exit(share >= 50 ? 0 : 1);
