@@ -265,7 +265,7 @@ export class WebhookDispatcher {
     for (let index = 0; index < count && budget > 0; index += 1) {
       const entry = this.dueList[(this.rotation + index) % count];
       if (!entry || entry.due <= 0) continue;
-      const known = await this.subscriptionFor(entry.subscriptionId);
+      const known = this.active.get(entry.subscriptionId) ?? (await this.subscriptionFor(entry.subscriptionId));
       const origin = known?.origin ?? '';
       const held = (this.perCallback.get(origin) ?? 0) + (this.ready.get(origin)?.length ?? 0) + (reserved.get(origin) ?? 0);
       // Refill an origin's queue only once it has run low, so claims come in batches.

@@ -45,7 +45,6 @@ export class HttpsSender {
         resolve({ statusCode, latencyMs: Math.round(performance.now() - started), error });
       };
       const hostname = request.url.hostname.replace(/^\[(.*)\]$/, '$1');
-      const body = Buffer.from(request.body, 'utf8');
       const req = https.request({
         method: 'POST',
         host: request.address.address,
@@ -54,7 +53,7 @@ export class HttpsSender {
         path: `${request.url.pathname}${request.url.search}`,
         servername: isIP(hostname) === 0 ? hostname : '',
         agent: this.agent,
-        headers: { ...request.headers, host: request.url.host, 'content-length': String(body.length) },
+        headers: { ...request.headers, host: request.url.host, 'content-length': String(Buffer.byteLength(request.body, 'utf8')) },
       });
       const timer = setTimeout(() => {
         finish(null, `no response within ${request.timeoutMs} ms`);
@@ -71,7 +70,8 @@ export class HttpsSender {
         response.on('error', () => finish(response.statusCode ?? null, null));
       });
       req.on('error', (error: NodeJS.ErrnoException) => finish(null, describeError(error)));
-      req.end(body);
+      // A string body goes out with the headers in one write (one TLS record), a Buffer in two.
+      req.end(request.body, 'utf8');
     });
 
   close(): void {
