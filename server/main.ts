@@ -5,8 +5,9 @@ import { startServer } from './start.js';
 async function main(): Promise<void> {
   const config = loadConfig();
   const server = await startServer(config);
-  const publicNote = config.publicUrl !== server.url ? ` (public URL ${config.publicUrl})` : '';
-  console.log(`Patient Docs server listening on ${server.url}${publicNote}; data in ${config.dataDir}; API docs at ${config.publicUrl}/docs`);
+  const { publicUrl } = server.context.config;
+  const publicNote = publicUrl !== server.url ? ` (public URL ${publicUrl})` : '';
+  console.log(`Patient Docs server listening on ${server.url}${publicNote}; data in ${config.dataDir}; API docs at ${publicUrl}/docs`);
   if (server.generatedAdminToken) {
     console.log(`Admin token (shown once, store it safely; only its hash is kept): ${server.generatedAdminToken}`);
   }
