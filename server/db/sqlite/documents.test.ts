@@ -82,3 +82,18 @@ describe('SqliteDocuments.search', () => {
     await store.close();
   });
 });
+
+describe('SqliteDocuments.create', () => {
+  it('commits concurrent creates together, and a duplicate among them fails alone', async () => {
+    const store = storeWithPatient();
+    const documents = Array.from({ length: 20 }, (_, index) => record(`doc-${index}.stl`, '/batch', index));
+    const duplicate = { ...record('DOC-3.STL', '/BATCH', 30) };
+    const outcomes = await Promise.allSettled([...documents, duplicate].map((document) => store.documents.create(document, [])));
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(20);
+    const rejected = outcomes.filter((outcome): outcome is PromiseRejectedResult => outcome.status === 'rejected');
+    expect(rejected).toHaveLength(1);
+    expect((rejected[0]!.reason as Error).name).toBe('DuplicateError');
+    expect((await store.documents.search(query({ pathKey: '/batch', limit: 100 }))).total).toBe(20);
+    await store.close();
+  });
+});

@@ -7,6 +7,13 @@ import type { Statement } from 'better-sqlite3';
 
 const LARGE_RESULT = 2000;
 const RESULT_CACHE_ENTRIES = 1000;
+
+interface PendingCreate {
+  document: DocumentRecord;
+  events: OutboxEvent[];
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
 import type { SqliteOutbox } from './outbox.js';
 
 export interface DocumentRow {
@@ -117,22 +124,55 @@ export class SqliteDocuments implements DocumentRepository {
     this.selectOne = db.prepare(`SELECT ${COLUMNS} FROM documents WHERE id = ? AND patient_id = ? AND deleted_at IS NULL`);
   }
 
-  async create(document: DocumentRecord, events: OutboxEvent[]): Promise<void> {
+  /**
+   * Group commit: creates that arrive in the same turn of the event loop share one transaction
+   * (each in its own savepoint, so one duplicate fails alone). A WAL commit writes every touched
+   * page, so under load this is most of the cost of a create; alone, a create still commits at once.
+   * The caller hears back only after the commit, as before.
+   */
+  create(document: DocumentRecord, events: OutboxEvent[]): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.pendingCreates.push({ document, events, resolve, reject });
+      if (this.pendingCreates.length === 1) setImmediate(() => this.flushCreates());
+    });
+  }
+
+  private pendingCreates: PendingCreate[] = [];
+
+  private flushCreates(): void {
+    const batch = this.pendingCreates;
+    this.pendingCreates = [];
+    const failures = new Map<PendingCreate, unknown>();
+    const insertOne = this.db.transaction((item: PendingCreate) => {
+      this.insert.run({
+        ...item.document,
+        nameKey: foldKey(item.document.fileName),
+        pathKey: foldKey(item.document.path),
+        hasContent: item.document.hasContent ? 1 : 0,
+      });
+      this.outbox.appendInTransaction(item.events);
+    });
     try {
       this.db
         .transaction(() => {
-          this.insert.run({
-            ...document,
-            nameKey: foldKey(document.fileName),
-            pathKey: foldKey(document.path),
-            hasContent: document.hasContent ? 1 : 0,
-          });
-          this.outbox.appendInTransaction(events);
+          for (const item of batch) {
+            try {
+              insertOne(item);
+            } catch (error) {
+              failures.set(item, error);
+            }
+          }
         })
         .immediate();
     } catch (error) {
-      if (isUniqueViolation(error)) throw new DuplicateError(`a document named ${document.fileName} already exists in ${document.path}`);
-      throw error;
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    for (const item of batch) {
+      const error = failures.get(item);
+      if (error === undefined) item.resolve();
+      else if (isUniqueViolation(error)) item.reject(new DuplicateError(`a document named ${item.document.fileName} already exists in ${item.document.path}`));
+      else item.reject(error);
     }
   }
 
