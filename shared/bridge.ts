@@ -5,8 +5,8 @@
  * The renderer never sees a token or a secret: it asks the engine, which calls the server.
  */
 import { Type, type Static, type TSchema } from 'typebox';
-import type { PatientListResponse, SearchResponse} from './schemas.js';
-import { SearchBody, Uuid } from './schemas.js';
+import type { PatientListResponse, SearchResponse } from './schemas.js';
+import { SearchBody, Uuid, literalUnion } from './schemas.js';
 import type { BridgeErrorCode } from './bridge-errors.js';
 
 export const FILE_STATES = ['queued', 'creating', 'uploading', 'verifying', 'synced', 'waiting', 'failed'] as const;
@@ -152,7 +152,7 @@ export const PairId = Type.String({ minLength: 1, maxLength: 64 });
 export const RetryTarget = Type.Object({ pairId: Type.Optional(PairId), fileId: Type.Optional(Type.Integer({ minimum: 1 })) });
 export const FileListInput = Type.Object({
   pairId: PairId,
-  states: Type.Optional(Type.Array(Type.Union(FILE_STATES.map((state) => Type.Literal(state))))),
+  states: Type.Optional(Type.Array(literalUnion(FILE_STATES))),
   offset: Type.Optional(Type.Integer({ minimum: 0 })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
 });

@@ -4,6 +4,11 @@
  */
 import { Type, type Static } from 'typebox';
 
+/** A union of string literals that keeps its static type (a mapped array would widen it). */
+export function literalUnion<const T extends readonly string[]>(values: T) {
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values] });
+}
+
 export const Uuid = Type.String({ format: 'uuid', description: 'UUID' });
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601 UTC, e.g. 2026-11-21T09:30:00.000Z' });
 /**
@@ -82,7 +87,7 @@ export const SearchBody = Type.Object({
   fileName: Type.Optional(Type.String({ maxLength: 1024 })),
   fileType: Type.Optional(Type.String({ maxLength: 64 })),
   id: Type.Optional(Type.Array(Uuid, { maxItems: MAX_SEARCH_IDS })),
-  sortBy: Type.Optional(Type.Union(SORT_FIELDS.map((field) => Type.Literal(field)))),
+  sortBy: Type.Optional(literalUnion(SORT_FIELDS)),
   sortDirection: Type.Optional(Type.Union([Type.Literal('ASC'), Type.Literal('DESC')])),
 });
 export type SearchBody = Static<typeof SearchBody>;
@@ -237,7 +242,7 @@ export const AdminClientBody = Type.Object({
   clientId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._-]{1,128}$' })),
   clientSecret: Type.Optional(Type.String({ minLength: 16, maxLength: 512 })),
   name: Type.String({ minLength: 1, maxLength: 256 }),
-  scopes: Type.Array(Type.Union(SCOPES.map((scope) => Type.Literal(scope))), { maxItems: 16 }),
+  scopes: Type.Array(literalUnion(SCOPES), { maxItems: 16 }),
   organizations: Type.Array(Uuid, { maxItems: 1000 }),
 });
 export const AdminClientSchema = Type.Object({
