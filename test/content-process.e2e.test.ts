@@ -144,9 +144,9 @@ describe('the server process', () => {
     for (let index = 0; index < 200; index += 1) {
       const chunk = randomBytes(MiB);
       hash.update(chunk);
-      if (!writer.write(chunk)) await new Promise((resolve) => writer.once('drain', resolve));
+      if (!writer.write(chunk)) await new Promise<void>((resolve) => writer.once('drain', () => resolve()));
     }
-    await new Promise((resolve) => writer.end(resolve));
+    await new Promise<void>((resolve) => writer.end(() => resolve()));
     const expected = hash.digest('hex');
 
     const baseline = rssBytes(server.child.pid!);

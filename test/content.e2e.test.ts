@@ -413,7 +413,7 @@ describe('resumable upload (tus 1.0)', () => {
         fetch(location, {
           method: 'PATCH',
           headers: { authorization: `Bearer ${token}`, 'tus-resumable': '1.0.0', 'upload-offset': String(offset), 'content-type': 'application/offset+octet-stream', ...extra },
-          body,
+          body: new Uint8Array(body),
         }),
       );
     // A dropped connection after 60%: send the head of the body, then cut the socket.

@@ -8,13 +8,15 @@ import { createHash, randomUUID, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
-import { Transform, type Readable, type TransformCallback } from 'node:stream';
+import type { FileHandle } from 'node:fs/promises';
+import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { SizeLimitError, type ByteRange, type ContentStorage, type ReceivedContent, type TempObject } from './types.js';
 
 const KEY_PATTERN = /^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)*$/;
 /** Large writes mean fewer syscalls on multi-GB scans, at a bounded memory cost per upload. */
 export const WRITE_HIGH_WATER_MARK = 1024 * 1024;
+const BACKGROUND_FLUSH_MS = 250;
 
 /**
  * Counts and hashes the bytes flowing through, failing as soon as they pass `maxBytes`.
@@ -53,6 +55,57 @@ export async function syncPath(target: string, mode: 'r' | 'r+' = 'r'): Promise<
   }
 }
 
+/**
+ * Writes a stream to a file and fsyncs it before 'finish'. While bytes still arrive it flushes
+ * in the background, so the final fsync of a multi-GB upload has little left to wait for.
+ */
+export class DurableFileWriter extends Writable {
+  private flushing: Promise<unknown> | undefined;
+  private flushedAt = Date.now();
+
+  constructor(private readonly handle: FileHandle) {
+    super({ highWaterMark: WRITE_HIGH_WATER_MARK });
+  }
+
+  private flushInBackground(): void {
+    if (this.flushing || Date.now() - this.flushedAt < BACKGROUND_FLUSH_MS) return;
+    this.flushedAt = Date.now();
+    this.flushing = this.handle.datasync().then(
+      () => (this.flushing = undefined),
+      () => (this.flushing = undefined),
+    );
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.handle.write(chunk).then(() => {
+      this.flushInBackground();
+      callback();
+    }, callback);
+  }
+
+  override _writev(chunks: Array<{ chunk: Buffer }>, callback: (error?: Error | null) => void): void {
+    this.handle.writev(chunks.map(({ chunk }) => chunk)).then(() => {
+      this.flushInBackground();
+      callback();
+    }, callback);
+  }
+
+  override _final(callback: (error?: Error | null) => void): void {
+    Promise.resolve(this.flushing)
+      .then(() => this.handle.sync())
+      .then(() => callback(), callback);
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    Promise.resolve(this.flushing)
+      .then(() => this.handle.close())
+      .then(
+        () => callback(error),
+        () => callback(error),
+      );
+  }
+}
+
 export class LocalDiskStorage implements ContentStorage {
   readonly tmpDir: string;
   readonly objectsDir: string;
@@ -73,7 +126,7 @@ export class LocalDiskStorage implements ContentStorage {
     const temp = this.newTemp();
     const meter = new MeteredHash(maxBytes);
     try {
-      await pipeline(source, meter, fs.createWriteStream(temp.path, { flags: 'wx', highWaterMark: WRITE_HIGH_WATER_MARK }));
+      await pipeline(source, meter, new DurableFileWriter(await fsp.open(temp.path, 'wx')));
     } catch (error) {
       await this.discard(temp);
       throw error;

@@ -10,7 +10,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { MeteredHash, WRITE_HIGH_WATER_MARK } from './local-disk.js';
+import { DurableFileWriter, MeteredHash, WRITE_HIGH_WATER_MARK } from './local-disk.js';
 import { ChecksumMismatchError, OffsetMismatchError, type ReceivedContent, type ResumableStore, type ResumableUpload } from './types.js';
 
 const ID_PATTERN = /^[a-f0-9-]{36}$/;
@@ -82,7 +82,8 @@ export class DiskResumableStore implements ResumableStore {
       const meter = new MeteredHash(upload.length - offset, trusted?.hash);
       let failure: unknown;
       try {
-        await pipeline(source, meter, fs.createWriteStream(this.dataPath(id), { flags: 'a', highWaterMark: WRITE_HIGH_WATER_MARK }));
+        // Durable before the offset is reported: a client never resumes past bytes a power cut lost.
+        await pipeline(source, meter, new DurableFileWriter(await fsp.open(this.dataPath(id), 'a')));
       } catch (error) {
         failure = error;
       }

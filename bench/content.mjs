@@ -1,0 +1,200 @@
+// Content throughput (issue 3), each figure beside its baseline from the same run:
+//   one-shot upload of 1 GiB   vs a bare Node HTTP server piping the same multipart body to disk (+ server RSS growth)
+//   resumable (tus) upload     vs @tus/server + @tus/file-store alone (the peer)
+//   download of 1 GiB          vs a bare fs.createReadStream → socket server
+//   node bench/content.mjs [--quick]   (--quick: 256 MiB)
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { FileStore } from '@tus/file-store';
+import { Server as TusServer } from '@tus/server';
+
+const quick = process.argv.includes('--quick');
+const ROOT = path.resolve(import.meta.dirname, '..');
+const MiB = 1024 * 1024;
+const SIZE = (quick ? 256 : 1024) * MiB;
+const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
+const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
+const CLIENT = { id: 'scanner-pc-1', secret: 'scanner-pc-1-secret-0123456789' };
+const work = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bench-content-'));
+const source = path.join(work, 'source.bin');
+
+async function freePort() {
+  return new Promise((resolve) => {
+    const probe = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function writeSource() {
+  const out = fs.createWriteStream(source);
+  const block = randomBytes(4 * MiB);
+  for (let written = 0; written < SIZE; written += block.length) {
+    block.writeUInt32LE(written, 0);
+    if (!out.write(Buffer.from(block))) await new Promise((resolve) => out.once('drain', resolve));
+  }
+  await new Promise((resolve) => out.end(resolve));
+}
+
+function multipart(id) {
+  const boundary = '----patient-docs-bench';
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="Id"\r\n\r\n${id}\r\n--${boundary}\r\nContent-Disposition: form-data; name="Type"\r\n\r\nSTL\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="arch.stl"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  return { contentType: `multipart/form-data; boundary=${boundary}`, length: head.length + SIZE + tail.length, head, tail };
+}
+
+/** Sends head + the source file + tail as the request body; resolves with status and seconds. */
+function send(url, { method = 'POST', headers = {}, head = Buffer.alloc(0), tail = Buffer.alloc(0), length = SIZE }) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const request = http.request(url, { method, headers: { ...headers, 'content-length': String(length) } });
+    request.on('error', reject);
+    request.on('response', (response) => {
+      const chunks = [];
+      response.on('data', (chunk) => chunks.push(chunk));
+      response.on('end', () => resolve({ status: response.statusCode, headers: response.headers, body: Buffer.concat(chunks).toString(), seconds: (performance.now() - started) / 1000 }));
+    });
+    request.write(head);
+    const file = fs.createReadStream(source, { highWaterMark: MiB });
+    file.on('data', (chunk) => {
+      if (!request.write(chunk)) {
+        file.pause();
+        request.once('drain', () => file.resume());
+      }
+    });
+    file.on('end', () => request.end(tail));
+  });
+}
+
+function download(url) {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    http.get(url, (response) => {
+      let bytes = 0;
+      response.on('data', (chunk) => (bytes += chunk.length));
+      response.on('end', () => resolve({ status: response.statusCode, bytes, seconds: (performance.now() - started) / 1000 }));
+    }).on('error', reject);
+  });
+}
+
+const rate = (seconds) => `${(SIZE / MiB / seconds).toFixed(0)} MiB/s`;
+const ratio = (ours, baseline) => `${((baseline / ours) * 100).toFixed(0)}%`;
+
+async function listen(handler) {
+  const server = http.createServer(handler);
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, url: `http://127.0.0.1:${server.address().port}` };
+}
+
+async function startPatientDocs() {
+  const dataDir = path.join(work, 'data');
+  const port = await freePort();
+  let output = '';
+  const child = spawn(process.execPath, ['dist/server/main.js'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: String(port), PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: path.join(ROOT, 'test/fixtures/seed.json'), PATIENT_DOCS_ADMIN_TOKEN: 'bench-admin-token-0123456789', PATIENT_DOCS_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
+  while (!output.includes('listening on')) {
+    if (child.exitCode !== null) throw new Error(output);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const url = `http://127.0.0.1:${port}`;
+  const tokenResponse = await fetch(`${url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) });
+  const { access_token: token } = await tokenResponse.json();
+  let counter = 0;
+  const createDocument = async () => {
+    const response = await fetch(`${url}/v1/patients/${PATIENT}/documents`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'organization-id': ORG, 'content-type': 'application/json' },
+      body: JSON.stringify({ fileName: `bench-${Date.now()}-${(counter += 1)}.stl`, path: '/bench' }),
+    });
+    return response.json();
+  };
+  return { child, url, token, dataDir, createDocument };
+}
+
+function rss(pid) {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
+}
+
+async function tusUpload(endpoint, headers) {
+  const created = await fetch(endpoint, { method: 'POST', headers: { ...headers, 'tus-resumable': '1.0.0', 'upload-length': String(SIZE) } });
+  if (created.status !== 201) throw new Error(`tus create: ${created.status} ${await created.text()}`);
+  const location = new URL(created.headers.get('location'), endpoint).toString();
+  const result = await send(location, { method: 'PATCH', headers: { ...headers, 'tus-resumable': '1.0.0', 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' } });
+  if (result.status !== 204) throw new Error(`tus patch: ${result.status} ${result.body}`);
+  return result;
+}
+
+async function main() {
+  await writeSource();
+  console.log(`file: ${SIZE / MiB} MiB on ${os.cpus().length} CPUs`);
+
+  // --- one-shot upload ---------------------------------------------------------------
+  const bareTarget = path.join(work, 'bare-upload.bin');
+  const bare = await listen((request, response) => {
+    request.pipe(fs.createWriteStream(bareTarget)).on('finish', () => response.writeHead(201).end());
+  });
+  const form = multipart('00000000-0000-4000-8000-000000000000');
+  const bareUpload = await send(bare.url, { headers: { 'content-type': form.contentType }, ...form });
+  bare.server.close();
+  fs.rmSync(bareTarget, { force: true });
+
+  const patientDocs = await startPatientDocs();
+  const document = await patientDocs.createDocument();
+  const ourForm = multipart(document.id);
+  const baseline = rss(patientDocs.child.pid);
+  let peak = baseline;
+  const sampler = setInterval(() => (peak = Math.max(peak, rss(patientDocs.child.pid))), 20);
+  const ourUpload = await send(`${document.storageUrl}/file`, { headers: { authorization: `Bearer ${patientDocs.token}`, 'content-type': ourForm.contentType }, ...ourForm });
+  clearInterval(sampler);
+  if (ourUpload.status !== 201) throw new Error(`upload: ${ourUpload.status} ${ourUpload.body}`);
+  const uploaded = JSON.parse(ourUpload.body);
+  console.log(`one-shot upload:  patient-docs ${rate(ourUpload.seconds)}  |  bare pipe-to-disk ${rate(bareUpload.seconds)}  →  ${ratio(ourUpload.seconds, bareUpload.seconds)} of baseline (target ≥ 80%)`);
+  console.log(`server RSS during upload: ${(baseline / MiB).toFixed(0)} → peak ${(peak / MiB).toFixed(0)} MiB, growth ${((peak - baseline) / MiB).toFixed(1)} MiB (target < 100 MB)`);
+
+  // --- download --------------------------------------------------------------------------
+  const bareDownloadServer = await listen((_request, response) => {
+    response.writeHead(200, { 'content-length': String(SIZE), 'content-type': 'application/octet-stream' });
+    fs.createReadStream(source).pipe(response);
+  });
+  const bareDownload = await download(bareDownloadServer.url);
+  bareDownloadServer.server.close();
+  const ourDownload = await download(uploaded.storageDownloadUri);
+  if (ourDownload.bytes !== SIZE) throw new Error(`download returned ${ourDownload.bytes} bytes`);
+  console.log(`download:         patient-docs ${rate(ourDownload.seconds)}  |  bare createReadStream ${rate(bareDownload.seconds)}  →  ${ratio(ourDownload.seconds, bareDownload.seconds)} of baseline (target ≥ 80%)`);
+
+  // --- resumable upload --------------------------------------------------------------------
+  const tusDir = path.join(work, 'tus-peer');
+  fs.mkdirSync(tusDir);
+  const peer = new TusServer({ path: '/files', datastore: new FileStore({ directory: tusDir }) });
+  const peerServer = await listen((request, response) => void peer.handle(request, response));
+  const peerUpload = await tusUpload(`${peerServer.url}/files`, {});
+  peerServer.server.close();
+  fs.rmSync(tusDir, { recursive: true, force: true });
+  const tusDocument = await patientDocs.createDocument();
+  const ourTus = await tusUpload(`${tusDocument.storageUrl}/uploads`, { authorization: `Bearer ${patientDocs.token}` });
+  console.log(`resumable (tus):  patient-docs ${rate(ourTus.seconds)}  |  @tus/server + @tus/file-store ${rate(peerUpload.seconds)}  →  ${ratio(ourTus.seconds, peerUpload.seconds)} of the peer (target ≥ 90%)`);
+
+  patientDocs.child.kill('SIGTERM');
+  await new Promise((resolve) => patientDocs.child.once('exit', resolve));
+}
+
+main()
+  .catch((error) => {
+    console.error(error);
+    process.exitCode = 1;
+  })
+  .finally(() => fs.rmSync(work, { recursive: true, force: true }));
