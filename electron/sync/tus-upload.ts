@@ -30,13 +30,14 @@ export class TusUploader {
 
   /** Resolves with the document when the server answers the last PATCH with it, else null. */
   async upload(request: UploadRequest): Promise<DocumentDto | null> {
-    let url = request.resumeUrl ? await this.stillThere(request.resumeUrl) : null;
+    const signal = request.signal;
+    let url = request.resumeUrl ? await this.stillThere(request.resumeUrl, signal) : null;
     if (!url) {
       if (request.resumeUrl) request.onResumeUrl?.(null);
       url = await this.create(request);
       request.onResumeUrl?.(url);
     }
-    let offset = await this.offsetOf(url);
+    let offset = await this.offsetOf(url, signal);
     let failuresWithoutProgress = 0;
     for (;;) {
       if (offset >= request.size) {
@@ -55,7 +56,7 @@ export class TusUploader {
         if (request.signal?.aborted) throw new AbortedError('the upload was stopped');
         if (!(error instanceof ApiNetworkError) || failuresWithoutProgress >= MAX_RESUMES_WITHOUT_PROGRESS) throw error;
         failuresWithoutProgress += 1;
-        const reported = await this.offsetOf(url);
+        const reported = await this.offsetOf(url, signal);
         if (reported > offset) failuresWithoutProgress = 0;
         offset = reported;
       }
@@ -72,7 +73,7 @@ export class TusUploader {
         'upload-metadata': metadata({ filename: request.fileName, filetype: request.fileType, Id: request.documentId }),
       };
       if (request.ifMatch) headers['if-match'] = `"${request.ifMatch}"`;
-      return got.post(collection, { headers, throwHttpErrors: false, retry: { limit: 0 }, responseType: 'text', timeout: { request: 30_000 } });
+      return got.post(collection, { headers, throwHttpErrors: false, retry: { limit: 0 }, responseType: 'text', timeout: { request: 30_000 }, ...(request.signal ? { signal: request.signal } : {}) });
     });
     const location = response.headers.location;
     if (response.statusCode !== 201 || !location) throw problemFromResponse(response.statusCode, parse(response.body), collection, response.headers['retry-after']);
@@ -80,21 +81,21 @@ export class TusUploader {
   }
 
   /** The upload URL when the server still has that upload, else null (expired, finished, removed). */
-  private async stillThere(url: string): Promise<string | null> {
-    const response = await this.head(url);
+  private async stillThere(url: string, signal: AbortSignal | undefined): Promise<string | null> {
+    const response = await this.head(url, signal);
     if (response.statusCode === 404 || response.statusCode === 410 || response.statusCode === 403) return null;
     if (response.statusCode >= 300) throw problemFromResponse(response.statusCode, parse(response.body), url, response.headers['retry-after']);
     return url;
   }
 
-  private async offsetOf(url: string): Promise<number> {
-    const response = await this.head(url);
+  private async offsetOf(url: string, signal?: AbortSignal): Promise<number> {
+    const response = await this.head(url, signal);
     if (response.statusCode >= 300) throw problemFromResponse(response.statusCode, parse(response.body), url, response.headers['retry-after']);
     const offset = Number(response.headers['upload-offset']);
     return Number.isFinite(offset) && offset >= 0 ? offset : 0;
   }
 
-  private head(url: string): Promise<Response<string>> {
+  private head(url: string, signal: AbortSignal | undefined): Promise<Response<string>> {
     return this.options.send((token) =>
       got.head(url, {
         headers: { authorization: `Bearer ${token}`, 'tus-resumable': TUS_VERSION, 'cache-control': 'no-store' },
@@ -102,6 +103,7 @@ export class TusUploader {
         retry: { limit: 0 },
         responseType: 'text',
         timeout: { request: 30_000 },
+        ...(signal ? { signal } : {}),
       }),
     );
   }
@@ -136,7 +138,7 @@ export class TusUploader {
         ...(request.signal ? { signal: request.signal } : {}),
       });
     });
-    if (response.statusCode === 409) return { offset: await this.offsetOf(url), document: null };
+    if (response.statusCode === 409) return { offset: await this.offsetOf(url, request.signal), document: null };
     if (response.statusCode >= 300) throw problemFromResponse(response.statusCode, parse(response.body), url, response.headers['retry-after']);
     const reported = Number(response.headers['upload-offset']);
     const body = parse(response.body) as DocumentDto | undefined;

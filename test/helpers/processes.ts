@@ -1,0 +1,90 @@
+/** Real processes for end-to-end sync tests: the server, and the patient-docs-sync CLI. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { ADMIN_TOKEN, SEED_FILE, tempDir } from './server.js';
+
+export const ROOT = path.resolve(import.meta.dirname, '../..');
+const TSX = ['--import', 'tsx'];
+
+export interface ServerProcess {
+  url: string;
+  child: ChildProcess;
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+/** A port that was free a moment ago (the server's public URL must name its real port). */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export async function startServerProcess(env: Record<string, string> = {}): Promise<ServerProcess> {
+  const dataDir = tempDir('server-process');
+  const port = env.PORT ?? String(await freePort());
+  const child = spawn(process.execPath, [...TSX, path.join(ROOT, 'server/main.ts')], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: port, PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN, PATIENT_DOCS_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on (http:\/\/[^\s;]+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`server exited (${code}):\n${output}`)));
+  });
+  return {
+    url,
+    child,
+    dataDir,
+    stop: async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Starts `patient-docs-sync <args>` (from source) with its own PATIENT_DOCS_SYNC_HOME. */
+export function spawnCli(home: string, args: string[], env: Record<string, string> = {}, stdin?: string): { child: ChildProcess; done: Promise<CliResult> } {
+  const child = spawn(process.execPath, [...TSX, path.join(ROOT, 'electron/sync/cli.ts'), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, PATIENT_DOCS_SYNC_HOME: home, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stdin!.end(stdin ?? '');
+  const done = new Promise<CliResult>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return { child, done };
+}
+
+export function runCli(home: string, args: string[], env: Record<string, string> = {}, stdin?: string): Promise<CliResult> {
+  return spawnCli(home, args, env, stdin).done;
+}
