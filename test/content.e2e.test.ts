@@ -198,6 +198,14 @@ describe('signed downloads', () => {
     expect(notModified.status).toBe(304);
   });
 
+  it('lets any origin read a signed link (the app’s viewer) and shows it inline on request (PDF preview)', async () => {
+    const response = await fetch(`${document.storageDownloadUri}&disposition=inline`, { headers: { origin: 'http://127.0.0.1:9999' } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('access-control-allow-origin')).toBe('*');
+    expect(response.headers.get('content-disposition')).toMatch(/^inline; filename=/);
+    expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
+  });
+
   it('honours Range with 206 and answers 416 past the end', async () => {
     const partial = await fetch(document.storageDownloadUri, { headers: { range: 'bytes=100-199' } });
     expect(partial.status).toBe(206);

@@ -27,7 +27,13 @@ export interface StorageRouteOptions {
 }
 
 export const StorageParams = Type.Object({ documentId: Uuid });
-const LinkQuery = Type.Object({ v: Type.Optional(Type.String()), expires: Type.Optional(Type.String()), sig: Type.Optional(Type.String()) });
+const LinkQuery = Type.Object({
+  v: Type.Optional(Type.String()),
+  expires: Type.Optional(Type.String()),
+  sig: Type.Optional(Type.String()),
+  /** `inline` shows the file in the page (PDF preview) instead of saving it; not part of the signature. */
+  disposition: Type.Optional(Type.Union([Type.Literal('attachment'), Type.Literal('inline')])),
+});
 const errors = { 400: ProblemSchema, 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 409: ProblemSchema, 413: ProblemSchema, 500: ProblemSchema };
 
 /** What the form fields other than `file` may add up to: a Content-Length beyond limit + this is refused unread. */
@@ -113,12 +119,18 @@ function uploadForm(form: ReceivedForm, documentId: string): UploadForm {
 async function serveLink(request: FastifyRequest, reply: FastifyReply, content: ContentService, storage: ContentStorage, kind: LinkKind) {
   const params = request.params as { documentId: string };
   const target = await content.resolveLink(params.documentId, request.query as { v?: string; expires?: string; sig?: string }, kind);
+  const query = request.query as { disposition?: 'attachment' | 'inline' };
+  const disposition = query.disposition ?? (kind === 'content' ? 'attachment' : 'inline');
   void reply
+    // A signed link is a capability that carries no cookie or credential: any origin may read it
+    // (the app's viewer fetches it from its own loopback origin).
+    .header('Access-Control-Allow-Origin', '*')
+    .header('Access-Control-Expose-Headers', 'Content-Disposition, Content-Range, ETag')
     .header('ETag', target.etag)
     .header('Accept-Ranges', 'bytes')
     .header('Cache-Control', 'private, max-age=900')
     .header('X-Content-Type-Options', 'nosniff')
-    .header('Content-Disposition', contentDisposition(target.fileName, kind === 'content' ? 'attachment' : 'inline'));
+    .header('Content-Disposition', contentDisposition(target.fileName, disposition));
   const ifNoneMatch = request.headers['if-none-match'];
   if (ifNoneMatch !== undefined && ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === target.etag)) {
     return reply.code(304).send();
