@@ -35,7 +35,7 @@ export function PreviewDialog({ patientId, document, kind, onClose }: { patientI
             <ModelViewer url={url} fileType={document.fileType} fileName={document.fileName} />
           </Suspense>
         ) : null}
-        {url && kind === 'pdf' ? <iframe className="pdf-frame" src={url} title={`Preview of ${document.fileName}`} /> : null}
+        {url && kind === 'pdf' ? <iframe className="pdf-frame" src={`${url}&disposition=inline`} title={`Preview of ${document.fileName}`} /> : null}
       </div>
     </Dialog>
   );
