@@ -1,0 +1,148 @@
+/**
+ * The engine's webhook listener behind a real reverse proxy that plays the tunnel (HTTPS outside,
+ * loopback HTTP inside): the subscription is created at start with the tunnel's public URL and a
+ * generated hmac kept in the secret store; the real server's signed deliveries are accepted and
+ * refresh the UI; forged and replayed deliveries are rejected; duplicates are ignored.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiClient } from '../electron/sync/api-client.js';
+import { openJournal, type Journal } from '../electron/sync/journal.js';
+import type { SecretStore } from '../electron/sync/secrets.js';
+import { WEBHOOK_HMAC_ACCOUNT, WebhookWiring } from '../electron/sync/webhooks.js';
+import { startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
+import { waitFor } from './helpers/sync.js';
+
+interface Recorded {
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+  status: number;
+}
+
+function makeTls(): { dir: string; caFile: string; key: Buffer; cert: Buffer } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-tunnel-tls-'));
+  const run = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  run('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=Patient Docs tunnel test CA');
+  run('req', ...ec, '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=localhost');
+  fs.writeFileSync(path.join(dir, 'leaf.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n');
+  run('x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'leaf.pem', '-days', '2', '-extfile', 'leaf.ext');
+  return { dir, caFile: path.join(dir, 'ca.pem'), key: fs.readFileSync(path.join(dir, 'leaf.key')), cert: fs.readFileSync(path.join(dir, 'leaf.pem')) };
+}
+
+/** The tunnel: HTTPS in, HTTP to the loopback listener; it records what passed through. */
+async function startTunnel(tls: { key: Buffer; cert: Buffer }) {
+  const state = { target: '', recorded: [] as Recorded[] };
+  const server = https.createServer({ key: tls.key, cert: tls.cert }, (request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const upstream = http.request(`${state.target}${request.url}`, { method: request.method, headers: { ...request.headers, 'x-forwarded-proto': 'https' } }, (answer) => {
+        state.recorded.push({ headers: request.headers, body, status: answer.statusCode ?? 0 });
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      });
+      upstream.on('error', () => response.destroy());
+      upstream.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `https://127.0.0.1:${(server.address() as AddressInfo).port}`, state, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
+function memorySecrets(): SecretStore {
+  const values = new Map<string, string>();
+  return {
+    backend: 'encrypted-file',
+    get: async (account) => values.get(account),
+    set: async (account, value) => void values.set(account, value),
+    delete: async (account) => values.delete(account),
+  };
+}
+
+/** Sends bytes through the tunnel (it trusts the test CA). */
+function sendThroughTunnel(url: string, ca: Buffer, body: Buffer, headers: http.IncomingHttpHeaders): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const { host: _host, 'content-length': _length, connection: _connection, ...rest } = headers;
+    const request = https.request(url, { method: 'POST', ca, headers: { ...rest, 'content-length': String(body.length) } }, (response) => {
+      response.resume();
+      response.on('end', () => resolve(response.statusCode ?? 0));
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+describe('webhook listener behind a tunnel', () => {
+  const tls = makeTls();
+  let tunnel: Awaited<ReturnType<typeof startTunnel>>;
+  let server: ServerProcess;
+  let journal: Journal;
+  let wiring: WebhookWiring;
+  let api: ApiClient;
+  const secrets = memorySecrets();
+  const changed: Array<string | null> = [];
+  let activity = 0;
+
+  beforeAll(async () => {
+    tunnel = await startTunnel(tls);
+    server = await startServerProcess({ NODE_EXTRA_CA_CERTS: tls.caFile, PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'true', PATIENT_DOCS_WEBHOOK_RETRY_DELAYS: '1s,1s' });
+    journal = openJournal(path.join(tempDir('webhook-journal'), 'journal.db'));
+    api = new ApiClient({ serverUrl: server.url, organizationId: ORG, credentials: { tokenUrl: `${server.url}/oauth2/token`, clientId: CLIENT.id, clientSecret: CLIENT.secret } });
+    wiring = new WebhookWiring({ journal, secrets, onDocumentsChanged: (patientId) => changed.push(patientId), onActivity: () => (activity += 1) });
+  });
+  afterAll(async () => {
+    await wiring?.stop();
+    journal?.close();
+    await server?.stop();
+    await tunnel?.close();
+    fs.rmSync(tls.dir, { recursive: true, force: true });
+  });
+
+  it('subscribes with the public URL, accepts signed deliveries, rejects forged and replayed ones, ignores duplicates', async () => {
+    const publicUrl = `${tunnel.url}/webhooks/patient-docs`;
+    const subscriptionId = await wiring.start({ port: 0, publicUrl, subscriptionId: null, api });
+    const status = wiring.current();
+    expect(status).toMatchObject({ listening: true, subscribed: true, error: null, publicUrl });
+    expect(status.localUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/webhooks\/patient-docs$/);
+    tunnel.state.target = new URL(status.localUrl!).origin;
+    expect(await secrets.get(WEBHOOK_HMAC_ACCOUNT)).toMatch(/^[A-Za-z0-9_-]{40,}$/);
+    // Reused, not duplicated, on the next start (same URL, hmac still held).
+    expect(await wiring.start({ port: 0, publicUrl, subscriptionId, api })).toBe(subscriptionId);
+    tunnel.state.target = new URL(wiring.current().localUrl!).origin;
+
+    await api.createDocument(PATIENT, 'webhook.pdf', '/webhooks');
+    await waitFor('a document event reached the engine', () => changed.length > 0, 30_000, 100);
+    expect(changed[0]).toBe(PATIENT);
+    const delivered = tunnel.state.recorded.find((entry) => entry.status === 200)!;
+    expect(delivered.headers.signature).toMatch(/^[0-9a-f]{128}$/);
+
+    // Duplicate: the same delivery again is acknowledged and ignored.
+    const before = changed.length;
+    expect(await sendThroughTunnel(publicUrl, fs.readFileSync(tls.caFile), delivered.body, delivered.headers)).toBe(200);
+    // Forged: a changed body under the old signature.
+    const forged = Buffer.from(delivered.body.toString('utf8').replace(/"eventType":"[^"]+"/, '"eventType":"document.deleted"'));
+    expect(await sendThroughTunnel(publicUrl, fs.readFileSync(tls.caFile), forged, delivered.headers)).toBe(401);
+    // Replayed: a recorded delivery presented as if from ten minutes ago.
+    const stale = String(Math.floor(Date.now() / 1000) - 600);
+    expect(await sendThroughTunnel(publicUrl, fs.readFileSync(tls.caFile), delivered.body, { ...delivered.headers, 'webhook-timestamp': stale })).toBe(401);
+    // Unsigned.
+    const { signature: _signature, ...unsigned } = delivered.headers;
+    expect(await sendThroughTunnel(publicUrl, fs.readFileSync(tls.caFile), delivered.body, unsigned)).toBe(401);
+    expect(changed.length).toBe(before);
+
+    const verdicts = journal.webhookActivity(100).map((entry) => entry.verdict);
+    expect(verdicts.filter((verdict) => verdict === 'accepted').length).toBeGreaterThanOrEqual(1);
+    expect(verdicts.filter((verdict) => verdict === 'duplicate')).toHaveLength(1);
+    expect(verdicts.filter((verdict) => verdict === 'rejected')).toHaveLength(3);
+    expect(activity).toBe(verdicts.length);
+  }, 60_000);
+});
