@@ -1,0 +1,125 @@
+/**
+ * The headless app end to end through its HTTP bridge: first run with the embedded server and the
+ * demo folder, a file dropped in syncs, the launch token guards every call, payloads are validated,
+ * the connection test names exactly what is wrong, the history exports as CSV.
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BridgeEnvelope, BridgeEvent, ConnectionTestResult, FileView, PairView } from '../shared/bridge.js';
+import { bridgeCallPath } from '../shared/bridge-http.js';
+import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
+import { freePort } from './helpers/processes.js';
+import { CLIENT, ORG, OTHER_ORG, READ_ONLY_CLIENT, startTestServer, tempDir, type TestServer } from './helpers/server.js';
+import { waitFor } from './helpers/sync.js';
+
+describe('headless app and its bridge', () => {
+  let headless: HeadlessApp;
+  let home: string;
+  let server: TestServer;
+  const events: BridgeEvent[] = [];
+
+  const call = async <T>(method: string, args: unknown, token: string | null = headless.token): Promise<{ status: number; envelope: BridgeEnvelope<T> }> => {
+    const response = await fetch(`${headless.http.url}${bridgeCallPath(method as never)}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(args),
+    });
+    return { status: response.status, envelope: response.status === 200 ? ((await response.json()) as BridgeEnvelope<T>) : (undefined as never) };
+  };
+  const value = async <T>(method: string, args: unknown[] = []): Promise<T> => {
+    const { envelope } = await call<T>(method, args);
+    if (!envelope.ok) throw new Error(`${method}: ${JSON.stringify(envelope.error)}`);
+    return envelope.value;
+  };
+
+  beforeAll(async () => {
+    home = tempDir('headless-home');
+    server = await startTestServer();
+    headless = await launchHeadless({ home, firstRun: 'embedded', rendererDir: null, log: () => undefined });
+    headless.app.onEvent((event) => events.push(event));
+    await headless.app.updateSettings({ settleMs: 300, webhook: { port: await freePort() } });
+  });
+  afterAll(async () => {
+    await headless?.stop();
+    await server?.close();
+    fs.rmSync(home, { recursive: true, force: true });
+  });
+
+  it('first run starts the embedded server with a demo folder; a dropped file syncs and shows through the bridge', async () => {
+    const status = await value<{ mode: string; server: { url: string; organizationName: string } }>('getStatus');
+    expect(status.mode).toBe('embedded');
+    expect(status.server.organizationName).toBe('My Clinic');
+    const [pair] = await value<PairView[]>('listPairs');
+    expect(pair!.patientName).toBe('Demo Patient');
+    fs.writeFileSync(path.join(pair!.folder, 'first scan.stl'), Buffer.alloc(5000, 3));
+    const synced = await waitFor('synced', async () => {
+      const { files } = await value<{ files: FileView[] }>('listFiles', [{ pairId: pair!.id }]);
+      return files.find((file) => file.state === 'synced');
+    }, 20_000);
+    expect(synced).toMatchObject({ relativePath: 'first scan.stl', remotePath: '/scans', bytesDone: 5000, version: 1, error: null });
+    const history = await value<Array<{ event: string }>>('fileHistory', [synced.id]);
+    expect(history.map((entry) => entry.event)).toEqual(['queued', 'uploaded', 'verified']);
+    const documents = await value<{ total: number; documents: Array<{ fileName: string }> }>('searchDocuments', [pair!.patientId, { offset: 0, limit: 10 }]);
+    expect(documents.documents.map((document) => document.fileName)).toEqual(['first scan.stl']);
+    const patients = await value<{ patients: Array<{ name: string }> }>('listPatients', [{ name: 'demo' }]);
+    expect(patients.patients.map((patient) => patient.name)).toEqual(['Demo Patient']);
+    const csv = await value<string>('exportHistoryCsv');
+    expect(csv.split('\r\n')[0]).toBe('time,folder,patient,file,server path,event,version,sha256,detail');
+    expect(csv).toContain('first scan.stl,/scans/first scan.stl,verified,1,');
+    expect(events.some((event) => event.type === 'files')).toBe(true);
+    expect(events.some((event) => event.type === 'pairs')).toBe(true);
+  });
+
+  it('pauses and resumes a pair', async () => {
+    const [pair] = await value<PairView[]>('listPairs');
+    expect((await value<PairView>('pausePair', [pair!.id])).state).toBe('paused');
+    fs.writeFileSync(path.join(pair!.folder, 'while paused.pdf'), '%PDF-1.4 paused');
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const { files } = await value<{ files: FileView[] }>('listFiles', [{ pairId: pair!.id, states: ['queued'] }]);
+    expect(files.map((file) => file.relativePath)).toEqual(['while paused.pdf']);
+    expect((await value<PairView>('resumePair', [pair!.id])).paused).toBe(false);
+    await waitFor('synced after resume', async () => (await value<PairView>('listPairs').then((pairs: unknown) => (pairs as PairView[])[0]!)).counts.synced === 2, 20_000);
+  });
+
+  it('guards every call with the launch token and validates every payload', async () => {
+    expect((await call('getStatus', [], null)).status).toBe(401);
+    expect((await call('getStatus', [], 'wrong-token')).status).toBe(401);
+    const events = await fetch(`${headless.http.url}/bridge/events?token=wrong`);
+    expect(events.status).toBe(401);
+    // DNS rebinding: a page on another name that resolves to 127.0.0.1 is refused.
+    const hostile = await new Promise<number>((resolve, reject) => {
+      http.get(`${headless.http.url}/`, { headers: { host: 'evil.example:80' } }, (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      }).on('error', reject);
+    });
+    expect(hostile).toBe(421);
+    for (const [method, args] of [
+      ['listFiles', [{ pairId: 5 }]],
+      ['addPair', [{ folder: '/tmp', patientId: 'not-a-uuid' }]],
+      ['retryFailed', [{ fileId: -1 }]],
+      ['getStatus', ['extra']],
+      ['updateSettings', [{ concurrency: 1000 }]],
+      ['searchDocuments', [ORG, { limit: 5000 }]],
+      ['noSuchMethod', []],
+    ] as const) {
+      const { status, envelope } = await call(method, args);
+      expect(status).toBe(200);
+      expect(envelope.ok, method).toBe(false);
+      if (!envelope.ok) expect(envelope.error.code).toBe('INVALID_INPUT');
+    }
+    const missing = await call('addPair', [{ folder: '/no/such/folder', patientId: ORG }]);
+    expect(missing.envelope).toMatchObject({ ok: false, error: { code: 'FOLDER_MISSING' } });
+  });
+
+  it('names exactly what is wrong with a connection', async () => {
+    const test = (input: Record<string, string>) => value<ConnectionTestResult>('testConnection', [{ serverUrl: server.url, clientId: CLIENT.id, clientSecret: CLIENT.secret, organizationId: ORG, ...input }]);
+    expect(await test({})).toMatchObject({ ok: true, step: null, error: null });
+    expect(await test({ serverUrl: `http://127.0.0.1:${await freePort()}` })).toMatchObject({ ok: false, step: 'reach', error: { code: 'UNREACHABLE' } });
+    expect(await test({ clientSecret: 'wrong-secret-0123456789' })).toMatchObject({ ok: false, step: 'authenticate', error: { code: 'BAD_CREDENTIALS' } });
+    expect(await test({ clientId: READ_ONLY_CLIENT.id, clientSecret: READ_ONLY_CLIENT.secret })).toMatchObject({ ok: false, step: 'scope', error: { code: 'MISSING_SCOPE' } });
+    expect(await test({ organizationId: OTHER_ORG })).toMatchObject({ ok: false, step: 'organization', error: { code: 'WRONG_ORGANIZATION' } });
+  });
+});
