@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { ApiNetworkError, ApiProblemError, TokenError, AbortedError } from './api-errors.js';
+import { FileChangedDuringUploadError } from './api-client.js';
+import { retryDelayMs } from './backoff.js';
+import { classifyFailure, VerificationError } from './failure.js';
+
+const problem = (status: number, detail = 'detail', retryAfter: number | null = null) =>
+  new ApiProblemError(status, { type: 't', title: 't', status, detail, instance: '/', messageKey: 'K', occurredAt: '2026-01-01T00:00:00.000Z' }, retryAfter);
+
+describe('error policy', () => {
+  it('retries 429, 5xx, network, token and verification trouble; fails 400/403/404/413 with the server detail', () => {
+    expect(classifyFailure(problem(429, 'slow down', 9))).toMatchObject({ kind: 'retry', code: 'RATE_LIMITED', retryAfterSeconds: 9 });
+    expect(classifyFailure(problem(503))).toMatchObject({ kind: 'retry', code: 'SERVER_ERROR' });
+    expect(classifyFailure(new ApiNetworkError('ECONNRESET', 'reset'))).toMatchObject({ kind: 'retry', code: 'UNREACHABLE', offline: true });
+    expect(classifyFailure(new TokenError(429, 'rate', null, 4))).toMatchObject({ kind: 'retry', code: 'RATE_LIMITED', retryAfterSeconds: 4 });
+    expect(classifyFailure(new TokenError(401, 'invalid_client', 'bad secret'))).toMatchObject({ kind: 'retry', code: 'BAD_CREDENTIALS' });
+    expect(classifyFailure(new VerificationError('short'))).toMatchObject({ kind: 'retry', code: 'VERIFY_FAILED' });
+    expect(classifyFailure(problem(409))).toMatchObject({ kind: 'retry', code: 'CONFLICT' });
+    expect(classifyFailure(problem(413, 'over the limit of 10 bytes'))).toEqual({ kind: 'permanent', code: 'TOO_LARGE', message: 'The file is larger than the server accepts.', detail: 'over the limit of 10 bytes' });
+    expect(classifyFailure(problem(404))).toMatchObject({ kind: 'permanent', code: 'NOT_FOUND' });
+    expect(classifyFailure(problem(400, 'fileName must not be blank'))).toMatchObject({ kind: 'permanent', code: 'INVALID_NAME' });
+    expect(classifyFailure(problem(403, 'patient p has not given consent to organization o'))).toMatchObject({ kind: 'permanent', code: 'NO_CONSENT' });
+    expect(classifyFailure(problem(403, 'organization o has no access to patient p'))).toMatchObject({ kind: 'permanent', code: 'NO_ACCESS' });
+    expect(classifyFailure(problem(403, 'the token lacks the scope Patient.File.Write'))).toMatchObject({ kind: 'permanent', code: 'MISSING_SCOPE' });
+    expect(classifyFailure(problem(403, 'the client c has no access to organization o'))).toMatchObject({ kind: 'permanent', code: 'WRONG_ORGANIZATION' });
+    expect(classifyFailure(new FileChangedDuringUploadError('shorter'))).toMatchObject({ kind: 'changed' });
+    expect(classifyFailure(new AbortedError('paused'))).toEqual({ kind: 'stopped' });
+    expect(classifyFailure(Object.assign(new Error('gone'), { code: 'ENOENT' }))).toEqual({ kind: 'missing' });
+    expect(classifyFailure(Object.assign(new Error('locked'), { code: 'EBUSY' }))).toMatchObject({ kind: 'retry' });
+  });
+
+  it('backs off exponentially with jitter, capped, and honours Retry-After', () => {
+    const policy = { baseMs: 1000, maxMs: 60_000 };
+    expect(retryDelayMs(policy, 1, null, () => 0)).toBe(500);
+    expect(retryDelayMs(policy, 1, null, () => 0.999)).toBeLessThan(1000);
+    expect(retryDelayMs(policy, 4, null, () => 0)).toBe(4000);
+    expect(retryDelayMs(policy, 30, null, () => 1)).toBe(60_000);
+    expect(retryDelayMs(policy, 30, null, () => 0)).toBe(30_000);
+    expect(retryDelayMs(policy, 1, 7, () => 0)).toBe(7000);
+    expect(retryDelayMs(policy, 1, 7, () => 0.5)).toBe(7500);
+    const spread = new Set(Array.from({ length: 50 }, () => retryDelayMs(policy, 3, null)));
+    expect(spread.size).toBeGreaterThan(10);
+  });
+});
