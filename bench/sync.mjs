@@ -5,7 +5,7 @@
 //  2. engine RSS while uploading a 2 GiB file (target < 250 MB);
 //  3. idle CPU of the engine watching 50,000 files (target < 1%).
 // Runs on the build (`npm run bench` builds first). Sizes can be scaled down with
-// SYNC_BENCH_SCALE=0.1 for a quick look.
+// SYNC_BENCH_SCALE=0.1 for a quick look; SYNC_BENCH_ONLY=initial,rss,idle picks parts.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -260,9 +260,10 @@ async function idleBench(server) {
 
 try {
   const server = await startServer();
-  await initialSyncBench(server);
-  await rssBench(server);
-  await idleBench(server);
+  const only = (process.env.SYNC_BENCH_ONLY ?? 'initial,rss,idle').split(',');
+  if (only.includes('initial')) await initialSyncBench(server);
+  if (only.includes('rss')) await rssBench(server);
+  if (only.includes('idle')) await idleBench(server);
 } finally {
   for (const step of cleanup.reverse()) await Promise.resolve().then(step).catch(() => undefined);
 }

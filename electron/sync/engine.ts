@@ -69,6 +69,8 @@ export class SyncEngine {
   private pairsDirty = false;
   private wakeTimer: NodeJS.Timeout | undefined;
   private wakeAt = Infinity;
+  private pumpScheduled = false;
+  private prefetched: FileRecord[] = [];
   private publishTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: EngineOptions) {
@@ -91,7 +93,7 @@ export class SyncEngine {
   /** The server connection; null stops new work (files wait until it is set). */
   setApi(api: DocumentApi | null): void {
     this.api = api;
-    this.pump();
+    this.requestPump();
   }
 
   async setTuning(tuning: Partial<EngineTuning>): Promise<void> {
@@ -102,7 +104,7 @@ export class SyncEngine {
       before.rescanMinutes !== this.tuning.rescanMinutes ||
       before.ignorePatterns.join('\n') !== this.tuning.ignorePatterns.join('\n');
     if (watchChanged && this.started) for (const pair of this.pairs.values()) await this.restartWatch(pair);
-    this.pump();
+    this.requestPump();
   }
 
   async start(pairs: readonly SyncPair[]): Promise<void> {
@@ -111,7 +113,7 @@ export class SyncEngine {
     await Promise.all([...this.pairs.values()].map((pair) => this.restartWatch(pair)));
     this.pairsDirty = true;
     this.schedulePublish();
-    this.pump();
+    this.requestPump();
   }
 
   /** Stops watching and lets running uploads stop at a resumable point (their rows wait for the next start). */
@@ -131,7 +133,7 @@ export class SyncEngine {
     this.pairs.set(pair.id, { ...pair });
     if (this.started) await this.restartWatch(pair);
     this.markPairs();
-    this.pump();
+    this.requestPump();
     return this.pairView(pair.id)!;
   }
 
@@ -148,9 +150,10 @@ export class SyncEngine {
     const pair = this.pairs.get(pairId);
     if (!pair) return undefined;
     pair.paused = paused;
+    this.prefetched = [];
     if (paused) this.abortPair(pairId);
     this.markPairs();
-    this.pump();
+    this.requestPump();
     return this.pairView(pairId);
   }
 
@@ -160,7 +163,7 @@ export class SyncEngine {
       this.markPairs();
       for (const pair of this.pairs.values()) this.markFiles(pair.id, []);
     }
-    this.pump();
+    this.requestPump();
     return count;
   }
 
@@ -209,18 +212,47 @@ export class SyncEngine {
 
   // --- scheduling ------------------------------------------------------------------------------
 
+  /** Many things ask for work at once (a scan releases thousands of files): look once per turn. */
+  private requestPump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      this.pump();
+    });
+  }
+
   private pump(): void {
     if (!this.started) return;
     const api = this.api;
-    if (api) {
-      const activePairs = [...this.pairs.values()].filter((pair) => !pair.paused).map((pair) => pair.id);
+    const activePairs = [...this.pairs.values()].filter((pair) => !pair.paused).map((pair) => pair.id);
+    if (api && activePairs.length > 0) {
       while (this.running.size < this.tuning.concurrency) {
-        const due = this.journal.due(this.now(), this.tuning.concurrency - this.running.size, { busy: this.running.keys(), pairIds: activePairs });
-        if (due.length === 0) break;
-        for (const record of due) this.launch(record, api);
+        const record = this.nextDue(activePairs);
+        if (!record) break;
+        this.launch(record, api);
       }
     }
     this.scheduleWake(this.now() + (this.options.idlePollMs ?? 5000));
+  }
+
+  /**
+   * The next row to work on. Rows are read from the journal a batch at a time (the query sorts
+   * every candidate, so asking for one row per finished file would cost O(n²) over a large sync);
+   * each is re-read before it starts, so a row that changed meanwhile is skipped.
+   */
+  private nextDue(activePairs: readonly string[]): FileRecord | undefined {
+    for (;;) {
+      if (this.prefetched.length === 0) {
+        const batch = Math.max(32, this.tuning.concurrency * 4);
+        this.prefetched = this.journal.due(this.now(), batch, { busy: this.running.keys(), pairIds: activePairs });
+        if (this.prefetched.length === 0) return undefined;
+      }
+      const candidate = this.prefetched.shift()!;
+      if (this.running.has(candidate.id) || !activePairs.includes(candidate.pairId)) continue;
+      const current = this.journal.get(candidate.id);
+      if (current && current.state === candidate.state && current.updatedAt === candidate.updatedAt) return current;
+    }
   }
 
   private launch(record: FileRecord, api: DocumentApi): void {
@@ -254,7 +286,7 @@ export class SyncEngine {
       done: done.finally(() => {
         this.running.delete(record.id);
         this.progress.finish(record.id);
-        this.pump();
+        this.requestPump();
       }),
     });
   }
@@ -278,7 +310,7 @@ export class SyncEngine {
     this.wakeTimer = setTimeout(() => {
       this.wakeTimer = undefined;
       this.wakeAt = Infinity;
-      this.pump();
+      this.requestPump();
     }, Math.max(0, at - this.now()));
   }
 
@@ -308,7 +340,7 @@ export class SyncEngine {
       ignorePatterns: this.tuning.ignorePatterns,
       onFileChanged: (record) => {
         this.markFiles(record.pairId, [record.id]);
-        this.pump();
+        this.requestPump();
       },
       onError: (error) => this.emit({ type: 'engine-error', message: error instanceof Error ? error.message : String(error) }),
     });

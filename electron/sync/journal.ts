@@ -244,7 +244,25 @@ export function openJournal(file: string, options: JournalOptions = {}): Journal
   database.pragma('synchronous = NORMAL');
   database.pragma('foreign_keys = ON');
   applyMigrations(database);
+  cacheStatements(database);
   return new Journal(database, options.now ?? Date.now);
+}
+
+/**
+ * Compiling a statement costs more than running it; the sync engine writes several transitions
+ * per file, so the journal keeps each compiled statement (the SQL texts are a small, fixed set).
+ */
+function cacheStatements(database: Database.Database): void {
+  const statements = new Map<string, Database.Statement>();
+  const compile = database.prepare.bind(database);
+  database.prepare = ((sql: string) => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = compile(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  }) as typeof database.prepare;
 }
 
 function applyMigrations(database: Database.Database): void {
