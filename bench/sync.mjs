@@ -185,13 +185,28 @@ async function initialSyncBench(server) {
   cleanup.push(() => fs.rmSync(folder, { recursive: true, force: true }));
   const files = makeTree(folder, smallCount, smallBytes, bigBytes);
   const totalMB = files.reduce((sum, file) => sum + file.size, 0) / MB;
-  const plainStarted = performance.now();
-  await plainSync(server.url, folder, files, '/bench-plain');
-  const plainMs = performance.now() - plainStarted;
-  const engineMs = await engineSync(server.url, folder, files.length, '/bench-engine');
+  // Alternating order (plain, engine, engine, plain): whatever the server still does after a run
+  // (thumbnails of the big STL, WAL checkpoints) weighs on both sides alike; the best of each counts.
+  const plainRuns = [];
+  const engineRuns = [];
+  for (const [round, order] of [['a', ['plain', 'engine']], ['b', ['engine', 'plain']]]) {
+    for (const side of order) {
+      if (side === 'plain') {
+        const started = performance.now();
+        await plainSync(server.url, folder, files, `/bench-plain-${round}`);
+        plainRuns.push(performance.now() - started);
+      } else {
+        engineRuns.push(await engineSync(server.url, folder, files.length, `/bench-engine-${round}`));
+      }
+      await delay(3000);
+    }
+  }
+  const plainMs = Math.min(...plainRuns);
+  const engineMs = Math.min(...engineRuns);
   console.log(`initial sync: ${files.length} files, ${totalMB.toFixed(0)} MB (one ${(bigBytes / MB).toFixed(0)} MB STL), concurrency ${CONCURRENCY}`);
-  console.log(`  plain script (create → upload → search):  ${(plainMs / 1000).toFixed(2)} s`);
-  console.log(`  engine (scan, settle 200 ms, journal, create → upload → re-hash → verify): ${(engineMs / 1000).toFixed(2)} s`);
+  const runs = (list) => list.map((ms) => `${(ms / 1000).toFixed(2)} s`).join(', ');
+  console.log(`  plain script (create → upload → search):  best ${(plainMs / 1000).toFixed(2)} s (runs: ${runs(plainRuns)})`);
+  console.log(`  engine (scan, settle 200 ms, journal, create → upload → re-hash → verify): best ${(engineMs / 1000).toFixed(2)} s (runs: ${runs(engineRuns)})`);
   console.log(`  ratio engine / plain: ${(engineMs / plainMs).toFixed(2)}× (target ≤ 1.25×)`);
 }
 

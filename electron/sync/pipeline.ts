@@ -64,6 +64,7 @@ class FileRun {
   private remote: DocumentDto | null = null;
   private storageUrl: string | null = null;
   private createdNow = false;
+  private createdId: string | null = null;
 
   constructor(
     private readonly fileId: number,
@@ -105,7 +106,10 @@ class FileRun {
       const created = await this.deps.api.createDocument(this.pair.patientId, record.fileName, record.remotePath);
       this.createdNow = true;
       this.storageUrl = created.storageUrl;
-      return this.move('creating', { documentId: created.id, remoteSha256: null, remoteVersion: 0 });
+      // Written together with the move to `uploading` (one transaction fewer per file): a crash
+      // before that write re-creates, gets 409 and adopts this very document.
+      this.createdId = created.id;
+      return { ...this.record(), documentId: created.id, remoteSha256: null, remoteVersion: 0 };
     } catch (error) {
       if (!(error instanceof ApiProblemError) || error.status !== 409) throw error;
       // Already there: a crash after the server created it, or another workstation. Adopt it.
@@ -119,9 +123,14 @@ class FileRun {
   }
 
   private async upload(local: FileStat): Promise<PipelineOutcome> {
-    const record = this.record();
     const ifMatch = this.remote?.hasContent ? this.remote.sha256 : null;
-    this.move('uploading', { size: local.size, mtimeMs: local.mtimeMs, remoteSha256: ifMatch, bytesDone: 0 });
+    const record = this.move('uploading', {
+      size: local.size,
+      mtimeMs: local.mtimeMs,
+      remoteSha256: ifMatch,
+      bytesDone: 0,
+      ...(this.createdId ? { documentId: this.createdId, remoteVersion: 0 } : {}),
+    });
     const uploaded = await this.deps.api.upload({
       patientId: this.pair.patientId,
       storageUrl: this.storageUrl!,
