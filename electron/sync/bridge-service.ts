@@ -127,7 +127,7 @@ export class BridgeService implements BridgeApi {
   }
 
   async webhookActivity(limit: number): Promise<WebhookActivityView[]> {
-    return this.app.journal.webhookActivity(limit).map((activity) => ({ ...activity, patientId: null }));
+    return this.app.journal.webhookActivity(limit);
   }
 
   async exportHistoryCsv(): Promise<string> {

@@ -86,7 +86,7 @@ export class SyncApp {
       onDocumentsChanged: (patientId) => this.emit({ type: 'documents-changed', patientId }),
       onActivity: () => {
         const [latest] = this.journal.webhookActivity(1);
-        if (latest) this.emit({ type: 'webhook', activity: { ...latest, patientId: null } });
+        if (latest) this.emit({ type: 'webhook', activity: latest });
       },
     });
   }
