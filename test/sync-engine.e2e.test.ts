@@ -220,7 +220,7 @@ async function uploadDirect(sut: EngineUnderTest, storageUrl: string, documentId
   form.set('Id', documentId);
   form.set('FileName', fileName);
   form.set('Type', 'PDF');
-  form.set('file', new Blob([bytes]), fileName);
+  form.set('file', new Blob([new Uint8Array(bytes)]), fileName);
   const response = await fetch(`${storageUrl}/file`, { method: 'POST', headers: { authorization: `Bearer ${accessToken}` }, body: form });
   expect(response.status).toBe(201);
 }
