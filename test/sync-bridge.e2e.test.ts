@@ -68,8 +68,8 @@ describe('headless app and its bridge', () => {
     const csv = await value<string>('exportHistoryCsv');
     expect(csv.split('\r\n')[0]).toBe('time,folder,patient,file,server path,event,version,sha256,detail');
     expect(csv).toContain('first scan.stl,/scans/first scan.stl,verified,1,');
-    expect(events.some((event) => event.type === 'files')).toBe(true);
-    expect(events.some((event) => event.type === 'pairs')).toBe(true);
+    // Snapshots for the UI follow within a publish interval.
+    await waitFor('file and pair events', () => events.some((event) => event.type === 'files') && events.some((event) => event.type === 'pairs'), 5000);
   });
 
   it('pauses and resumes a pair', async () => {
