@@ -156,10 +156,9 @@ async function run(args: string[]): Promise<number> {
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  app.engine.onEvent((event) => {
+  app.engine.onDidSettleFile((event) => {
     if (event.type === 'file-synced') console.log(`synced   ${event.file.relativePath} → ${event.file.remotePath}/${event.file.fileName} (v${event.file.version ?? '?'})`);
-    if (event.type === 'file-failed') console.log(`failed   ${event.file.relativePath}: ${describeError(event.file)}`);
-    if (event.type === 'engine-error') console.error(`error    ${event.message}`);
+    else console.log(`failed   ${event.file.relativePath}: ${describeError(event.file)}`);
   });
   await app.start();
   if (!values.once) {

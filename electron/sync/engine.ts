@@ -32,6 +32,8 @@ export type EngineEvent =
   | { type: 'online-changed'; online: boolean }
   | { type: 'engine-error'; message: string };
 
+export type SettledFileEvent = Extract<EngineEvent, { type: 'file-synced' | 'file-failed' }>;
+
 export interface EngineOptions {
   journal: Journal;
   tuning: EngineTuning;
@@ -61,6 +63,7 @@ export class SyncEngine {
   private readonly watches = new Map<string, PairWatch>();
   private readonly running = new Map<number, RunningFile>();
   private readonly listeners = new Set<(event: EngineEvent) => void>();
+  private readonly settledListeners = new Set<(event: SettledFileEvent) => void>();
   private readonly changedFiles = new Map<string, Set<number>>();
   private api: DocumentApi | null;
   private tuning: EngineTuning;
@@ -81,9 +84,16 @@ export class SyncEngine {
     this.tuning = { ...options.tuning };
   }
 
+  /** Every event, including the UI snapshots (which are only built while someone listens here). */
   onEvent(listener: (event: EngineEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Only files reaching `synced` or `failed`: cheap, no snapshots (what the CLI prints). */
+  onDidSettleFile(listener: (event: SettledFileEvent) => void): () => void {
+    this.settledListeners.add(listener);
+    return () => this.settledListeners.delete(listener);
   }
 
   get isOnline(): boolean {
@@ -299,8 +309,10 @@ export class SyncEngine {
     } else if (outcome.result !== 'stopped') {
       this.setOnline(true);
     }
-    if (outcome.result === 'synced') this.emit({ type: 'file-synced', file: toFileView(outcome.record, this.progress) });
-    if (outcome.result === 'failed') this.emit({ type: 'file-failed', file: toFileView(outcome.record, this.progress) });
+    if (outcome.result !== 'synced' && outcome.result !== 'failed') return;
+    const event: SettledFileEvent = { type: outcome.result === 'synced' ? 'file-synced' : 'file-failed', file: toFileView(outcome.record, this.progress) };
+    this.emit(event);
+    for (const listener of this.settledListeners) listener(event);
   }
 
   private scheduleWake(at: number): void {

@@ -12,7 +12,7 @@ import type { ApiClient } from './api-client.js';
 import { BandwidthLimiter } from './bandwidth.js';
 import { BridgeError } from './bridge-error.js';
 import { CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, testConnection, type ConnectionSettings } from './connection.js';
-import { SyncEngine, type EngineOptions } from './engine.js';
+import { SyncEngine, type EngineEvent, type EngineOptions } from './engine.js';
 import { openJournal, type Journal } from './journal.js';
 import type { SecretStore } from './secrets.js';
 import type { SettingsStore, SyncPair, SyncSettings } from './settings.js';
@@ -61,25 +61,12 @@ export class SyncApp {
   private api: ApiClient | null = null;
   private embeddedInfo: EmbeddedServerInfo | null = null;
   private started = false;
+  private stopForwarding: (() => void) | undefined;
 
   constructor(private readonly options: SyncAppOptions) {
     this.journal = openJournal(path.join(options.home, 'journal.db'));
     this.limiter = new BandwidthLimiter(options.settings.get('bandwidthLimit'));
     this.engine = new SyncEngine({ journal: this.journal, tuning: this.tuning(), ...options.engine });
-    this.engine.onEvent((event) => {
-      switch (event.type) {
-        case 'pairs-changed':
-          return this.emit({ type: 'pairs', pairs: event.pairs });
-        case 'files-changed':
-          return this.emit({ type: 'files', pairId: event.pairId, files: event.files });
-        case 'online-changed':
-          return this.emitStatus();
-        case 'file-synced':
-        case 'file-failed':
-        case 'engine-error':
-          return;
-      }
-    });
     this.webhooks = new WebhookWiring({
       journal: this.journal,
       secrets: options.secrets,
@@ -99,9 +86,31 @@ export class SyncApp {
     return this.options.secrets;
   }
 
+  /** Subscribes to what the UI shows; the engine builds its snapshots only while someone listens. */
   onEvent(listener: (event: BridgeEvent) => void): () => void {
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    this.stopForwarding ??= this.engine.onEvent((event) => this.forward(event));
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size > 0) return;
+      this.stopForwarding?.();
+      this.stopForwarding = undefined;
+    };
+  }
+
+  private forward(event: EngineEvent): void {
+    switch (event.type) {
+      case 'pairs-changed':
+        return this.emit({ type: 'pairs', pairs: event.pairs });
+      case 'files-changed':
+        return this.emit({ type: 'files', pairId: event.pairId, files: event.files });
+      case 'online-changed':
+        return this.emitStatus();
+      case 'file-synced':
+      case 'file-failed':
+      case 'engine-error':
+        return;
+    }
   }
 
   /** Connects (starting the embedded server when that is the mode), starts watching and syncing. */
