@@ -86,6 +86,7 @@ describe('webhook listener behind a tunnel', () => {
   let tunnel: Awaited<ReturnType<typeof startTunnel>>;
   let server: ServerProcess;
   let journal: Journal;
+  let journalDir: string;
   let wiring: WebhookWiring;
   let api: ApiClient;
   const secrets = memorySecrets();
@@ -95,13 +96,15 @@ describe('webhook listener behind a tunnel', () => {
   beforeAll(async () => {
     tunnel = await startTunnel(tls);
     server = await startServerProcess({ NODE_EXTRA_CA_CERTS: tls.caFile, PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'true', PATIENT_DOCS_WEBHOOK_RETRY_DELAYS: '1s,1s' });
-    journal = openJournal(path.join(tempDir('webhook-journal'), 'journal.db'));
+    journalDir = tempDir('webhook-journal');
+    journal = openJournal(path.join(journalDir, 'journal.db'));
     api = new ApiClient({ serverUrl: server.url, organizationId: ORG, credentials: { tokenUrl: `${server.url}/oauth2/token`, clientId: CLIENT.id, clientSecret: CLIENT.secret } });
     wiring = new WebhookWiring({ journal, secrets, onDocumentsChanged: (patientId) => changed.push(patientId), onActivity: () => (activity += 1) });
   });
   afterAll(async () => {
     await wiring?.stop();
     journal?.close();
+    fs.rmSync(journalDir, { recursive: true, force: true });
     await server?.stop();
     await tunnel?.close();
     fs.rmSync(tls.dir, { recursive: true, force: true });

@@ -51,6 +51,8 @@ export async function startEngine(
     close: async () => {
       await engine.stop();
       journal.close();
+      fs.rmSync(home, { recursive: true, force: true });
+      if (!options.folder) fs.rmSync(folder, { recursive: true, force: true });
     },
   };
 }
