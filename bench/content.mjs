@@ -2,8 +2,14 @@
 //   one-shot upload of 1 GiB   vs a bare Node HTTP server piping the same multipart body to disk (+ server RSS growth)
 //   resumable (tus) upload     vs @tus/server + @tus/file-store alone (the peer)
 //   download of 1 GiB          vs a bare fs.createReadStream → socket server
-//   node bench/content.mjs [--quick]   (--quick: 256 MiB)
-import { spawn } from 'node:child_process';
+// Durability is visible beside each target baseline: the same bare server / @tus/server fsyncing before
+// it answers (patient-docs must fsync before the commit, DESIGN §3; the targets are against the plain ones).
+// Every figure is the best of --runs (default 2) measurements; `sync` runs before each so that one run's
+// dirty pages do not slow the next.
+//   node bench/content.mjs [--quick] [--runs N] [--only oneshot,download,tus] [--tus-chunk MiB]
+//   (--quick: 256 MiB; --tus-chunk: PATCH size of both tus clients, default the whole file in one PATCH;
+//    BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" passes node options to the patient-docs server)
+import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -14,9 +20,16 @@ import { FileStore } from '@tus/file-store';
 import { Server as TusServer } from '@tus/server';
 
 const quick = process.argv.includes('--quick');
+const option = (name, fallback) => {
+  const index = process.argv.indexOf(name);
+  return index >= 0 && process.argv[index + 1] !== undefined ? process.argv[index + 1] : fallback;
+};
+const RUNS = Math.max(1, Number(option('--runs', '2')));
+const ONLY = new Set(option('--only', 'oneshot,download,tus').split(','));
 const ROOT = path.resolve(import.meta.dirname, '..');
 const MiB = 1024 * 1024;
 const SIZE = (quick ? 256 : 1024) * MiB;
+const TUS_CHUNK = option('--tus-chunk', undefined) === undefined ? SIZE : Number(option('--tus-chunk')) * MiB;
 const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
 const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
 const CLIENT = { id: 'scanner-pc-1', secret: 'scanner-pc-1-secret-0123456789' };
@@ -53,7 +66,7 @@ function multipart(id) {
 }
 
 /** Sends head + the source file + tail as the request body; resolves with status and seconds. */
-function send(url, { method = 'POST', headers = {}, head = Buffer.alloc(0), tail = Buffer.alloc(0), length = SIZE }) {
+function send(url, { method = 'POST', headers = {}, head = Buffer.alloc(0), tail = Buffer.alloc(0), length = SIZE, start = 0, end = SIZE - 1 }) {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const request = http.request(url, { method, headers: { ...headers, 'content-length': String(length) } });
@@ -64,7 +77,7 @@ function send(url, { method = 'POST', headers = {}, head = Buffer.alloc(0), tail
       response.on('end', () => resolve({ status: response.statusCode, headers: response.headers, body: Buffer.concat(chunks).toString(), seconds: (performance.now() - started) / 1000 }));
     });
     request.write(head);
-    const file = fs.createReadStream(source, { highWaterMark: MiB });
+    const file = fs.createReadStream(source, { highWaterMark: MiB, start, end });
     file.on('data', (chunk) => {
       if (!request.write(chunk)) {
         file.pause();
@@ -88,6 +101,25 @@ function download(url) {
 
 const rate = (seconds) => `${(SIZE / MiB / seconds).toFixed(0)} MiB/s`;
 const ratio = (ours, baseline) => `${((baseline / ours) * 100).toFixed(0)}%`;
+const best = (results) => Math.min(...results.map((result) => result.seconds));
+const all = (results) => results.map((result) => rate(result.seconds)).join(', ');
+/** Writes back every dirty page, so each measurement starts from the same page cache state. */
+const settle = () => execFileSync('sync');
+
+/** Pipes the request body to a file; with `durable`, fsyncs the file before answering. */
+function pipeToDisk(target, durable) {
+  return (request, response) => {
+    const fd = fs.openSync(target, 'w');
+    request.pipe(fs.createWriteStream(null, { fd, autoClose: false })).on('finish', () => {
+      const answer = () => {
+        fs.closeSync(fd);
+        response.writeHead(201).end();
+      };
+      if (durable) fs.fsync(fd, answer);
+      else answer();
+    });
+  };
+}
 
 async function listen(handler) {
   const server = http.createServer(handler);
@@ -99,7 +131,8 @@ async function startPatientDocs() {
   const dataDir = path.join(work, 'data');
   const port = await freePort();
   let output = '';
-  const child = spawn(process.execPath, ['dist/server/main.js'], {
+  const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, 'dist/server/main.js'], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: path.join(ROOT, 'test/fixtures/seed.json'), PATIENT_DOCS_ADMIN_TOKEN: 'bench-admin-token-0123456789', PATIENT_DOCS_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -133,8 +166,43 @@ async function tusUpload(endpoint, headers) {
   const created = await fetch(endpoint, { method: 'POST', headers: { ...headers, 'tus-resumable': '1.0.0', 'upload-length': String(SIZE) } });
   if (created.status !== 201) throw new Error(`tus create: ${created.status} ${await created.text()}`);
   const location = new URL(created.headers.get('location'), endpoint).toString();
-  const result = await send(location, { method: 'PATCH', headers: { ...headers, 'tus-resumable': '1.0.0', 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' } });
-  if (result.status !== 204) throw new Error(`tus patch: ${result.status} ${result.body}`);
+  const started = performance.now();
+  for (let offset = 0; offset < SIZE; offset += TUS_CHUNK) {
+    const length = Math.min(TUS_CHUNK, SIZE - offset);
+    const result = await send(location, {
+      method: 'PATCH',
+      headers: { ...headers, 'tus-resumable': '1.0.0', 'upload-offset': String(offset), 'content-type': 'application/offset+octet-stream' },
+      length,
+      start: offset,
+      end: offset + length - 1,
+    });
+    if (result.status !== 204) throw new Error(`tus patch: ${result.status} ${result.body}`);
+  }
+  return { seconds: (performance.now() - started) / 1000 };
+}
+
+/** @tus/file-store that fsyncs each PATCH's bytes before the offset is reported (what patient-docs does). */
+class DurableFileStore extends FileStore {
+  async write(readable, id, offset) {
+    const written = await super.write(readable, id, offset);
+    const handle = await fs.promises.open(this.resolve(id), 'r+');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    return written;
+  }
+}
+
+async function tusPeer(Store) {
+  const directory = fs.mkdtempSync(path.join(work, 'tus-peer-'));
+  const peer = new TusServer({ path: '/files', datastore: new Store({ directory }) });
+  const peerServer = await listen((request, response) => void peer.handle(request, response));
+  settle();
+  const result = await tusUpload(`${peerServer.url}/files`, {});
+  peerServer.server.close();
+  fs.rmSync(directory, { recursive: true, force: true });
   return result;
 }
 
@@ -142,51 +210,84 @@ async function main() {
   await writeSource();
   console.log(`file: ${SIZE / MiB} MiB on ${os.cpus().length} CPUs`);
 
-  // --- one-shot upload ---------------------------------------------------------------
-  const bareTarget = path.join(work, 'bare-upload.bin');
-  const bare = await listen((request, response) => {
-    request.pipe(fs.createWriteStream(bareTarget)).on('finish', () => response.writeHead(201).end());
-  });
-  const form = multipart('00000000-0000-4000-8000-000000000000');
-  const bareUpload = await send(bare.url, { headers: { 'content-type': form.contentType }, ...form });
-  bare.server.close();
-  fs.rmSync(bareTarget, { force: true });
-
   const patientDocs = await startPatientDocs();
-  const document = await patientDocs.createDocument();
-  const ourForm = multipart(document.id);
-  const baseline = rss(patientDocs.child.pid);
-  let peak = baseline;
-  const sampler = setInterval(() => (peak = Math.max(peak, rss(patientDocs.child.pid))), 20);
-  const ourUpload = await send(`${document.storageUrl}/file`, { headers: { authorization: `Bearer ${patientDocs.token}`, 'content-type': ourForm.contentType }, ...ourForm });
-  clearInterval(sampler);
-  if (ourUpload.status !== 201) throw new Error(`upload: ${ourUpload.status} ${ourUpload.body}`);
-  const uploaded = JSON.parse(ourUpload.body);
-  console.log(`one-shot upload:  patient-docs ${rate(ourUpload.seconds)}  |  bare pipe-to-disk ${rate(bareUpload.seconds)}  →  ${ratio(ourUpload.seconds, bareUpload.seconds)} of baseline (target ≥ 80%)`);
-  console.log(`server RSS during upload: ${(baseline / MiB).toFixed(0)} → peak ${(peak / MiB).toFixed(0)} MiB, growth ${((peak - baseline) / MiB).toFixed(1)} MiB (target < 100 MB)`);
+  let uploaded;
+
+  // --- one-shot upload ---------------------------------------------------------------
+  if (ONLY.has('oneshot') || ONLY.has('download')) {
+    const bareTarget = path.join(work, 'bare-upload.bin');
+    const results = { plain: [], durable: [], ours: [] };
+    let growth = 0;
+    for (let run = 0; run < (ONLY.has('oneshot') ? RUNS : 1); run += 1) {
+      for (const durable of ONLY.has('oneshot') ? [false, true] : []) {
+        const bare = await listen(pipeToDisk(bareTarget, durable));
+        const form = multipart('00000000-0000-4000-8000-000000000000');
+        settle();
+        results[durable ? 'durable' : 'plain'].push(await send(bare.url, { headers: { 'content-type': form.contentType }, ...form }));
+        bare.server.close();
+        fs.rmSync(bareTarget, { force: true });
+      }
+      const document = await patientDocs.createDocument();
+      const ourForm = multipart(document.id);
+      settle();
+      const baseline = rss(patientDocs.child.pid);
+      let peak = baseline;
+      const sampler = setInterval(() => (peak = Math.max(peak, rss(patientDocs.child.pid))), 20);
+      const ourUpload = await send(`${document.storageUrl}/file`, { headers: { authorization: `Bearer ${patientDocs.token}`, 'content-type': ourForm.contentType }, ...ourForm });
+      clearInterval(sampler);
+      if (ourUpload.status !== 201) throw new Error(`upload: ${ourUpload.status} ${ourUpload.body}`);
+      uploaded = JSON.parse(ourUpload.body);
+      results.ours.push(ourUpload);
+      growth = Math.max(growth, peak - baseline);
+    }
+    if (ONLY.has('oneshot')) {
+      const ours = best(results.ours);
+      console.log(
+        `one-shot upload:  patient-docs ${rate(ours)}  |  bare pipe-to-disk ${rate(best(results.plain))}  |  bare pipe-to-disk + fsync ${rate(best(results.durable))}` +
+          `  →  ${ratio(ours, best(results.plain))} of baseline (target ≥ 80%), ${ratio(ours, best(results.durable))} of the durable baseline`,
+      );
+      console.log(`  runs: patient-docs ${all(results.ours)}  |  bare ${all(results.plain)}  |  bare + fsync ${all(results.durable)}`);
+      console.log(`server RSS growth during upload: max ${(growth / MiB).toFixed(1)} MiB over ${results.ours.length} runs (target < 100 MB)`);
+    }
+  }
 
   // --- download --------------------------------------------------------------------------
-  const bareDownloadServer = await listen((_request, response) => {
-    response.writeHead(200, { 'content-length': String(SIZE), 'content-type': 'application/octet-stream' });
-    fs.createReadStream(source).pipe(response);
-  });
-  const bareDownload = await download(bareDownloadServer.url);
-  bareDownloadServer.server.close();
-  const ourDownload = await download(uploaded.storageDownloadUri);
-  if (ourDownload.bytes !== SIZE) throw new Error(`download returned ${ourDownload.bytes} bytes`);
-  console.log(`download:         patient-docs ${rate(ourDownload.seconds)}  |  bare createReadStream ${rate(bareDownload.seconds)}  →  ${ratio(ourDownload.seconds, bareDownload.seconds)} of baseline (target ≥ 80%)`);
+  if (ONLY.has('download')) {
+    const results = { bare: [], ours: [] };
+    const bareDownloadServer = await listen((_request, response) => {
+      response.writeHead(200, { 'content-length': String(SIZE), 'content-type': 'application/octet-stream' });
+      fs.createReadStream(source).pipe(response);
+    });
+    for (let run = 0; run < RUNS; run += 1) {
+      results.bare.push(await download(bareDownloadServer.url));
+      const ourDownload = await download(uploaded.storageDownloadUri);
+      if (ourDownload.bytes !== SIZE) throw new Error(`download returned ${ourDownload.bytes} bytes`);
+      results.ours.push(ourDownload);
+    }
+    bareDownloadServer.server.close();
+    const ours = best(results.ours);
+    console.log(`download:         patient-docs ${rate(ours)}  |  bare createReadStream ${rate(best(results.bare))}  →  ${ratio(ours, best(results.bare))} of baseline (target ≥ 80%)`);
+    console.log(`  runs: patient-docs ${all(results.ours)}  |  bare ${all(results.bare)}`);
+  }
 
   // --- resumable upload --------------------------------------------------------------------
-  const tusDir = path.join(work, 'tus-peer');
-  fs.mkdirSync(tusDir);
-  const peer = new TusServer({ path: '/files', datastore: new FileStore({ directory: tusDir }) });
-  const peerServer = await listen((request, response) => void peer.handle(request, response));
-  const peerUpload = await tusUpload(`${peerServer.url}/files`, {});
-  peerServer.server.close();
-  fs.rmSync(tusDir, { recursive: true, force: true });
-  const tusDocument = await patientDocs.createDocument();
-  const ourTus = await tusUpload(`${tusDocument.storageUrl}/uploads`, { authorization: `Bearer ${patientDocs.token}` });
-  console.log(`resumable (tus):  patient-docs ${rate(ourTus.seconds)}  |  @tus/server + @tus/file-store ${rate(peerUpload.seconds)}  →  ${ratio(ourTus.seconds, peerUpload.seconds)} of the peer (target ≥ 90%)`);
+  if (ONLY.has('tus')) {
+    const results = { plain: [], durable: [], ours: [] };
+    for (let run = 0; run < RUNS; run += 1) {
+      results.plain.push(await tusPeer(FileStore));
+      results.durable.push(await tusPeer(DurableFileStore));
+      const tusDocument = await patientDocs.createDocument();
+      settle();
+      results.ours.push(await tusUpload(`${tusDocument.storageUrl}/uploads`, { authorization: `Bearer ${patientDocs.token}` }));
+    }
+    const ours = best(results.ours);
+    const chunk = TUS_CHUNK >= SIZE ? 'one PATCH' : `PATCHes of ${TUS_CHUNK / MiB} MiB`;
+    console.log(
+      `resumable (tus, ${chunk}):  patient-docs ${rate(ours)}  |  @tus/server + @tus/file-store ${rate(best(results.plain))}  |  same + fsync per PATCH ${rate(best(results.durable))}` +
+        `  →  ${ratio(ours, best(results.plain))} of the peer (target ≥ 90%), ${ratio(ours, best(results.durable))} of the durable peer`,
+    );
+    console.log(`  runs: patient-docs ${all(results.ours)}  |  peer ${all(results.plain)}  |  peer + fsync ${all(results.durable)}`);
+  }
 
   patientDocs.child.kill('SIGTERM');
   await new Promise((resolve) => patientDocs.child.once('exit', resolve));
