@@ -1,17 +1,18 @@
 /**
  * One HTTPS POST to a callback, connected to an address the guard already approved: the socket
  * goes to that IP while TLS still verifies the callback's host name (SNI and certificate check).
- * Keep-alive sockets are pooled per (address, port, host name). Redirects are never followed:
- * a 3xx is simply not a 2xx.
+ * Connections are kept alive in an undici Pool per (callback origin, pinned address): as many
+ * connections as the per-callback limit, one request at a time on each (no pipelining).
+ * Redirects are never followed: a 3xx is simply not a 2xx.
  */
-import https from 'node:https';
 import { isIP } from 'node:net';
+import { Pool, type Dispatcher } from 'undici';
 import type { ResolvedAddress } from './ssrf.js';
 
 export interface SendRequest {
   url: URL;
   address: ResolvedAddress;
-  body: string;
+  body: string | Buffer;
   headers: Record<string, string>;
   timeoutMs: number;
 }
@@ -24,58 +25,121 @@ export interface SendResult {
 
 export type Sender = (request: SendRequest) => Promise<SendResult>;
 
-/** Response bodies are read (so the socket can be reused) but never kept; beyond this the socket is dropped. */
+/** Response bodies are read (so the connection can be reused) but never kept; beyond this the connection is dropped. */
 const MAX_RESPONSE_BYTES = 64 * 1024;
+/** A pool unused for this long is closed (its address may have been re-resolved to another one). */
+const POOL_IDLE_MS = 60_000;
+
+interface PoolEntry {
+  pool: Pool;
+  lastUsed: number;
+}
 
 export class HttpsSender {
-  readonly agent: https.Agent;
+  private readonly pools = new Map<string, PoolEntry>();
+  private readonly sweeper: NodeJS.Timeout;
 
-  constructor(options: { maxSocketsPerHost: number; maxSockets: number }) {
-    this.agent = new https.Agent({ keepAlive: true, maxSockets: options.maxSocketsPerHost, maxTotalSockets: options.maxSockets, scheduling: 'lifo' });
+  constructor(private readonly options: { maxSocketsPerHost: number; maxSockets: number }) {
+    this.sweeper = setInterval(() => this.sweep(), POOL_IDLE_MS);
+    this.sweeper.unref();
+  }
+
+  /** The pool of one (callback origin, pinned address): the origin is the IP, TLS checks the callback's host name. */
+  private poolFor(url: URL, address: ResolvedAddress): Pool {
+    const port = url.port || '443';
+    const key = `${url.host}|${address.address}|${port}`;
+    const entry = this.pools.get(key);
+    if (entry) {
+      entry.lastUsed = performance.now();
+      return entry.pool;
+    }
+    const hostname = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    const ip = address.family === 6 ? `[${address.address}]` : address.address;
+    const pool = new Pool(`https://${ip}:${port}`, {
+      connections: this.options.maxSocketsPerHost,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      maxResponseSize: MAX_RESPONSE_BYTES,
+      // The certificate is checked against the callback's host name (an IP literal callback is checked against the IP).
+      connect: { servername: isIP(hostname) === 0 ? hostname : undefined, rejectUnauthorized: true },
+    });
+    this.pools.set(key, { pool, lastUsed: performance.now() });
+    return pool;
+  }
+
+  private sweep(): void {
+    const cutoff = performance.now() - POOL_IDLE_MS;
+    for (const [key, entry] of this.pools) {
+      if (entry.lastUsed >= cutoff) continue;
+      this.pools.delete(key);
+      entry.pool.close().catch(() => undefined);
+    }
   }
 
   send: Sender = (request) =>
     new Promise<SendResult>((resolve) => {
       const started = performance.now();
       let settled = false;
-      const finish = (statusCode: number | null, error: string | null): void => {
+      let statusCode: number | null = null;
+      let abort: ((reason?: Error) => void) | undefined;
+      const finish = (status: number | null, error: string | null): void => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        resolve({ statusCode, latencyMs: Math.round(performance.now() - started), error });
+        resolve({ statusCode: status, latencyMs: Math.round(performance.now() - started), error });
       };
-      const hostname = request.url.hostname.replace(/^\[(.*)\]$/, '$1');
-      const req = https.request({
-        method: 'POST',
-        host: request.address.address,
-        family: request.address.family,
-        port: request.url.port || 443,
-        path: `${request.url.pathname}${request.url.search}`,
-        servername: isIP(hostname) === 0 ? hostname : '',
-        agent: this.agent,
-        headers: { ...request.headers, host: request.url.host, 'content-length': String(Buffer.byteLength(request.body, 'utf8')) },
-      });
       const timer = setTimeout(() => {
         finish(null, `no response within ${request.timeoutMs} ms`);
-        req.destroy();
+        abort?.(new Error('webhook timeout'));
       }, request.timeoutMs);
-      req.on('response', (response) => {
-        let received = 0;
-        response.on('data', (chunk: Buffer) => {
+      const headers: string[] = ['host', request.url.host];
+      for (const name in request.headers) headers.push(name, request.headers[name]!);
+      let pool: Pool;
+      try {
+        pool = this.poolFor(request.url, request.address);
+      } catch (error) {
+        finish(null, describeError(error as NodeJS.ErrnoException));
+        return;
+      }
+      let received = 0;
+      const handler: Dispatcher.DispatchHandlers = {
+        onConnect: (abortRequest) => {
+          abort = abortRequest;
+          if (settled) abortRequest(new Error('webhook timeout'));
+        },
+        onHeaders: (status) => {
+          statusCode = status;
+          return true;
+        },
+        onData: (chunk) => {
           received += chunk.length;
-          if (received > MAX_RESPONSE_BYTES) response.destroy();
-        });
-        response.on('end', () => finish(response.statusCode ?? null, null));
-        response.on('close', () => finish(response.statusCode ?? null, null));
-        response.on('error', () => finish(response.statusCode ?? null, null));
-      });
-      req.on('error', (error: NodeJS.ErrnoException) => finish(null, describeError(error)));
-      // A string body goes out with the headers in one write (one TLS record), a Buffer in two.
-      req.end(request.body, 'utf8');
+          if (received > MAX_RESPONSE_BYTES) {
+            // The answer is known; an oversized body only costs the connection.
+            finish(statusCode, null);
+            abort?.(new Error('response body too large'));
+          }
+          return true;
+        },
+        onComplete: () => finish(statusCode, null),
+        onError: (error) => finish(statusCode, statusCode === null ? describeError(error as NodeJS.ErrnoException) : null),
+      };
+      pool.dispatch(
+        {
+          path: `${request.url.pathname}${request.url.search}`,
+          method: 'POST',
+          headers,
+          body: request.body,
+          headersTimeout: request.timeoutMs + 1000,
+          bodyTimeout: request.timeoutMs + 1000,
+        },
+        handler,
+      );
     });
 
   close(): void {
-    this.agent.destroy();
+    clearInterval(this.sweeper);
+    for (const entry of this.pools.values()) entry.pool.destroy().catch(() => undefined);
+    this.pools.clear();
   }
 }
 
