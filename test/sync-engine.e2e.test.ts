@@ -224,3 +224,32 @@ async function uploadDirect(sut: EngineUnderTest, storageUrl: string, documentId
   const response = await fetch(`${storageUrl}/file`, { method: 'POST', headers: { authorization: `Bearer ${accessToken}` }, body: form });
   expect(response.status).toBe(201);
 }
+
+describe('what the UI is told', () => {
+  let server: ServerProcess;
+  let sut: EngineUnderTest;
+  beforeAll(async () => {
+    server = await startServerProcess();
+    // Snapshots far apart: a small file passes through every state between two of them.
+    sut = await startEngine(server.url, { tuning: { settleMs: 300 }, publishEveryMs: 5_000 });
+  });
+  afterAll(async () => {
+    await sut?.close();
+    await server?.stop();
+  });
+
+  it('publishes every state a file enters, however quickly it moves on', async () => {
+    const states: string[] = [];
+    const stop = sut.engine.onEvent((event) => {
+      if (event.type !== 'files-changed') return;
+      for (const file of event.files) if (file.relativePath === 'quick.pdf' && states[states.length - 1] !== file.state) states.push(file.state);
+    });
+    try {
+      writeFile(sut.folder, 'quick.pdf', pdf('a small file'));
+      await waitFor('quick.pdf synced', () => states.includes('synced'), 30_000, 20);
+      expect(states).toEqual(['queued', 'creating', 'uploading', 'verifying', 'synced']);
+    } finally {
+      stop();
+    }
+  });
+});

@@ -43,7 +43,7 @@ export interface EngineOptions {
   random?: () => number;
   stat?: (absolutePath: string) => Promise<FileStat | undefined>;
   hash?: (absolutePath: string, signal?: AbortSignal) => Promise<string>;
-  /** How often UI snapshots go out at most. */
+  /** How often UI snapshots (byte progress, pair totals) go out at most; state changes go out at once. */
   publishEveryMs?: number;
   /** How often the journal is looked at for retries whose time has come when nothing else happens. */
   idlePollMs?: number;
@@ -65,6 +65,8 @@ export class SyncEngine {
   private readonly listeners = new Set<(event: EngineEvent) => void>();
   private readonly settledListeners = new Set<(event: SettledFileEvent) => void>();
   private readonly changedFiles = new Map<string, Set<number>>();
+  /** The state each file was last published in, so every transition is published exactly once. */
+  private readonly publishedStates = new Map<number, FileState>();
   private api: DocumentApi | null;
   private tuning: EngineTuning;
   private started = false;
@@ -87,7 +89,10 @@ export class SyncEngine {
   /** Every event, including the UI snapshots (which are only built while someone listens here). */
   onEvent(listener: (event: EngineEvent) => void): () => void {
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size === 0) this.publishedStates.clear();
+    };
   }
 
   /** Only files reaching `synced` or `failed`: cheap, no snapshots (what the CLI prints). */
@@ -336,6 +341,7 @@ export class SyncEngine {
       get: (id) => this.journal.get(id),
       transition: (id, state, patch, note) => {
         const record = this.journal.transition(id, state, patch, note);
+        this.publishTransition(record);
         this.markFiles(record.pairId, [record.id]);
         return record;
       },
@@ -351,6 +357,7 @@ export class SyncEngine {
       rescanMinutes: this.tuning.rescanMinutes,
       ignorePatterns: this.tuning.ignorePatterns,
       onFileChanged: (record) => {
+        this.publishTransition(record);
         this.markFiles(record.pairId, [record.id]);
         this.requestPump();
       },
@@ -367,6 +374,18 @@ export class SyncEngine {
     this.online = online;
     this.emit({ type: 'online-changed', online });
     this.markPairs();
+  }
+
+  /**
+   * A file entering a new state is published at once, on its own: a small file passes queued →
+   * uploading → verifying → synced within one snapshot interval, and the UI must show each step.
+   * Byte progress within a state stays in the throttled snapshots.
+   */
+  private publishTransition(record: FileRecord): void {
+    if (this.listeners.size === 0 || !this.pairs.has(record.pairId)) return;
+    if (this.publishedStates.get(record.id) === record.state) return;
+    this.publishedStates.set(record.id, record.state);
+    this.emit({ type: 'files-changed', pairId: record.pairId, files: [toFileView(record, this.progress)] });
   }
 
   private markPairs(): void {
@@ -394,6 +413,7 @@ export class SyncEngine {
     for (const [pairId, ids] of this.changedFiles) {
       if (!this.pairs.has(pairId) || ids.size === 0) continue;
       const files = [...ids].map((id) => this.journal.get(id)).filter((record): record is FileRecord => record !== undefined);
+      for (const record of files) this.publishedStates.set(record.id, record.state);
       this.emit({ type: 'files-changed', pairId, files: files.map((record) => toFileView(record, this.progress)) });
     }
     this.changedFiles.clear();

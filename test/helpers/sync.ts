@@ -20,7 +20,7 @@ export interface EngineUnderTest {
 
 export async function startEngine(
   serverUrl: string,
-  options: { tuning?: Partial<EngineTuning>; folder?: string; remoteBasePath?: string; resumableThreshold?: number; backoffMs?: number } = {},
+  options: { tuning?: Partial<EngineTuning>; folder?: string; remoteBasePath?: string; resumableThreshold?: number; backoffMs?: number; publishEveryMs?: number } = {},
 ): Promise<EngineUnderTest> {
   const home = tempDir('engine');
   const folder = options.folder ?? tempDir('folder');
@@ -36,7 +36,7 @@ export async function startEngine(
     api,
     tuning: { concurrency: 4, settleMs: 300, rescanMinutes: 0, ignorePatterns: [], ...options.tuning },
     backoff: { baseMs: options.backoffMs ?? 200, maxMs: 2000 },
-    publishEveryMs: 50,
+    publishEveryMs: options.publishEveryMs ?? 50,
     idlePollMs: 500,
   });
   const pair: SyncPair = { id: 'pair-1', folder, patientId: PATIENT, patientName: 'Jane Roe', remoteBasePath: options.remoteBasePath ?? '/scans', paused: false };
