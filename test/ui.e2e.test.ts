@@ -75,6 +75,8 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
     server = await startRealServer(serverData, 0, SMALL_LIMIT);
     serverPort = Number(new URL(server.url).port);
     headless = await launchHeadless({ home: temp('home'), port: 0, firstRun: 'choose', rendererDir: RENDERER_DIR, log: () => undefined });
+    // Any free port for the webhook listener: the default (8787) may be held by another app or test.
+    await headless.app.updateSettings({ webhook: { port: 0 } });
     browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true, locale: 'en-GB' });
     page = await context.newPage();
@@ -112,8 +114,11 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
   it('settings: saved through the bridge, the secret only ever shown masked', async () => {
     await page.getByRole('button', { name: 'Settings', exact: true }).click();
     await page.getByLabel('Files at once').fill('2');
+    // Slow enough that the scan of the next test is seen uploading, with its speed and time left.
+    await page.getByLabel('Speed limit (MB/s)').fill('0.5');
     await page.getByRole('button', { name: 'Save settings' }).click();
     await page.getByText('Saved').waitFor();
+    expect(headless.app.limiter.limit).toBe(500_000);
     expect(await page.locator('.masked-secret').innerText()).not.toContain(CLIENT.secret);
     await screenshot(page, 'settings');
   });
@@ -131,6 +136,10 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
     mkdirSync(path.join(scanFolder, CASE));
     writeFileSync(path.join(scanFolder, CASE, 'upper-arch.stl'), makeArchStl({ triangles: 30_000 }));
     writeFileSync(path.join(scanFolder, CASE, 'order-form.pdf'), makePdf('Order form: upper arch, Jane Roe'));
+    // 1.5 MB at the 0.5 MB/s limit set in Settings: about three seconds of upload with live progress.
+    const uploading = page.locator(`.file-row[data-file="${CASE}/upper-arch.stl"][data-state="uploading"]`);
+    await expect.poll(async () => (await uploading.innerText().catch(() => '')).match(/left/) !== null, { timeout: 30_000, interval: 100 }).toBe(true);
+    await page.screenshot({ path: path.join(SCREENS, 'sync-uploading.png') });
     for (const file of [`${CASE}/upper-arch.stl`, `${CASE}/order-form.pdf`]) {
       await page.locator(`.file-row[data-file="${file}"][data-state="synced"]`).waitFor({ timeout: 60_000 });
     }
@@ -140,6 +149,13 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
       const seen = states[file]!.filter((state) => ['queued', 'uploading', 'verifying', 'synced'].includes(state));
       expect(seen, `${file} showed ${states[file]!.join(' → ')}`).toEqual(['queued', 'uploading', 'verifying', 'synced']);
     }
+
+    await page.getByRole('button', { name: 'Settings', exact: true }).click();
+    await page.getByLabel('Speed limit (MB/s)').fill('');
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await page.getByText('Saved').waitFor();
+    expect(headless.app.limiter.limit).toBe(0);
+    await page.getByRole('button', { name: 'Sync', exact: true }).click();
   }, 120_000);
 
   it('a file over the server limit fails with the 413 in plain language, and Retry works once the limit is raised', async () => {

@@ -1,4 +1,4 @@
-import { createContext, useCallback, useContext, useEffect, useRef, useState, type ReactNode } from 'react';
+import { createContext, useCallback, useContext, useEffect, useRef, useState, type Dispatch, type ReactNode, type SetStateAction } from 'react';
 import type { BridgeClient, BridgeEvent } from '../../../shared/bridge.js';
 import type { BridgeKind } from './connect.js';
 import { toBridgeError, type BridgeError } from './errors.js';
@@ -41,7 +41,8 @@ export interface QueryState<T> {
   error: BridgeError | null;
   loading: boolean;
   reload: () => void;
-  setData: (value: T) => void;
+  /** A value, or a function of the latest value (events arriving back to back must not overwrite each other). */
+  setData: Dispatch<SetStateAction<T | undefined>>;
 }
 
 /** Runs a bridge call when its inputs change; an answer to an outdated call is dropped. */

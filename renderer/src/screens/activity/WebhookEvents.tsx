@@ -27,9 +27,7 @@ export function WebhookEvents() {
   const activity = useBridgeQuery((client) => client.webhookActivity(ACTIVITY_LIMIT), []);
   useBridgeEvent((event) => {
     if (event.type !== 'webhook') return;
-    const existing = activity.data ?? [];
-    if (existing.some((entry) => entry.id === event.activity.id)) return;
-    activity.setData([event.activity, ...existing].slice(0, ACTIVITY_LIMIT));
+    activity.setData((existing = []) => (existing.some((entry) => entry.id === event.activity.id) ? existing : [event.activity, ...existing].slice(0, ACTIVITY_LIMIT)));
   });
   if (activity.error) return <ErrorNotice error={activity.error} />;
   if (activity.data && activity.data.length === 0) {

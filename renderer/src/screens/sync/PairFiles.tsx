@@ -1,4 +1,5 @@
 import { useMemo, useState } from 'react';
+import { flushSync } from 'react-dom';
 import type { FileState, FileView } from '../../../../shared/bridge.js';
 import { useBridge, useBridgeEvent, useBridgeQuery } from '../../bridge/context.js';
 import { Icon } from '../../components/Icon.js';
@@ -7,6 +8,11 @@ import { FileStateBadge, fileStateTone } from '../../components/StateBadge.js';
 import { VirtualList } from '../../components/VirtualList.js';
 import { formatBytes, formatDateTime, formatDuration, formatRate } from '../../format.js';
 import { fileIcon } from '../../documents/file-types.js';
+
+interface FilePage {
+  files: FileView[];
+  total: number;
+}
 
 const FILE_LIMIT = 1000;
 const ROW_HEIGHT = 64;
@@ -19,14 +25,14 @@ export function PairFiles({ pairId }: { pairId: string }) {
   const files = useBridgeQuery((client) => client.listFiles({ pairId, limit: FILE_LIMIT }), [pairId]);
   const [expanded, setExpanded] = useState(true);
   useBridgeEvent((event) => {
-    if (event.type !== 'files' || event.pairId !== pairId || !files.data) return;
-    const byId = new Map(files.data.files.map((file) => [file.id, file]));
-    let added = 0;
-    for (const file of event.files) {
-      if (!byId.has(file.id)) added += 1;
-      byId.set(file.id, file);
-    }
-    files.setData({ files: [...byId.values()], total: files.data.total + added });
+    if (event.type !== 'files' || event.pairId !== pairId) return;
+    const apply = () => files.setData((current) => (current ? mergeFiles(current, event.files) : current));
+    // A file entering a new state is committed to the screen now, not batched with the next event:
+    // a small file passes queued → uploading → verifying → synced within a few milliseconds, and
+    // each state is something staff should see. Byte progress updates batch as usual.
+    const known = files.data ? new Map(files.data.files.map((file) => [file.id, file.state])) : null;
+    if (known && event.files.some((file) => known.get(file.id) !== file.state)) flushSync(apply);
+    else apply();
   });
   const ordered = useMemo(
     () => [...(files.data?.files ?? [])].sort((a, b) => STATE_ORDER[a.state] - STATE_ORDER[b.state] || (b.syncedAt ?? b.updatedAt) - (a.syncedAt ?? a.updatedAt) || a.relativePath.localeCompare(b.relativePath)),
@@ -52,6 +58,17 @@ export function PairFiles({ pairId }: { pairId: string }) {
       ) : null}
     </section>
   );
+}
+
+/** The list with the files of an event put in (replacing the same file, adding a new one). */
+function mergeFiles(current: FilePage, changed: readonly FileView[]): FilePage {
+  const byId = new Map(current.files.map((file) => [file.id, file]));
+  let added = 0;
+  for (const file of changed) {
+    if (!byId.has(file.id)) added += 1;
+    byId.set(file.id, file);
+  }
+  return { files: [...byId.values()], total: current.total + added };
 }
 
 function FileRow({ file }: { file: FileView }) {
