@@ -6,6 +6,14 @@
 import { createReadStream } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 
+const MAX_CHUNK_BYTES = 256 * 1024;
+const MIN_CHUNK_BYTES = 1024;
+
+/** Waits `ms` (or until the signal aborts). Injected in tests to run on a fake clock. */
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+const realSleep: Sleep = (ms, signal) => delay(ms, undefined, signal ? { signal } : undefined);
+
 export class BandwidthLimiter {
   private available = 0;
   private lastRefill: number;
@@ -13,36 +21,51 @@ export class BandwidthLimiter {
   constructor(
     private bytesPerSecond: number,
     private readonly now: () => number = Date.now,
+    private readonly sleep: Sleep = realSleep,
   ) {
     this.lastRefill = now();
   }
 
   /** 0 means unlimited. */
   setLimit(bytesPerSecond: number): void {
+    this.refill();
     this.bytesPerSecond = Math.max(0, bytesPerSecond);
+    this.available = Math.min(this.available, this.bytesPerSecond);
   }
 
   get limit(): number {
     return this.bytesPerSecond;
   }
 
-  /** Waits until `bytes` may be sent. */
+  /** How much to read at once: a fraction of a second's worth, so pacing and progress stay smooth. */
+  get chunkBytes(): number {
+    if (this.bytesPerSecond === 0) return MAX_CHUNK_BYTES;
+    return Math.min(MAX_CHUNK_BYTES, Math.max(MIN_CHUNK_BYTES, Math.floor(this.bytesPerSecond / 8)));
+  }
+
+  /**
+   * Waits until `bytes` may be sent. They are taken at most one bucket (one second's worth) at a
+   * time and never on credit: a chunk larger than the limit must not leave a debt that every
+   * upload behind it (a 717-byte PDF included) has to wait out first.
+   */
   async take(bytes: number, signal?: AbortSignal): Promise<void> {
-    while (this.bytesPerSecond > 0) {
+    let owed = bytes;
+    while (owed > 0 && this.bytesPerSecond > 0) {
       this.refill();
-      if (this.available >= bytes || this.available >= this.bytesPerSecond) {
-        this.available -= bytes;
-        return;
+      const piece = Math.min(owed, this.bytesPerSecond);
+      if (this.available >= piece) {
+        this.available -= piece;
+        owed -= piece;
+        continue;
       }
-      const missing = Math.min(bytes, this.bytesPerSecond) - this.available;
-      await delay(Math.max(5, Math.ceil((missing / this.bytesPerSecond) * 1000)), undefined, signal ? { signal } : undefined);
+      await this.sleep(Math.max(5, Math.ceil(((piece - this.available) / this.bytesPerSecond) * 1000)), signal);
     }
   }
 
   private refill(): void {
     const now = this.now();
     // At most one second of burst, so a long idle period does not allow a flood.
-    this.available = Math.min(this.bytesPerSecond, this.available + ((now - this.lastRefill) / 1000) * this.bytesPerSecond);
+    if (this.bytesPerSecond > 0) this.available = Math.min(this.bytesPerSecond, this.available + ((now - this.lastRefill) / 1000) * this.bytesPerSecond);
     this.lastRefill = now;
   }
 }
@@ -56,14 +79,12 @@ export interface FileChunksOptions {
   onBytes?: ((bytes: number) => void) | undefined;
 }
 
-const CHUNK_BYTES = 256 * 1024;
-
 /** The bytes of a file from disk, paced by the limiter, reporting each chunk as it leaves. */
 export async function* fileChunks(filePath: string, options: FileChunksOptions = {}): AsyncGenerator<Buffer> {
   const stream = createReadStream(filePath, {
     start: options.start ?? 0,
     ...(options.end !== undefined ? { end: options.end - 1 } : {}),
-    highWaterMark: CHUNK_BYTES,
+    highWaterMark: options.limiter?.chunkBytes ?? MAX_CHUNK_BYTES,
   });
   try {
     for await (const chunk of stream) {
