@@ -25,6 +25,12 @@ export interface DispatcherOptions {
   batchSize: number;
   /** How long an approved DNS answer is reused (it is re-checked after). */
   dnsCacheMs: number;
+  /**
+   * The window within which the per-attempt checks (subscription still active, the organization
+   * still has access to and consent from the patient) are shared between attempts: every attempt
+   * is checked, but attempts launched within the same few milliseconds share one lookup.
+   */
+  routingMemoMs: number;
 }
 
 export const DEFAULT_DISPATCHER_OPTIONS: Omit<DispatcherOptions, 'retryDelaysMs' | 'timeoutMs'> = {
@@ -33,7 +39,14 @@ export const DEFAULT_DISPATCHER_OPTIONS: Omit<DispatcherOptions, 'retryDelaysMs'
   pollIntervalMs: 25,
   batchSize: 500,
   dnsCacheMs: 5000,
+  routingMemoMs: 5,
 };
+
+/** Finished attempts written in one transaction: at most this many, at most this long after the first one finished. */
+const GROUP_COMMIT_MAX = 256;
+const GROUP_COMMIT_MS = 20;
+/** Messages claimed ahead per callback, as a multiple of its concurrency limit (refilled once it has run low). */
+const CLAIM_AHEAD = 4;
 
 export interface DispatcherLog {
   info(object: object, message: string): void;
@@ -84,6 +97,9 @@ export class WebhookDispatcher {
   private wakeUp: (() => void) | undefined;
   private sleepTimer: NodeJS.Timeout | undefined;
   private readonly now: () => number;
+  /** Per-attempt check results of the current window (see routingMemoMs), and when it opened. */
+  private readonly attemptChecks = new Map<string, string | boolean | undefined>();
+  private attemptChecksAt = 0;
 
   constructor(
     private readonly deps: DispatcherDeps,
@@ -144,10 +160,10 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Group commit: one transaction for many attempts, at most ~10 ms after the first one finished. */
+  /** Group commit: one transaction for many attempts, at most ~GROUP_COMMIT_MS after the first one finished. */
   private async flushResults(force = false): Promise<void> {
     if (this.results.length === 0) return;
-    if (!force && this.results.length < 64 && this.now() - this.resultsSince < 10 && this.inFlight.size > 0) return;
+    if (!force && this.results.length < GROUP_COMMIT_MAX && this.now() - this.resultsSince < GROUP_COMMIT_MS && this.inFlight.size > 0) return;
     const results = this.results;
     this.results = [];
     await this.deps.webhooks.recordAttempts(results);
@@ -255,8 +271,8 @@ export class WebhookDispatcher {
     await this.refreshDue(now);
     const count = this.dueList.length;
     if (count === 0) return;
-    // Claim ahead (up to twice the limits) so that freed slots are refilled from memory.
-    let budget = this.options.maxConcurrency * 2 - this.inFlight.size - this.readyCount;
+    // Claim ahead (up to CLAIM_AHEAD times the limits) so that freed slots are refilled from memory.
+    let budget = this.options.maxConcurrency * CLAIM_AHEAD - this.inFlight.size - this.readyCount;
     if (budget <= 0) return;
     // Rotate the starting subscription so subscriptions sharing a callback take turns.
     this.rotation = (this.rotation + 1) % count;
@@ -270,7 +286,7 @@ export class WebhookDispatcher {
       const held = (this.perCallback.get(origin) ?? 0) + (this.ready.get(origin)?.length ?? 0) + (reserved.get(origin) ?? 0);
       // Refill an origin's queue only once it has run low, so claims come in batches.
       if (known && held > this.options.maxPerCallback) continue;
-      const limit = known ? Math.min(this.options.maxPerCallback * 2 - held, budget, entry.due) : entry.due;
+      const limit = known ? Math.min(this.options.maxPerCallback * CLAIM_AHEAD - held, budget, entry.due) : entry.due;
       if (limit <= 0) continue;
       reserved.set(origin, (reserved.get(origin) ?? 0) + limit);
       budget -= limit;
@@ -342,13 +358,19 @@ export class WebhookDispatcher {
   private async attempt(message: WebhookMessageRecord, claimedFor: WebhookSubscriptionRecord): Promise<void> {
     const attemptedAt = new Date(this.now());
     // Routing is decided again at every attempt: a revoked consent stops pending deliveries.
-    const status = await this.deps.webhooks.subscriptionStatus(claimedFor.id);
+    const checks = this.checkWindow(attemptedAt.getTime());
+    const statusKey = `s|${claimedFor.id}`;
+    let status = checks.get(statusKey) as WebhookSubscriptionRecord['status'] | undefined;
+    if (status === undefined) {
+      status = await this.deps.webhooks.subscriptionStatus(claimedFor.id);
+      if (status !== undefined) checks.set(statusKey, status);
+    }
     if (status !== 'active') {
       await this.cancel(message, status ? `subscription ${status}` : 'subscription deleted', attemptedAt);
       return;
     }
     const subscription = claimedFor;
-    if (message.patientId !== null && !(await this.isRoutable({ patientId: message.patientId, organizationId: null }, subscription.organizationId))) {
+    if (message.patientId !== null && !(await this.isRoutable({ patientId: message.patientId, organizationId: null }, subscription.organizationId, checks as Map<string, boolean>))) {
       await this.cancel(message, 'the organization no longer has access to or consent from the patient', attemptedAt);
       this.deps.log.info({ messageId: message.id, subscriptionId: subscription.id }, 'webhook message cancelled: access or consent withdrawn');
       return;
@@ -357,11 +379,21 @@ export class WebhookDispatcher {
     const outcome = this.outcome(message, subscription, result, attemptedAt);
     if (this.results.length === 0) this.resultsSince = this.now();
     this.results.push(outcome);
-    const level = outcome.state === 'delivered' ? 'debug' : 'info';
-    this.deps.log[level](
+    // Every attempt is in the delivery log (the database); the server log gets the failures only.
+    if (outcome.state === 'delivered') return;
+    this.deps.log.info(
       { messageId: message.id, subscriptionId: subscription.id, attempt: outcome.attempt.attempt, statusCode: result.statusCode, latencyMs: result.latencyMs, error: result.error, state: outcome.state },
       'webhook attempt',
     );
+  }
+
+  /** The memo of per-attempt checks, emptied when its window has passed. */
+  private checkWindow(now: number): Map<string, string | boolean | undefined> {
+    if (now - this.attemptChecksAt >= this.options.routingMemoMs || now < this.attemptChecksAt) {
+      this.attemptChecks.clear();
+      this.attemptChecksAt = now;
+    }
+    return this.attemptChecks;
   }
 
   private async post(message: WebhookMessageRecord, subscription: WebhookSubscriptionRecord, attemptedAt: Date): Promise<SendResult> {
