@@ -103,6 +103,8 @@ const rate = (seconds) => `${(SIZE / MiB / seconds).toFixed(0)} MiB/s`;
 const ratio = (ours, baseline) => `${((baseline / ours) * 100).toFixed(0)}%`;
 const best = (results) => Math.min(...results.map((result) => result.seconds));
 const all = (results) => results.map((result) => rate(result.seconds)).join(', ');
+/** The server's CPU seconds per GiB, best run: less noisy than wall time on a shared machine. */
+const cpu = (results) => `${(Math.min(...results.map((result) => result.cpu)) / (SIZE / 1024 / MiB)).toFixed(2)} s`;
 /** Writes back every dirty page, so each measurement starts from the same page cache state. */
 const settle = () => execFileSync('sync');
 
@@ -195,13 +197,58 @@ class DurableFileStore extends FileStore {
   }
 }
 
-async function tusPeer(Store) {
+/** The baselines, each in its own process like patient-docs (`--serve <kind> <path>`), so the client does not share their event loop. */
+const BASELINES = {
+  pipe: (target) => pipeToDisk(target, false),
+  'pipe-fsync': (target) => pipeToDisk(target, true),
+  read: (file) => (_request, response) => {
+    response.writeHead(200, { 'content-length': String(fs.statSync(file).size), 'content-type': 'application/octet-stream' });
+    fs.createReadStream(file).pipe(response);
+  },
+  tus: (directory) => {
+    const peer = new TusServer({ path: '/files', datastore: new FileStore({ directory }) });
+    return (request, response) => void peer.handle(request, response);
+  },
+  'tus-fsync': (directory) => {
+    const peer = new TusServer({ path: '/files', datastore: new DurableFileStore({ directory }) });
+    return (request, response) => void peer.handle(request, response);
+  },
+};
+
+async function startBaseline(kind, target) {
+  const child = spawn(process.execPath, [import.meta.filename, '--serve', kind, target], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise((resolve, reject) => {
+    child.stdout.once('data', (chunk) => resolve(String(chunk).trim()));
+    child.once('exit', (code) => reject(new Error(`baseline ${kind} exited with ${code}`)));
+  });
+  return {
+    url,
+    pid: child.pid,
+    stop: async () => {
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
+    },
+  };
+}
+
+/** Runs `work` against a server process, adding the CPU seconds (user + system) that process spent to the result. */
+async function measured(pid, work) {
+  const before = cpuSeconds(pid);
+  const result = await work();
+  return { ...result, cpu: cpuSeconds(pid) - before };
+}
+
+function cpuSeconds(pid) {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100; // clock ticks (USER_HZ = 100 on Linux)
+}
+
+async function tusPeer(kind) {
   const directory = fs.mkdtempSync(path.join(work, 'tus-peer-'));
-  const peer = new TusServer({ path: '/files', datastore: new Store({ directory }) });
-  const peerServer = await listen((request, response) => void peer.handle(request, response));
+  const peer = await startBaseline(kind, directory);
   settle();
-  const result = await tusUpload(`${peerServer.url}/files`, {});
-  peerServer.server.close();
+  const result = await measured(peer.pid, () => tusUpload(`${peer.url}/files`, {}));
+  await peer.stop();
   fs.rmSync(directory, { recursive: true, force: true });
   return result;
 }
@@ -220,11 +267,11 @@ async function main() {
     let growth = 0;
     for (let run = 0; run < (ONLY.has('oneshot') ? RUNS : 1); run += 1) {
       for (const durable of ONLY.has('oneshot') ? [false, true] : []) {
-        const bare = await listen(pipeToDisk(bareTarget, durable));
+        const bare = await startBaseline(durable ? 'pipe-fsync' : 'pipe', bareTarget);
         const form = multipart('00000000-0000-4000-8000-000000000000');
         settle();
-        results[durable ? 'durable' : 'plain'].push(await send(bare.url, { headers: { 'content-type': form.contentType }, ...form }));
-        bare.server.close();
+        results[durable ? 'durable' : 'plain'].push(await measured(bare.pid, () => send(bare.url, { headers: { 'content-type': form.contentType }, ...form })));
+        await bare.stop();
         fs.rmSync(bareTarget, { force: true });
       }
       const document = await patientDocs.createDocument();
@@ -233,7 +280,7 @@ async function main() {
       const baseline = rss(patientDocs.child.pid);
       let peak = baseline;
       const sampler = setInterval(() => (peak = Math.max(peak, rss(patientDocs.child.pid))), 20);
-      const ourUpload = await send(`${document.storageUrl}/file`, { headers: { authorization: `Bearer ${patientDocs.token}`, 'content-type': ourForm.contentType }, ...ourForm });
+      const ourUpload = await measured(patientDocs.child.pid, () => send(`${document.storageUrl}/file`, { headers: { authorization: `Bearer ${patientDocs.token}`, 'content-type': ourForm.contentType }, ...ourForm }));
       clearInterval(sampler);
       if (ourUpload.status !== 201) throw new Error(`upload: ${ourUpload.status} ${ourUpload.body}`);
       uploaded = JSON.parse(ourUpload.body);
@@ -247,6 +294,7 @@ async function main() {
           `  →  ${ratio(ours, best(results.plain))} of baseline (target ≥ 80%), ${ratio(ours, best(results.durable))} of the durable baseline`,
       );
       console.log(`  runs: patient-docs ${all(results.ours)}  |  bare ${all(results.plain)}  |  bare + fsync ${all(results.durable)}`);
+      console.log(`  server CPU per GiB: patient-docs ${cpu(results.ours)}  |  bare ${cpu(results.plain)}  |  bare + fsync ${cpu(results.durable)}`);
       console.log(`server RSS growth during upload: max ${(growth / MiB).toFixed(1)} MiB over ${results.ours.length} runs (target < 100 MB)`);
     }
   }
@@ -254,31 +302,29 @@ async function main() {
   // --- download --------------------------------------------------------------------------
   if (ONLY.has('download')) {
     const results = { bare: [], ours: [] };
-    const bareDownloadServer = await listen((_request, response) => {
-      response.writeHead(200, { 'content-length': String(SIZE), 'content-type': 'application/octet-stream' });
-      fs.createReadStream(source).pipe(response);
-    });
+    const bareDownloadServer = await startBaseline('read', source);
     for (let run = 0; run < RUNS; run += 1) {
-      results.bare.push(await download(bareDownloadServer.url));
-      const ourDownload = await download(uploaded.storageDownloadUri);
+      results.bare.push(await measured(bareDownloadServer.pid, () => download(bareDownloadServer.url)));
+      const ourDownload = await measured(patientDocs.child.pid, () => download(uploaded.storageDownloadUri));
       if (ourDownload.bytes !== SIZE) throw new Error(`download returned ${ourDownload.bytes} bytes`);
       results.ours.push(ourDownload);
     }
-    bareDownloadServer.server.close();
+    await bareDownloadServer.stop();
     const ours = best(results.ours);
     console.log(`download:         patient-docs ${rate(ours)}  |  bare createReadStream ${rate(best(results.bare))}  →  ${ratio(ours, best(results.bare))} of baseline (target ≥ 80%)`);
     console.log(`  runs: patient-docs ${all(results.ours)}  |  bare ${all(results.bare)}`);
+    console.log(`  server CPU per GiB: patient-docs ${cpu(results.ours)}  |  bare ${cpu(results.bare)}`);
   }
 
   // --- resumable upload --------------------------------------------------------------------
   if (ONLY.has('tus')) {
     const results = { plain: [], durable: [], ours: [] };
     for (let run = 0; run < RUNS; run += 1) {
-      results.plain.push(await tusPeer(FileStore));
-      results.durable.push(await tusPeer(DurableFileStore));
+      results.plain.push(await tusPeer('tus'));
+      results.durable.push(await tusPeer('tus-fsync'));
       const tusDocument = await patientDocs.createDocument();
       settle();
-      results.ours.push(await tusUpload(`${tusDocument.storageUrl}/uploads`, { authorization: `Bearer ${patientDocs.token}` }));
+      results.ours.push(await measured(patientDocs.child.pid, () => tusUpload(`${tusDocument.storageUrl}/uploads`, { authorization: `Bearer ${patientDocs.token}` })));
     }
     const ours = best(results.ours);
     const chunk = TUS_CHUNK >= SIZE ? 'one PATCH' : `PATCHes of ${TUS_CHUNK / MiB} MiB`;
@@ -287,15 +333,21 @@ async function main() {
         `  →  ${ratio(ours, best(results.plain))} of the peer (target ≥ 90%), ${ratio(ours, best(results.durable))} of the durable peer`,
     );
     console.log(`  runs: patient-docs ${all(results.ours)}  |  peer ${all(results.plain)}  |  peer + fsync ${all(results.durable)}`);
+    console.log(`  server CPU per GiB: patient-docs ${cpu(results.ours)}  |  peer ${cpu(results.plain)}  |  peer + fsync ${cpu(results.durable)}`);
   }
 
   patientDocs.child.kill('SIGTERM');
   await new Promise((resolve) => patientDocs.child.once('exit', resolve));
 }
 
-main()
-  .catch((error) => {
-    console.error(error);
-    process.exitCode = 1;
-  })
-  .finally(() => fs.rmSync(work, { recursive: true, force: true }));
+if (process.argv[2] === '--serve') {
+  const { url } = await listen(BASELINES[process.argv[3]](process.argv[4]));
+  console.log(url);
+} else {
+  main()
+    .catch((error) => {
+      console.error(error);
+      process.exitCode = 1;
+    })
+    .finally(() => fs.rmSync(work, { recursive: true, force: true }));
+}
