@@ -213,7 +213,8 @@ export class WebhookDispatcher {
       for (const event of events) {
         for (const subscription of subscriptions) {
           if (event.sequence <= subscription.fromSequence || !subscriptionMatches(subscription.events, event.eventType)) continue;
-          if (!(await this.isRoutable(event, subscription.organizationId, routable))) continue;
+          const known = event.patientId === null ? undefined : routable.get(`${event.patientId}|${subscription.organizationId}`);
+          if (known === false || (known === undefined && !(await this.isRoutable(event, subscription.organizationId, routable)))) continue;
           const id = messageIdFor(event.id, subscription.id);
           messages.push({
             id,

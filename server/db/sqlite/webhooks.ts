@@ -161,6 +161,7 @@ export class SqliteWebhooks implements WebhookRepository {
   private readonly statements;
   private readonly claimTransaction;
   private readonly recordTransaction;
+  private readonly enqueueTransaction;
 
   constructor(private readonly db: SqliteDatabase) {
     this.statements = {
@@ -194,7 +195,15 @@ export class SqliteWebhooks implements WebhookRepository {
          WHERE subscription_id = @subscriptionId AND state IN ('pending', 'delivering')`,
       ),
       disable: db.prepare(`UPDATE webhook_subscriptions SET status = 'disabled', disabled_reason = ? WHERE id = ?`),
+      // The dispatcher's statements are prepared once (they run on every iteration).
+      activeSubscriptions: db.prepare(`SELECT * FROM webhook_subscriptions WHERE status = 'active' AND ${LIVE} ORDER BY created_at, id`),
+      cursor: db.prepare('SELECT sequence FROM webhook_cursor WHERE id = 1').pluck(),
+      cancel: db.prepare(`UPDATE webhook_messages SET state = 'cancelled', updated_at = ?, last_error = ? WHERE id = ?`),
     };
+    this.enqueueTransaction = db.transaction((messages: NewWebhookMessage[], cursor: number) => {
+      for (const message of messages) this.statements.insertMessage.run(message);
+      this.statements.setCursor.run(cursor);
+    });
     this.claimTransaction = db.transaction((claims: Array<{ subscriptionId: string; limit: number; skip: ReadonlySet<string> }>, now: number) => {
       const claimed: WebhookMessageRecord[] = [];
       for (const claim of claims) {
@@ -263,7 +272,7 @@ export class SqliteWebhooks implements WebhookRepository {
   }
 
   async activeSubscriptions(): Promise<WebhookSubscriptionRecord[]> {
-    const rows = this.db.prepare(`SELECT * FROM webhook_subscriptions WHERE status = 'active' AND ${LIVE} ORDER BY created_at, id`).all() as SubscriptionRow[];
+    const rows = this.statements.activeSubscriptions.all() as SubscriptionRow[];
     return rows.map(subscriptionFromRow);
   }
 
@@ -278,16 +287,11 @@ export class SqliteWebhooks implements WebhookRepository {
   }
 
   async cursor(): Promise<number> {
-    return (this.db.prepare('SELECT sequence FROM webhook_cursor WHERE id = 1').pluck().get() as number | undefined) ?? 0;
+    return (this.statements.cursor.get() as number | undefined) ?? 0;
   }
 
   async enqueue(messages: NewWebhookMessage[], cursor: number): Promise<void> {
-    this.db
-      .transaction(() => {
-        for (const message of messages) this.statements.insertMessage.run(message);
-        this.statements.setCursor.run(cursor);
-      })
-      .immediate();
+    this.enqueueTransaction.immediate(messages, cursor);
   }
 
   async recoverInterrupted(): Promise<number> {
@@ -308,7 +312,7 @@ export class SqliteWebhooks implements WebhookRepository {
   }
 
   async cancel(messageId: string, reason: string, at: string): Promise<void> {
-    this.db.prepare(`UPDATE webhook_messages SET state = 'cancelled', updated_at = ?, last_error = ? WHERE id = ?`).run(at, reason, messageId);
+    this.statements.cancel.run(at, reason, messageId);
   }
 
   async attempts(subscriptionId: string, offset: number, limit: number): Promise<Page<WebhookAttemptRecord>> {
