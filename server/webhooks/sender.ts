@@ -39,7 +39,7 @@ export class HttpsSender {
   private readonly pools = new Map<string, PoolEntry>();
   private readonly sweeper: NodeJS.Timeout;
 
-  constructor(private readonly options: { maxSocketsPerHost: number; maxSockets: number }) {
+  constructor(private readonly options: { maxSocketsPerHost: number; maxSockets: number; /** Extra trusted CAs (tests); the system store and NODE_EXTRA_CA_CERTS otherwise. */ ca?: string | Buffer }) {
     this.sweeper = setInterval(() => this.sweep(), POOL_IDLE_MS);
     this.sweeper.unref();
   }
@@ -61,7 +61,7 @@ export class HttpsSender {
       keepAliveTimeout: 30_000,
       maxResponseSize: MAX_RESPONSE_BYTES,
       // The certificate is checked against the callback's host name (an IP literal callback is checked against the IP).
-      connect: { servername: isIP(hostname) === 0 ? hostname : undefined, rejectUnauthorized: true },
+      connect: { servername: isIP(hostname) === 0 ? hostname : undefined, rejectUnauthorized: true, ...(this.options.ca === undefined ? {} : { ca: this.options.ca }) },
     });
     this.pools.set(key, { pool, lastUsed: performance.now() });
     return pool;

@@ -1,0 +1,97 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpsSender } from './sender.js';
+
+// A receiver whose certificate names only hooks.example.test: the sender must connect to the
+// pinned address (127.0.0.1; the name does not resolve at all) and still verify that name.
+let work: string;
+let server: https.Server;
+let port: number;
+let ca: Buffer;
+const seen: Array<{ host: string | undefined; body: string; signature: string | undefined }> = [];
+
+beforeAll(async () => {
+  work = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-sender-'));
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: work, stdio: 'pipe' });
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '1', '-subj', '/CN=sender test CA');
+  ssl('req', ...ec, '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=hooks.example.test');
+  fs.writeFileSync(path.join(work, 'leaf.ext'), 'subjectAltName=DNS:hooks.example.test\n');
+  ssl('x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'leaf.pem', '-days', '1', '-extfile', 'leaf.ext');
+  ca = fs.readFileSync(path.join(work, 'ca.pem'));
+  server = https.createServer({ key: fs.readFileSync(path.join(work, 'leaf.key')), cert: fs.readFileSync(path.join(work, 'leaf.pem')) }, (request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      seen.push({ host: request.headers.host, body: Buffer.concat(chunks).toString('utf8'), signature: request.headers.signature as string | undefined });
+      if (request.url === '/hang') return;
+      if (request.url === '/big') return void response.writeHead(200).end(Buffer.alloc(256 * 1024));
+      if (request.url === '/redirect') return void response.writeHead(302, { location: '/ok' }).end();
+      response.writeHead(request.url === '/gone' ? 410 : 200).end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  port = (server.address() as AddressInfo).port;
+});
+
+afterAll(() => {
+  server.closeAllConnections();
+  server.close();
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+const pinned = { address: '127.0.0.1', family: 4 as const };
+
+describe('HttpsSender', () => {
+  it('connects to the pinned address, verifies the callback host name and sends the exact bytes', async () => {
+    const sender = new HttpsSender({ maxSocketsPerHost: 2, maxSockets: 4, ca });
+    try {
+      const body = '{"a":"é"}';
+      const results = await Promise.all(
+        [1, 2, 3].map(() => sender.send({ url: new URL(`https://hooks.example.test:${port}/ok`), address: pinned, body, headers: { signature: 'abc' }, timeoutMs: 2000 })),
+      );
+      for (const result of results) expect(result).toMatchObject({ statusCode: 200, error: null });
+      expect(seen.at(-1)).toEqual({ host: `hooks.example.test:${port}`, body, signature: 'abc' });
+      expect(await sender.send({ url: new URL(`https://hooks.example.test:${port}/gone`), address: pinned, body, headers: {}, timeoutMs: 2000 })).toMatchObject({ statusCode: 410 });
+      // No redirect is followed: a 3xx is the answer.
+      const before = seen.length;
+      expect(await sender.send({ url: new URL(`https://hooks.example.test:${port}/redirect`), address: pinned, body, headers: {}, timeoutMs: 2000 })).toMatchObject({ statusCode: 302 });
+      expect(seen.length).toBe(before + 1);
+    } finally {
+      sender.close();
+    }
+  });
+
+  it('refuses a certificate that does not name the callback host, even at the right address', async () => {
+    const sender = new HttpsSender({ maxSocketsPerHost: 2, maxSockets: 4, ca });
+    try {
+      const other = await sender.send({ url: new URL(`https://other.example.test:${port}/ok`), address: pinned, body: '{}', headers: {}, timeoutMs: 2000 });
+      expect(other.statusCode).toBeNull();
+      expect(other.error).toMatch(/altnames|certificate|ERR_TLS/i);
+      const literal = await sender.send({ url: new URL(`https://127.0.0.1:${port}/ok`), address: pinned, body: '{}', headers: {}, timeoutMs: 2000 });
+      expect(literal.statusCode).toBeNull();
+      expect(literal.error).toMatch(/altnames|certificate|ERR_TLS/i);
+    } finally {
+      sender.close();
+    }
+  });
+
+  it('times out a hanging receiver and keeps the status of an oversized answer', async () => {
+    const sender = new HttpsSender({ maxSocketsPerHost: 2, maxSockets: 4, ca });
+    try {
+      const hang = await sender.send({ url: new URL(`https://hooks.example.test:${port}/hang`), address: pinned, body: '{}', headers: {}, timeoutMs: 300 });
+      expect(hang).toMatchObject({ statusCode: null, error: 'no response within 300 ms' });
+      const big = await sender.send({ url: new URL(`https://hooks.example.test:${port}/big`), address: pinned, body: '{}', headers: {}, timeoutMs: 2000 });
+      expect(big.statusCode).toBe(200);
+      const after = await sender.send({ url: new URL(`https://hooks.example.test:${port}/ok`), address: pinned, body: '{}', headers: {}, timeoutMs: 2000 });
+      expect(after).toMatchObject({ statusCode: 200, error: null });
+    } finally {
+      sender.close();
+    }
+  });
+});
