@@ -22,7 +22,8 @@ export function formatBytes(bytes: number | null | undefined): string {
     value /= 1000;
     unitIndex += 1;
   }
-  return unitFormat(BYTE_UNITS[unitIndex]!, unitIndex === 0 || value >= 100 ? 0 : 1).format(value);
+  // Plain bytes spelled out ("717 bytes"): the short form is not pluralised in every locale.
+  return unitIndex === 0 ? unitFormat('byte', 0, 'long').format(value) : unitFormat(BYTE_UNITS[unitIndex]!, value >= 100 ? 0 : 1).format(value);
 }
 
 export function formatRate(bytesPerSecond: number): string {

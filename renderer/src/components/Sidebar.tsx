@@ -35,16 +35,33 @@ export function Sidebar({ status, current, onNavigate }: { status: AppStatus; cu
 }
 
 function ConnectionSummary({ status }: { status: AppStatus }) {
-  const organization = status.server?.organizationName ?? status.server?.organizationId ?? 'No server';
-  const where = status.mode === 'embedded' ? 'Server on this computer' : (status.server?.url ?? '');
+  const server = status.server;
+  // The server does not tell a client its organization's name: show a short id, the whole one on hover.
+  const organization = server?.organizationName ?? (server ? 'Clinic server' : 'No server');
+  const where = status.mode === 'embedded' ? 'Server on this computer' : server ? hostOf(server.url) : '';
   return (
     <div className="connection-summary" role="status">
       <span className={status.online ? 'dot dot-online' : 'dot dot-offline'} aria-hidden="true" />
-      <div>
+      <div className="connection-text">
         <div className="connection-organization">{organization}</div>
-        <div className="connection-detail">{status.online ? where : 'Offline — will retry'}</div>
-        {status.shell === 'headless' ? <div className="connection-detail">Browser mode · v{status.version}</div> : <div className="connection-detail">v{status.version}</div>}
+        <div className="connection-detail truncate" title={server?.url}>
+          {status.online ? where : 'Offline — will retry'}
+        </div>
+        {server && !server.organizationName ? (
+          <div className="connection-detail truncate" title={`Organization ${server.organizationId}`}>
+            Organization {server.organizationId.slice(0, 8)}…
+          </div>
+        ) : null}
+        <div className="connection-detail">{status.shell === 'headless' ? `Browser mode · v${status.version}` : `v${status.version}`}</div>
       </div>
     </div>
   );
+}
+
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
 }

@@ -21,7 +21,7 @@ function draftFrom(settings: SettingsView): SettingsDraft {
     concurrency: String(settings.concurrency),
     ignorePatterns: settings.ignorePatterns.join('\n'),
     bandwidthMegabytes: settings.bandwidthLimitBytesPerSecond > 0 ? String(settings.bandwidthLimitBytesPerSecond / MEGABYTE) : '',
-    webhookPort: String(settings.webhook.port),
+    webhookPort: settings.webhook.port > 0 ? String(settings.webhook.port) : '',
     webhookPublicUrl: settings.webhook.publicUrl ?? '',
     clientSecret: '',
   };
@@ -33,7 +33,7 @@ function patchFrom(draft: SettingsDraft): SettingsPatch {
     concurrency: Number(draft.concurrency),
     ignorePatterns: draft.ignorePatterns.split('\n').map((line) => line.trim()).filter(Boolean),
     bandwidthLimitBytesPerSecond: draft.bandwidthMegabytes.trim() && bandwidth > 0 ? Math.round(bandwidth * MEGABYTE) : 0,
-    webhook: { port: Number(draft.webhookPort), publicUrl: draft.webhookPublicUrl.trim() || null },
+    webhook: { port: Number(draft.webhookPort.trim() || 0), publicUrl: draft.webhookPublicUrl.trim() || null },
     ...(draft.clientSecret ? { clientSecret: draft.clientSecret } : {}),
   };
 }
@@ -156,7 +156,7 @@ function WebhookSection({ status, port, publicUrl, onPortChange, onPublicUrlChan
       <div className="form-row">
         <div className="field narrow">
           <label htmlFor="settings-webhook-port">Listener port</label>
-          <input id="settings-webhook-port" type="number" min={0} max={65535} value={port} onChange={(event) => onPortChange(event.target.value)} />
+          <input id="settings-webhook-port" type="number" min={0} max={65535} value={port} onChange={(event) => onPortChange(event.target.value)} placeholder="Any free port" />
         </div>
         <div className="field">
           <label htmlFor="settings-webhook-url">Public address</label>
