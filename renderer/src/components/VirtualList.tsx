@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useLayoutEffect, useRef, useState, type CSSProperties, type KeyboardEvent, type ReactNode } from 'react';
+import { useCallback, useLayoutEffect, useRef, useState, type CSSProperties, type KeyboardEvent, type ReactNode } from 'react';
 
 export interface VirtualListProps<T> {
   items: readonly T[];
@@ -20,11 +20,12 @@ export interface VirtualListProps<T> {
  * like 30. Rows have a fixed height: that keeps scroll maths exact and layout work constant.
  * Arrow keys, Page Up/Down, Home and End move the active row; Enter activates it.
  */
-export function VirtualList<T>({ items, rowHeight, overscan = 8, label, getKey, renderRow, onActivate, activeIndex = -1, onActiveIndexChange, className, style }: VirtualListProps<T>) {
+export function VirtualList<T>({ items, rowHeight, overscan = 4, label, getKey, renderRow, onActivate, activeIndex = -1, onActiveIndexChange, className, style }: VirtualListProps<T>) {
   const viewportRef = useRef<HTMLDivElement>(null);
-  const [scrollTop, setScrollTop] = useState(0);
+  // The first row in view, not the pixel offset: scrolling within a row changes no state and
+  // renders nothing; crossing a row renders once, in the same frame as the scroll.
+  const [firstVisible, setFirstVisible] = useState(0);
   const [viewportHeight, setViewportHeight] = useState(600);
-  const frameRef = useRef(0);
 
   useLayoutEffect(() => {
     const viewport = viewportRef.current;
@@ -35,15 +36,12 @@ export function VirtualList<T>({ items, rowHeight, overscan = 8, label, getKey, 
     return () => observer.disconnect();
   }, []);
 
-  // One state update per animation frame at most, however many scroll events fire.
+  // Chrome dispatches scroll events once per frame, just before rAF callbacks: reading scrollTop
+  // here and rendering now shows the right rows in this frame (a rAF hop would show them a frame late).
   const onScroll = useCallback(() => {
-    if (frameRef.current) return;
-    frameRef.current = requestAnimationFrame(() => {
-      frameRef.current = 0;
-      if (viewportRef.current) setScrollTop(viewportRef.current.scrollTop);
-    });
-  }, []);
-  useEffect(() => () => cancelAnimationFrame(frameRef.current), []);
+    const viewport = viewportRef.current;
+    if (viewport) setFirstVisible(Math.floor(viewport.scrollTop / rowHeight));
+  }, [rowHeight]);
 
   const scrollIntoView = useCallback(
     (index: number) => {
@@ -71,8 +69,8 @@ export function VirtualList<T>({ items, rowHeight, overscan = 8, label, getKey, 
     }
   };
 
-  const first = Math.max(0, Math.floor(scrollTop / rowHeight) - overscan);
-  const last = Math.min(items.length, Math.ceil((scrollTop + viewportHeight) / rowHeight) + overscan);
+  const first = Math.max(0, firstVisible - overscan);
+  const last = Math.min(items.length, firstVisible + Math.ceil(viewportHeight / rowHeight) + 1 + overscan);
   const rows: ReactNode[] = [];
   for (let index = first; index < last; index += 1) {
     const item = items[index]!;

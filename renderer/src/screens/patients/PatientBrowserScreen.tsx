@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import type { DocumentDto, PatientDto } from '../../../../shared/schemas.js';
 import { SEARCH_DEFAULTS } from '../../../../shared/schemas.js';
 import { useBridge, useBridgeEvent } from '../../bridge/context.js';
@@ -98,6 +98,10 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
       setDownloading(false);
     }
   };
+  // One function for every row (rows are memoised; a new function per render would redraw them all).
+  const downloadRef = useRef(download);
+  downloadRef.current = download;
+  const downloadRow = useCallback((document: DocumentDto) => void downloadRef.current(document), []);
 
   return (
     <>
@@ -123,7 +127,7 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
             {filters === NO_FILTERS && folder === '/' ? 'Files appear here once a synced scan folder uploads them.' : 'Try another name or type, or clear the filters.'}
           </EmptyState>
         ) : (
-          <DocumentTable documents={listWalk.documents} sort={sort} onSort={setSort} onOpen={setSelected} onDownload={(document) => void download(document)} selectedId={selected?.id ?? null} />
+          <DocumentTable documents={listWalk.documents} sort={sort} onSort={setSort} onOpen={setSelected} onDownload={downloadRow} selectedId={selected?.id ?? null} />
         )}
       </section>
       {selected ? (
