@@ -185,6 +185,11 @@ export interface OrderRepository {
 export interface OutboxRepository {
   /** Events in commit order after the given sequence number (for the webhook dispatcher). */
   after(sequence: number, limit: number): Promise<Array<OutboxEvent & { sequence: number }>>;
+  /**
+   * Calls the listener soon after this process commits events, so the dispatcher need not wait for
+   * its next poll. Other writers (the admin CLI, other instances) are still found by polling.
+   */
+  onAppended(listener: () => void): () => void;
 }
 
 export interface SigningKeyRepository {

@@ -111,13 +111,22 @@ export class WebhookDispatcher {
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.stopListening = this.deps.outbox.onAppended(() => {
+      this.eventsAppended = true;
+      this.wake();
+    });
     this.loopDone = this.loop();
   }
+
+  /** Set when this process committed events: fan out at once rather than at the next poll. */
+  private eventsAppended = false;
+  private stopListening: (() => void) | undefined;
 
   /** Stops claiming; waits briefly for attempts in flight (those cut short are re-sent after the next start). */
   async stop(graceMs = Math.min(this.options.timeoutMs, 2000)): Promise<void> {
     if (!this.running) return;
     this.running = false;
+    this.stopListening?.();
     this.wake();
     await this.loopDone;
     let timer: NodeJS.Timeout | undefined;
@@ -148,7 +157,8 @@ export class WebhookDispatcher {
       try {
         await this.flushResults();
         // New events are looked for once per poll interval; freed slots are refilled at once.
-        if (this.now() - this.lastFanOutAt >= this.options.pollIntervalMs) {
+        if (this.eventsAppended || this.now() - this.lastFanOutAt >= this.options.pollIntervalMs) {
+          this.eventsAppended = false;
           this.lastFanOutAt = this.now();
           await this.fanOut();
         }

@@ -27,6 +27,22 @@ export class SqliteOutbox implements OutboxRepository {
   /** Call only inside the transaction of the change that caused the events. */
   appendInTransaction(events: OutboxEvent[]): void {
     for (const event of events) this.insert.run({ ...event, data: JSON.stringify(event.data) });
+    if (events.length > 0 && this.listeners.size > 0 && !this.notifyScheduled) {
+      this.notifyScheduled = true;
+      // After the synchronous transaction has committed (or rolled back: a spurious wake is harmless).
+      setImmediate(() => {
+        this.notifyScheduled = false;
+        for (const listener of this.listeners) listener();
+      });
+    }
+  }
+
+  private readonly listeners = new Set<() => void>();
+  private notifyScheduled = false;
+
+  onAppended(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   async after(sequence: number, limit: number): Promise<Array<OutboxEvent & { sequence: number }>> {
