@@ -243,6 +243,15 @@ function cpuSeconds(pid) {
   return (Number(fields[11]) + Number(fields[12])) / 100; // clock ticks (USER_HZ = 100 on Linux)
 }
 
+/** Waits until the server is idle (its background work, such as the thumbnail of the last upload, is done). */
+async function quiesce(pid) {
+  for (let waited = 0; waited < 60_000; waited += 250) {
+    const before = cpuSeconds(pid);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    if (cpuSeconds(pid) - before <= 0.02) return;
+  }
+}
+
 async function tusPeer(kind) {
   const directory = fs.mkdtempSync(path.join(work, 'tus-peer-'));
   const peer = await startBaseline(kind, directory);
@@ -276,6 +285,7 @@ async function main() {
       }
       const document = await patientDocs.createDocument();
       const ourForm = multipart(document.id);
+      await quiesce(patientDocs.child.pid);
       settle();
       const baseline = rss(patientDocs.child.pid);
       let peak = baseline;
@@ -305,6 +315,7 @@ async function main() {
     const bareDownloadServer = await startBaseline('read', source);
     for (let run = 0; run < RUNS; run += 1) {
       results.bare.push(await measured(bareDownloadServer.pid, () => download(bareDownloadServer.url)));
+      await quiesce(patientDocs.child.pid);
       const ourDownload = await measured(patientDocs.child.pid, () => download(uploaded.storageDownloadUri));
       if (ourDownload.bytes !== SIZE) throw new Error(`download returned ${ourDownload.bytes} bytes`);
       results.ours.push(ourDownload);
@@ -323,6 +334,7 @@ async function main() {
       results.plain.push(await tusPeer('tus'));
       results.durable.push(await tusPeer('tus-fsync'));
       const tusDocument = await patientDocs.createDocument();
+      await quiesce(patientDocs.child.pid);
       settle();
       results.ours.push(await measured(patientDocs.child.pid, () => tusUpload(`${tusDocument.storageUrl}/uploads`, { authorization: `Bearer ${patientDocs.token}` })));
     }

@@ -39,6 +39,7 @@ const errors = { 400: ProblemSchema, 401: ProblemSchema, 403: ProblemSchema, 404
 /** What the form fields other than `file` may add up to: a Content-Length beyond limit + this is refused unread. */
 const FORM_OVERHEAD_BYTES = 64 * 1024;
 const FORM_FIELD_BYTES = 4096;
+const FILE_PART_HIGH_WATER_MARK = 1024 * 1024;
 
 /** An error thrown while reading the body: the client's fault unless the disk failed. */
 export function classifyBodyError(error: unknown, maxBytes: number): unknown {
@@ -65,6 +66,8 @@ async function receiveForm(request: FastifyRequest, storage: ContentStorage, max
     const parts = request.parts({
       // One byte more than allowed reaches storage, which then refuses it: the limit is exact.
       limits: { fileSize: maxBytes + 1, files: 4, fields: 16, parts: 24, fieldSize: FORM_FIELD_BYTES, headerPairs: 100 },
+      // The file part's buffer: 64 KiB socket reads pass through without pausing the parser on each one.
+      fileHwm: FILE_PART_HIGH_WATER_MARK,
     });
     for await (const part of parts) {
       if (part.type === 'file') {

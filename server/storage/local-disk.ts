@@ -9,41 +9,17 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { FileHandle } from 'node:fs/promises';
-import { Transform, Writable, type Readable, type TransformCallback } from 'node:stream';
+import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { SizeLimitError, type ByteRange, type ContentStorage, type ReceivedContent, type TempObject } from './types.js';
 
 const KEY_PATTERN = /^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)*$/;
 /** Large writes mean fewer syscalls on multi-GB scans, at a bounded memory cost per upload. */
-export const WRITE_HIGH_WATER_MARK = 1024 * 1024;
-const BACKGROUND_FLUSH_MS = 250;
-
-/**
- * Counts and hashes the bytes flowing through, failing as soon as they pass `maxBytes`.
- * `alsoFeed` receives the same bytes (a resumable upload's running hash of the whole file).
- */
-export class MeteredHash extends Transform {
-  readonly hash = createHash('sha256');
-  bytes = 0;
-
-  constructor(
-    private readonly maxBytes: number,
-    private readonly alsoFeed?: Hash,
-  ) {
-    super();
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.bytes += chunk.length;
-    if (this.bytes > this.maxBytes) {
-      callback(new SizeLimitError(this.maxBytes));
-      return;
-    }
-    this.hash.update(chunk);
-    this.alsoFeed?.update(chunk);
-    callback(null, chunk);
-  }
-}
+export const WRITE_HIGH_WATER_MARK = 4 * 1024 * 1024;
+/** Writeback is started every this many bytes, so the fsync before commit has little left to wait for. */
+/** Received chunks are written once this many bytes have gathered. */
+const WRITE_BATCH_BYTES = 1024 * 1024;
+const BACKGROUND_FLUSH_BYTES = 64 * 1024 * 1024;
 
 /** fsync a file or directory: what rename-based atomicity needs to survive a power cut. */
 export async function syncPath(target: string, mode: 'r' | 'r+' = 'r'): Promise<void> {
@@ -55,49 +31,147 @@ export async function syncPath(target: string, mode: 'r' | 'r+' = 'r'): Promise<
   }
 }
 
+/** Writes every byte of `buffers`: a file write may be short. */
+async function writeAll(handle: FileHandle, buffers: Buffer[]): Promise<void> {
+  let pending = buffers;
+  while (pending.length > 0) {
+    let { bytesWritten } = pending.length === 1 ? await handle.write(pending[0]!) : await handle.writev(pending);
+    const rest: Buffer[] = [];
+    for (const buffer of pending) {
+      if (bytesWritten >= buffer.length) bytesWritten -= buffer.length;
+      else {
+        rest.push(bytesWritten > 0 ? buffer.subarray(bytesWritten) : buffer);
+        bytesWritten = 0;
+      }
+    }
+    pending = rest;
+  }
+}
+
+export interface DurableWriterOptions {
+  /** More bytes than this fail the stream with SizeLimitError; the bytes before the chunk that crossed it are written. */
+  maxBytes?: number;
+  /** Also fed every byte written (a resumable upload's running hash of the whole file). */
+  alsoFeed?: Hash;
+}
+
 /**
- * Writes a stream to a file and fsyncs it before 'finish'. While bytes still arrive it flushes
- * in the background, so the final fsync of a multi-GB upload has little left to wait for.
+ * Writes a stream to a file, counting and SHA-256 hashing exactly the bytes it writes, and fsyncs
+ * before 'finish'. One stage instead of a hashing Transform piped into a writer: each batch of
+ * buffered chunks goes to the disk in one writev, and is hashed on the main thread while that
+ * write runs on the thread pool (hash is CPU, the write is I/O: they overlap). Every
+ * BACKGROUND_FLUSH_BYTES it starts writeback (fdatasync) without waiting for it, so the dirty
+ * pages of a multi-GB upload do not all wait for the final fsync.
  */
 export class DurableFileWriter extends Writable {
+  readonly hash = createHash('sha256');
+  /** Bytes written to the file (and hashed). */
+  bytes = 0;
+  /** True once the hashes were fed bytes a failed write may not have stored: they cannot be trusted. */
+  tainted = false;
   private flushing: Promise<unknown> | undefined;
-  private flushedAt = Date.now();
+  private writing: Promise<unknown> | undefined;
+  private unflushed = 0;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
 
-  constructor(private readonly handle: FileHandle) {
+  constructor(
+    private readonly handle: FileHandle,
+    private readonly options: DurableWriterOptions = {},
+  ) {
     super({ highWaterMark: WRITE_HIGH_WATER_MARK });
   }
 
   private flushInBackground(): void {
-    if (this.flushing || Date.now() - this.flushedAt < BACKGROUND_FLUSH_MS) return;
-    this.flushedAt = Date.now();
+    if (this.flushing || this.unflushed < BACKGROUND_FLUSH_BYTES) return;
+    this.unflushed = 0;
     this.flushing = this.handle.datasync().then(
       () => (this.flushing = undefined),
       () => (this.flushing = undefined),
     );
   }
 
-  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
-    this.handle.write(chunk).then(() => {
+  private async writeBatch(chunks: Buffer[]): Promise<void> {
+    const maxBytes = this.options.maxBytes ?? Number.POSITIVE_INFINITY;
+    let accepted = chunks;
+    let size = 0;
+    for (let index = 0; index < chunks.length; index += 1) {
+      size += chunks[index]!.length;
+      if (this.bytes + size > maxBytes) {
+        accepted = chunks.slice(0, index);
+        break;
+      }
+    }
+    if (accepted.length > 0) {
+      const written = writeAll(this.handle, accepted);
+      this.writing = written.catch(() => undefined);
+      // The buffers are only read by the write in flight: hashing them meanwhile is safe.
+      this.tainted = true;
+      let batchBytes = 0;
+      for (const chunk of accepted) {
+        this.hash.update(chunk);
+        this.options.alsoFeed?.update(chunk);
+        batchBytes += chunk.length;
+      }
+      await written;
+      this.tainted = false;
+      this.bytes += batchBytes;
+      this.unflushed += batchBytes;
       this.flushInBackground();
+    }
+    if (accepted !== chunks) throw new SizeLimitError(maxBytes);
+  }
+
+  /**
+   * Chunks arrive as the socket reads them (64 KiB); they are gathered into writes of at least
+   * WRITE_BATCH_BYTES, sixteen times fewer syscalls and promises than writing each one.
+   */
+  private gather(chunks: Buffer[], callback: (error?: Error | null) => void): void {
+    for (const chunk of chunks) {
+      this.pending.push(chunk);
+      this.pendingBytes += chunk.length;
+    }
+    const overLimit = this.bytes + this.pendingBytes > (this.options.maxBytes ?? Number.POSITIVE_INFINITY);
+    if (this.pendingBytes < WRITE_BATCH_BYTES && !overLimit) {
       callback();
-    }, callback);
+      return;
+    }
+    this.writePending().then(() => callback(), callback);
+  }
+
+  private writePending(): Promise<void> {
+    const batch = this.pending;
+    this.pending = [];
+    this.pendingBytes = 0;
+    return batch.length === 0 ? Promise.resolve() : this.writeBatch(batch);
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    this.gather([chunk], callback);
   }
 
   override _writev(chunks: Array<{ chunk: Buffer }>, callback: (error?: Error | null) => void): void {
-    this.handle.writev(chunks.map(({ chunk }) => chunk)).then(() => {
-      this.flushInBackground();
-      callback();
-    }, callback);
+    this.gather(
+      chunks.map(({ chunk }) => chunk),
+      callback,
+    );
   }
 
   override _final(callback: (error?: Error | null) => void): void {
-    Promise.resolve(this.flushing)
+    this.writePending()
+      .then(() => this.flushing)
       .then(() => this.handle.sync())
       .then(() => callback(), callback);
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    Promise.resolve(this.flushing)
+    // A write still in flight ends before the file is closed and the stream reports 'close'; the
+    // bytes gathered but not yet written are written too (an interrupted resumable upload keeps
+    // every byte that arrived).
+    Promise.all([this.writing, this.flushing])
+      .then(() => this.writePending())
+      .catch(() => undefined)
+      .then(() => this.flushing)
       .then(() => this.handle.close())
       .then(
         () => callback(error),
@@ -124,14 +198,15 @@ export class LocalDiskStorage implements ContentStorage {
 
   async receive(source: Readable, maxBytes: number): Promise<ReceivedContent> {
     const temp = this.newTemp();
-    const meter = new MeteredHash(maxBytes);
+    let writer: DurableFileWriter;
     try {
-      await pipeline(source, meter, new DurableFileWriter(await fsp.open(temp.path, 'wx')));
+      writer = new DurableFileWriter(await fsp.open(temp.path, 'wx'), { maxBytes });
+      await pipeline(source, writer);
     } catch (error) {
       await this.discard(temp);
       throw error;
     }
-    return { temp, size: meter.bytes, sha256: meter.hash.digest('hex') };
+    return { temp, size: writer.bytes, sha256: writer.hash.digest('hex') };
   }
 
   async commit(temp: TempObject, key: string): Promise<void> {

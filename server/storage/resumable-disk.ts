@@ -10,7 +10,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { DurableFileWriter, MeteredHash, WRITE_HIGH_WATER_MARK } from './local-disk.js';
+import { DurableFileWriter, WRITE_HIGH_WATER_MARK } from './local-disk.js';
 import { ChecksumMismatchError, OffsetMismatchError, type ReceivedContent, type ResumableStore, type ResumableUpload } from './types.js';
 
 const ID_PATTERN = /^[a-f0-9-]{36}$/;
@@ -79,16 +79,17 @@ export class DiskResumableStore implements ResumableStore {
       // The running hash continues only if it covers exactly the bytes before this chunk.
       const trusted = running && running.bytes === offset ? running : undefined;
       const snapshot = trusted?.hash.copy();
-      const meter = new MeteredHash(upload.length - offset, trusted?.hash);
+      let writer: DurableFileWriter | undefined;
       let failure: unknown;
       try {
         // Durable before the offset is reported: a client never resumes past bytes a power cut lost.
-        await pipeline(source, meter, new DurableFileWriter(await fsp.open(this.dataPath(id), 'a')));
+        writer = new DurableFileWriter(await fsp.open(this.dataPath(id), 'a'), { maxBytes: upload.length - offset, alsoFeed: trusted?.hash });
+        await pipeline(source, writer);
       } catch (error) {
         failure = error;
       }
       let size = (await fsp.stat(this.dataPath(id))).size;
-      if (checksum && (failure !== undefined || !meter.hash.digest().equals(checksum))) {
+      if (checksum && (failure !== undefined || !writer || !writer.hash.digest().equals(checksum))) {
         // A checksummed chunk is all or nothing: keep none of it.
         await fsp.truncate(this.dataPath(id), offset);
         size = offset;
@@ -96,7 +97,7 @@ export class DiskResumableStore implements ResumableStore {
         if (failure === undefined) throw new ChecksumMismatchError('the chunk does not match its Upload-Checksum');
         throw failure;
       }
-      if (trusted && size === offset + meter.bytes) trusted.bytes = size;
+      if (trusted && writer && !writer.tainted && size === offset + writer.bytes) trusted.bytes = size;
       else this.hashes.delete(id);
       await this.writeInfo({ ...info(upload), expiresAt: new Date(this.now().getTime() + this.lifetimeMs).toISOString() });
       if (failure !== undefined) throw failure;
