@@ -4,12 +4,11 @@
  * generated hmac kept in the secret store; the real server's signed deliveries are accepted and
  * refresh the UI; forged and replayed deliveries are rejected; duplicates are ignored.
  */
-import { execFileSync } from 'node:child_process';
+import { makeTestCertificates } from './helpers/tls.js';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../electron/sync/api-client.js';
@@ -26,16 +25,7 @@ interface Recorded {
   status: number;
 }
 
-function makeTls(): { dir: string; caFile: string; key: Buffer; cert: Buffer } {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-tunnel-tls-'));
-  const run = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  run('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=Patient Docs tunnel test CA');
-  run('req', ...ec, '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=localhost');
-  fs.writeFileSync(path.join(dir, 'leaf.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n');
-  run('x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'leaf.pem', '-days', '2', '-extfile', 'leaf.ext');
-  return { dir, caFile: path.join(dir, 'ca.pem'), key: fs.readFileSync(path.join(dir, 'leaf.key')), cert: fs.readFileSync(path.join(dir, 'leaf.pem')) };
-}
+const makeTls = () => makeTestCertificates('tunnel');
 
 /** The tunnel: HTTPS in, HTTP to the loopback listener; it records what passed through. */
 async function startTunnel(tls: { key: Buffer; cert: Buffer }) {

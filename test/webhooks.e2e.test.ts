@@ -3,7 +3,8 @@
  * `npx tsc -b`) delivering to a real HTTPS receiver on loopback whose certificate this test makes
  * and the server trusts through NODE_EXTRA_CA_CERTS.
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { makeTestCertificates, type TestCertificates } from './helpers/tls.js';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
@@ -27,23 +28,8 @@ const RETRY_DELAYS = [200, 400, 800];
 
 // --- TLS material ------------------------------------------------------------------------------
 
-interface Tls {
-  dir: string;
-  caFile: string;
-  key: Buffer;
-  cert: Buffer;
-}
-
-function makeTls(): Tls {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-webhook-tls-'));
-  const run = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  run('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=Patient Docs webhook test CA');
-  run('req', ...ec, '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=localhost');
-  fs.writeFileSync(path.join(dir, 'leaf.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n');
-  run('x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'leaf.pem', '-days', '2', '-extfile', 'leaf.ext');
-  return { dir, caFile: path.join(dir, 'ca.pem'), key: fs.readFileSync(path.join(dir, 'leaf.key')), cert: fs.readFileSync(path.join(dir, 'leaf.pem')) };
-}
+type Tls = TestCertificates;
+const makeTls = (): Tls => makeTestCertificates('webhook');
 
 // --- the receiver ------------------------------------------------------------------------------
 

@@ -1,10 +1,8 @@
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeTestCertificates } from '../../test/helpers/tls.js';
 import { HttpsSender } from './sender.js';
 
 // A receiver whose certificate names only hooks.example.test: the sender must connect to the
@@ -16,15 +14,10 @@ let ca: Buffer;
 const seen: Array<{ host: string | undefined; body: string; signature: string | undefined }> = [];
 
 beforeAll(async () => {
-  work = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-sender-'));
-  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: work, stdio: 'pipe' });
-  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '1', '-subj', '/CN=sender test CA');
-  ssl('req', ...ec, '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=hooks.example.test');
-  fs.writeFileSync(path.join(work, 'leaf.ext'), 'subjectAltName=DNS:hooks.example.test\n');
-  ssl('x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'leaf.pem', '-days', '1', '-extfile', 'leaf.ext');
-  ca = fs.readFileSync(path.join(work, 'ca.pem'));
-  server = https.createServer({ key: fs.readFileSync(path.join(work, 'leaf.key')), cert: fs.readFileSync(path.join(work, 'leaf.pem')) }, (request, response) => {
+  const tls = makeTestCertificates('sender', ['DNS:hooks.example.test']);
+  work = tls.dir;
+  ca = fs.readFileSync(tls.caFile);
+  server = https.createServer({ key: tls.key, cert: tls.cert }, (request, response) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
