@@ -193,6 +193,11 @@ const MIGRATIONS: ReadonlyArray<{ name: string; sql: string }> = [
     name: '004-webhook-activity-patient',
     sql: 'ALTER TABLE webhook_activity ADD COLUMN patient_id TEXT NULL;',
   },
+  {
+    // counts() (the UI's pair totals, isSettled) reads only this index instead of every row.
+    name: '005-files-pair-state',
+    sql: 'CREATE INDEX files_pair_state ON files (pair_id, state);',
+  },
 ];
 
 const FILE_COLUMNS = `id, pair_id AS pairId, relative_path AS relativePath, remote_path AS remotePath,
@@ -278,24 +283,52 @@ function applyMigrations(database: Database.Database): void {
 }
 
 export class Journal {
+  /** The hot statements, compiled once (the engine reads and writes rows several times per file). */
+  private readonly selectById: Database.Statement;
+  private readonly selectByPath: Database.Statement;
+  private readonly insertHistory: Database.Statement;
+  private readonly insertFile: Database.Statement;
+  /** UPDATE … RETURNING statements by the set of columns they assign. */
+  private readonly updates = new Map<string, Database.Statement>();
+  // Transaction wrappers built once (better-sqlite3 builds five functions per `transaction()` call).
+  private readonly observeTx: (pairId: string, relativePath: string, observed: ObservedFile) => FileRecord;
+  private readonly observeManyTx: (pairId: string, files: ReadonlyArray<{ relativePath: string; observed: ObservedFile }>) => FileRecord[];
+  private readonly transitionTx: (id: number, state: FileState, patch: FilePatch, note: HistoryNote | undefined) => FileRecord;
+
   constructor(
     private readonly database: Database.Database,
     private readonly now: () => number,
-  ) {}
+  ) {
+    this.selectById = database.prepare(`SELECT ${FILE_COLUMNS} FROM files WHERE id = ?`);
+    this.selectByPath = database.prepare(`SELECT ${FILE_COLUMNS} FROM files WHERE pair_id = ? AND relative_path = ?`);
+    this.insertHistory = database.prepare('INSERT INTO history (file_id, at, event, version, sha256, detail) VALUES (?, ?, ?, ?, ?, ?)');
+    this.insertFile = database.prepare(
+      `INSERT INTO files (pair_id, relative_path, remote_path, file_name, size, mtime_ms, state, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, 'queued', ?) RETURNING ${FILE_COLUMNS}`,
+    );
+    this.observeTx = database.transaction((pairId: string, relativePath: string, observed: ObservedFile) => this.observeOne(pairId, relativePath, observed));
+    this.observeManyTx = database.transaction((pairId: string, files: ReadonlyArray<{ relativePath: string; observed: ObservedFile }>) =>
+      files.map((file) => this.observeOne(pairId, file.relativePath, file.observed)),
+    );
+    this.transitionTx = database.transaction((id: number, state: FileState, patch: FilePatch, note: HistoryNote | undefined) => {
+      const current = this.get(id);
+      if (!current) throw new Error(`file ${id} is not in the journal`);
+      if (!canTransition(current.state, state)) throw new IllegalTransitionError(id, current.state, state);
+      return this.write(current, state, { ...automaticFields(state), ...patch }, note ?? defaultNote(current, state, patch));
+    });
+  }
 
   close(): void {
     this.database.close();
   }
 
   get(id: number): FileRecord | undefined {
-    const row = this.database.prepare(`SELECT ${FILE_COLUMNS} FROM files WHERE id = ?`).get(id) as RawFileRow | undefined;
+    const row = this.selectById.get(id) as RawFileRow | undefined;
     return row && toRecord(row);
   }
 
   find(pairId: string, relativePath: string): FileRecord | undefined {
-    const row = this.database
-      .prepare(`SELECT ${FILE_COLUMNS} FROM files WHERE pair_id = ? AND relative_path = ?`)
-      .get(pairId, relativePath) as RawFileRow | undefined;
+    const row = this.selectByPath.get(pairId, relativePath) as RawFileRow | undefined;
     return row && toRecord(row);
   }
 
@@ -320,22 +353,32 @@ export class Journal {
    * or mtime changed is queued again (it becomes a new version of the same document).
    */
   observe(pairId: string, relativePath: string, observed: ObservedFile): FileRecord {
-    return this.database.transaction(() => {
-      const existing = this.find(pairId, relativePath);
-      if (!existing) return this.insertQueued(pairId, relativePath, observed);
-      const changed = existing.size !== observed.size || existing.mtimeMs !== observed.mtimeMs;
-      const reappeared = existing.deletedLocally;
-      const requeue =
-        (changed && (existing.state === 'synced' || existing.state === 'failed')) ||
-        (reappeared && existing.state === 'failed' && existing.errorCode === DELETED_LOCALLY_CODE);
-      if (!changed && !reappeared) return existing;
-      this.database.prepare('UPDATE files SET deleted_locally = 0 WHERE id = ?').run(existing.id);
-      if (requeue) {
-        return this.write(existing, 'queued', { ...FRESH_START, ...observed }, { event: 'queued', detail: 'changed on disk' });
-      }
-      // A file still on its way: the pipeline re-hashes after upload and notices the change itself.
-      return this.write(existing, existing.state, { size: observed.size, mtimeMs: observed.mtimeMs }, undefined);
-    })();
+    return this.observeTx(pairId, relativePath, observed);
+  }
+
+  /**
+   * `observe` for many files in one transaction (a scan finds thousands at once): the rows are
+   * all written, or none, before the caller acts on any of them.
+   */
+  observeMany(pairId: string, files: ReadonlyArray<{ relativePath: string; observed: ObservedFile }>): FileRecord[] {
+    return this.observeManyTx(pairId, files);
+  }
+
+  private observeOne(pairId: string, relativePath: string, observed: ObservedFile): FileRecord {
+    const existing = this.find(pairId, relativePath);
+    if (!existing) return this.insertQueued(pairId, relativePath, observed);
+    const changed = existing.size !== observed.size || existing.mtimeMs !== observed.mtimeMs;
+    const reappeared = existing.deletedLocally;
+    const requeue =
+      (changed && (existing.state === 'synced' || existing.state === 'failed')) ||
+      (reappeared && existing.state === 'failed' && existing.errorCode === DELETED_LOCALLY_CODE);
+    if (!changed && !reappeared) return existing;
+    this.database.prepare('UPDATE files SET deleted_locally = 0 WHERE id = ?').run(existing.id);
+    if (requeue) {
+      return this.write(existing, 'queued', { ...FRESH_START, ...observed }, { event: 'queued', detail: 'changed on disk' });
+    }
+    // A file still on its way: the pipeline re-hashes after upload and notices the change itself.
+    return this.write(existing, existing.state, { size: observed.size, mtimeMs: observed.mtimeMs }, undefined);
   }
 
   /**
@@ -343,12 +386,7 @@ export class Journal {
    * state, so a crash leaves a row that says what was about to happen.
    */
   transition(id: number, state: FileState, patch: FilePatch = {}, note?: HistoryNote): FileRecord {
-    return this.database.transaction(() => {
-      const current = this.get(id);
-      if (!current) throw new Error(`file ${id} is not in the journal`);
-      if (!canTransition(current.state, state)) throw new IllegalTransitionError(id, current.state, state);
-      return this.write(current, state, { ...automaticFields(state), ...patch }, note ?? defaultNote(current, state, patch));
-    })();
+    return this.transitionTx(id, state, patch, note);
   }
 
   /**
@@ -457,44 +495,55 @@ export class Journal {
   }
 
   private insertQueued(pairId: string, relativePath: string, observed: ObservedFile): FileRecord {
-    const inserted = this.database
-      .prepare(
-        `INSERT INTO files (pair_id, relative_path, remote_path, file_name, size, mtime_ms, state, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, 'queued', ?)`,
-      )
-      .run(pairId, relativePath, observed.remotePath, observed.fileName, observed.size, observed.mtimeMs, this.now());
-    const row = this.get(Number(inserted.lastInsertRowid))!;
+    const row = toRecord(
+      this.insertFile.get(pairId, relativePath, observed.remotePath, observed.fileName, observed.size, observed.mtimeMs, this.now()) as RawFileRow,
+    );
     this.addHistory(row, 'queued', undefined);
     return row;
   }
 
   private write(current: FileRecord, state: FileState, patch: FilePatch & Partial<ObservedFile>, note: HistoryNote | undefined): FileRecord {
     const now = this.now();
-    const assignments = ['state = @state', 'updated_at = @now'];
     const values: Record<string, unknown> = { id: current.id, state, now };
-    for (const [key, column] of Object.entries(PATCH_COLUMNS)) {
+    let signature = state === 'synced' ? 's' : '';
+    for (const key in PATCH_COLUMNS) {
       const value = patch[key as keyof FilePatch];
       if (value === undefined) continue;
-      assignments.push(`${column} = @${key}`);
+      signature += `,${key}`;
       values[key] = value;
     }
-    if (patch.remotePath !== undefined) assignments.push('remote_path = @remotePath');
-    if (patch.fileName !== undefined) assignments.push('file_name = @fileName');
-    if (state === 'synced') assignments.push('synced_at = @now');
-    this.database.prepare(`UPDATE files SET ${assignments.join(', ')} WHERE id = @id`).run({
-      ...values,
-      ...(patch.remotePath !== undefined ? { remotePath: patch.remotePath } : {}),
-      ...(patch.fileName !== undefined ? { fileName: patch.fileName } : {}),
-    });
-    const updated = this.get(current.id)!;
+    if (patch.remotePath !== undefined) {
+      signature += ',remotePath';
+      values.remotePath = patch.remotePath;
+    }
+    if (patch.fileName !== undefined) {
+      signature += ',fileName';
+      values.fileName = patch.fileName;
+    }
+    const updated = toRecord(this.updateStatement(signature).get(values) as RawFileRow);
     if (note) this.addHistory(updated, note.event, note.detail);
     return updated;
   }
 
+  /** The UPDATE for one set of assigned columns, returning the row as it is now (no second read). */
+  private updateStatement(signature: string): Database.Statement {
+    let statement = this.updates.get(signature);
+    if (statement) return statement;
+    const keys = signature.split(',').slice(1);
+    const assignments = ['state = @state', 'updated_at = @now'];
+    for (const key of keys) {
+      if (key === 'remotePath') assignments.push('remote_path = @remotePath');
+      else if (key === 'fileName') assignments.push('file_name = @fileName');
+      else assignments.push(`${PATCH_COLUMNS[key as keyof FilePatch]} = @${key}`);
+    }
+    if (signature.startsWith('s')) assignments.push('synced_at = @now');
+    statement = this.database.prepare(`UPDATE files SET ${assignments.join(', ')} WHERE id = @id RETURNING ${FILE_COLUMNS}`);
+    this.updates.set(signature, statement);
+    return statement;
+  }
+
   private addHistory(row: FileRecord, event: HistoryEvent, detail: string | undefined): void {
-    this.database
-      .prepare('INSERT INTO history (file_id, at, event, version, sha256, detail) VALUES (?, ?, ?, ?, ?, ?)')
-      .run(row.id, this.now(), event, row.remoteVersion, row.sha256, detail ?? null);
+    this.insertHistory.run(row.id, this.now(), event, row.remoteVersion, row.sha256, detail ?? null);
   }
 }
 

@@ -65,6 +65,8 @@ class FileRun {
   private storageUrl: string | null = null;
   private createdNow = false;
   private createdId: string | null = null;
+  /** The row as this run last wrote it (every write returns it): the hot path reads it no more. */
+  private current: FileRecord;
 
   constructor(
     private readonly fileId: number,
@@ -72,14 +74,14 @@ class FileRun {
     private readonly deps: PipelineDeps,
     private readonly signal: AbortSignal | undefined,
   ) {
-    const record = this.record();
-    this.absolutePath = path.join(pair.folder, ...record.relativePath.split('/'));
+    this.current = this.record();
+    this.absolutePath = path.join(pair.folder, ...this.current.relativePath.split('/'));
   }
 
   async execute(): Promise<PipelineOutcome> {
     const local = await this.deps.stat(this.absolutePath);
     if (!local) return this.missing();
-    let record = this.record();
+    let record = this.current;
     if (!record.documentId) record = await this.create(record, local);
     if (!this.createdNow) {
       const remote = await this.fetchRemote(record.documentId!);
@@ -109,7 +111,7 @@ class FileRun {
       // Written together with the move to `uploading` (one transaction fewer per file): a crash
       // before that write re-creates, gets 409 and adopts this very document.
       this.createdId = created.id;
-      return { ...this.record(), documentId: created.id, remoteSha256: null, remoteVersion: 0 };
+      return { ...this.current, documentId: created.id, remoteSha256: null, remoteVersion: 0 };
     } catch (error) {
       if (!(error instanceof ApiProblemError) || error.status !== 409) throw error;
       // Already there: a crash after the server created it, or another workstation. Adopt it.
@@ -148,27 +150,48 @@ class FileRun {
       onProgress: (bytes) => this.deps.onProgress?.(this.fileId, bytes),
     });
     const server = uploaded ?? (await this.fetchRemote(record.documentId!));
-    // Hashed again after the upload: the bytes the server holds must be the bytes on disk now.
     const after = await this.deps.stat(this.absolutePath);
     if (!after) return this.missing();
-    const localSha = await this.deps.hash(this.absolutePath, this.signal);
     const serverSha = server?.sha256 ?? null;
-    const changed = after.size !== local.size || after.mtimeMs !== local.mtimeMs || (serverSha !== null && serverSha !== localSha);
-    if (changed) {
-      return this.requeue({ remoteSha256: serverSha, remoteVersion: server?.version ?? null, size: after.size, mtimeMs: after.mtimeMs }, 'changed during upload');
+    const remote = { remoteSha256: serverSha, remoteVersion: server?.version ?? null };
+    if (after.size !== local.size || after.mtimeMs !== local.mtimeMs) {
+      return this.requeue({ ...remote, size: after.size, mtimeMs: after.mtimeMs }, 'changed during upload');
     }
-    const verifying = this.move('verifying', { sha256: localSha, bytesDone: local.size, remoteSha256: serverSha, remoteVersion: server?.version ?? null });
-    return this.verify(verifying, local);
+    // Hashed again after the upload: the bytes the server holds must be the bytes on disk now. The
+    // hash runs while the verification search is under way (neither waits for the other); the file
+    // is synced only when both agree. `verifying` is written before either starts.
+    if (serverSha === null) {
+      // Nothing to compare the hash with but the row: hash first, as the crash-resume path does.
+      const localSha = await this.deps.hash(this.absolutePath, this.signal);
+      return this.verify(this.move('verifying', { sha256: localSha, bytesDone: local.size, ...remote }), local);
+    }
+    const verifying = this.move('verifying', { sha256: serverSha, bytesDone: local.size, ...remote });
+    return this.verify(verifying, local, this.deps.hash(this.absolutePath, this.signal));
   }
 
-  /** SPEC §4.3 rule 4: search by id with hasContent, limit 1; the size (and sha256) must match. */
-  private async verify(record: FileRecord, local: FileStat): Promise<PipelineOutcome> {
-    const result = await this.deps.api.search(this.pair.patientId, { id: [record.documentId!], hasContent: true, offset: 0, limit: 1 });
+  /**
+   * SPEC §4.3 rule 4: search by id with hasContent, limit 1; the size (and sha256) must match.
+   * With `rehash` (right after an upload), the file's hash taken now must match what the server
+   * holds, else the file changed during the upload and goes up again.
+   */
+  private async verify(record: FileRecord, local: FileStat, rehash?: Promise<string>): Promise<PipelineOutcome> {
+    const search = this.deps.api.search(this.pair.patientId, { id: [record.documentId!], hasContent: true, offset: 0, limit: 1 });
+    let localSha = record.sha256;
+    if (rehash) {
+      // Both settle before anything is decided (a rejected search must not go unobserved).
+      const [hashed] = await Promise.allSettled([rehash, search]);
+      if (hashed.status === 'rejected') throw hashed.reason;
+      localSha = hashed.value;
+      if (record.remoteSha256 !== localSha) {
+        return this.requeue({}, 'changed during upload');
+      }
+    }
+    const result = await search;
     const found = result.documents[0];
     if (!found) throw new VerificationError('the server does not list the document with content yet');
     if (found.fileSize !== local.size) throw new VerificationError(`the server holds ${found.fileSize ?? 0} bytes, the file has ${local.size}`);
-    if (found.sha256 && record.sha256 && found.sha256 !== record.sha256) throw new VerificationError('the server holds different content than the file');
-    const synced = this.move('synced', { remoteSha256: found.sha256 ?? record.sha256, remoteVersion: found.version, bytesDone: local.size });
+    if (found.sha256 && localSha && found.sha256 !== localSha) throw new VerificationError('the server holds different content than the file');
+    const synced = this.move('synced', { sha256: localSha, remoteSha256: found.sha256 ?? localSha, remoteVersion: found.version, bytesDone: local.size });
     return { result: 'synced', record: synced };
   }
 
@@ -239,7 +262,8 @@ class FileRun {
   }
 
   private move(state: FileState, patch: FilePatch, note?: HistoryNote): FileRecord {
-    return this.deps.journal.transition(this.fileId, state, patch, note);
+    this.current = this.deps.journal.transition(this.fileId, state, patch, note);
+    return this.current;
   }
 
   private record(): FileRecord {
