@@ -339,6 +339,14 @@ export class Journal {
     return rows.map(toRecord);
   }
 
+  /** Size and mtime of every file of the pair still in the folder, as last seen (no full rows). */
+  knownFiles(pairId: string): Array<readonly [string, { size: number; mtimeMs: number }]> {
+    const rows = this.database
+      .prepare('SELECT relative_path AS relativePath, size, mtime_ms AS mtimeMs FROM files WHERE pair_id = ? AND deleted_locally = 0')
+      .all(pairId) as Array<{ relativePath: string; size: number; mtimeMs: number }>;
+    return rows.map((row) => [row.relativePath, { size: row.size, mtimeMs: row.mtimeMs }] as const);
+  }
+
   counts(pairId: string): StateCounts {
     const counts = Object.fromEntries(FILE_STATES.map((state) => [state, 0])) as StateCounts;
     const rows = this.database

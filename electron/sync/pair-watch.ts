@@ -15,7 +15,11 @@ import { watchFolder, type FolderWatcher } from './watcher.js';
 /** The journal as the folder watch uses it. */
 export interface WatchJournal {
   byPair(pairId: string): FileRecord[];
+  /** What `byPair` says about files still in the folder, without the full rows (optional). */
+  knownFiles?(pairId: string): Array<readonly [string, FileStat]>;
   observe(pairId: string, relativePath: string, observed: ObservedFile): FileRecord;
+  /** Many observations in one transaction (optional: `observe` one by one otherwise). */
+  observeMany?(pairId: string, files: ReadonlyArray<{ relativePath: string; observed: ObservedFile }>): FileRecord[];
   markDeletedLocally(pairId: string, relativePath: string): FileRecord | undefined;
   transition: (id: number, state: 'failed', patch: { errorCode: string; errorMessage: string; errorDetail: string | null }) => FileRecord;
 }
@@ -35,6 +39,8 @@ export class PairWatch {
   private watcher: FolderWatcher | undefined;
   private readonly gate: StabilityGate;
   private closed = false;
+  /** Files found stable in this turn, written to the journal together (see onStable). */
+  private stable: Array<{ relativePath: string; stat: FileStat }> = [];
   /** Set when the folder itself is missing or unreadable. */
   folderError: string | null = null;
 
@@ -56,10 +62,12 @@ export class PairWatch {
       this.folderError = PLAIN_MESSAGES.FOLDER_MISSING;
       return;
     }
-    const known = journal
-      .byPair(pair.id)
-      .filter((record) => !record.deletedLocally)
-      .map((record) => [record.relativePath, { size: record.size, mtimeMs: record.mtimeMs }] as const);
+    const known = journal.knownFiles
+      ? journal.knownFiles(pair.id)
+      : journal
+          .byPair(pair.id)
+          .filter((record) => !record.deletedLocally)
+          .map((record) => [record.relativePath, { size: record.size, mtimeMs: record.mtimeMs }] as const);
     const isIgnored = createIgnoreMatcher(this.options.ignorePatterns);
     this.watcher = await watchFolder({
       folder: pair.folder,
@@ -88,18 +96,36 @@ export class PairWatch {
     await this.watcher?.close();
   }
 
+  /**
+   * The gate releases a whole folder of files at once (a scan: thousands). They are journaled in one
+   * transaction at the end of the current microtask run instead of one transaction each; each row
+   * is still written before anything acts on it (the engine hears of a file only afterwards).
+   */
   private onStable(relativePath: string, stat: FileStat): void {
     if (this.closed) return;
+    if (this.stable.length === 0) queueMicrotask(() => this.flushStable());
+    this.stable.push({ relativePath, stat });
+  }
+
+  private flushStable(): void {
+    const batch = this.stable;
+    this.stable = [];
+    if (this.closed || batch.length === 0) return;
     const { pair, journal } = this.options;
-    const mapping = mapToRemote(pair, relativePath);
-    if (mapping.ok) {
-      this.options.onFileChanged(journal.observe(pair.id, relativePath, { ...stat, remotePath: mapping.remotePath, fileName: mapping.fileName }));
-      return;
-    }
-    const fileName = relativePath.slice(relativePath.lastIndexOf('/') + 1);
-    const record = journal.observe(pair.id, relativePath, { ...stat, remotePath: pair.remoteBasePath, fileName });
-    if (record.state === 'failed') return this.options.onFileChanged(record);
-    this.options.onFileChanged(journal.transition(record.id, 'failed', { errorCode: 'INVALID_NAME', errorMessage: mapping.reason, errorDetail: null }));
+    const mappings = batch.map(({ relativePath }) => mapToRemote(pair, relativePath));
+    const observed = batch.map(({ relativePath, stat }, index) => {
+      const mapping = mappings[index]!;
+      const fileName = mapping.ok ? mapping.fileName : relativePath.slice(relativePath.lastIndexOf('/') + 1);
+      return { relativePath, observed: { ...stat, remotePath: mapping.ok ? mapping.remotePath : pair.remoteBasePath, fileName } };
+    });
+    const records = journal.observeMany
+      ? journal.observeMany(pair.id, observed)
+      : observed.map((file) => journal.observe(pair.id, file.relativePath, file.observed));
+    records.forEach((record, index) => {
+      const mapping = mappings[index]!;
+      if (mapping.ok || record.state === 'failed') return this.options.onFileChanged(record);
+      this.options.onFileChanged(journal.transition(record.id, 'failed', { errorCode: 'INVALID_NAME', errorMessage: mapping.reason, errorDetail: null }));
+    });
   }
 
   private onRemoved(relativePath: string): void {

@@ -35,6 +35,8 @@ interface PendingFile {
   mtimeMs: number;
   /** When the file was last seen changing. */
   changedAt: number;
+  /** When size and mtime were last taken from the disk (-Infinity: not yet). */
+  statAt: number;
 }
 
 export async function statIfPresent(absolutePath: string): Promise<FileStat | undefined> {
@@ -86,10 +88,12 @@ export class StabilityGate {
   observe(relativePath: string, stat?: FileStat): void {
     if (this.closed) return;
     const known = this.pending.get(relativePath);
+    const now = this.now();
     this.pending.set(relativePath, {
       size: stat?.size ?? known?.size ?? -1,
       mtimeMs: stat?.mtimeMs ?? known?.mtimeMs ?? -1,
-      changedAt: this.now(),
+      changedAt: now,
+      statAt: stat ? now : -Infinity,
     });
     this.schedule();
   }
@@ -124,13 +128,24 @@ export class StabilityGate {
   }
 
   private async checkPending(): Promise<void> {
-    for (const [relativePath, entry] of [...this.pending]) await this.refresh(relativePath, entry);
+    // A file is stat'ed when its settle time has passed, or when its last stat is most of a settle
+    // interval old, not on every round: a change in between is still seen (the stat is compared
+    // with the size and mtime recorded before), only a little later. A scan hands over thousands
+    // of files at once, and stat'ing all of them every round cost more than the scan itself.
+    const due: Array<[string, PendingFile]> = [];
+    const now = this.now();
+    const restatAfter = this.settleMs * 0.75;
+    for (const member of this.pending) {
+      const entry = member[1];
+      if (entry.size < 0 || now - entry.statAt >= restatAfter || this.isSettled(entry)) due.push(member);
+    }
+    await eachLimited(due, IO_PARALLEL, ([relativePath, entry]) => this.refresh(relativePath, entry));
     for (const [, members] of this.groupByFolder()) {
       if (!members.every(([, entry]) => this.isSettled(entry))) continue;
       const openable: Array<[string, PendingFile]> = [];
-      for (const member of members) {
+      await eachLimited(members, IO_PARALLEL, async (member) => {
         if (await this.canOpen(this.absolute(member[0]))) openable.push(member);
-      }
+      });
       // Opening took time: a sibling may have started changing meanwhile.
       const folder = path.posix.dirname(members[0]![0]);
       if (!this.folderSettled(folder)) continue;
@@ -149,6 +164,7 @@ export class StabilityGate {
       return;
     }
     if (this.pending.get(relativePath) !== entry) return;
+    entry.statAt = this.now();
     if (!current) {
       this.pending.delete(relativePath);
       return;
@@ -191,6 +207,18 @@ export class StabilityGate {
   private absolute(relativePath: string): string {
     return path.join(this.options.root, ...relativePath.split('/'));
   }
+}
+
+/** How many stats or opens the gate has in flight at once. */
+const IO_PARALLEL = 16;
+
+/** Runs `work` for every item, at most `limit` at a time, in order of start. */
+async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await work(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 function isMissing(error: unknown): boolean {
