@@ -42,9 +42,16 @@ describe('kill -9 during a 1,000-file sync', () => {
 
     const syncedAfterKill: number[] = [];
     for (let kill = 0; kill < KILLS; kill += 1) {
+      const before = countSynced(home);
       const run = spawnCli(home, ['run', '--once'], env);
-      // tsx needs about a second to start; then kill somewhere in the middle of the work.
-      await delay(1200 + Math.floor(Math.random() * 1500));
+      let exited = false;
+      void run.done.then(() => (exited = true));
+      // Kill in the middle of the work, whatever the machine's speed: once this run has verified a
+      // random handful of files (the kill then lands in a random step of the files under way).
+      const progress = 10 + Math.floor(Math.random() * 60);
+      const deadline = Date.now() + 60_000;
+      while (!exited && Date.now() < deadline && countSynced(home) < Math.min(before + progress, FILES - 1)) await delay(25);
+      await delay(Math.floor(Math.random() * 100));
       run.child.kill('SIGKILL');
       const result = await run.done;
       expect(result.signal).toBe('SIGKILL');
