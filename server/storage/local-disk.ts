@@ -53,6 +53,11 @@ export interface DurableWriterOptions {
   maxBytes?: number;
   /** Also fed every byte written (a resumable upload's running hash of the whole file). */
   alsoFeed?: Hash;
+  /**
+   * False when the caller needs no hash of its own for these bytes (a tus chunk without
+   * Upload-Checksum only feeds the upload's running hash): one SHA-256 pass instead of two.
+   */
+  ownHash?: boolean;
 }
 
 /**
@@ -109,7 +114,7 @@ export class DurableFileWriter extends Writable {
       this.tainted = true;
       let batchBytes = 0;
       for (const chunk of accepted) {
-        this.hash.update(chunk);
+        if (this.options.ownHash !== false) this.hash.update(chunk);
         this.options.alsoFeed?.update(chunk);
         batchBytes += chunk.length;
       }

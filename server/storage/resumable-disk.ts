@@ -83,7 +83,7 @@ export class DiskResumableStore implements ResumableStore {
       let failure: unknown;
       try {
         // Durable before the offset is reported: a client never resumes past bytes a power cut lost.
-        writer = new DurableFileWriter(await fsp.open(this.dataPath(id), 'a'), { maxBytes: upload.length - offset, alsoFeed: trusted?.hash });
+        writer = new DurableFileWriter(await fsp.open(this.dataPath(id), 'a'), { maxBytes: upload.length - offset, alsoFeed: trusted?.hash, ownHash: checksum !== undefined });
         await pipeline(source, writer);
       } catch (error) {
         failure = error;
