@@ -10,8 +10,7 @@ import { createContext, ensureDataDir, type ServerContext } from './context.js';
 import type { SeedFile } from '../shared/schemas.js';
 import { SeedFile as SeedFileSchema } from '../shared/schemas.js';
 import { hashAdminToken } from './routes/admin.js';
-import { Ajv } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import { createAjv } from '../shared/ajv.js';
 import { startWebhookDelivery } from './webhooks/delivery.js';
 
 export interface RunningServer {
@@ -36,9 +35,6 @@ export function resolveAdminToken(config: ServerConfig): { hash: Buffer; generat
   return { hash: hashAdminToken(token), generated: token };
 }
 
-type AddFormats = (ajv: Ajv) => Ajv;
-const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats;
-
 export function readSeedFile(file: string): SeedFile {
   let parsed: unknown;
   try {
@@ -46,9 +42,7 @@ export function readSeedFile(file: string): SeedFile {
   } catch (error) {
     throw new ConfigError(`PATIENT_DOCS_SEED=${file} cannot be read as JSON: ${(error as Error).message}`);
   }
-  const ajv = new Ajv({ strict: false, allErrors: false });
-  addFormats(ajv);
-  const validate = ajv.compile(SeedFileSchema);
+  const validate = createAjv().compile(SeedFileSchema);
   if (!validate(parsed)) {
     const first = validate.errors?.[0];
     throw new ConfigError(`PATIENT_DOCS_SEED=${file} is invalid: ${first?.instancePath || '/'} ${first?.message ?? ''}`.trim());

@@ -3,49 +3,10 @@
  * shape, method name and arguments are checked against BRIDGE_METHODS before the engine sees it.
  * No `electron` import here, so the gate is unit-tested in plain Node (test/bridge-contract.test.ts).
  */
-import { Ajv, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
-import { BRIDGE_METHODS, BRIDGE_METHOD_NAMES, type BridgeEnvelope, type BridgeMethod } from '../../shared/bridge.js';
+import type { BridgeEnvelope } from '../../shared/bridge.js';
+import { createBridgeCallValidator, type BridgeCallValidator } from '../../shared/bridge-validation.js';
 
-type AddFormats = (ajv: Ajv) => Ajv;
-const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats;
-
-export type CheckedCall = { ok: true; method: BridgeMethod; args: unknown[] } | { ok: false; envelope: BridgeEnvelope<never> };
-
-export interface BridgeCallValidator {
-  check(method: unknown, args: unknown): CheckedCall;
-}
-
-function refuse(detail: string): CheckedCall {
-  return { ok: false, envelope: { ok: false, error: { code: 'INVALID_INPUT', message: 'The request was not valid.', detail } } };
-}
-
-/**
- * typebox writes an empty tuple as `items: []`, which draft-07 forbids (ajv refuses to compile it);
- * "no arguments" is the same rule said the way ajv accepts.
- */
-function compilable(schema: object): object {
-  const tuple = schema as { type?: unknown; items?: unknown };
-  return tuple.type === 'array' && Array.isArray(tuple.items) && tuple.items.length === 0 ? { type: 'array', maxItems: 0 } : schema;
-}
-
-export function createBridgeCallValidator(): BridgeCallValidator {
-  const ajv = new Ajv({ strict: false, allErrors: false });
-  addFormats(ajv);
-  const validators = new Map<string, ValidateFunction>(BRIDGE_METHOD_NAMES.map((method) => [method, ajv.compile(compilable(BRIDGE_METHODS[method]))]));
-  return {
-    check(method, args) {
-      if (typeof method !== 'string' || !Object.hasOwn(BRIDGE_METHODS, method) || !validators.has(method)) return refuse(`unknown method ${JSON.stringify(method)?.slice(0, 80)}`);
-      if (!Array.isArray(args)) return refuse(`${method}: arguments must be a list`);
-      const validate = validators.get(method)!;
-      if (!validate(args)) {
-        const first = validate.errors?.[0];
-        return refuse(`${method}: argument ${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}`);
-      }
-      return { ok: true, method: method as BridgeMethod, args };
-    },
-  };
-}
+export { createBridgeCallValidator, type BridgeCallValidator, type CheckedCall } from '../../shared/bridge-validation.js';
 
 /** What answers a checked call: the engine's dispatcher (electron/sync/bridge-service.ts). */
 export interface BridgeCallTarget {

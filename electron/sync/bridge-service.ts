@@ -4,14 +4,11 @@
  * it validates every payload against BRIDGE_METHODS — the renderer is untrusted — and always
  * answers a BridgeEnvelope.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import type {
   AddPairInput,
   AppStatus,
   BridgeApi,
   BridgeEnvelope,
-  BridgeMethod,
   ConnectionTestResult,
   FileView,
   HistoryEntryView,
@@ -21,8 +18,7 @@ import type {
   SettingsView,
   WebhookActivityView,
 } from '../../shared/bridge.js';
-import { BRIDGE_METHODS } from '../../shared/bridge.js';
-import type { TSchema } from 'typebox';
+import { createBridgeCallValidator } from '../../shared/bridge-validation.js';
 import type { PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
 import { BridgeError, toCodedError } from './bridge-error.js';
 import { testConnection } from './connection.js';
@@ -149,43 +145,18 @@ export class BridgeService implements BridgeApi {
   }
 }
 
-type AddFormats = (ajv: Ajv) => Ajv;
-const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats;
-
-/** Ajv refuses `items: []` (a method without parameters): say "an empty list" the way it accepts. */
-function argumentList(schema: TSchema): object {
-  const tuple = schema as unknown as { items?: unknown };
-  if (Array.isArray(tuple.items) && tuple.items.length === 0) return { type: 'array', maxItems: 0 };
-  return schema;
-}
-
 /** Validates and routes one call; never throws. */
 export class BridgeDispatcher {
-  private readonly validators: Record<BridgeMethod, ValidateFunction>;
+  private readonly validator = createBridgeCallValidator();
 
-  constructor(private readonly api: BridgeApi) {
-    const ajv = new Ajv({ strict: false, allErrors: false });
-    addFormats(ajv);
-    this.validators = Object.fromEntries(Object.entries(BRIDGE_METHODS).map(([method, schema]) => [method, ajv.compile(argumentList(schema))])) as Record<
-      BridgeMethod,
-      ValidateFunction
-    >;
-  }
-
-  isMethod(method: string): method is BridgeMethod {
-    return Object.hasOwn(BRIDGE_METHODS, method);
-  }
+  constructor(private readonly api: BridgeApi) {}
 
   async call(method: string, args: unknown): Promise<BridgeEnvelope<unknown>> {
-    if (!this.isMethod(method)) return { ok: false, error: { code: 'INVALID_INPUT', message: 'That is not something Patient Docs can do.', detail: `unknown method ${method}` } };
-    const validate = this.validators[method];
-    if (!validate(args)) {
-      const first = validate.errors?.[0];
-      return { ok: false, error: { code: 'INVALID_INPUT', message: 'The request was not valid.', detail: `${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}` } };
-    }
+    const checked = this.validator.check(method, args);
+    if (!checked.ok) return checked.envelope;
     try {
-      const target = this.api[method] as (...params: unknown[]) => Promise<unknown>;
-      const value = await target.apply(this.api, args as unknown[]);
+      const target = this.api[checked.method] as (...params: unknown[]) => Promise<unknown>;
+      const value = await target.apply(this.api, checked.args);
       return { ok: true, value: value ?? null };
     } catch (error) {
       const coded = toCodedError(error);
