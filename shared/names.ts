@@ -76,10 +76,3 @@ export function fileTypeFromName(fileName: string): string {
 }
 
 export const FILE_TYPE_PATTERN = /^[A-Z0-9]{1,16}$/;
-
-/** Ancestors of a folder path, root first: `/a/b` → `['/', '/a', '/a/b']`. */
-export function pathAncestors(path: string): string[] {
-  if (path === ROOT_PATH) return [ROOT_PATH];
-  const segments = path.slice(1).split('/');
-  return [ROOT_PATH, ...segments.map((_, index) => `/${segments.slice(0, index + 1).join('/')}`)];
-}

@@ -127,7 +127,6 @@ export interface PatientRepository {
 export interface ClientRepository {
   create(client: ClientRecord): Promise<void>;
   get(clientId: string): Promise<ClientRecord | undefined>;
-  updateSecret(clientId: string, secretHash: string): Promise<void>;
   update(client: ClientRecord): Promise<void>;
   list(): Promise<ClientRecord[]>;
 }

@@ -172,10 +172,6 @@ export class SqliteClients implements ClientRepository {
       .immediate();
   }
 
-  async updateSecret(clientId: string, secretHash: string): Promise<void> {
-    this.db.prepare('UPDATE clients SET secret_hash = ? WHERE client_id = ?').run(secretHash, clientId);
-  }
-
   private hydrate(row: ClientRow): ClientRecord {
     const organizations = this.db.prepare('SELECT organization_id FROM client_organizations WHERE client_id = ? ORDER BY organization_id').pluck().all(row.clientId) as string[];
     return { ...row, scopes: row.scopes.split(' ').filter(Boolean), organizations };
