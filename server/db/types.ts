@@ -136,6 +136,12 @@ export interface DocumentRepository {
   create(document: DocumentRecord, events: OutboxEvent[]): Promise<void>;
   get(patientId: string, id: string): Promise<DocumentRecord | undefined>;
   search(query: DocumentQuery): Promise<Page<DocumentRecord>>;
+  /**
+   * A number that grows with every change to the patient's documents (create, content, thumbnail,
+   * delete), kept in the database so every instance sees it: what a caller derived from a search
+   * is still current while this number has not moved.
+   */
+  changeCounter(patientId: string): Promise<number>;
 }
 
 /** none: the type has no preview; pending: queued or rendering; ready; failed (the file's fault, kept for audit). */

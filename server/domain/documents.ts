@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { checkFileName, checkPath, fileTypeFromName, foldKey, ROOT_PATH } from '../../shared/names.js';
 import { SEARCH_DEFAULTS, type CreateDocumentBody, type CreateDocumentResponse, type DocumentDto, type SearchBody, type SearchResponse } from '../../shared/schemas.js';
-import { DuplicateError, type DocumentRecord, type Store } from '../db/types.js';
+import { DuplicateError, type DocumentQuery, type DocumentRecord, type Store } from '../db/types.js';
 import { badRequest, conflict } from '../errors.js';
 import { outboxEvent } from './events.js';
 import type { Links } from './links.js';
@@ -13,12 +13,30 @@ export interface Actor {
   operationId: string;
 }
 
+/** Bytes of serialized search pages kept; a page of 50 is about 28 KB. */
+const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
+
+interface CachedPage {
+  changeCounter: number;
+  linkExpiry: number;
+  json: Buffer;
+}
+
 export class DocumentService {
   constructor(
     private readonly store: Store,
     private readonly links: Links,
     private readonly now: () => Date = () => new Date(),
   ) {}
+
+  /**
+   * Search pages as the bytes sent, cached per query and proven current by the patient's change
+   * counter (one primary-key read) and by the links' expiry step (signed links change each minute).
+   * A page re-opened, or several workstations on one patient, costs no index walk, no row reads
+   * and no serialization. Bounded by bytes, least recently used first out.
+   */
+  private readonly pages = new Map<string, CachedPage>();
+  private pageBytes = 0;
 
   toDto(document: DocumentRecord): DocumentDto {
     return {
@@ -87,6 +105,11 @@ export class DocumentService {
   }
 
   async search(patientId: string, body: SearchBody): Promise<SearchResponse> {
+    return JSON.parse((await this.searchJson(patientId, body)).toString('utf8')) as SearchResponse;
+  }
+
+  /** The SearchResponse of SPEC §4.3 serialized as JSON: what the route sends. */
+  async searchJson(patientId: string, body: SearchBody): Promise<Buffer> {
     const offset = body.offset ?? SEARCH_DEFAULTS.offset;
     const limit = body.limit ?? SEARCH_DEFAULTS.limit;
     let pathKey: string | undefined;
@@ -95,7 +118,7 @@ export class DocumentService {
       if (!folder.ok) throw badRequest(folder.rule);
       pathKey = foldKey(folder.value);
     }
-    const page = await this.store.documents.search({
+    const query: DocumentQuery = {
       patientId,
       ids: body.id?.map((id) => id.toLowerCase()),
       pathKey,
@@ -106,8 +129,37 @@ export class DocumentService {
       sortDirection: body.sortDirection ?? SEARCH_DEFAULTS.sortDirection,
       offset,
       limit,
-    });
-    return { documents: page.rows.map((row) => this.toDto(row)), offset, limit, total: page.total };
+    };
+    const key = JSON.stringify([query.patientId, query.ids, query.pathKey, query.hasContent, query.nameContains, query.fileType, query.sortBy, query.sortDirection, offset, limit]);
+    const changeCounter = await this.store.documents.changeCounter(patientId);
+    const linkExpiry = this.links.currentExpiry();
+    const cached = this.pages.get(key);
+    if (cached) {
+      this.forget(key, cached);
+      if (cached.changeCounter === changeCounter && cached.linkExpiry === linkExpiry) {
+        this.remember(key, cached);
+        return cached.json;
+      }
+    }
+    const page = await this.store.documents.search(query);
+    const response: SearchResponse = { documents: page.rows.map((row) => this.toDto(row)), offset, limit, total: page.total };
+    const json = Buffer.from(JSON.stringify(response), 'utf8');
+    if (json.length <= PAGE_CACHE_BYTES / 16) this.remember(key, { changeCounter, linkExpiry, json });
+    return json;
+  }
+
+  private remember(key: string, page: CachedPage): void {
+    this.pages.set(key, page);
+    this.pageBytes += page.json.length;
+    for (const [oldest, entry] of this.pages) {
+      if (this.pageBytes <= PAGE_CACHE_BYTES) break;
+      this.forget(oldest, entry);
+    }
+  }
+
+  private forget(key: string, page: CachedPage): void {
+    this.pages.delete(key);
+    this.pageBytes -= page.json.length;
   }
 
   async get(patientId: string, documentId: string): Promise<DocumentRecord | undefined> {

@@ -38,7 +38,7 @@ export class Links {
    * browser can cache thumbnails by URL.
    */
   signed(documentId: string, version: number, kind: LinkKind): string {
-    const expires = Math.ceil((this.now() / 1000 + LINK_LIFETIME_SECONDS) / EXPIRY_STEP_SECONDS) * EXPIRY_STEP_SECONDS;
+    const expires = this.currentExpiry();
     if (expires !== this.cachedExpires || this.cache.size > CACHE_LIMIT) {
       this.cache.clear();
       this.cachedExpires = expires;
@@ -51,6 +51,11 @@ export class Links {
       this.cache.set(key, url);
     }
     return url;
+  }
+
+  /** The expiry links signed now carry; while it stays the same, so do the links. */
+  currentExpiry(): number {
+    return Math.ceil((this.now() / 1000 + LINK_LIFETIME_SECONDS) / EXPIRY_STEP_SECONDS) * EXPIRY_STEP_SECONDS;
   }
 
   private readonly cache = new Map<string, string>();

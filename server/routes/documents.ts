@@ -1,5 +1,5 @@
 /** SPEC §4.1 create, §4.3 search, and DESIGN's GET of one document. */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import {
@@ -39,6 +39,11 @@ export async function authorizePatient(request: FastifyRequest, access: AccessGu
   return { principal, organizationId, patientId: patient };
 }
 
+/** Sends JSON the service already serialized (the route's schema still documents its shape). */
+function sendSerialized(reply: FastifyReply, json: Buffer): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(json);
+}
+
 export async function documentRoutes(appBase: FastifyInstance, options: DocumentRouteOptions): Promise<void> {
   const app = appBase.withTypeProvider<TypeBoxTypeProvider>();
   const { documents, access, content } = options;
@@ -76,9 +81,10 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
         response: { 200: SearchResponse, ...errors },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { patientId } = await authorizePatient(request, access, 'Patient.File.Read', request.params.patientId);
-      return documents.search(patientId, request.body);
+      // Already serialized (and often cached) by the service: sent as is, past the response serializer.
+      return sendSerialized(reply, await documents.searchJson(patientId, request.body));
     },
   );
 

@@ -6,7 +6,6 @@ import type { SqliteDatabase } from './database.js';
 import type { Statement } from 'better-sqlite3';
 
 const LARGE_RESULT = 2000;
-const RESULT_CACHE_ENTRIES = 1000;
 
 interface PendingCreate {
   document: DocumentRecord;
@@ -110,6 +109,7 @@ export function buildFilter(query: DocumentQuery): Filter {
 export class SqliteDocuments implements DocumentRepository {
   private readonly insert;
   private readonly selectOne;
+  private readonly selectChangeCounter;
 
   constructor(
     protected readonly db: SqliteDatabase,
@@ -122,6 +122,7 @@ export class SqliteDocuments implements DocumentRepository {
          @lastModifiedAt, @hasContent, @fileSize, @sha256, @version, @contentKey, @contentType, @thumbnailKey, @createdBy)`,
     );
     this.selectOne = db.prepare(`SELECT ${COLUMNS} FROM documents WHERE id = ? AND patient_id = ? AND deleted_at IS NULL`);
+    this.selectChangeCounter = db.prepare('SELECT version FROM patient_document_versions WHERE patient_id = ?').pluck();
   }
 
   /**
@@ -181,31 +182,11 @@ export class SqliteDocuments implements DocumentRepository {
     return row ? documentFromRow(row) : undefined;
   }
 
-  /**
-   * Results are cached per patient and proven current by the patient's change counter (kept by
-   * triggers on every write), so a repeated search — a page re-opened, several workstations on one
-   * patient — costs one primary-key read instead of an index walk and fifty row reads.
-   */
-  async search(query: DocumentQuery): Promise<Page<DocumentRecord>> {
-    const version = (this.statement('SELECT version FROM patient_document_versions WHERE patient_id = ?').pluck().get(query.patientId) as number | undefined) ?? 0;
-    const key = JSON.stringify([query.patientId, query.ids, query.pathKey, query.hasContent, query.nameContains, query.fileType, query.sortBy, query.sortDirection, query.offset, query.limit]);
-    const cached = this.results.get(key);
-    if (cached && cached.version === version) {
-      // Refresh its place in the LRU order.
-      this.results.delete(key);
-      this.results.set(key, cached);
-      return cached.page;
-    }
-    const page = this.searchUncached(query);
-    this.results.delete(key);
-    this.results.set(key, { version, page });
-    if (this.results.size > RESULT_CACHE_ENTRIES) this.results.delete(this.results.keys().next().value as string);
-    return page;
+  async changeCounter(patientId: string): Promise<number> {
+    return (this.selectChangeCounter.get(patientId) as number | undefined) ?? 0;
   }
 
-  private readonly results = new Map<string, { version: number; page: Page<DocumentRecord> }>();
-
-  private searchUncached(query: DocumentQuery): Page<DocumentRecord> {
+  async search(query: DocumentQuery): Promise<Page<DocumentRecord>> {
     const { where, params } = buildFilter(query);
     const byIds = query.ids !== undefined && query.ids.length > 0;
     // The count comes first: it is needed anyway, and its size tells which index pages faster.
