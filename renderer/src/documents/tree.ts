@@ -67,3 +67,42 @@ export function ancestorPaths(path: string): string[] {
   for (let parent = parentPath(path); parent !== null; parent = parentPath(parent)) ancestors.unshift(parent);
   return ancestors;
 }
+
+/** How many folders a tree holds below its root (the root, "All files", is not a folder of the record). */
+export function countFolders(root: FolderNode): number {
+  let count = 0;
+  const stack = [...root.children];
+  for (let node = stack.pop(); node; node = stack.pop()) {
+    count += 1;
+    stack.push(...node.children);
+  }
+  return count;
+}
+
+/** One row of the tree as shown: a folder whose every ancestor is expanded. */
+export interface VisibleFolder {
+  node: FolderNode;
+  /** 1 for the root (aria-level). */
+  level: number;
+  parent: string | null;
+  /** 1-based place among its siblings, and how many siblings (aria-posinset, aria-setsize). */
+  position: number;
+  siblings: number;
+  expanded: boolean;
+}
+
+/**
+ * The rows of the tree, in order, with `expanded` folders open: the walk goes only into open
+ * folders, so its cost is the rows shown, never the whole tree (a closed folder with 500 visits
+ * below it costs one row).
+ */
+export function visibleFolders(root: FolderNode, expanded: ReadonlySet<string>): VisibleFolder[] {
+  const rows: VisibleFolder[] = [];
+  const visit = (node: FolderNode, level: number, parent: string | null, position: number, siblings: number) => {
+    const open = node.children.length > 0 && expanded.has(node.path);
+    rows.push({ node, level, parent, position, siblings, expanded: open });
+    if (open) node.children.forEach((child, index) => visit(child, level + 1, node.path, index + 1, node.children.length));
+  };
+  visit(root, 1, null, 1, 1);
+  return rows;
+}
