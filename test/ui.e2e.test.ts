@@ -177,7 +177,8 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
   it('patient browser: the tree from the paths, the STL thumbnail, the 3D viewer and a byte-exact download', async () => {
     await page.getByRole('button', { name: 'Patients', exact: true }).click();
     await page.locator('.browser-patients').getByRole('button', { name: /Jane Roe/ }).click();
-    await page.locator('.tree-label[data-path="/scans"]').waitFor();
+    // The tree opens collapsed below its first level: open "scans" by its chevron, then pick the case.
+    await page.locator('.tree-label[data-path="/scans"] .tree-twisty').click();
     await page.locator(`.tree-label[data-path="/scans/${CASE}"]`).click();
     await page.getByTestId('document-count').filter({ hasText: '3 files' }).waitFor();
     // Thumbnails are made in the background after upload: wait for the STL's to load.
@@ -207,6 +208,89 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
     expect(problem, 'the viewer could not load the model').toEqual([]);
     expect(await viewer.getAttribute('data-viewer-state')).toBe('ready');
     await page.keyboard.press('Escape');
+  }, 120_000);
+
+  it('patient browser: the folder tree opens collapsed below the first level, opens on click and with the keys, and a folder filters the list', async () => {
+    const VISIT = '2026-04-02 Lower arch';
+    mkdirSync(path.join(scanFolder, VISIT, 'photos'), { recursive: true });
+    writeFileSync(path.join(scanFolder, VISIT, 'lower-arch.stl'), makeArchStl({ triangles: 2_000 }));
+    writeFileSync(path.join(scanFolder, VISIT, 'photos', 'bite-notes.pdf'), makePdf('Bite notes, Jane Roe'));
+    await page.getByRole('button', { name: 'Sync', exact: true }).click();
+    await page.getByText('All 5 files synced and verified').waitFor({ timeout: 60_000 });
+
+    await page.getByRole('button', { name: 'Patients', exact: true }).click();
+    await page.locator('.browser-patients').getByRole('button', { name: /Jane Roe/ }).click();
+    const count = page.getByTestId('document-count');
+    await count.filter({ hasText: /^5 files$/ }).waitFor();
+    const tree = page.getByRole('tree', { name: 'Folders' });
+    const item = (folder: string) => tree.locator(`[role="treeitem"][data-path="${folder}"]`);
+    const focused = () => page.evaluate(() => document.activeElement?.getAttribute('data-path') ?? null);
+    const shown = () => tree.getByRole('treeitem').evaluateAll((items) => items.map((entry) => `${entry.getAttribute('aria-level')} ${entry.getAttribute('data-path')}`));
+
+    // Collapsed below the first level: the root ("All files", open and selected) and its one child, closed.
+    await item('/scans').waitFor();
+    expect(await shown()).toEqual(['1 /', '2 /scans']);
+    expect(await item('/').getAttribute('aria-expanded')).toBe('true');
+    expect(await item('/').getAttribute('aria-selected')).toBe('true');
+    expect(await item('/scans').getAttribute('aria-expanded')).toBe('false');
+    expect(await item('/scans').getAttribute('aria-selected')).toBe('false');
+    expect(await tree.getAttribute('aria-busy')).toBe('false');
+    await screenshot(page, 'patients-tree-collapsed');
+
+    // The chevron opens and closes a folder without changing which files are listed.
+    await item('/scans').locator('.tree-twisty').click();
+    expect(await item('/scans').getAttribute('aria-expanded')).toBe('true');
+    expect(await shown()).toEqual(['1 /', '2 /scans', `3 /scans/${CASE}`, `3 /scans/${VISIT}`]);
+    expect(await item(`/scans/${CASE}`).getAttribute('aria-expanded')).toBeNull(); // no subfolder: nothing to open
+    expect(await item(`/scans/${VISIT}`).getAttribute('aria-expanded')).toBe('false');
+    expect(await item('/').getAttribute('aria-selected')).toBe('true');
+    expect(await count.innerText()).toBe('5 files');
+    await item('/scans').locator('.tree-twisty').click();
+    expect(await item('/scans').getAttribute('aria-expanded')).toBe('false');
+    expect(await shown()).toEqual(['1 /', '2 /scans']);
+
+    // The keys: ↓ moves, → opens then goes in, ← closes then goes out; Enter and Space show a folder's files.
+    await item('/').focus();
+    await page.keyboard.press('ArrowDown');
+    expect(await focused()).toBe('/scans');
+    await page.keyboard.press('ArrowRight');
+    expect(await item('/scans').getAttribute('aria-expanded')).toBe('true');
+    expect(await focused()).toBe('/scans');
+    await page.keyboard.press('ArrowRight');
+    expect(await focused()).toBe(`/scans/${CASE}`);
+    await page.keyboard.press('ArrowDown');
+    expect(await focused()).toBe(`/scans/${VISIT}`);
+    await page.keyboard.press('ArrowRight');
+    expect(await item(`/scans/${VISIT}`).getAttribute('aria-expanded')).toBe('true');
+    expect(await item(`/scans/${VISIT}/photos`).getAttribute('aria-level')).toBe('4');
+    await page.keyboard.press('ArrowLeft');
+    expect(await item(`/scans/${VISIT}`).getAttribute('aria-expanded')).toBe('false');
+    expect(await item(`/scans/${VISIT}/photos`).count()).toBe(0);
+    await page.keyboard.press('ArrowLeft');
+    expect(await focused()).toBe('/scans');
+    expect(await item('/').getAttribute('aria-selected')).toBe('true'); // moving never selects
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('ArrowDown');
+    await page.keyboard.press('Enter');
+    await count.filter({ hasText: `2 files in /scans/${VISIT}` }).waitFor();
+    expect(await item(`/scans/${VISIT}`).getAttribute('aria-selected')).toBe('true');
+    expect(await item('/').getAttribute('aria-selected')).toBe('false');
+    expect(await item(`/scans/${VISIT}`).getAttribute('aria-expanded')).toBe('true'); // showing a folder opens it
+    await page.keyboard.press('ArrowDown');
+    expect(await focused()).toBe(`/scans/${VISIT}/photos`);
+    await page.keyboard.press(' ');
+    await count.filter({ hasText: `1 file in /scans/${VISIT}/photos` }).waitFor();
+    expect(await page.locator('.document-row').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-document')))).toEqual(['bite-notes.pdf']);
+    await screenshot(page, 'patients-tree-keyboard');
+
+    // A click on a folder shows its files (and only its files).
+    await item(`/scans/${CASE}`).click();
+    await count.filter({ hasText: `3 files in /scans/${CASE}` }).waitFor();
+    expect((await page.locator('.document-row').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-document')))).sort()).toEqual(['full-resolution.ply', 'order-form.pdf', 'upper-arch.stl']);
+    expect(await item(`/scans/${CASE}`).getAttribute('aria-selected')).toBe('true');
+    expect(await tree.locator('[role="treeitem"][aria-selected="true"]').count()).toBe(1);
+    await item('/').click();
+    await count.filter({ hasText: /^5 files$/ }).waitFor();
   }, 120_000);
 
   it('activity: a webhook delivery appears with its verdict', async () => {
