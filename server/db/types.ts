@@ -236,8 +236,13 @@ export interface WebhookMessageRecord {
   eventId: string;
   eventType: EventType;
   patientId: string | null;
-  /** The exact bytes sent (minified JSON), fixed at fan-out so every retry is byte-identical. */
-  body: string;
+  /**
+   * The body sent, as stored by releases that fixed it at fan-out; null for messages queued since,
+   * whose body is composed at each attempt from `event` (the same bytes every time).
+   */
+  body: string | null;
+  /** The outbox event the message carries, as stored (read with due messages; null elsewhere or if pruned). */
+  event: StoredEvent | null;
   state: WebhookMessageState;
   attempts: number;
   /** Epoch milliseconds. */
@@ -248,7 +253,14 @@ export interface WebhookMessageRecord {
   lastError: string | null;
 }
 
-export type NewWebhookMessage = Pick<WebhookMessageRecord, 'id' | 'subscriptionId' | 'eventId' | 'eventType' | 'patientId' | 'body' | 'nextAttemptAt' | 'createdAt'>;
+/** An outbox event's fields a webhook body is made of, `data` as the JSON text stored with the change. */
+export interface StoredEvent {
+  occurredAt: string;
+  operationId: string;
+  dataJson: string;
+}
+
+export type NewWebhookMessage = Pick<WebhookMessageRecord, 'id' | 'subscriptionId' | 'eventId' | 'eventType' | 'patientId' | 'nextAttemptAt' | 'createdAt'>;
 
 export interface WebhookAttemptRecord {
   messageId: string;
@@ -296,8 +308,11 @@ export interface WebhookRepository {
   enqueue(messages: NewWebhookMessage[], cursor: number): Promise<void>;
   /** After a crash: messages that were mid-attempt become pending again (at-least-once). */
   recoverInterrupted(): Promise<number>;
-  /** Subscriptions with messages due at `now`, with how many are due. */
-  dueSubscriptions(now: number): Promise<Array<{ subscriptionId: string; due: number }>>;
+  /**
+   * Active subscriptions with messages due at `now`, with how many are due counted up to `cap`
+   * (a hint for claiming, not a total: the cost stays bounded however long the queue).
+   */
+  dueSubscriptions(now: number, cap: number): Promise<Array<{ subscriptionId: string; due: number }>>;
   /**
    * Up to `limit` due messages of each subscription, leaving out those in `skip` (already held).
    * Their state stays pending: the one dispatcher of a database holds its claims in memory, so a

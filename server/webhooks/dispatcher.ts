@@ -11,7 +11,7 @@ import { subscriptionMatches } from '../../shared/events.js';
 import type { OutboxEvent, OutboxRepository, PatientRepository, WebhookAttemptResult, WebhookMessageRecord, WebhookRepository, WebhookSubscriptionRecord } from '../db/types.js';
 import type { SecretBox } from './secret-box.js';
 import type { Sender, SendResult } from './sender.js';
-import { deliveryHeaders, messageBody, messageIdFor } from './signer.js';
+import { composeMessageBody, deliveryHeaders, messageIdFor } from './signer.js';
 import { CallbackRefused, parseCallback, type CallbackGuard, type ResolvedAddress } from './ssrf.js';
 
 export interface DispatcherOptions {
@@ -226,21 +226,12 @@ export class WebhookDispatcher {
           const known = event.patientId === null ? undefined : routable.get(`${event.patientId}|${subscription.organizationId}`);
           if (known === false || (known === undefined && !(await this.isRoutable(event, subscription.organizationId, routable)))) continue;
           const id = messageIdFor(event.id, subscription.id);
-          messages.push({
-            id,
-            subscriptionId: subscription.id,
-            eventId: event.id,
-            eventType: event.eventType,
-            patientId: event.patientId,
-            body: messageBody(event, id, subscription.organizationId),
-            nextAttemptAt: this.now(),
-            createdAt,
-          });
+          messages.push({ id, subscriptionId: subscription.id, eventId: event.id, eventType: event.eventType, patientId: event.patientId, nextAttemptAt: this.now(), createdAt });
         }
       }
       await this.deps.webhooks.enqueue(messages, last.sequence);
       this.cursor = last.sequence;
-      if (messages.length > 0) this.dueListAt = 0;
+      this.addDue(messages);
       if (events.length < this.options.batchSize) return;
     }
   }
@@ -262,6 +253,19 @@ export class WebhookDispatcher {
 
   // --- scheduling ----------------------------------------------------------------------------
 
+  /** What this process just queued is due now: added to the due list without re-reading the queue. */
+  private addDue(messages: ReadonlyArray<{ subscriptionId: string }>): void {
+    const added = new Map<string, number>();
+    for (const message of messages) added.set(message.subscriptionId, (added.get(message.subscriptionId) ?? 0) + 1);
+    for (const entry of this.dueList) {
+      const count = added.get(entry.subscriptionId);
+      if (count === undefined) continue;
+      entry.due += count;
+      added.delete(entry.subscriptionId);
+    }
+    for (const [subscriptionId, due] of added) this.dueList.push({ subscriptionId, due });
+  }
+
   /**
    * The due list is re-read when it runs out (at most every poll interval), after a fan-out, and
    * at least every 10 poll intervals; in between, freed slots are refilled from it without a query.
@@ -270,7 +274,7 @@ export class WebhookDispatcher {
     const age = now - this.dueListAt;
     const stale = this.dueList.length === 0 ? age >= this.options.pollIntervalMs : age >= this.options.pollIntervalMs * 10;
     if (!stale && this.dueListAt !== 0) return;
-    this.dueList = await this.deps.webhooks.dueSubscriptions(now);
+    this.dueList = await this.deps.webhooks.dueSubscriptions(now, this.options.maxPerCallback * CLAIM_AHEAD);
     this.dueListAt = now;
     if (this.dueList.length === 0) return;
     this.active = new Map((await this.deps.webhooks.activeSubscriptions()).map((subscription) => [subscription.id, { subscription, origin: callbackOrigin(subscription.callback) }]));
@@ -412,7 +416,9 @@ export class WebhookDispatcher {
       const url = parseCallback(subscription.callback);
       const address = await this.resolve(url);
       const hmac = this.hmacOf(subscription);
-      return await this.deps.send({ url, address, body: message.body, headers: deliveryHeaders(message.id, message.body, hmac, attemptedAt), timeoutMs: this.options.timeoutMs });
+      const body = message.body ?? (message.event ? composeMessageBody(message.event, message.eventType, message.patientId, message.id, subscription.organizationId) : undefined);
+      if (body === undefined) throw new Error(`the event ${message.eventId} of message ${message.id} is no longer in the outbox`);
+      return await this.deps.send({ url, address, body, headers: deliveryHeaders(message.id, body, hmac, attemptedAt), timeoutMs: this.options.timeoutMs });
     } catch (error) {
       if (error instanceof CallbackRefused) return { statusCode: null, latencyMs: 0, error: error.message };
       this.deps.log.error({ err: error, subscriptionId: subscription.id }, 'webhook attempt could not be prepared');

@@ -4,7 +4,7 @@
  */
 import { createHash, createHmac } from 'node:crypto';
 import { WEBHOOK_SOURCE } from '../../shared/events.js';
-import type { OutboxEvent } from '../db/types.js';
+import type { OutboxEvent, StoredEvent } from '../db/types.js';
 
 /** The messageId of an (event, subscription) pair: a name-based UUID (v5 layout), the same on every fan-out and retry. */
 export function messageIdFor(eventId: string, subscriptionId: string): string {
@@ -17,16 +17,17 @@ export function messageIdFor(eventId: string, subscriptionId: string): string {
 
 /** The minified JSON body, SPEC §6.2's fields in its order, organizationId once: the subscription's. */
 export function messageBody(event: OutboxEvent, messageId: string, organizationId: string): string {
-  return JSON.stringify({
-    source: WEBHOOK_SOURCE,
-    messageId,
-    timestamp: event.occurredAt,
-    eventType: event.eventType,
-    operationId: event.operationId,
-    organizationId,
-    data: event.data,
-    ...(event.patientId === null ? {} : { patientId: event.patientId }),
-  });
+  return composeMessageBody({ occurredAt: event.occurredAt, operationId: event.operationId, dataJson: JSON.stringify(event.data) }, event.eventType, event.patientId, messageId, organizationId);
+}
+
+/**
+ * The same bytes as `messageBody`, from the event as stored: `data` is spliced in as the JSON text
+ * written with the change (itself minified JSON), so every attempt sends exactly the same body.
+ */
+export function composeMessageBody(event: StoredEvent, eventType: string, patientId: string | null, messageId: string, organizationId: string): string {
+  const text = JSON.stringify;
+  const patient = patientId === null ? '' : `,"patientId":${text(patientId)}`;
+  return `{"source":${text(WEBHOOK_SOURCE)},"messageId":${text(messageId)},"timestamp":${text(event.occurredAt)},"eventType":${text(eventType)},"operationId":${text(event.operationId)},"organizationId":${text(organizationId)},"data":${event.dataJson}${patient}}`;
 }
 
 /** `Signature`: lowercase hex HMAC-SHA512 of exactly the body bytes, keyed by the hmac's UTF-8 bytes. */

@@ -14,6 +14,10 @@ export function openSqlite(file: string, migrations: Migration[]): SqliteDatabas
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
   db.pragma('cache_size = -32000');
+  // Checkpoint the WAL every ~40 MB rather than every ~4 MB: hot pages (queue heads, counters,
+  // index leaves being appended to) are rewritten many times between checkpoints but copied back
+  // into the database once, and the fsync of a checkpoint comes ten times less often.
+  db.pragma('wal_autocheckpoint = 10000');
   migrate(db, migrations);
   return db;
 }

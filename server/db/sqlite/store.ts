@@ -6,9 +6,9 @@ import { SqliteOrganizations, SqlitePatients, SqliteClients, SqliteOrders, Sqlit
 import { CONTENT_MIGRATION, SqliteDocumentContent } from './content.js';
 import { SqliteDocuments } from './documents.js';
 import { SqliteOutbox } from './outbox.js';
-import { SqliteWebhooks, WEBHOOK_MIGRATION } from './webhooks.js';
+import { SqliteWebhooks, WEBHOOK_LEAN_MESSAGES_MIGRATION, WEBHOOK_MIGRATION } from './webhooks.js';
 
-export const SQLITE_MIGRATIONS: Migration[] = [...CORE_MIGRATIONS, WEBHOOK_MIGRATION, CONTENT_MIGRATION];
+export const SQLITE_MIGRATIONS: Migration[] = [...CORE_MIGRATIONS, WEBHOOK_MIGRATION, CONTENT_MIGRATION, WEBHOOK_LEAN_MESSAGES_MIGRATION];
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;

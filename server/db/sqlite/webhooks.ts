@@ -75,6 +75,39 @@ export const WEBHOOK_MIGRATION: Migration = {
   `,
 };
 
+/**
+ * Message rows without their body: the body is composed at each attempt from the outbox event
+ * (byte-identical every time), so a queued message is a small row, and recording an attempt
+ * rewrites a small row. The unique (event, subscription) index goes too: the messageId is derived
+ * from that pair, so the primary key already refuses a second message for it.
+ */
+export const WEBHOOK_LEAN_MESSAGES_MIGRATION: Migration = {
+  name: '004-webhook-messages-lean',
+  sql: `
+    CREATE TABLE webhook_messages_lean (
+      id TEXT PRIMARY KEY,
+      subscription_id TEXT NOT NULL REFERENCES webhook_subscriptions(id),
+      event_id TEXT NOT NULL,
+      event_type TEXT NOT NULL,
+      patient_id TEXT,
+      body TEXT,
+      state TEXT NOT NULL,
+      attempts INTEGER NOT NULL DEFAULT 0,
+      next_attempt_at INTEGER NOT NULL,
+      created_at TEXT NOT NULL,
+      updated_at TEXT NOT NULL,
+      last_status INTEGER,
+      last_error TEXT
+    );
+    INSERT INTO webhook_messages_lean (id, subscription_id, event_id, event_type, patient_id, body, state, attempts, next_attempt_at, created_at, updated_at, last_status, last_error)
+      SELECT id, subscription_id, event_id, event_type, patient_id, body, state, attempts, next_attempt_at, created_at, updated_at, last_status, last_error FROM webhook_messages;
+    DROP TABLE webhook_messages;
+    ALTER TABLE webhook_messages_lean RENAME TO webhook_messages;
+    CREATE INDEX webhook_messages_pending ON webhook_messages(subscription_id, next_attempt_at) WHERE state = 'pending';
+    CREATE INDEX webhook_messages_dead ON webhook_messages(subscription_id, updated_at) WHERE state = 'dead';
+  `,
+};
+
 interface SubscriptionRow {
   id: string;
   organization_id: string;
@@ -102,6 +135,10 @@ interface MessageRow {
   updated_at: string;
   last_status: number | null;
   last_error: string | null;
+  /** Joined from outbox_events when due messages are read. */
+  event_occurred_at?: string | null;
+  event_operation_id?: string | null;
+  event_data?: string | null;
 }
 
 interface AttemptRow {
@@ -135,6 +172,10 @@ const messageFromRow = (row: MessageRow): WebhookMessageRecord => ({
   eventType: row.event_type,
   patientId: row.patient_id,
   body: row.body,
+  event:
+    row.event_data === undefined || row.event_data === null || !row.event_occurred_at || !row.event_operation_id
+      ? null
+      : { occurredAt: row.event_occurred_at, operationId: row.event_operation_id, dataJson: row.event_data },
   state: row.state,
   attempts: row.attempts,
   nextAttemptAt: row.next_attempt_at,
@@ -166,20 +207,28 @@ export class SqliteWebhooks implements WebhookRepository {
   constructor(private readonly db: SqliteDatabase) {
     this.statements = {
       insertMessage: db.prepare(
-        `INSERT INTO webhook_messages (id, subscription_id, event_id, event_type, patient_id, body, state, attempts, next_attempt_at, created_at, updated_at)
-         VALUES (@id, @subscriptionId, @eventId, @eventType, @patientId, @body, 'pending', 0, @nextAttemptAt, @createdAt, @createdAt)
+        `INSERT INTO webhook_messages (id, subscription_id, event_id, event_type, patient_id, state, attempts, next_attempt_at, created_at, updated_at)
+         VALUES (@id, @subscriptionId, @eventId, @eventType, @patientId, 'pending', 0, @nextAttemptAt, @createdAt, @createdAt)
          ON CONFLICT DO NOTHING`,
       ),
       setCursor: db.prepare('INSERT INTO webhook_cursor (id, sequence) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET sequence = excluded.sequence'),
       getSubscription: db.prepare(`SELECT * FROM webhook_subscriptions WHERE id = ? AND ${LIVE}`),
       subscriptionStatus: db.prepare(`SELECT status FROM webhook_subscriptions WHERE id = ? AND ${LIVE}`).pluck(),
+      // One bounded walk of the pending index per active subscription (pending messages of deleted
+      // or disabled subscriptions are cancelled in the same transaction as the change).
       dueSubscriptions: db.prepare(
-        `SELECT subscription_id AS subscriptionId, COUNT(*) AS due FROM webhook_messages
-         WHERE state = 'pending' AND next_attempt_at <= ? GROUP BY subscription_id`,
+        `SELECT subscriptionId, due FROM (
+           SELECT s.id AS subscriptionId,
+             (SELECT COUNT(*) FROM (SELECT 1 FROM webhook_messages m
+                WHERE m.state = 'pending' AND m.subscription_id = s.id AND m.next_attempt_at <= @now LIMIT @cap)) AS due
+           FROM webhook_subscriptions s WHERE s.status = 'active' AND s.${LIVE}
+         ) WHERE due > 0`,
       ),
       selectDue: db.prepare(
-        `SELECT * FROM webhook_messages WHERE state = 'pending' AND subscription_id = ? AND next_attempt_at <= ?
-         ORDER BY next_attempt_at LIMIT ?`,
+        `SELECT m.*, e.occurred_at AS event_occurred_at, e.operation_id AS event_operation_id, e.data AS event_data
+         FROM webhook_messages m LEFT JOIN outbox_events e ON e.id = m.event_id
+         WHERE m.state = 'pending' AND m.subscription_id = ? AND m.next_attempt_at <= ?
+         ORDER BY m.next_attempt_at LIMIT ?`,
       ),
       insertAttempt: db.prepare(
         `INSERT INTO webhook_attempts (message_id, subscription_id, attempt, attempted_at, status_code, latency_ms, error, outcome)
@@ -298,8 +347,8 @@ export class SqliteWebhooks implements WebhookRepository {
     return this.db.prepare(`UPDATE webhook_messages SET state = 'pending' WHERE state = 'delivering'`).run().changes;
   }
 
-  async dueSubscriptions(now: number): Promise<Array<{ subscriptionId: string; due: number }>> {
-    return this.statements.dueSubscriptions.all(now) as Array<{ subscriptionId: string; due: number }>;
+  async dueSubscriptions(now: number, cap: number): Promise<Array<{ subscriptionId: string; due: number }>> {
+    return this.statements.dueSubscriptions.all({ now, cap }) as Array<{ subscriptionId: string; due: number }>;
   }
 
   async claimDue(claims: Array<{ subscriptionId: string; limit: number; skip: ReadonlySet<string> }>, now: number): Promise<WebhookMessageRecord[]> {
