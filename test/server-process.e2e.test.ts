@@ -20,7 +20,8 @@ async function waitFor(predicate: () => boolean, timeoutMs: number): Promise<voi
 }
 
 function runServer(env: Record<string, string>): ChildProcess {
-  const process_ = spawn('npm', ['run', '--silent', 'server'], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Its own process group: npm runs the server through a shell, and a signal to npm alone would leave the server running.
+  const process_ = spawn('npm', ['run', '--silent', 'server'], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   process_.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   process_.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   return process_;
@@ -38,8 +39,9 @@ beforeAll(async () => {
 }, 250_000);
 
 afterAll(async () => {
-  child.kill('SIGTERM');
-  await new Promise((resolve) => child.once('exit', resolve));
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  process.kill(-child.pid!, 'SIGTERM');
+  await exited;
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
