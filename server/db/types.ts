@@ -322,7 +322,7 @@ export interface WebhookRepository {
   /** Writes finished attempts (log rows and message states) in one transaction. */
   recordAttempts(results: WebhookAttemptResult[]): Promise<void>;
   /** Ends a message without an attempt (subscription gone, consent revoked). */
-  cancel(messageId: string, reason: string, at: string): Promise<void>;
+  cancel(subscriptionId: string, messageId: string, reason: string, at: string): Promise<void>;
   attempts(subscriptionId: string, offset: number, limit: number): Promise<Page<WebhookAttemptRecord>>;
   deadLetters(subscriptionId: string, offset: number, limit: number): Promise<Page<WebhookMessageRecord>>;
   /** A dead message becomes pending again with its messageId and body; false when it is not dead. */

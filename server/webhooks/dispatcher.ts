@@ -193,7 +193,7 @@ export class WebhookDispatcher {
   }
 
   private async cancel(message: WebhookMessageRecord, reason: string, at: Date): Promise<void> {
-    await this.deps.webhooks.cancel(message.id, reason, at.toISOString());
+    await this.deps.webhooks.cancel(message.subscriptionId, message.id, reason, at.toISOString());
     this.release(message.subscriptionId, message.id);
   }
 

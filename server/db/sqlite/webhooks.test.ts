@@ -27,13 +27,20 @@ describe('004-webhook-messages-lean', () => {
     const store = SqliteStore.open(file);
     store.db.prepare(`INSERT INTO outbox_events (id, event_type, patient_id, organization_id, operation_id, occurred_at, data) VALUES ('e-new', 'patient.created', NULL, 'o', 'op', '2026-11-21T09:00:00.000Z', '{"patient":{"id":"p"}}')`).run();
     await store.webhooks.enqueue([{ id: 'new', subscriptionId: 's', eventId: 'e-new', eventType: 'patient.created', patientId: null, nextAttemptAt: 0, createdAt: 'x' }], 1);
-    // The same (event, subscription) again: its messageId is the same, so nothing new is queued.
-    await store.webhooks.enqueue([{ id: 'new', subscriptionId: 's', eventId: 'e-new', eventType: 'patient.created', patientId: null, nextAttemptAt: 0, createdAt: 'y' }], 1);
     const due = await store.webhooks.claimDue([{ subscriptionId: 's', limit: 10, skip: new Set() }], Date.now());
     const byId = Object.fromEntries(due.map((message) => [message.id, message]));
     expect(Object.keys(byId).sort()).toEqual(['new', 'old']);
     expect(byId.old).toMatchObject({ body: '{"old":true}', attempts: 1 });
     expect(byId.new).toMatchObject({ body: null, createdAt: 'x', event: { occurredAt: '2026-11-21T09:00:00.000Z', operationId: 'op', dataJson: '{"patient":{"id":"p"}}' } });
+    // Claimed messages are finished by their queue position; a redelivery finds a dead one by its messageId.
+    await store.webhooks.recordAttempts([
+      { attempt: { messageId: 'old', subscriptionId: 's', attempt: 2, attemptedAt: 'z', statusCode: 500, latencyMs: 1, error: 'HTTP 500', outcome: 'dead' }, state: 'dead', nextAttemptAt: 0 },
+      { attempt: { messageId: 'new', subscriptionId: 's', attempt: 1, attemptedAt: 'z', statusCode: 200, latencyMs: 1, error: null, outcome: 'delivered' }, state: 'delivered', nextAttemptAt: 0 },
+    ]);
+    expect((await store.webhooks.deadLetters('s', 0, 10)).rows.map((message) => message.id)).toEqual(['old']);
+    expect(await store.webhooks.redeliver('s', 'old', 0, 'w')).toBe(true);
+    expect(await store.webhooks.redeliver('s', 'new', 0, 'w')).toBe(false);
+    expect(await store.webhooks.counts()).toMatchObject({ queued: 1, delivered: 1, dead: 0 });
     await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });

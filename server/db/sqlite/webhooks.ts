@@ -78,14 +78,19 @@ export const WEBHOOK_MIGRATION: Migration = {
 /**
  * Message rows without their body: the body is composed at each attempt from the outbox event
  * (byte-identical every time), so a queued message is a small row, and recording an attempt
- * rewrites a small row. The unique (event, subscription) index goes too: the messageId is derived
- * from that pair, so the primary key already refuses a second message for it.
+ * rewrites a small row. Rows are keyed by their queue position (`seq`), so queueing appends to
+ * the table instead of inserting at a random place of an index on the messageId (one page
+ * written per message); the dispatcher addresses the messages it claimed by `seq`. A messageId
+ * is looked up only within one subscription's dead or pending messages (their partial indexes).
+ * Nothing needs a unique index on it: fan-out writes an event's messages and the cursor past it
+ * in one transaction, so an event is fanned out once.
  */
 export const WEBHOOK_LEAN_MESSAGES_MIGRATION: Migration = {
   name: '004-webhook-messages-lean',
   sql: `
     CREATE TABLE webhook_messages_lean (
-      id TEXT PRIMARY KEY,
+      seq INTEGER PRIMARY KEY,
+      id TEXT NOT NULL,
       subscription_id TEXT NOT NULL REFERENCES webhook_subscriptions(id),
       event_id TEXT NOT NULL,
       event_type TEXT NOT NULL,
@@ -100,7 +105,8 @@ export const WEBHOOK_LEAN_MESSAGES_MIGRATION: Migration = {
       last_error TEXT
     );
     INSERT INTO webhook_messages_lean (id, subscription_id, event_id, event_type, patient_id, body, state, attempts, next_attempt_at, created_at, updated_at, last_status, last_error)
-      SELECT id, subscription_id, event_id, event_type, patient_id, body, state, attempts, next_attempt_at, created_at, updated_at, last_status, last_error FROM webhook_messages;
+      SELECT id, subscription_id, event_id, event_type, patient_id, body, state, attempts, next_attempt_at, created_at, updated_at, last_status, last_error
+      FROM webhook_messages ORDER BY rowid;
     DROP TABLE webhook_messages;
     ALTER TABLE webhook_messages_lean RENAME TO webhook_messages;
     CREATE INDEX webhook_messages_pending ON webhook_messages(subscription_id, next_attempt_at) WHERE state = 'pending';
@@ -122,6 +128,7 @@ interface SubscriptionRow {
 }
 
 interface MessageRow {
+  seq: number;
   id: string;
   subscription_id: string;
   event_id: string;
@@ -208,8 +215,7 @@ export class SqliteWebhooks implements WebhookRepository {
     this.statements = {
       insertMessage: db.prepare(
         `INSERT INTO webhook_messages (id, subscription_id, event_id, event_type, patient_id, state, attempts, next_attempt_at, created_at, updated_at)
-         VALUES (@id, @subscriptionId, @eventId, @eventType, @patientId, 'pending', 0, @nextAttemptAt, @createdAt, @createdAt)
-         ON CONFLICT DO NOTHING`,
+         VALUES (@id, @subscriptionId, @eventId, @eventType, @patientId, 'pending', 0, @nextAttemptAt, @createdAt, @createdAt)`,
       ),
       setCursor: db.prepare('INSERT INTO webhook_cursor (id, sequence) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET sequence = excluded.sequence'),
       getSubscription: db.prepare(`SELECT * FROM webhook_subscriptions WHERE id = ? AND ${LIVE}`),
@@ -235,10 +241,11 @@ export class SqliteWebhooks implements WebhookRepository {
          VALUES (@messageId, @subscriptionId, @attempt, @attemptedAt, @statusCode, @latencyMs, @error, @outcome)`,
       ),
       finishMessage: db.prepare(
-        `UPDATE webhook_messages SET state = @state, attempts = @attempts, next_attempt_at = @nextAttemptAt, updated_at = @updatedAt,
-           last_status = @statusCode, last_error = @error
-         WHERE id = @id`,
+        `UPDATE webhook_messages SET state = ?, attempts = ?, next_attempt_at = ?, updated_at = ?, last_status = ?, last_error = ?
+         WHERE seq = ?`,
       ),
+      // A message this process did not claim (never in practice): found among its subscription's pending ones.
+      seqOfPending: db.prepare(`SELECT seq FROM webhook_messages WHERE subscription_id = ? AND state = 'pending' AND id = ?`).pluck(),
       cancelPendingOf: db.prepare(
         `UPDATE webhook_messages SET state = 'cancelled', updated_at = @at, last_error = @reason
          WHERE subscription_id = @subscriptionId AND state IN ('pending', 'delivering')`,
@@ -247,7 +254,7 @@ export class SqliteWebhooks implements WebhookRepository {
       // The dispatcher's statements are prepared once (they run on every iteration).
       activeSubscriptions: db.prepare(`SELECT * FROM webhook_subscriptions WHERE status = 'active' AND ${LIVE} ORDER BY created_at, id`),
       cursor: db.prepare('SELECT sequence FROM webhook_cursor WHERE id = 1').pluck(),
-      cancel: db.prepare(`UPDATE webhook_messages SET state = 'cancelled', updated_at = ?, last_error = ? WHERE id = ?`),
+      cancel: db.prepare(`UPDATE webhook_messages SET state = 'cancelled', updated_at = ?, last_error = ? WHERE seq = ?`),
     };
     this.enqueueTransaction = db.transaction((messages: NewWebhookMessage[], cursor: number) => {
       for (const message of messages) this.statements.insertMessage.run(message);
@@ -261,6 +268,7 @@ export class SqliteWebhooks implements WebhookRepository {
         for (const row of rows) {
           if (taken >= claim.limit) break;
           if (claim.skip.has(row.id)) continue;
+          this.claimedSeq.set(row.id, row.seq);
           claimed.push(messageFromRow(row));
           taken += 1;
         }
@@ -272,18 +280,20 @@ export class SqliteWebhooks implements WebhookRepository {
     });
   }
 
+  /** Claimed messages by messageId → seq, until their attempt is recorded or they are cancelled. */
+  private readonly claimedSeq = new Map<string, number>();
+
+  private seqOf(subscriptionId: string, messageId: string): number | undefined {
+    const seq = this.claimedSeq.get(messageId) ?? (this.statements.seqOfPending.get(subscriptionId, messageId) as number | undefined);
+    this.claimedSeq.delete(messageId);
+    return seq;
+  }
+
   private recordOne(result: WebhookAttemptResult): void {
     const { attempt } = result;
     this.statements.insertAttempt.run(attempt);
-    this.statements.finishMessage.run({
-      id: attempt.messageId,
-      state: result.state,
-      attempts: attempt.attempt,
-      nextAttemptAt: result.nextAttemptAt,
-      updatedAt: attempt.attemptedAt,
-      statusCode: attempt.statusCode,
-      error: attempt.error,
-    });
+    const seq = this.seqOf(attempt.subscriptionId, attempt.messageId);
+    if (seq !== undefined) this.statements.finishMessage.run(result.state, attempt.attempt, result.nextAttemptAt, attempt.attemptedAt, attempt.statusCode, attempt.error, seq);
     if (result.disableSubscription !== undefined) {
       this.statements.disable.run(result.disableSubscription, attempt.subscriptionId);
       this.statements.cancelPendingOf.run({ subscriptionId: attempt.subscriptionId, at: attempt.attemptedAt, reason: result.disableSubscription });
@@ -360,8 +370,9 @@ export class SqliteWebhooks implements WebhookRepository {
     if (results.length > 0) this.recordTransaction.immediate(results);
   }
 
-  async cancel(messageId: string, reason: string, at: string): Promise<void> {
-    this.statements.cancel.run(at, reason, messageId);
+  async cancel(subscriptionId: string, messageId: string, reason: string, at: string): Promise<void> {
+    const seq = this.seqOf(subscriptionId, messageId);
+    if (seq !== undefined) this.statements.cancel.run(at, reason, seq);
   }
 
   async attempts(subscriptionId: string, offset: number, limit: number): Promise<Page<WebhookAttemptRecord>> {
@@ -384,9 +395,9 @@ export class SqliteWebhooks implements WebhookRepository {
     const changed = this.db
       .prepare(
         `UPDATE webhook_messages SET state = 'pending', attempts = 0, next_attempt_at = ?, updated_at = ?
-         WHERE id = ? AND subscription_id = ? AND state = 'dead'`,
+         WHERE subscription_id = ? AND state = 'dead' AND id = ?`,
       )
-      .run(now, at, messageId, subscriptionId).changes;
+      .run(now, at, subscriptionId, messageId).changes;
     return changed > 0;
   }
 
