@@ -17,7 +17,7 @@ const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
 const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
 const ADMIN = 'bench-admin-token-0123456789';
 const SUBSCRIPTIONS = 50;
-const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 200); // x 50 subscriptions
+const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 600); // x 50 subscriptions
 const CONCURRENCY = 16; // = DEFAULT_DISPATCHER_OPTIONS.maxPerCallback: all 50 subscriptions share one callback host
 const LATENCY_EVENTS = 300;
 
