@@ -1,4 +1,5 @@
-import { useCallback, useLayoutEffect, useRef, useState, type CSSProperties, type KeyboardEvent, type ReactNode } from 'react';
+import { useCallback, type CSSProperties, type KeyboardEvent, type ReactNode } from 'react';
+import { useVirtualWindow } from './useVirtualWindow.js';
 
 export interface VirtualListProps<T> {
   items: readonly T[];
@@ -21,27 +22,7 @@ export interface VirtualListProps<T> {
  * Arrow keys, Page Up/Down, Home and End move the active row; Enter activates it.
  */
 export function VirtualList<T>({ items, rowHeight, overscan = 4, label, getKey, renderRow, onActivate, activeIndex = -1, onActiveIndexChange, className, style }: VirtualListProps<T>) {
-  const viewportRef = useRef<HTMLDivElement>(null);
-  // The first row in view, not the pixel offset: scrolling within a row changes no state and
-  // renders nothing; crossing a row renders once, in the same frame as the scroll.
-  const [firstVisible, setFirstVisible] = useState(0);
-  const [viewportHeight, setViewportHeight] = useState(600);
-
-  useLayoutEffect(() => {
-    const viewport = viewportRef.current;
-    if (!viewport) return;
-    setViewportHeight(viewport.clientHeight);
-    const observer = new ResizeObserver(() => setViewportHeight(viewport.clientHeight));
-    observer.observe(viewport);
-    return () => observer.disconnect();
-  }, []);
-
-  // Chrome dispatches scroll events once per frame, just before rAF callbacks: reading scrollTop
-  // here and rendering now shows the right rows in this frame (a rAF hop would show them a frame late).
-  const onScroll = useCallback(() => {
-    const viewport = viewportRef.current;
-    if (viewport) setFirstVisible(Math.floor(viewport.scrollTop / rowHeight));
-  }, [rowHeight]);
+  const { viewportRef, firstVisible, viewportHeight, onScroll } = useVirtualWindow(rowHeight);
 
   const scrollIntoView = useCallback(
     (index: number) => {

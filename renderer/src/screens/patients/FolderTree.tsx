@@ -1,6 +1,7 @@
-import { useCallback, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
+import { useLayoutEffect, useMemo, useState, type KeyboardEvent, type MouseEvent } from 'react';
 import { ancestorPaths, countFolders, visibleFolders, type FolderNode, type VisibleFolder } from '../../documents/tree.js';
 import { Icon } from '../../components/Icon.js';
+import { useVirtualWindow } from '../../components/useVirtualWindow.js';
 import { formatCount } from '../../format.js';
 
 const ROW_HEIGHT = 32;
@@ -44,21 +45,7 @@ export function FolderTree({ root, selectedPath, onSelect, loading }: { root: Fo
   // Bumped by a keyboard move: the render it causes brings the focused row into view and focuses it.
   const [focusRequest, setFocusRequest] = useState(0);
 
-  const viewportRef = useRef<HTMLDivElement>(null);
-  const [firstVisible, setFirstVisible] = useState(0);
-  const [viewportHeight, setViewportHeight] = useState(600);
-  useLayoutEffect(() => {
-    const viewport = viewportRef.current;
-    if (!viewport) return;
-    setViewportHeight(viewport.clientHeight);
-    const observer = new ResizeObserver(() => setViewportHeight(viewport.clientHeight));
-    observer.observe(viewport);
-    return () => observer.disconnect();
-  }, []);
-  const onScroll = useCallback(() => {
-    const viewport = viewportRef.current;
-    if (viewport) setFirstVisible(Math.floor(viewport.scrollTop / ROW_HEIGHT));
-  }, []);
+  const { viewportRef, firstVisible, viewportHeight, onScroll } = useVirtualWindow(ROW_HEIGHT);
 
   // After a keyboard move: bring the row into view and give it the focus (it is always rendered).
   useLayoutEffect(() => {
