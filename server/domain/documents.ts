@@ -13,8 +13,8 @@ export interface Actor {
   operationId: string;
 }
 
-/** Bytes of serialized search pages kept; a page of 50 is about 28 KB. */
-const PAGE_CACHE_BYTES = 32 * 1024 * 1024;
+/** Bytes of serialized search pages kept: about 300 pages of 50 documents (~28 KB each). */
+const PAGE_CACHE_BYTES = 8 * 1024 * 1024;
 
 interface CachedPage {
   changeCounter: number;
