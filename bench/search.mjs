@@ -82,7 +82,6 @@ function rssMegabytes(pid) {
 /** CPU seconds (user + system) the process has used so far, from /proc (clock ticks of 1/100 s). */
 function cpuSeconds(pid) {
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  if (process.env.BENCH_SPLIT) console.log(`user ${fields[11]} sys ${fields[12]}`);
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 

@@ -104,10 +104,6 @@ export class DocumentService {
     return { id: document.id, storageUrl: this.links.storageUrl(document.id), path: document.path, fileName: document.fileName, fileType: document.fileType };
   }
 
-  async search(patientId: string, body: SearchBody): Promise<SearchResponse> {
-    return JSON.parse((await this.searchJson(patientId, body)).toString('utf8')) as SearchResponse;
-  }
-
   /** The SearchResponse of SPEC §4.3 serialized as JSON: what the route sends. */
   async searchJson(patientId: string, body: SearchBody): Promise<Buffer> {
     const offset = body.offset ?? SEARCH_DEFAULTS.offset;

@@ -4,7 +4,7 @@
  */
 import { createHash, createHmac } from 'node:crypto';
 import { WEBHOOK_SOURCE } from '../../shared/events.js';
-import type { OutboxEvent, StoredEvent } from '../db/types.js';
+import type { StoredEvent } from '../db/types.js';
 
 /** The messageId of an (event, subscription) pair: a name-based UUID (v5 layout), the same on every fan-out and retry. */
 export function messageIdFor(eventId: string, subscriptionId: string): string {
@@ -15,14 +15,10 @@ export function messageIdFor(eventId: string, subscriptionId: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 
-/** The minified JSON body, SPEC §6.2's fields in its order, organizationId once: the subscription's. */
-export function messageBody(event: OutboxEvent, messageId: string, organizationId: string): string {
-  return composeMessageBody({ occurredAt: event.occurredAt, operationId: event.operationId, dataJson: JSON.stringify(event.data) }, event.eventType, event.patientId, messageId, organizationId);
-}
-
 /**
- * The same bytes as `messageBody`, from the event as stored: `data` is spliced in as the JSON text
- * written with the change (itself minified JSON), so every attempt sends exactly the same body.
+ * The minified JSON body, SPEC §6.2's fields in its order, organizationId once: the subscription's.
+ * Composed from the event as stored: `data` is spliced in as the JSON text written with the change
+ * (itself minified JSON), so every attempt sends exactly the same bytes.
  */
 export function composeMessageBody(event: StoredEvent, eventType: string, patientId: string | null, messageId: string, organizationId: string): string {
   const text = JSON.stringify;
