@@ -1,5 +1,5 @@
 /** Document placeholders and search (SPEC §4.1, §4.3) with the rules of DESIGN §3. */
-import { randomUUID } from 'node:crypto';
+import { timeOrderedUuid } from './ids.js';
 import { checkFileName, checkPath, fileTypeFromName, foldKey, ROOT_PATH } from '../../shared/names.js';
 import { SEARCH_DEFAULTS, type CreateDocumentBody, type CreateDocumentResponse, type DocumentDto, type SearchBody, type SearchResponse } from '../../shared/schemas.js';
 import { DuplicateError, type DocumentQuery, type DocumentRecord, type Store } from '../db/types.js';
@@ -69,7 +69,7 @@ export class DocumentService {
     if (!folder.ok) throw badRequest(folder.rule);
     const timestamp = this.now().toISOString();
     const document: DocumentRecord = {
-      id: randomUUID(),
+      id: timeOrderedUuid(),
       patientId,
       organizationId: actor.organizationId,
       fileName: name.value,

@@ -28,9 +28,19 @@ export function migrate(db: SqliteDatabase, migrations: Migration[]): void {
   const record = db.prepare('INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)');
   for (const migration of migrations) {
     if (applied.has(migration.name)) continue;
-    db.transaction(() => {
-      db.exec(migration.sql);
-      record.run(migration.name, new Date().toISOString());
-    }).immediate();
+    // PRAGMA foreign_keys is a no-op inside a transaction, so it is switched outside it.
+    if (migration.rebuildsReferencedTable) db.pragma('foreign_keys = OFF');
+    try {
+      db.transaction(() => {
+        db.exec(migration.sql);
+        if (migration.rebuildsReferencedTable) {
+          const broken = db.pragma('foreign_key_check') as unknown[];
+          if (broken.length > 0) throw new Error(`migration ${migration.name} would break ${broken.length} foreign key reference(s)`);
+        }
+        record.run(migration.name, new Date().toISOString());
+      }).immediate();
+    } finally {
+      if (migration.rebuildsReferencedTable) db.pragma('foreign_keys = ON');
+    }
   }
 }

@@ -1,6 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SqliteStore } from './store.js';
+import { openSqlite } from './database.js';
+import { buildFilter } from './documents.js';
+import { SQLITE_MIGRATIONS, SqliteStore } from './store.js';
 import type { DocumentQuery, DocumentRecord } from '../types.js';
 
 const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
@@ -95,5 +100,56 @@ describe('SqliteDocuments.create', () => {
     expect((rejected[0]!.reason as Error).name).toBe('DuplicateError');
     expect((await store.documents.search(query({ pathKey: '/batch', limit: 100 }))).total).toBe(20);
     await store.close();
+  });
+});
+
+describe('005-documents-by-folder', () => {
+  it('keeps every document, deleted ones and uploaded versions, and the counters go on counting', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-migration-'));
+    const file = path.join(dir, 'db.sqlite');
+    const before = new SqliteStore(openSqlite(file, SQLITE_MIGRATIONS.filter((migration) => migration.name !== '005-documents-by-folder')));
+    before.db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)').run('org', 'Org', 'x');
+    before.db.prepare('INSERT INTO patients (id, name, name_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(PATIENT, 'P', 'p', 'x', 'x');
+    const kept = [record('a.stl', '/a', 1), record('b.stl', '/a/b', 2), record('c.pdf', '/c', 3)];
+    const deleted = record('gone.stl', '/a', 4);
+    for (const document of [...kept, deleted]) await before.documents.create(document, []);
+    await before.content.remove(PATIENT, deleted.id, { at: 'now', by: 'test' }, []);
+    before.db
+      .prepare(
+        `INSERT INTO document_versions (document_id, version, file_type, file_size, sha256, content_key, content_type, thumbnail_status, uploaded_at, uploaded_by)
+         VALUES (?, 1, 'STL', 3, 'abc', 'key-1', 'model/stl', 'none', 'x', 'test')`,
+      )
+      .run(kept[0]!.id);
+    const pageBefore = await before.documents.search(query());
+    await before.close();
+
+    const store = SqliteStore.open(file);
+    expect(await store.documents.search(query())).toEqual(pageBefore);
+    expect(pageBefore.total).toBe(3);
+    expect(store.db.prepare('SELECT COUNT(*) FROM documents').pluck().get()).toBe(4);
+    expect(await store.content.versions(kept[0]!.id)).toHaveLength(1);
+    expect(store.db.pragma('foreign_keys', { simple: true })).toBe(1);
+    // The parent key of document_versions is still enforced.
+    expect(() => store.db.prepare(`INSERT INTO document_versions (document_id, version, file_type, file_size, sha256, content_key, content_type, thumbnail_status, uploaded_at, uploaded_by)
+      VALUES ('no-such-document', 1, 'STL', 3, 'abc', 'key-2', 'model/stl', 'none', 'x', 'test')`).run()).toThrow(/FOREIGN KEY/);
+    const counter = await store.documents.changeCounter(PATIENT);
+    await store.documents.create(record('d.stl', '/a', 5), []);
+    expect(await store.documents.changeCounter(PATIENT)).toBeGreaterThan(counter);
+    expect((await store.documents.search(query())).total).toBe(4);
+    expect((await store.documents.search(query({ pathKey: '/a' }))).rows.map((row) => row.fileName)).toEqual(['d.stl', 'b.stl', 'a.stl']);
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('counts a folder from the covering index alone, and pages a small folder from one range of the table', () => {
+    const store = storeWithPatient();
+    const { where } = buildFilter(query({ pathKey: '/a', hasContent: true, fileType: 'STL', nameContains: 'scan' }));
+    const plan = (sql: string) =>
+      (store.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all({ patientId: PATIENT, pathKey: '/a', pathHigh: '/a0', pathLength: 2, hasContent: 1, fileType: 'STL', nameContains: 'scan' }) as Array<{ detail: string }>)
+        .map((row) => row.detail)
+        .join('; ');
+    expect(plan(`SELECT COUNT(*) FROM documents INDEXED BY documents_by_path WHERE ${where}`)).toMatch(/USING COVERING INDEX documents_by_path/);
+    expect(plan(`SELECT id FROM documents INDEXED BY documents_by_modified WHERE ${where} ORDER BY last_modified_at DESC, id DESC`)).toMatch(/USING COVERING INDEX documents_by_modified/);
+    expect(plan(`SELECT * FROM documents NOT INDEXED WHERE ${where}`)).toMatch(/USING PRIMARY KEY \(patient_id=\? AND path_key>\? AND path_key<\?\)/);
   });
 });

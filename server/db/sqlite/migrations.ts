@@ -5,7 +5,48 @@
 export interface Migration {
   name: string;
   sql: string;
+  /**
+   * Rebuilds a table other tables reference (SQLite's 12-step ALTER): foreign keys are switched off
+   * around the migration's transaction and checked in full before it commits.
+   */
+  rebuildsReferencedTable?: boolean;
 }
+
+/** Keep patient_document_counts right on every write to documents (migrations 001b and 005). */
+const DOCUMENT_COUNT_TRIGGERS = `
+      CREATE TRIGGER documents_count_insert AFTER INSERT ON documents WHEN NEW.deleted_at IS NULL BEGIN
+        INSERT INTO patient_document_counts (patient_id, has_content, documents) VALUES (NEW.patient_id, NEW.has_content, 1)
+          ON CONFLICT (patient_id, has_content) DO UPDATE SET documents = documents + 1;
+      END;
+      CREATE TRIGGER documents_count_delete AFTER DELETE ON documents WHEN OLD.deleted_at IS NULL BEGIN
+        UPDATE patient_document_counts SET documents = documents - 1 WHERE patient_id = OLD.patient_id AND has_content = OLD.has_content;
+      END;
+      CREATE TRIGGER documents_count_update AFTER UPDATE OF has_content, deleted_at, patient_id ON documents BEGIN
+        UPDATE patient_document_counts SET documents = documents - 1
+          WHERE OLD.deleted_at IS NULL AND patient_id = OLD.patient_id AND has_content = OLD.has_content;
+        INSERT INTO patient_document_counts (patient_id, has_content, documents)
+          SELECT NEW.patient_id, NEW.has_content, 1 WHERE NEW.deleted_at IS NULL
+          ON CONFLICT (patient_id, has_content) DO UPDATE SET documents = documents + 1;
+      END;
+`;
+
+/** Bump a patient's change counter on every write to its documents (migrations 001d and 005). */
+const DOCUMENT_VERSION_TRIGGERS = `
+      CREATE TRIGGER documents_version_insert AFTER INSERT ON documents BEGIN
+        INSERT INTO patient_document_versions (patient_id, version) VALUES (NEW.patient_id, 1)
+          ON CONFLICT (patient_id) DO UPDATE SET version = version + 1;
+      END;
+      CREATE TRIGGER documents_version_update AFTER UPDATE ON documents BEGIN
+        INSERT INTO patient_document_versions (patient_id, version) VALUES (NEW.patient_id, 1)
+          ON CONFLICT (patient_id) DO UPDATE SET version = version + 1;
+        INSERT INTO patient_document_versions (patient_id, version) SELECT OLD.patient_id, 1 WHERE OLD.patient_id <> NEW.patient_id
+          ON CONFLICT (patient_id) DO UPDATE SET version = version + 1;
+      END;
+      CREATE TRIGGER documents_version_delete AFTER DELETE ON documents BEGIN
+        INSERT INTO patient_document_versions (patient_id, version) VALUES (OLD.patient_id, 1)
+          ON CONFLICT (patient_id) DO UPDATE SET version = version + 1;
+      END;
+`;
 
 export const CORE_MIGRATIONS: Migration[] = [
   {
@@ -127,20 +168,7 @@ export const CORE_MIGRATIONS: Migration[] = [
       ) WITHOUT ROWID;
       INSERT INTO patient_document_counts (patient_id, has_content, documents)
         SELECT patient_id, has_content, COUNT(*) FROM documents WHERE deleted_at IS NULL GROUP BY patient_id, has_content;
-      CREATE TRIGGER documents_count_insert AFTER INSERT ON documents WHEN NEW.deleted_at IS NULL BEGIN
-        INSERT INTO patient_document_counts (patient_id, has_content, documents) VALUES (NEW.patient_id, NEW.has_content, 1)
-          ON CONFLICT (patient_id, has_content) DO UPDATE SET documents = documents + 1;
-      END;
-      CREATE TRIGGER documents_count_delete AFTER DELETE ON documents WHEN OLD.deleted_at IS NULL BEGIN
-        UPDATE patient_document_counts SET documents = documents - 1 WHERE patient_id = OLD.patient_id AND has_content = OLD.has_content;
-      END;
-      CREATE TRIGGER documents_count_update AFTER UPDATE OF has_content, deleted_at, patient_id ON documents BEGIN
-        UPDATE patient_document_counts SET documents = documents - 1
-          WHERE OLD.deleted_at IS NULL AND patient_id = OLD.patient_id AND has_content = OLD.has_content;
-        INSERT INTO patient_document_counts (patient_id, has_content, documents)
-          SELECT NEW.patient_id, NEW.has_content, 1 WHERE NEW.deleted_at IS NULL
-          ON CONFLICT (patient_id, has_content) DO UPDATE SET documents = documents + 1;
-      END;
+      ${DOCUMENT_COUNT_TRIGGERS}
     `,
   },
   {
@@ -162,20 +190,61 @@ export const CORE_MIGRATIONS: Migration[] = [
     name: '001d-patient-document-versions',
     sql: `
       CREATE TABLE patient_document_versions (patient_id TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
-      CREATE TRIGGER documents_version_insert AFTER INSERT ON documents BEGIN
-        INSERT INTO patient_document_versions (patient_id, version) VALUES (NEW.patient_id, 1)
-          ON CONFLICT (patient_id) DO UPDATE SET version = version + 1;
-      END;
-      CREATE TRIGGER documents_version_update AFTER UPDATE ON documents BEGIN
-        INSERT INTO patient_document_versions (patient_id, version) VALUES (NEW.patient_id, 1)
-          ON CONFLICT (patient_id) DO UPDATE SET version = version + 1;
-        INSERT INTO patient_document_versions (patient_id, version) SELECT OLD.patient_id, 1 WHERE OLD.patient_id <> NEW.patient_id
-          ON CONFLICT (patient_id) DO UPDATE SET version = version + 1;
-      END;
-      CREATE TRIGGER documents_version_delete AFTER DELETE ON documents BEGIN
-        INSERT INTO patient_document_versions (patient_id, version) VALUES (OLD.patient_id, 1)
-          ON CONFLICT (patient_id) DO UPDATE SET version = version + 1;
-      END;
+      ${DOCUMENT_VERSION_TRIGGERS}
     `,
   },
 ];
+
+/**
+ * A folder's documents stored together: the table is keyed by (patient, folder, id) instead of the
+ * random id alone, so the page of a folder is a few neighbouring table pages rather than fifty
+ * random reads, and new documents of one folder land on the same pages. The id keeps a unique
+ * index (lookups by id, and the parent key of document_versions). The covering search indexes
+ * gain deleted_at: SQLite counts a partial index as covering only if it holds every column the
+ * query names, including the one in the index's own WHERE, and otherwise reads the table row of
+ * every index entry it walks.
+ */
+export const DOCUMENTS_BY_FOLDER_MIGRATION: Migration = {
+  name: '005-documents-by-folder',
+  rebuildsReferencedTable: true,
+  sql: `
+    CREATE TABLE documents_by_folder (
+      id TEXT NOT NULL,
+      patient_id TEXT NOT NULL REFERENCES patients(id),
+      organization_id TEXT NOT NULL,
+      file_name TEXT NOT NULL,
+      name_key TEXT NOT NULL,
+      file_type TEXT NOT NULL,
+      path TEXT NOT NULL,
+      path_key TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      last_modified_at TEXT NOT NULL,
+      has_content INTEGER NOT NULL DEFAULT 0,
+      file_size INTEGER,
+      sha256 TEXT,
+      version INTEGER NOT NULL DEFAULT 0,
+      content_key TEXT,
+      content_type TEXT,
+      thumbnail_key TEXT,
+      created_by TEXT NOT NULL,
+      deleted_at TEXT,
+      deleted_by TEXT,
+      PRIMARY KEY (patient_id, path_key, id)
+    ) WITHOUT ROWID;
+    INSERT INTO documents_by_folder (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at,
+        last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by, deleted_at, deleted_by)
+      SELECT id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at,
+        last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by, deleted_at, deleted_by
+      FROM documents ORDER BY patient_id, path_key, id;
+    DROP TABLE documents;
+    ALTER TABLE documents_by_folder RENAME TO documents;
+    CREATE UNIQUE INDEX documents_by_id ON documents(id);
+    CREATE UNIQUE INDEX documents_unique_name ON documents(patient_id, path_key, name_key) WHERE deleted_at IS NULL;
+    CREATE INDEX documents_by_modified ON documents(patient_id, last_modified_at, id, has_content, file_type, name_key, path_key, file_size, deleted_at)
+      WHERE deleted_at IS NULL;
+    CREATE INDEX documents_by_path ON documents(patient_id, path_key, last_modified_at, id, has_content, file_type, name_key, file_size, deleted_at)
+      WHERE deleted_at IS NULL;
+    ${DOCUMENT_COUNT_TRIGGERS}
+    ${DOCUMENT_VERSION_TRIGGERS}
+  `,
+};
