@@ -71,6 +71,9 @@ export interface OutboxEvent {
   data: Record<string, unknown>;
 }
 
+/** An outbox event as routed: which event, of what kind, about whom, caused by whom. */
+export type OutboxEventHead = Pick<OutboxEvent, 'id' | 'eventType' | 'patientId' | 'organizationId'> & { sequence: number };
+
 export interface SigningKeyRecord {
   kid: string;
   privateJwk: string;
@@ -188,8 +191,10 @@ export interface OrderRepository {
 }
 
 export interface OutboxRepository {
-  /** Events in commit order after the given sequence number (for the webhook dispatcher). */
+  /** Events in commit order after the given sequence number, whole (for audits and tests). */
   after(sequence: number, limit: number): Promise<Array<OutboxEvent & { sequence: number }>>;
+  /** The same, without the event data: all that fan-out needs to route an event (the webhook dispatcher). */
+  headsAfter(sequence: number, limit: number): Promise<OutboxEventHead[]>;
   /**
    * Calls the listener soon after this process commits events, so the dispatcher need not wait for
    * its next poll. Other writers (the admin CLI, other instances) are still found by polling.

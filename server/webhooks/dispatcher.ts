@@ -47,6 +47,8 @@ const GROUP_COMMIT_MAX = 256;
 const GROUP_COMMIT_MS = 20;
 /** Messages claimed ahead per callback, as a multiple of its concurrency limit (refilled once it has run low). */
 const CLAIM_AHEAD = 4;
+/** How often a cursor advanced by events that made no message is written (see saveCursor). */
+const CURSOR_SAVE_MS = 1000;
 
 export interface DispatcherLog {
   info(object: object, message: string): void;
@@ -134,6 +136,7 @@ export class WebhookDispatcher {
     await Promise.race([Promise.allSettled([...this.inFlight]), grace]);
     clearTimeout(timer);
     await this.flushResults(true).catch((error: unknown) => this.deps.log.error({ err: error }, 'webhook attempts could not be recorded at stop'));
+    await this.saveCursor(true).catch((error: unknown) => this.deps.log.error({ err: error }, 'webhook cursor could not be saved at stop'));
   }
 
   /** Ask the loop to look again now (new events, a freed slot, a redelivery). */
@@ -212,10 +215,16 @@ export class WebhookDispatcher {
 
   private async fanOut(): Promise<void> {
     for (let round = 0; round < 4 && this.running; round += 1) {
-      this.cursor ??= await this.deps.webhooks.cursor();
-      const events = await this.deps.outbox.after(this.cursor, this.options.batchSize);
+      if (this.cursor === undefined) {
+        this.cursor = await this.deps.webhooks.cursor();
+        this.savedCursor = this.cursor;
+      }
+      const events = await this.deps.outbox.headsAfter(this.cursor, this.options.batchSize);
       const last = events.at(-1);
-      if (!last) return;
+      if (!last) {
+        await this.saveCursor(false);
+        return;
+      }
       const subscriptions = await this.deps.webhooks.activeSubscriptions();
       const routable = new Map<string, boolean>();
       const createdAt = new Date(this.now()).toISOString();
@@ -229,12 +238,35 @@ export class WebhookDispatcher {
           messages.push({ id, subscriptionId: subscription.id, eventId: event.id, eventType: event.eventType, patientId: event.patientId, nextAttemptAt: this.now(), createdAt });
         }
       }
-      await this.deps.webhooks.enqueue(messages, last.sequence);
       this.cursor = last.sequence;
+      if (messages.length > 0) {
+        await this.deps.webhooks.enqueue(messages, last.sequence);
+        this.savedCursor = last.sequence;
+        this.savedCursorAt = this.now();
+      } else {
+        await this.saveCursor(false);
+      }
       this.addDue(messages);
       if (events.length < this.options.batchSize) return;
     }
   }
+
+  /**
+   * Events that make no message (no subscriber, no consent) advance the cursor in memory and in the
+   * database at most once a second, and at stop, rather than with a commit of their own each time:
+   * a create with no subscriber otherwise costs two commits. Events re-read after a crash in that
+   * second make no message again, except where access or consent was granted in the meantime.
+   */
+  private async saveCursor(force: boolean): Promise<void> {
+    if (this.cursor === undefined || this.cursor === this.savedCursor) return;
+    if (!force && this.now() - this.savedCursorAt < CURSOR_SAVE_MS) return;
+    await this.deps.webhooks.enqueue([], this.cursor);
+    this.savedCursor = this.cursor;
+    this.savedCursorAt = this.now();
+  }
+
+  private savedCursor: number | undefined;
+  private savedCursorAt = 0;
 
   /**
    * A patient's events go only to organizations with access to and consent from the patient;

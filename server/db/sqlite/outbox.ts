@@ -1,4 +1,4 @@
-import type { OutboxEvent, OutboxRepository } from '../types.js';
+import type { OutboxEvent, OutboxEventHead, OutboxRepository } from '../types.js';
 import type { SqliteDatabase } from './database.js';
 
 interface OutboxRow {
@@ -15,6 +15,7 @@ interface OutboxRow {
 export class SqliteOutbox implements OutboxRepository {
   private readonly insert;
   private readonly selectAfter;
+  private readonly selectHeadsAfter;
 
   constructor(db: SqliteDatabase) {
     this.insert = db.prepare(
@@ -22,6 +23,7 @@ export class SqliteOutbox implements OutboxRepository {
        VALUES (@id, @eventType, @patientId, @organizationId, @operationId, @occurredAt, @data)`,
     );
     this.selectAfter = db.prepare('SELECT * FROM outbox_events WHERE sequence > ? ORDER BY sequence LIMIT ?');
+    this.selectHeadsAfter = db.prepare('SELECT sequence, id, event_type, patient_id, organization_id FROM outbox_events WHERE sequence > ? ORDER BY sequence LIMIT ?').raw();
   }
 
   /** Call only inside the transaction of the change that caused the events. */
@@ -43,6 +45,11 @@ export class SqliteOutbox implements OutboxRepository {
   onAppended(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  async headsAfter(sequence: number, limit: number): Promise<OutboxEventHead[]> {
+    const rows = this.selectHeadsAfter.all(sequence, limit) as Array<[number, string, OutboxEvent['eventType'], string | null, string | null]>;
+    return rows.map(([at, id, eventType, patientId, organizationId]) => ({ sequence: at, id, eventType, patientId, organizationId }));
   }
 
   async after(sequence: number, limit: number): Promise<Array<OutboxEvent & { sequence: number }>> {
