@@ -40,7 +40,12 @@ describe('sync through a faulty network with short-lived tokens', () => {
     for (const [relativePath, bytes] of files) writeFile(sut.folder, relativePath, bytes);
 
     const startedAt = Date.now();
-    await waitFor('all synced', () => sut.engine.isSettled() && sut.journal.counts(sut.pair.id).synced === files.size, 150_000, 250);
+    await waitFor('all synced', () => sut.engine.isSettled() && sut.journal.counts(sut.pair.id).synced === files.size, 150_000, 250).catch((error: unknown) => {
+      // Say which files are stuck, in which state, and why, rather than only that time ran out.
+      const stuck = sut.journal.byPair(sut.pair.id).filter((record) => record.state !== 'synced');
+      const report = stuck.map((record) => ({ file: record.relativePath, state: record.state, attempts: record.attempts, nextInMs: record.nextAttemptAt === null ? null : record.nextAttemptAt - Date.now(), error: record.errorCode, bytesDone: record.bytesDone, history: sut.journal.history(record.id).slice(-6).map((entry) => `${entry.event}${entry.detail ? `: ${entry.detail}` : ""}`) }));
+      throw new Error(`${(error as Error).message}: settled=${sut.engine.isSettled()}, ${stuck.length} not synced ${JSON.stringify(report, null, 1)}`);
+    });
     const elapsedMs = Date.now() - startedAt;
 
     proxy.faultRate = 0;
