@@ -1,12 +1,11 @@
 // Thumbnails of uploaded scans, PDFs and images (DESIGN §3 "Documents"). Each render runs in its own
 // worker thread with a heap limit and a wall-clock timeout: uploaded files are hostile until parsed,
 // and a parser stuck on one must never take the server with it.
-import { existsSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startModuleWorker } from '../worker-threads.js';
 import { isThumbnailFailureReason, ThumbnailError } from './errors.js';
-import type { ThumbnailJob, WorkerBootData, WorkerReply } from './protocol.js';
+import type { ThumbnailJob, WorkerReply } from './protocol.js';
 
 export { ThumbnailError } from './errors.js';
 export type { ThumbnailFailureReason } from './errors.js';
@@ -92,18 +91,8 @@ function runInWorker(job: ThumbnailJob, timeoutMs: number): Promise<Buffer> {
   });
 }
 
-/**
- * Resolves the worker next to this module. Compiled, that is worker.js; from TypeScript sources
- * (vitest, tsx) only worker.ts exists and a bootstrap registers tsx inside the worker first.
- */
 function startWorker(job: ThumbnailJob): Worker {
-  const compiled = new URL('./worker.js', import.meta.url);
-  const resourceLimits = { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: 32 };
-  if (existsSync(fileURLToPath(compiled))) {
-    return new Worker(compiled, { workerData: { job } satisfies WorkerBootData, resourceLimits });
-  }
-  const bootData: WorkerBootData = { job, tsxEntry: new URL('./worker.ts', import.meta.url).href };
-  return new Worker(new URL('./tsx-worker-bootstrap.mjs', import.meta.url), { workerData: bootData, resourceLimits });
+  return startModuleWorker(import.meta.url, 'worker', job, { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: 32 });
 }
 
 function fromReply(reply: WorkerReply): Buffer | ThumbnailError {

@@ -15,8 +15,3 @@ export type WorkerReply =
   | { ok: true; png: Uint8Array }
   | { ok: false; reason: ThumbnailFailureReason; message: string };
 
-/** What the worker receives as workerData; `tsxEntry` is only set when running from TypeScript sources. */
-export interface WorkerBootData {
-  job: ThumbnailJob;
-  tsxEntry?: string;
-}

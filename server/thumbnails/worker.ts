@@ -2,7 +2,8 @@
 // do to a parser (throw, recurse, allocate, spin) happens here, behind the parent's limits.
 import { parentPort, workerData } from 'node:worker_threads';
 import { ThumbnailError } from './errors.js';
-import type { WorkerBootData, WorkerReply } from './protocol.js';
+import type { WorkerBoot } from '../worker-threads.js';
+import type { ThumbnailJob, WorkerReply } from './protocol.js';
 import { renderJob } from './render-job.js';
 
 function toReply(error: unknown): WorkerReply {
@@ -13,7 +14,7 @@ function toReply(error: unknown): WorkerReply {
 }
 
 async function main(): Promise<void> {
-  const { job } = workerData as WorkerBootData;
+  const { data: job } = workerData as WorkerBoot<ThumbnailJob>;
   let reply: WorkerReply;
   try {
     const png = await renderJob(job);
