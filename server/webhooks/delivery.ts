@@ -1,7 +1,7 @@
 /** Wires the delivery worker from the server's context: what start.ts runs next to the HTTP server. */
 import type { ServerContext } from '../context.js';
 import { DEFAULT_DISPATCHER_OPTIONS, WebhookDispatcher, type DispatcherLog, type DispatcherOptions } from './dispatcher.js';
-import { HttpsSender } from './sender.js';
+import { ThreadedSender } from './send-thread.js';
 
 export interface WebhookDelivery {
   dispatcher: WebhookDispatcher;
@@ -15,7 +15,7 @@ export function startWebhookDelivery(context: ServerContext, log: DispatcherLog,
     timeoutMs: context.config.webhookTimeoutMs,
     ...overrides,
   };
-  const sender = new HttpsSender({ maxSocketsPerHost: options.maxPerCallback, maxSockets: options.maxConcurrency });
+  const sender = new ThreadedSender({ maxSocketsPerHost: options.maxPerCallback, maxSockets: options.maxConcurrency });
   const dispatcher = new WebhookDispatcher(
     {
       outbox: context.store.outbox,
@@ -33,7 +33,7 @@ export function startWebhookDelivery(context: ServerContext, log: DispatcherLog,
     dispatcher,
     stop: async () => {
       await dispatcher.stop();
-      sender.close();
+      await sender.close();
     },
   };
 }

@@ -3,6 +3,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTestCertificates } from '../../test/helpers/tls.js';
+import { ThreadedSender } from './send-thread.js';
 import { HttpsSender } from './sender.js';
 
 // A receiver whose certificate names only hooks.example.test: the sender must connect to the
@@ -86,5 +87,31 @@ describe('HttpsSender', () => {
     } finally {
       sender.close();
     }
+  });
+});
+
+describe('ThreadedSender', () => {
+  it('sends from its worker thread with the same pinning, host check and answers as HttpsSender', async () => {
+    const sender = new ThreadedSender({ maxSocketsPerHost: 2, maxSockets: 4, ca });
+    try {
+      const before = seen.length;
+      const send = (route: string, timeoutMs = 2000) => sender.send({ url: new URL(`https://hooks.example.test:${port}${route}`), address: pinned, body: '{"b":"ü"}', headers: { signature: 'def' }, timeoutMs });
+      const [ok, gone, redirect, hang] = await Promise.all([send('/ok'), send('/gone'), send('/redirect'), send('/hang', 300)]);
+      expect(ok).toMatchObject({ statusCode: 200, error: null });
+      expect(gone.statusCode).toBe(410);
+      expect(redirect.statusCode).toBe(302);
+      expect(hang).toMatchObject({ statusCode: null, error: 'no response within 300 ms' });
+      const bodies = seen.slice(before);
+      expect(bodies).toHaveLength(4);
+      for (const request of bodies) expect(request).toEqual({ host: `hooks.example.test:${port}`, body: '{"b":"ü"}', signature: 'def' });
+      // A certificate that does not name the callback's host is refused there too.
+      const wrongName = await sender.send({ url: new URL(`https://other.example.test:${port}/ok`), address: pinned, body: '{}', headers: {}, timeoutMs: 2000 });
+      expect(wrongName.statusCode).toBeNull();
+      expect(wrongName.error).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID|altname/i);
+    } finally {
+      await sender.close();
+    }
+    // After close, sends fail at once instead of hanging.
+    expect((await sender.send({ url: new URL(`https://hooks.example.test:${port}/ok`), address: pinned, body: '{}', headers: {}, timeoutMs: 2000 })).error).toBe('the server is stopping');
   });
 });
