@@ -101,7 +101,7 @@ export class SqliteDocumentContent implements DocumentContentRepository {
          WHERE document_id = @documentId AND version = @version`,
       ),
       setDocumentThumbnail: db.prepare('UPDATE documents SET thumbnail_key = @key WHERE id = @documentId AND version = @version'),
-      pending: db.prepare(`SELECT * FROM document_versions WHERE thumbnail_status = 'pending' ORDER BY uploaded_at LIMIT ?`),
+      pending: db.prepare(`SELECT * FROM document_versions WHERE thumbnail_status = 'pending' ORDER BY uploaded_at LIMIT +?`),
       remove: db.prepare('UPDATE documents SET deleted_at = @at, deleted_by = @by WHERE id = @id AND patient_id = @patientId AND deleted_at IS NULL'),
       keyInUse: db.prepare('SELECT 1 FROM document_versions WHERE content_key = @key OR thumbnail_key = @key LIMIT 1'),
     };

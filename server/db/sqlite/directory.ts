@@ -126,7 +126,7 @@ export class SqlitePatients implements PatientRepository {
     const params = { organizationId, name: nameContains === undefined ? null : foldKey(nameContains), offset, limit };
     const total = this.db.prepare(`SELECT COUNT(*) ${where}`).pluck().get(params) as number;
     const rows = this.db
-      .prepare(`SELECT p.id, p.name, p.created_at AS createdAt, p.updated_at AS updatedAt ${where} ORDER BY p.name_key, p.id LIMIT @limit OFFSET @offset`)
+      .prepare(`SELECT p.id, p.name, p.created_at AS createdAt, p.updated_at AS updatedAt ${where} ORDER BY p.name_key, p.id LIMIT +@limit OFFSET @offset`)
       .all(params) as PatientRow[];
     return { rows: rows.map((row) => this.hydrate(row)), total };
   }

@@ -227,11 +227,11 @@ export class SqliteDocuments implements DocumentRepository {
     if (folder && total <= LARGE_RESULT) {
       // The table is keyed by (patient, folder, id): a folder's rows sit together, so they are read
       // in one short range and sorted, with no lookup per row.
-      sql = `SELECT ${COLUMNS} FROM documents NOT INDEXED WHERE ${where} ORDER BY ${order} LIMIT @limit OFFSET @offset`;
+      sql = `SELECT ${COLUMNS} FROM documents NOT INDEXED WHERE ${where} ORDER BY ${order} LIMIT +@limit OFFSET @offset`;
     } else {
       // Page the ids inside a covering index, then read just those rows.
       const index = byIds ? '' : this.pageIndex(query, total);
-      sql = `SELECT ${COLUMNS} FROM documents WHERE id IN (SELECT id FROM documents ${index} WHERE ${where} ORDER BY ${order} LIMIT @limit OFFSET @offset) ORDER BY ${order}`;
+      sql = `SELECT ${COLUMNS} FROM documents WHERE id IN (SELECT id FROM documents ${index} WHERE ${where} ORDER BY ${order} LIMIT +@limit OFFSET @offset) ORDER BY ${order}`;
     }
     const rows = this.statement(sql).raw().all(page) as unknown[][];
     return { rows: rows.map(documentFromColumns), total };

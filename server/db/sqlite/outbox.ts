@@ -22,8 +22,8 @@ export class SqliteOutbox implements OutboxRepository {
       `INSERT INTO outbox_events (id, event_type, patient_id, organization_id, operation_id, occurred_at, data)
        VALUES (@id, @eventType, @patientId, @organizationId, @operationId, @occurredAt, @data)`,
     );
-    this.selectAfter = db.prepare('SELECT * FROM outbox_events WHERE sequence > ? ORDER BY sequence LIMIT ?');
-    this.selectHeadsAfter = db.prepare('SELECT sequence, id, event_type, patient_id, organization_id FROM outbox_events WHERE sequence > ? ORDER BY sequence LIMIT ?').raw();
+    this.selectAfter = db.prepare('SELECT * FROM outbox_events WHERE sequence > ? ORDER BY sequence LIMIT +?');
+    this.selectHeadsAfter = db.prepare('SELECT sequence, id, event_type, patient_id, organization_id FROM outbox_events WHERE sequence > ? ORDER BY sequence LIMIT +?').raw();
   }
 
   /** Call only inside the transaction of the change that caused the events. */

@@ -226,7 +226,7 @@ export class SqliteWebhooks implements WebhookRepository {
         `SELECT subscriptionId, due FROM (
            SELECT s.id AS subscriptionId,
              (SELECT COUNT(*) FROM (SELECT 1 FROM webhook_messages m
-                WHERE m.state = 'pending' AND m.subscription_id = s.id AND m.next_attempt_at <= @now LIMIT @cap)) AS due
+                WHERE m.state = 'pending' AND m.subscription_id = s.id AND m.next_attempt_at <= @now LIMIT +@cap)) AS due
            FROM webhook_subscriptions s WHERE s.status = 'active' AND s.${LIVE}
          ) WHERE due > 0`,
       ),
@@ -234,7 +234,7 @@ export class SqliteWebhooks implements WebhookRepository {
         `SELECT m.*, e.occurred_at AS event_occurred_at, e.operation_id AS event_operation_id, e.data AS event_data
          FROM webhook_messages m LEFT JOIN outbox_events e ON e.id = m.event_id
          WHERE m.state = 'pending' AND m.subscription_id = ? AND m.next_attempt_at <= ?
-         ORDER BY m.next_attempt_at LIMIT ?`,
+         ORDER BY m.next_attempt_at LIMIT +?`,
       ),
       insertAttempt: db.prepare(
         `INSERT INTO webhook_attempts (message_id, subscription_id, attempt, attempted_at, status_code, latency_ms, error, outcome)
@@ -378,7 +378,7 @@ export class SqliteWebhooks implements WebhookRepository {
   async attempts(subscriptionId: string, offset: number, limit: number): Promise<Page<WebhookAttemptRecord>> {
     const total = this.db.prepare('SELECT COUNT(*) FROM webhook_attempts WHERE subscription_id = ?').pluck().get(subscriptionId) as number;
     const rows = this.db
-      .prepare('SELECT * FROM webhook_attempts WHERE subscription_id = ? ORDER BY sequence DESC LIMIT ? OFFSET ?')
+      .prepare('SELECT * FROM webhook_attempts WHERE subscription_id = ? ORDER BY sequence DESC LIMIT +? OFFSET ?')
       .all(subscriptionId, limit, offset) as AttemptRow[];
     return { rows: rows.map(attemptFromRow), total };
   }
@@ -386,7 +386,7 @@ export class SqliteWebhooks implements WebhookRepository {
   async deadLetters(subscriptionId: string, offset: number, limit: number): Promise<Page<WebhookMessageRecord>> {
     const total = this.db.prepare(`SELECT COUNT(*) FROM webhook_messages WHERE subscription_id = ? AND state = 'dead'`).pluck().get(subscriptionId) as number;
     const rows = this.db
-      .prepare(`SELECT * FROM webhook_messages WHERE subscription_id = ? AND state = 'dead' ORDER BY updated_at DESC, id LIMIT ? OFFSET ?`)
+      .prepare(`SELECT * FROM webhook_messages WHERE subscription_id = ? AND state = 'dead' ORDER BY updated_at DESC, id LIMIT +? OFFSET ?`)
       .all(subscriptionId, limit, offset) as MessageRow[];
     return { rows: rows.map(messageFromRow), total };
   }
