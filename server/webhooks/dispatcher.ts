@@ -11,7 +11,7 @@ import { subscriptionMatches } from '../../shared/events.js';
 import type { OutboxEvent, OutboxRepository, PatientRepository, WebhookAttemptResult, WebhookMessageRecord, WebhookRepository, WebhookSubscriptionRecord } from '../db/types.js';
 import type { SecretBox } from './secret-box.js';
 import type { Sender, SendResult } from './sender.js';
-import { composeMessageBody, deliveryHeaders, messageIdFor } from './signer.js';
+import { composeMessageBody, messageIdFor } from './signer.js';
 import { CallbackRefused, parseCallback, type CallbackGuard, type ResolvedAddress } from './ssrf.js';
 
 export interface DispatcherOptions {
@@ -450,7 +450,7 @@ export class WebhookDispatcher {
       const hmac = this.hmacOf(subscription);
       const body = message.body ?? (message.event ? composeMessageBody(message.event, message.eventType, message.patientId, message.id, subscription.organizationId) : undefined);
       if (body === undefined) throw new Error(`the event ${message.eventId} of message ${message.id} is no longer in the outbox`);
-      return await this.deps.send({ url, address, body, headers: deliveryHeaders(message.id, body, hmac, attemptedAt), timeoutMs: this.options.timeoutMs });
+      return await this.deps.send({ url, address, body, headers: {}, signing: { messageId: message.id, hmac, attemptAtMs: attemptedAt.getTime() }, timeoutMs: this.options.timeoutMs });
     } catch (error) {
       if (error instanceof CallbackRefused) return { statusCode: null, latencyMs: 0, error: error.message };
       this.deps.log.error({ err: error, subscriptionId: subscription.id }, 'webhook attempt could not be prepared');

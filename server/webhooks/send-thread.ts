@@ -7,7 +7,6 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { startModuleWorker } from '../worker-threads.js';
-import type { ResolvedAddress } from './ssrf.js';
 import type { SendRequest, SendResult, Sender } from './sender.js';
 
 export interface SendThreadOptions {
@@ -17,7 +16,7 @@ export interface SendThreadOptions {
   ca?: string | Buffer;
 }
 
-export type ToSendThread = Array<{ id: number; url: string; address: ResolvedAddress; body: string | Buffer; headers: Record<string, string>; timeoutMs: number }> | 'close';
+export type ToSendThread = Array<Omit<SendRequest, 'url'> & { id: number; url: string }> | 'close';
 export type FromSendThread = Array<{ id: number; result: SendResult }>;
 
 export class ThreadedSender {
@@ -34,8 +33,7 @@ export class ThreadedSender {
       if (this.closed) return resolve({ statusCode: null, latencyMs: 0, error: 'the server is stopping' });
       const id = this.nextId++;
       this.pending.set(id, resolve);
-      const { url, address, body, headers, timeoutMs } = request;
-      if (this.outgoing.push({ id, url: url.href, address, body, headers, timeoutMs }) === 1) queueMicrotask(() => this.flush());
+      if (this.outgoing.push({ ...request, id, url: request.url.href }) === 1) queueMicrotask(() => this.flush());
     });
 
   private flush(): void {

@@ -23,7 +23,7 @@ parentPort!.on('message', (message: ToSendThread) => {
   }
   for (const request of message) {
     void sender
-      .send({ url: new URL(request.url), address: request.address, body: request.body, headers: request.headers, timeoutMs: request.timeoutMs })
+      .send({ ...request, url: new URL(request.url) })
       .then((result) => {
         // Answers that arrive together go back in one message.
         if (results.push({ id: request.id, result }) === 1) setImmediate(post);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTestCertificates } from '../../test/helpers/tls.js';
 import { ThreadedSender } from './send-thread.js';
 import { HttpsSender } from './sender.js';
+import { signatureOf } from './signer.js';
 
 // A receiver whose certificate names only hooks.example.test: the sender must connect to the
 // pinned address (127.0.0.1; the name does not resolve at all) and still verify that name.
@@ -104,6 +105,11 @@ describe('ThreadedSender', () => {
       const bodies = seen.slice(before);
       expect(bodies).toHaveLength(4);
       for (const request of bodies) expect(request).toEqual({ host: `hooks.example.test:${port}`, body: '{"b":"ü"}', signature: 'def' });
+      // Signed in the thread: the Signature header is the HMAC-SHA512 of exactly the bytes sent.
+      const signedBody = '{"messageId":"m-1","data":{"x":"ä"}}';
+      const signed = await sender.send({ url: new URL(`https://hooks.example.test:${port}/ok`), address: pinned, body: signedBody, headers: {}, signing: { messageId: 'm-1', hmac: 'secret-1', attemptAtMs: Date.UTC(2026, 10, 21) }, timeoutMs: 2000 });
+      expect(signed.statusCode).toBe(200);
+      expect(seen.at(-1)).toEqual({ host: `hooks.example.test:${port}`, body: signedBody, signature: signatureOf(signedBody, 'secret-1') });
       // A certificate that does not name the callback's host is refused there too.
       const wrongName = await sender.send({ url: new URL(`https://other.example.test:${port}/ok`), address: pinned, body: '{}', headers: {}, timeoutMs: 2000 });
       expect(wrongName.statusCode).toBeNull();

@@ -7,13 +7,19 @@
  */
 import { isIP } from 'node:net';
 import { Pool, type Dispatcher } from 'undici';
+import { deliveryHeaders } from './signer.js';
 import type { ResolvedAddress } from './ssrf.js';
 
 export interface SendRequest {
   url: URL;
   address: ResolvedAddress;
-  body: string | Buffer;
+  body: string;
   headers: Record<string, string>;
+  /**
+   * Signs the body as a webhook message (Signature and the Standard Webhooks headers, added to
+   * `headers`) where the request is sent: with a ThreadedSender, the HMACs run off the main thread.
+   */
+  signing?: { messageId: string; hmac: string; attemptAtMs: number };
   timeoutMs: number;
 }
 
@@ -94,6 +100,11 @@ export class HttpsSender {
       }, request.timeoutMs);
       const headers: string[] = ['host', request.url.host];
       for (const name in request.headers) headers.push(name, request.headers[name]!);
+      if (request.signing) {
+        const { messageId, hmac, attemptAtMs } = request.signing;
+        const signed = deliveryHeaders(messageId, request.body, hmac, new Date(attemptAtMs));
+        for (const name in signed) headers.push(name, signed[name]!);
+      }
       let pool: Pool;
       try {
         pool = this.poolFor(request.url, request.address);
