@@ -51,7 +51,6 @@ function populate(dataDir) {
     for (let from = 0; from < perOther; from += 10_000) addBatch(patientId, from, Math.min(from + 10_000, perOther));
   }
   db.pragma('wal_checkpoint(TRUNCATE)');
-  db.exec('ANALYZE');
   const total = db.prepare('SELECT COUNT(*) FROM documents').pluck().get();
   db.close();
   return total;

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openSqlite } from './database.js';
@@ -11,6 +12,19 @@ describe('SQL of the SQLite store', () => {
       .filter((name) => name.endsWith('.ts') && !name.endsWith('.test.ts'))
       .flatMap((name) => (fs.readFileSync(path.join(folder, name), 'utf8').match(/LIMIT\s+[?@:$]\w*/g) ?? []).map((hit) => `${name}: ${hit}`));
     expect(offenders).toEqual([]);
+  });
+
+  it('gathers planner statistics where they are missing when the database is opened', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-stats-'));
+    const file = path.join(dir, 'db.sqlite');
+    const migrations = [{ name: 't', sql: 'CREATE TABLE t (n INTEGER PRIMARY KEY, k TEXT); CREATE INDEX t_by_k ON t(k)' }];
+    const first = openSqlite(file, migrations);
+    first.exec("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 2000) INSERT INTO t (n, k) SELECT n, 'k' || (n % 10) FROM c");
+    first.close();
+    const reopened = openSqlite(file, migrations);
+    expect(reopened.prepare("SELECT stat FROM sqlite_stat1 WHERE idx = 't_by_k'").pluck().get()).toMatch(/^2000 /);
+    reopened.close();
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('answers LIMIT +? with the bound number of rows, as LIMIT ? would', () => {

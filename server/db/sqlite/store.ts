@@ -8,6 +8,8 @@ import { SqliteDocuments } from './documents.js';
 import { SqliteOutbox } from './outbox.js';
 import { SqliteWebhooks, WEBHOOK_LEAN_MESSAGES_MIGRATION, WEBHOOK_MIGRATION } from './webhooks.js';
 
+const OPTIMIZE_EVERY_MS = 6 * 60 * 60 * 1000;
+
 export const SQLITE_MIGRATIONS: Migration[] = [...CORE_MIGRATIONS, WEBHOOK_MIGRATION, CONTENT_MIGRATION, WEBHOOK_LEAN_MESSAGES_MIGRATION, DOCUMENTS_BY_FOLDER_MIGRATION];
 
 export class SqliteStore implements Store {
@@ -40,7 +42,20 @@ export class SqliteStore implements Store {
     return new SqliteStore(openSqlite(file, SQLITE_MIGRATIONS));
   }
 
+  /** Keeps planner statistics current on a server that runs for weeks (usually a no-op). */
+  private readonly optimizer = setInterval(() => this.optimize(), OPTIMIZE_EVERY_MS).unref();
+
+  private optimize(): void {
+    try {
+      if (this.db.open && !this.db.readonly) this.db.pragma('optimize');
+    } catch {
+      // Statistics are an optimization: a busy or read-only moment just skips this round.
+    }
+  }
+
   async close(): Promise<void> {
+    clearInterval(this.optimizer);
+    this.optimize();
     this.db.close();
   }
 }
