@@ -238,12 +238,14 @@ export class WebhookDispatcher {
           messages.push({ id, subscriptionId: subscription.id, eventId: event.id, eventType: event.eventType, patientId: event.patientId, nextAttemptAt: this.now(), createdAt });
         }
       }
-      this.cursor = last.sequence;
       if (messages.length > 0) {
+        // The cursor moves past these events only once their messages are written.
         await this.deps.webhooks.enqueue(messages, last.sequence);
+        this.cursor = last.sequence;
         this.savedCursor = last.sequence;
         this.savedCursorAt = this.now();
       } else {
+        this.cursor = last.sequence;
         await this.saveCursor(false);
       }
       this.addDue(messages);
