@@ -142,10 +142,6 @@ interface MessageRow {
   updated_at: string;
   last_status: number | null;
   last_error: string | null;
-  /** Joined from outbox_events when due messages are read. */
-  event_occurred_at?: string | null;
-  event_operation_id?: string | null;
-  event_data?: string | null;
 }
 
 interface AttemptRow {
@@ -179,10 +175,8 @@ const messageFromRow = (row: MessageRow): WebhookMessageRecord => ({
   eventType: row.event_type,
   patientId: row.patient_id,
   body: row.body,
-  event:
-    row.event_data === undefined || row.event_data === null || !row.event_occurred_at || !row.event_operation_id
-      ? null
-      : { occurredAt: row.event_occurred_at, operationId: row.event_operation_id, dataJson: row.event_data },
+  // Listings (dead letters) need no body: the event is joined only where messages are sent (selectDue).
+  event: null,
   state: row.state,
   attempts: row.attempts,
   nextAttemptAt: row.next_attempt_at,
@@ -191,6 +185,27 @@ const messageFromRow = (row: MessageRow): WebhookMessageRecord => ({
   lastStatus: row.last_status,
   lastError: row.last_error,
 });
+
+/** A row of selectDue, read as an array: better-sqlite3's row objects cost more than the query. */
+function dueMessageFromColumns(row: unknown[]): WebhookMessageRecord {
+  const [occurredAt, operationId, dataJson] = [row[14] as string | null, row[15] as string | null, row[16] as string | null];
+  return {
+    id: row[1] as string,
+    subscriptionId: row[2] as string,
+    eventId: row[3] as string,
+    eventType: row[4] as EventType,
+    patientId: row[5] as string | null,
+    body: row[6] as string | null,
+    event: dataJson === null || !occurredAt || !operationId ? null : { occurredAt, operationId, dataJson },
+    state: row[7] as WebhookMessageRecord['state'],
+    attempts: row[8] as number,
+    nextAttemptAt: row[9] as number,
+    createdAt: row[10] as string,
+    updatedAt: row[11] as string,
+    lastStatus: row[12] as number | null,
+    lastError: row[13] as string | null,
+  };
+}
 
 const attemptFromRow = (row: AttemptRow): WebhookAttemptRecord => ({
   messageId: row.message_id,
@@ -215,7 +230,7 @@ export class SqliteWebhooks implements WebhookRepository {
     this.statements = {
       insertMessage: db.prepare(
         `INSERT INTO webhook_messages (id, subscription_id, event_id, event_type, patient_id, state, attempts, next_attempt_at, created_at, updated_at)
-         VALUES (@id, @subscriptionId, @eventId, @eventType, @patientId, 'pending', 0, @nextAttemptAt, @createdAt, @createdAt)`,
+         VALUES (?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)`,
       ),
       setCursor: db.prepare('INSERT INTO webhook_cursor (id, sequence) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET sequence = excluded.sequence'),
       getSubscription: db.prepare(`SELECT * FROM webhook_subscriptions WHERE id = ? AND ${LIVE}`),
@@ -230,15 +245,19 @@ export class SqliteWebhooks implements WebhookRepository {
            FROM webhook_subscriptions s WHERE s.status = 'active' AND s.${LIVE}
          ) WHERE due > 0`,
       ),
-      selectDue: db.prepare(
-        `SELECT m.*, e.occurred_at AS event_occurred_at, e.operation_id AS event_operation_id, e.data AS event_data
-         FROM webhook_messages m LEFT JOIN outbox_events e ON e.id = m.event_id
-         WHERE m.state = 'pending' AND m.subscription_id = ? AND m.next_attempt_at <= ?
-         ORDER BY m.next_attempt_at LIMIT +?`,
-      ),
+      // Read as arrays (see dueMessageFromColumns): every delivery passes through here.
+      selectDue: db
+        .prepare(
+          `SELECT m.seq, m.id, m.subscription_id, m.event_id, m.event_type, m.patient_id, m.body, m.state, m.attempts, m.next_attempt_at,
+             m.created_at, m.updated_at, m.last_status, m.last_error, e.occurred_at, e.operation_id, e.data
+           FROM webhook_messages m LEFT JOIN outbox_events e ON e.id = m.event_id
+           WHERE m.state = 'pending' AND m.subscription_id = ? AND m.next_attempt_at <= ?
+           ORDER BY m.next_attempt_at LIMIT +?`,
+        )
+        .raw(),
       insertAttempt: db.prepare(
         `INSERT INTO webhook_attempts (message_id, subscription_id, attempt, attempted_at, status_code, latency_ms, error, outcome)
-         VALUES (@messageId, @subscriptionId, @attempt, @attemptedAt, @statusCode, @latencyMs, @error, @outcome)`,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       finishMessage: db.prepare(
         `UPDATE webhook_messages SET state = ?, attempts = ?, next_attempt_at = ?, updated_at = ?, last_status = ?, last_error = ?
@@ -257,19 +276,21 @@ export class SqliteWebhooks implements WebhookRepository {
       cancel: db.prepare(`UPDATE webhook_messages SET state = 'cancelled', updated_at = ?, last_error = ? WHERE seq = ?`),
     };
     this.enqueueTransaction = db.transaction((messages: NewWebhookMessage[], cursor: number) => {
-      for (const message of messages) this.statements.insertMessage.run(message);
+      // Positional parameters: binding by name looks every name up on the object, once per row.
+      for (const m of messages) this.statements.insertMessage.run(m.id, m.subscriptionId, m.eventId, m.eventType, m.patientId, m.nextAttemptAt, m.createdAt, m.createdAt);
       this.statements.setCursor.run(cursor);
     });
     this.claimTransaction = db.transaction((claims: Array<{ subscriptionId: string; limit: number; skip: ReadonlySet<string> }>, now: number) => {
       const claimed: WebhookMessageRecord[] = [];
       for (const claim of claims) {
-        const rows = this.statements.selectDue.all(claim.subscriptionId, now, claim.limit + claim.skip.size) as MessageRow[];
+        const rows = this.statements.selectDue.all(claim.subscriptionId, now, claim.limit + claim.skip.size) as unknown[][];
         let taken = 0;
         for (const row of rows) {
           if (taken >= claim.limit) break;
-          if (claim.skip.has(row.id)) continue;
-          this.claimedSeq.set(row.id, row.seq);
-          claimed.push(messageFromRow(row));
+          const message = dueMessageFromColumns(row);
+          if (claim.skip.has(message.id)) continue;
+          this.claimedSeq.set(message.id, row[0] as number);
+          claimed.push(message);
           taken += 1;
         }
       }
@@ -291,7 +312,7 @@ export class SqliteWebhooks implements WebhookRepository {
 
   private recordOne(result: WebhookAttemptResult): void {
     const { attempt } = result;
-    this.statements.insertAttempt.run(attempt);
+    this.statements.insertAttempt.run(attempt.messageId, attempt.subscriptionId, attempt.attempt, attempt.attemptedAt, attempt.statusCode, attempt.latencyMs, attempt.error, attempt.outcome);
     const seq = this.seqOf(attempt.subscriptionId, attempt.messageId);
     if (seq !== undefined) this.statements.finishMessage.run(result.state, attempt.attempt, result.nextAttemptAt, attempt.attemptedAt, attempt.statusCode, attempt.error, seq);
     if (result.disableSubscription !== undefined) {
