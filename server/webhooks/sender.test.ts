@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeTestCertificates } from '../../test/helpers/tls.js';
 import { ThreadedSender } from './send-thread.js';
-import { HttpsSender } from './sender.js';
+import { HttpsSender, type Sender } from './sender.js';
 import { signatureOf } from './signer.js';
 
 // A receiver whose certificate names only hooks.example.test: the sender must connect to the
@@ -42,9 +42,23 @@ afterAll(() => {
 
 const pinned = { address: '127.0.0.1', family: 4 as const };
 
-describe('HttpsSender', () => {
+const options = { maxSocketsPerHost: 2, maxSockets: 4 };
+
+/** Both senders behave the same; the threaded one only runs the same client in a worker thread. */
+const senders: Array<[string, () => { send: Sender; close: () => Promise<void> }]> = [
+  ['HttpsSender', () => {
+    const sender = new HttpsSender({ ...options, ca });
+    return { send: sender.send, close: async () => sender.close() };
+  }],
+  ['ThreadedSender', () => {
+    const sender = new ThreadedSender({ ...options, ca });
+    return { send: sender.send, close: () => sender.close() };
+  }],
+];
+
+describe.each(senders)('%s', (_name, make) => {
   it('connects to the pinned address, verifies the callback host name and sends the exact bytes', async () => {
-    const sender = new HttpsSender({ maxSocketsPerHost: 2, maxSockets: 4, ca });
+    const sender = make();
     try {
       const body = '{"a":"é"}';
       const results = await Promise.all(
@@ -58,12 +72,24 @@ describe('HttpsSender', () => {
       expect(await sender.send({ url: new URL(`https://hooks.example.test:${port}/redirect`), address: pinned, body, headers: {}, timeoutMs: 2000 })).toMatchObject({ statusCode: 302 });
       expect(seen.length).toBe(before + 1);
     } finally {
-      sender.close();
+      await sender.close();
+    }
+  });
+
+  it('signs a webhook message where it sends it: Signature is the HMAC-SHA512 of exactly the bytes sent', async () => {
+    const sender = make();
+    try {
+      const body = '{"messageId":"m-1","data":{"x":"ä"}}';
+      const signed = await sender.send({ url: new URL(`https://hooks.example.test:${port}/ok`), address: pinned, body, headers: {}, signing: { messageId: 'm-1', hmac: 'secret-1', attemptAtMs: Date.UTC(2026, 10, 21) }, timeoutMs: 2000 });
+      expect(signed.statusCode).toBe(200);
+      expect(seen.at(-1)).toEqual({ host: `hooks.example.test:${port}`, body, signature: signatureOf(body, 'secret-1') });
+    } finally {
+      await sender.close();
     }
   });
 
   it('refuses a certificate that does not name the callback host, even at the right address', async () => {
-    const sender = new HttpsSender({ maxSocketsPerHost: 2, maxSockets: 4, ca });
+    const sender = make();
     try {
       const other = await sender.send({ url: new URL(`https://other.example.test:${port}/ok`), address: pinned, body: '{}', headers: {}, timeoutMs: 2000 });
       expect(other.statusCode).toBeNull();
@@ -72,12 +98,12 @@ describe('HttpsSender', () => {
       expect(literal.statusCode).toBeNull();
       expect(literal.error).toMatch(/altnames|certificate|ERR_TLS/i);
     } finally {
-      sender.close();
+      await sender.close();
     }
   });
 
   it('times out a hanging receiver and keeps the status of an oversized answer', async () => {
-    const sender = new HttpsSender({ maxSocketsPerHost: 2, maxSockets: 4, ca });
+    const sender = make();
     try {
       const hang = await sender.send({ url: new URL(`https://hooks.example.test:${port}/hang`), address: pinned, body: '{}', headers: {}, timeoutMs: 300 });
       expect(hang).toMatchObject({ statusCode: null, error: 'no response within 300 ms' });
@@ -86,38 +112,16 @@ describe('HttpsSender', () => {
       const after = await sender.send({ url: new URL(`https://hooks.example.test:${port}/ok`), address: pinned, body: '{}', headers: {}, timeoutMs: 2000 });
       expect(after).toMatchObject({ statusCode: 200, error: null });
     } finally {
-      sender.close();
+      await sender.close();
     }
   });
 });
 
 describe('ThreadedSender', () => {
-  it('sends from its worker thread with the same pinning, host check and answers as HttpsSender', async () => {
-    const sender = new ThreadedSender({ maxSocketsPerHost: 2, maxSockets: 4, ca });
-    try {
-      const before = seen.length;
-      const send = (route: string, timeoutMs = 2000) => sender.send({ url: new URL(`https://hooks.example.test:${port}${route}`), address: pinned, body: '{"b":"ü"}', headers: { signature: 'def' }, timeoutMs });
-      const [ok, gone, redirect, hang] = await Promise.all([send('/ok'), send('/gone'), send('/redirect'), send('/hang', 300)]);
-      expect(ok).toMatchObject({ statusCode: 200, error: null });
-      expect(gone.statusCode).toBe(410);
-      expect(redirect.statusCode).toBe(302);
-      expect(hang).toMatchObject({ statusCode: null, error: 'no response within 300 ms' });
-      const bodies = seen.slice(before);
-      expect(bodies).toHaveLength(4);
-      for (const request of bodies) expect(request).toEqual({ host: `hooks.example.test:${port}`, body: '{"b":"ü"}', signature: 'def' });
-      // Signed in the thread: the Signature header is the HMAC-SHA512 of exactly the bytes sent.
-      const signedBody = '{"messageId":"m-1","data":{"x":"ä"}}';
-      const signed = await sender.send({ url: new URL(`https://hooks.example.test:${port}/ok`), address: pinned, body: signedBody, headers: {}, signing: { messageId: 'm-1', hmac: 'secret-1', attemptAtMs: Date.UTC(2026, 10, 21) }, timeoutMs: 2000 });
-      expect(signed.statusCode).toBe(200);
-      expect(seen.at(-1)).toEqual({ host: `hooks.example.test:${port}`, body: signedBody, signature: signatureOf(signedBody, 'secret-1') });
-      // A certificate that does not name the callback's host is refused there too.
-      const wrongName = await sender.send({ url: new URL(`https://other.example.test:${port}/ok`), address: pinned, body: '{}', headers: {}, timeoutMs: 2000 });
-      expect(wrongName.statusCode).toBeNull();
-      expect(wrongName.error).toMatch(/ERR_TLS_CERT_ALTNAME_INVALID|altname/i);
-    } finally {
-      await sender.close();
-    }
-    // After close, sends fail at once instead of hanging.
+  it('answers at once after close instead of waiting on a thread that is gone', async () => {
+    const sender = new ThreadedSender({ ...options, ca });
+    expect((await sender.send({ url: new URL(`https://hooks.example.test:${port}/ok`), address: pinned, body: '{}', headers: {}, timeoutMs: 2000 })).statusCode).toBe(200);
+    await sender.close();
     expect((await sender.send({ url: new URL(`https://hooks.example.test:${port}/ok`), address: pinned, body: '{}', headers: {}, timeoutMs: 2000 })).error).toBe('the server is stopping');
   });
 });
