@@ -1,7 +1,7 @@
 /**
  * A Sender whose HTTPS work runs in a worker thread. The client side of a delivery (TLS records,
- * HTTP framing, the socket) is about half of its CPU; on the main thread it competed with the API's
- * requests and with the dispatcher's own database work. Requests and answers cross in batches, one
+ * HTTP framing, the socket, the HMACs) is a third or more of its CPU; on the main thread it
+ * competed with the API's requests and with the dispatcher's own database work. Requests and answers cross in batches, one
  * message per turn of each event loop. If the thread dies, its attempts in flight fail like a lost
  * connection (the dispatcher retries them, same messageId) and the next send starts a new thread.
  */
