@@ -65,3 +65,37 @@ describe('sync through a faulty network with short-lived tokens', () => {
     expect(fs.existsSync(sut.folder)).toBe(true);
   }, 180_000);
 });
+
+describe('a resumable upload whose last PATCH completes on the server but whose answer is lost', () => {
+  let proxy: FaultProxy;
+  let server: ServerProcess;
+  let sut: EngineUnderTest;
+  let lost = 0;
+
+  beforeAll(async () => {
+    // Only the first PATCH is hit: the server stores the bytes and finishes the upload (and so
+    // forgets it), and the engine sees a dropped connection instead of the answer.
+    proxy = await startFaultProxy({ pick: (request) => (request.method === 'PATCH' && lost++ === 0 ? 'loseResponse' : null) });
+    server = await startServerProcess({ PATIENT_DOCS_PUBLIC_URL: proxy.url });
+    proxy.target = server.url;
+    sut = await startEngine(proxy.url, { resumableThreshold: 1 * MB, backoffMs: 200 });
+  });
+  afterAll(async () => {
+    await sut?.close();
+    await server?.stop();
+    await proxy?.close();
+  });
+
+  it('is found complete by the search that verifies it: synced, with no error shown and one version', async () => {
+    const bytes = Buffer.alloc(3 * MB, 7);
+    writeFile(sut.folder, 'large/arch.stl', bytes);
+    const [record] = await waitFor('the file settled', () => {
+      const records = sut.journal.byPair(sut.pair.id);
+      return records.length === 1 && (records[0]!.state === 'synced' || records[0]!.state === 'failed') ? records : undefined;
+    }, 30_000);
+    expect(proxy.injected.loseResponse).toBe(1);
+    expect({ state: record!.state, error: record!.errorCode }).toEqual({ state: 'synced', error: null });
+    const [document] = await allDocuments(sut.api);
+    expect(document).toMatchObject({ fileName: 'arch.stl', path: '/scans/large', fileSize: bytes.length, version: 1, sha256: createHash('sha256').update(bytes).digest('hex') });
+  });
+});

@@ -31,13 +31,14 @@ export class TusUploader {
   /** Resolves with the document when the server answers the last PATCH with it, else null. */
   async upload(request: UploadRequest): Promise<DocumentDto | null> {
     const signal = request.signal;
-    let url = request.resumeUrl ? await this.stillThere(request.resumeUrl, signal) : null;
-    if (!url) {
+    let url = request.resumeUrl ?? null;
+    let offset = url ? await this.offsetIfThere(url, signal) : null;
+    if (url === null || offset === null) {
       if (request.resumeUrl) request.onResumeUrl?.(null);
       url = await this.create(request);
       request.onResumeUrl?.(url);
+      offset = await this.offsetOf(url, signal);
     }
-    let offset = await this.offsetOf(url, signal);
     let failuresWithoutProgress = 0;
     for (;;) {
       if (offset >= request.size) {
@@ -56,7 +57,14 @@ export class TusUploader {
         if (request.signal?.aborted) throw new AbortedError('the upload was stopped');
         if (!(error instanceof ApiNetworkError) || failuresWithoutProgress >= MAX_RESUMES_WITHOUT_PROGRESS) throw error;
         failuresWithoutProgress += 1;
-        const reported = await this.offsetOf(url, signal);
+        const reported = await this.offsetIfThere(url, signal);
+        if (reported === null) {
+          // The upload is gone. Most often the PATCH that just failed did complete it and only its
+          // answer was lost (the server drops a finished upload). The caller's search by id decides:
+          // synced if the content is there, else a new upload on the next attempt.
+          request.onResumeUrl?.(null);
+          return null;
+        }
         if (reported > offset) failuresWithoutProgress = 0;
         offset = reported;
       }
@@ -80,19 +88,22 @@ export class TusUploader {
     return new URL(location, collection).toString();
   }
 
-  /** The upload URL when the server still has that upload, else null (expired, finished, removed). */
-  private async stillThere(url: string, signal: AbortSignal | undefined): Promise<string | null> {
+  /**
+   * The server's offset of the upload, or null when it no longer has it (finished, expired,
+   * removed). With `mustExist` (an upload just created, or one that answered a moment ago) its
+   * absence is an error like any other.
+   */
+  private async offsetIfThere(url: string, signal: AbortSignal | undefined, mustExist = false): Promise<number | null> {
     const response = await this.head(url, signal);
-    if (response.statusCode === 404 || response.statusCode === 410 || response.statusCode === 403) return null;
-    if (response.statusCode >= 300) throw problemFromResponse(response.statusCode, parse(response.body), url, response.headers['retry-after']);
-    return url;
-  }
-
-  private async offsetOf(url: string, signal?: AbortSignal): Promise<number> {
-    const response = await this.head(url, signal);
+    const gone = response.statusCode === 404 || response.statusCode === 410 || response.statusCode === 403;
+    if (gone && !mustExist) return null;
     if (response.statusCode >= 300) throw problemFromResponse(response.statusCode, parse(response.body), url, response.headers['retry-after']);
     const offset = Number(response.headers['upload-offset']);
     return Number.isFinite(offset) && offset >= 0 ? offset : 0;
+  }
+
+  private async offsetOf(url: string, signal?: AbortSignal): Promise<number> {
+    return (await this.offsetIfThere(url, signal, true)) ?? 0;
   }
 
   private head(url: string, signal: AbortSignal | undefined): Promise<Response<string>> {

@@ -18,7 +18,14 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
-export async function startFaultProxy(options: { faultRate?: number; random?: () => number } = {}): Promise<FaultProxy> {
+export async function startFaultProxy(
+  options: {
+    faultRate?: number;
+    random?: () => number;
+    /** Chooses the fault of each request itself (null: none), instead of faultRate's random draw. */
+    pick?: (request: http.IncomingMessage) => Fault | null;
+  } = {},
+): Promise<FaultProxy> {
   const random = options.random ?? Math.random;
   const injected: Record<Fault, number> = { error500: 0, error429: 0, drop: 0, dropMidBody: 0, loseResponse: 0, stall: 0 };
   const state = { target: '', requests: 0, faultRate: options.faultRate ?? 0.25 };
@@ -42,7 +49,7 @@ export async function startFaultProxy(options: { faultRate?: number; random?: ()
 
   const server = http.createServer((request, response) => {
     state.requests += 1;
-    const fault = random() < state.faultRate ? faults[Math.floor(random() * faults.length)]! : null;
+    const fault = options.pick ? options.pick(request) : random() < state.faultRate ? faults[Math.floor(random() * faults.length)]! : null;
     if (fault) injected[fault] += 1;
     switch (fault) {
       case 'error500':
