@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFaultProxy, type FaultProxy } from './helpers/fault-proxy.js';
 import { startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { PATIENT } from './helpers/server.js';
 import { allDocuments, startEngine, waitFor, writeFile, type EngineUnderTest } from './helpers/sync.js';
 
 const MB = 1024 * 1024;
@@ -97,5 +98,21 @@ describe('a resumable upload whose last PATCH completes on the server but whose 
     expect({ state: record!.state, error: record!.errorCode }).toEqual({ state: 'synced', error: null });
     const [document] = await allDocuments(sut.api);
     expect(document).toMatchObject({ fileName: 'arch.stl', path: '/scans/large', fileSize: bytes.length, version: 1, sha256: createHash('sha256').update(bytes).digest('hex') });
+  });
+
+  it('does not send the bytes again when the journal names an upload the server already finished (a crash before the verifying search)', async () => {
+    const file = path.join(sut.home, 'resume.stl');
+    fs.writeFileSync(file, Buffer.alloc(2 * MB, 9));
+    const created = await sut.api.createDocument(PATIENT, 'resume.stl', '/scans/resume');
+    const request = { patientId: PATIENT, storageUrl: created.storageUrl, documentId: created.id, filePath: file, fileName: 'resume.stl', fileType: 'STL', size: 2 * MB, ifMatch: null };
+    let finished: string | null = null;
+    await sut.api.upload({ ...request, onResumeUrl: (url) => (finished = url ?? finished) });
+    expect(finished).not.toBeNull();
+    // As after a restart: the journal still names the upload, which the server has finished and forgotten.
+    const told: Array<string | null> = [];
+    expect(await sut.api.upload({ ...request, resumeUrl: finished, onResumeUrl: (url) => told.push(url) })).toBeNull();
+    expect(told).toEqual([null]);
+    const stored = await sut.api.getDocument(PATIENT, created.id);
+    expect(stored).toMatchObject({ version: 1, fileSize: 2 * MB, hasContent: true });
   });
 });

@@ -31,10 +31,13 @@ export class TusUploader {
   /** Resolves with the document when the server answers the last PATCH with it, else null. */
   async upload(request: UploadRequest): Promise<DocumentDto | null> {
     const signal = request.signal;
-    let url = request.resumeUrl ?? null;
-    let offset = url ? await this.offsetIfThere(url, signal) : null;
-    if (url === null || offset === null) {
-      if (request.resumeUrl) request.onResumeUrl?.(null);
+    let url: string;
+    let offset: number;
+    if (request.resumeUrl) {
+      const reported = await this.offsetIfThere(request.resumeUrl, signal);
+      if (reported === null) return this.gone(request);
+      [url, offset] = [request.resumeUrl, reported];
+    } else {
       url = await this.create(request);
       request.onResumeUrl?.(url);
       offset = await this.offsetOf(url, signal);
@@ -58,17 +61,22 @@ export class TusUploader {
         if (!(error instanceof ApiNetworkError) || failuresWithoutProgress >= MAX_RESUMES_WITHOUT_PROGRESS) throw error;
         failuresWithoutProgress += 1;
         const reported = await this.offsetIfThere(url, signal);
-        if (reported === null) {
-          // The upload is gone. Most often the PATCH that just failed did complete it and only its
-          // answer was lost (the server drops a finished upload). The caller's search by id decides:
-          // synced if the content is there, else a new upload on the next attempt.
-          request.onResumeUrl?.(null);
-          return null;
-        }
+        if (reported === null) return this.gone(request);
         if (reported > offset) failuresWithoutProgress = 0;
         offset = reported;
       }
     }
+  }
+
+  /**
+   * The upload is gone: most often a PATCH did complete it and only its answer was lost (the server
+   * forgets a finished upload), else it expired. Uploading again could store the same bytes as a
+   * second version, so the caller's search by id decides instead: synced if the content is there,
+   * else a new upload on the next attempt (the journal no longer names this one).
+   */
+  private gone(request: UploadRequest): null {
+    request.onResumeUrl?.(null);
+    return null;
   }
 
   private async create(request: UploadRequest): Promise<string> {
