@@ -6,7 +6,7 @@
  */
 import type { DocumentContentRepository, DocumentRecord, DocumentVersionRecord, OutboxEvent, ThumbnailStatus } from '../types.js';
 import type { SqliteDatabase } from './database.js';
-import { documentFromRow, type DocumentRow } from './documents.js';
+import { DOCUMENT_COLUMNS, documentFromColumns } from './documents.js';
 import type { Migration } from './migrations.js';
 import type { SqliteOutbox } from './outbox.js';
 
@@ -71,9 +71,6 @@ function versionFromRow(row: VersionRow): DocumentVersionRecord {
   };
 }
 
-const DOCUMENT_COLUMNS = `id, patient_id, organization_id, file_name, file_type, path, created_at, last_modified_at, has_content,
-  file_size, sha256, version, content_key, content_type, thumbnail_key, created_by`;
-
 export class SqliteDocumentContent implements DocumentContentRepository {
   private readonly statements;
 
@@ -82,7 +79,7 @@ export class SqliteDocumentContent implements DocumentContentRepository {
     private readonly outbox: SqliteOutbox,
   ) {
     this.statements = {
-      find: db.prepare(`SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = ? AND deleted_at IS NULL`),
+      find: db.prepare(`SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = ? AND deleted_at IS NULL`).raw(),
       setCurrent: db.prepare(
         `UPDATE documents SET has_content = 1, file_size = @fileSize, sha256 = @sha256, version = @version, content_key = @contentKey,
            content_type = @contentType, file_type = @fileType, thumbnail_key = NULL, last_modified_at = @uploadedAt
@@ -108,8 +105,8 @@ export class SqliteDocumentContent implements DocumentContentRepository {
   }
 
   async find(id: string): Promise<DocumentRecord | undefined> {
-    const row = this.statements.find.get(id.toLowerCase()) as DocumentRow | undefined;
-    return row ? documentFromRow(row) : undefined;
+    const row = this.statements.find.get(id.toLowerCase()) as unknown[] | undefined;
+    return row ? documentFromColumns(row) : undefined;
   }
 
   async commitVersion(version: DocumentVersionRecord, expectedVersion: number, events: OutboxEvent[]): Promise<boolean> {

@@ -15,46 +15,6 @@ interface PendingCreate {
 }
 import type { SqliteOutbox } from './outbox.js';
 
-export interface DocumentRow {
-  id: string;
-  patient_id: string;
-  organization_id: string;
-  file_name: string;
-  file_type: string;
-  path: string;
-  created_at: string;
-  last_modified_at: string;
-  has_content: number;
-  file_size: number | null;
-  sha256: string | null;
-  version: number;
-  content_key: string | null;
-  content_type: string | null;
-  thumbnail_key: string | null;
-  created_by: string;
-}
-
-export function documentFromRow(row: DocumentRow): DocumentRecord {
-  return {
-    id: row.id,
-    patientId: row.patient_id,
-    organizationId: row.organization_id,
-    fileName: row.file_name,
-    fileType: row.file_type,
-    path: row.path,
-    createdAt: row.created_at,
-    lastModifiedAt: row.last_modified_at,
-    hasContent: row.has_content === 1,
-    fileSize: row.file_size,
-    sha256: row.sha256,
-    version: row.version,
-    contentKey: row.content_key,
-    contentType: row.content_type,
-    thumbnailKey: row.thumbnail_key,
-    createdBy: row.created_by,
-  };
-}
-
 const SORT_COLUMNS: Record<SortField, string> = {
   lastModifiedAt: 'last_modified_at',
   fileName: 'name_key',
@@ -63,14 +23,15 @@ const SORT_COLUMNS: Record<SortField, string> = {
   path: 'path_key',
 };
 
-const COLUMNS = `id, patient_id, organization_id, file_name, file_type, path, created_at, last_modified_at, has_content,
+/** The columns of a DocumentRecord, in the order documentFromColumns reads them. */
+export const DOCUMENT_COLUMNS = `id, patient_id, organization_id, file_name, file_type, path, created_at, last_modified_at, has_content,
   file_size, sha256, version, content_key, content_type, thumbnail_key, created_by`;
 
 /**
- * A row of COLUMNS read as an array: better-sqlite3 builds a row object property by property,
- * which costs more than the query itself for a page of fifty.
+ * A row of DOCUMENT_COLUMNS read as an array (statement.raw()): better-sqlite3 builds a row object
+ * property by property, which costs more than the query itself for a page of fifty.
  */
-function documentFromColumns(row: unknown[]): DocumentRecord {
+export function documentFromColumns(row: unknown[]): DocumentRecord {
   return {
     id: row[0] as string,
     patientId: row[1] as string,
@@ -146,7 +107,7 @@ export class SqliteDocuments implements DocumentRepository {
        VALUES (@id, @patientId, @organizationId, @fileName, @nameKey, @fileType, @path, @pathKey, @createdAt,
          @lastModifiedAt, @hasContent, @fileSize, @sha256, @version, @contentKey, @contentType, @thumbnailKey, @createdBy)`,
     );
-    this.selectOne = db.prepare(`SELECT ${COLUMNS} FROM documents WHERE id = ? AND patient_id = ? AND deleted_at IS NULL`);
+    this.selectOne = db.prepare(`SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = ? AND patient_id = ? AND deleted_at IS NULL`).raw();
     this.selectChangeCounter = db.prepare('SELECT version FROM patient_document_versions WHERE patient_id = ?').pluck();
   }
 
@@ -203,8 +164,8 @@ export class SqliteDocuments implements DocumentRepository {
   }
 
   async get(patientId: string, id: string): Promise<DocumentRecord | undefined> {
-    const row = this.selectOne.get(id.toLowerCase(), patientId) as DocumentRow | undefined;
-    return row ? documentFromRow(row) : undefined;
+    const row = this.selectOne.get(id.toLowerCase(), patientId) as unknown[] | undefined;
+    return row ? documentFromColumns(row) : undefined;
   }
 
   async changeCounter(patientId: string): Promise<number> {
@@ -227,11 +188,11 @@ export class SqliteDocuments implements DocumentRepository {
     if (folder && total <= LARGE_RESULT) {
       // The table is keyed by (patient, folder, id): a folder's rows sit together, so they are read
       // in one short range and sorted, with no lookup per row.
-      sql = `SELECT ${COLUMNS} FROM documents NOT INDEXED WHERE ${where} ORDER BY ${order} LIMIT +@limit OFFSET @offset`;
+      sql = `SELECT ${DOCUMENT_COLUMNS} FROM documents NOT INDEXED WHERE ${where} ORDER BY ${order} LIMIT +@limit OFFSET @offset`;
     } else {
       // Page the ids inside a covering index, then read just those rows.
       const index = byIds ? '' : this.pageIndex(query, total);
-      sql = `SELECT ${COLUMNS} FROM documents WHERE id IN (SELECT id FROM documents ${index} WHERE ${where} ORDER BY ${order} LIMIT +@limit OFFSET @offset) ORDER BY ${order}`;
+      sql = `SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id IN (SELECT id FROM documents ${index} WHERE ${where} ORDER BY ${order} LIMIT +@limit OFFSET @offset) ORDER BY ${order}`;
     }
     const rows = this.statement(sql).raw().all(page) as unknown[][];
     return { rows: rows.map(documentFromColumns), total };

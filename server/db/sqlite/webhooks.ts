@@ -127,23 +127,6 @@ interface SubscriptionRow {
   from_sequence: number;
 }
 
-interface MessageRow {
-  seq: number;
-  id: string;
-  subscription_id: string;
-  event_id: string;
-  event_type: EventType;
-  patient_id: string | null;
-  body: string;
-  state: WebhookMessageRecord['state'];
-  attempts: number;
-  next_attempt_at: number;
-  created_at: string;
-  updated_at: string;
-  last_status: number | null;
-  last_error: string | null;
-}
-
 interface AttemptRow {
   message_id: string;
   subscription_id: string;
@@ -168,26 +151,15 @@ const subscriptionFromRow = (row: SubscriptionRow): WebhookSubscriptionRecord =>
   fromSequence: row.from_sequence,
 });
 
-const messageFromRow = (row: MessageRow): WebhookMessageRecord => ({
-  id: row.id,
-  subscriptionId: row.subscription_id,
-  eventId: row.event_id,
-  eventType: row.event_type,
-  patientId: row.patient_id,
-  body: row.body,
-  // Listings (dead letters) need no body: the event is joined only where messages are sent (selectDue).
-  event: null,
-  state: row.state,
-  attempts: row.attempts,
-  nextAttemptAt: row.next_attempt_at,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at,
-  lastStatus: row.last_status,
-  lastError: row.last_error,
-});
+/**
+ * A message row as MESSAGE_COLUMNS reads it, as an array (statement.raw()): better-sqlite3's row
+ * objects cost more than the query, and every delivery is claimed through here. The event's
+ * columns are joined only where a message is sent; listings select NULL in their place.
+ */
+const MESSAGE_COLUMNS = `m.seq, m.id, m.subscription_id, m.event_id, m.event_type, m.patient_id, m.body, m.state, m.attempts,
+  m.next_attempt_at, m.created_at, m.updated_at, m.last_status, m.last_error`;
 
-/** A row of selectDue, read as an array: better-sqlite3's row objects cost more than the query. */
-function dueMessageFromColumns(row: unknown[]): WebhookMessageRecord {
+function messageFromColumns(row: unknown[]): WebhookMessageRecord {
   const [occurredAt, operationId, dataJson] = [row[14] as string | null, row[15] as string | null, row[16] as string | null];
   return {
     id: row[1] as string,
@@ -245,11 +217,10 @@ export class SqliteWebhooks implements WebhookRepository {
            FROM webhook_subscriptions s WHERE s.status = 'active' AND s.${LIVE}
          ) WHERE due > 0`,
       ),
-      // Read as arrays (see dueMessageFromColumns): every delivery passes through here.
+      // Read as arrays (see messageFromColumns), with the event the body is composed from.
       selectDue: db
         .prepare(
-          `SELECT m.seq, m.id, m.subscription_id, m.event_id, m.event_type, m.patient_id, m.body, m.state, m.attempts, m.next_attempt_at,
-             m.created_at, m.updated_at, m.last_status, m.last_error, e.occurred_at, e.operation_id, e.data
+          `SELECT ${MESSAGE_COLUMNS}, e.occurred_at, e.operation_id, e.data
            FROM webhook_messages m LEFT JOIN outbox_events e ON e.id = m.event_id
            WHERE m.state = 'pending' AND m.subscription_id = ? AND m.next_attempt_at <= ?
            ORDER BY m.next_attempt_at LIMIT +?`,
@@ -287,7 +258,7 @@ export class SqliteWebhooks implements WebhookRepository {
         let taken = 0;
         for (const row of rows) {
           if (taken >= claim.limit) break;
-          const message = dueMessageFromColumns(row);
+          const message = messageFromColumns(row);
           if (claim.skip.has(message.id)) continue;
           this.claimedSeq.set(message.id, row[0] as number);
           claimed.push(message);
@@ -407,9 +378,10 @@ export class SqliteWebhooks implements WebhookRepository {
   async deadLetters(subscriptionId: string, offset: number, limit: number): Promise<Page<WebhookMessageRecord>> {
     const total = this.db.prepare(`SELECT COUNT(*) FROM webhook_messages WHERE subscription_id = ? AND state = 'dead'`).pluck().get(subscriptionId) as number;
     const rows = this.db
-      .prepare(`SELECT * FROM webhook_messages WHERE subscription_id = ? AND state = 'dead' ORDER BY updated_at DESC, id LIMIT +? OFFSET ?`)
-      .all(subscriptionId, limit, offset) as MessageRow[];
-    return { rows: rows.map(messageFromRow), total };
+      .prepare(`SELECT ${MESSAGE_COLUMNS}, NULL, NULL, NULL FROM webhook_messages m WHERE subscription_id = ? AND state = 'dead' ORDER BY updated_at DESC, id LIMIT +? OFFSET ?`)
+      .raw()
+      .all(subscriptionId, limit, offset) as unknown[][];
+    return { rows: rows.map(messageFromColumns), total };
   }
 
   async redeliver(subscriptionId: string, messageId: string, now: number, at: string): Promise<boolean> {
