@@ -57,6 +57,11 @@ interface Filter {
   params: Record<string, unknown>;
 }
 
+/** A folder filter narrows the search ('/' is the whole patient, as no path is). */
+function filtersFolder(query: DocumentQuery): query is DocumentQuery & { pathKey: string } {
+  return query.pathKey !== undefined && query.pathKey !== '/';
+}
+
 /** Builds the WHERE clause; a non-empty id list replaces every other filter (SPEC §4.3). */
 export function buildFilter(query: DocumentQuery): Filter {
   const clauses = ['patient_id = @patientId', 'deleted_at IS NULL'];
@@ -69,7 +74,7 @@ export function buildFilter(query: DocumentQuery): Filter {
     clauses.push(`id IN (${names.join(', ')})`);
     return { where: clauses.join(' AND '), params };
   }
-  if (query.pathKey !== undefined && query.pathKey !== '/') {
+  if (filtersFolder(query)) {
     // '/a' and everything below '/a/' as ONE range the index serves (['/a', '/a0') — '0' follows '/'),
     // then a cheap residual test that drops siblings inside that range such as '/a-b' or '/a.b'.
     clauses.push("path_key >= @pathKey AND path_key < @pathHigh AND (path_key = @pathKey OR substr(path_key, @pathLength + 1, 1) = '/')");
@@ -183,7 +188,7 @@ export class SqliteDocuments implements DocumentRepository {
     // Ties break by id in the same direction, so DESC is exactly the reverse of ASC and paging is stable.
     const order = `${column} ${direction}, id ${direction}`;
     const page = { ...params, limit: query.limit, offset: query.offset };
-    const folder = !byIds && query.pathKey !== undefined && query.pathKey !== '/';
+    const folder = !byIds && filtersFolder(query);
     let sql: string;
     if (folder && total <= LARGE_RESULT) {
       // The table is keyed by (patient, folder, id): a folder's rows sit together, so they are read
@@ -199,7 +204,7 @@ export class SqliteDocuments implements DocumentRepository {
   }
 
   private count(query: DocumentQuery, where: string, params: Record<string, unknown>, byIds: boolean): number {
-    const wholePatient = !byIds && (query.pathKey === undefined || query.pathKey === '/') && !query.nameContains && query.fileType === undefined;
+    const wholePatient = !byIds && !filtersFolder(query) && !query.nameContains && query.fileType === undefined;
     if (wholePatient) {
       const sql = 'SELECT COALESCE(SUM(documents), 0) FROM patient_document_counts WHERE patient_id = @patientId AND (@hasContent IS NULL OR has_content = @hasContent)';
       return this.statement(sql).pluck().get({ patientId: query.patientId, hasContent: query.hasContent === undefined ? null : query.hasContent ? 1 : 0 }) as number;
@@ -208,7 +213,7 @@ export class SqliteDocuments implements DocumentRepository {
   }
 
   private countIndex(query: DocumentQuery): string {
-    return query.pathKey !== undefined && query.pathKey !== '/' ? 'INDEXED BY documents_by_path' : '';
+    return filtersFolder(query) ? 'INDEXED BY documents_by_path' : '';
   }
 
   /**
@@ -217,7 +222,7 @@ export class SqliteDocuments implements DocumentRepository {
    * parameter, so we tell it, using the count we just made.
    */
   private pageIndex(query: DocumentQuery, total: number): string {
-    const folder = query.pathKey !== undefined && query.pathKey !== '/';
+    const folder = filtersFolder(query);
     if (query.sortBy === 'lastModifiedAt' && (!folder || total > LARGE_RESULT)) return 'INDEXED BY documents_by_modified';
     return folder ? 'INDEXED BY documents_by_path' : '';
   }
