@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { openSqlite } from './database.js';
 import { buildFilter } from './documents.js';
 import { SQLITE_MIGRATIONS, SqliteStore } from './store.js';
-import type { DocumentQuery, DocumentRecord } from '../types.js';
+import type { DocumentQuery, DocumentRecord, OutboxEvent } from '../types.js';
 
 const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
 
@@ -15,6 +15,10 @@ function storeWithPatient(): SqliteStore {
   store.db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)').run('org', 'Org', 'x');
   store.db.prepare('INSERT INTO patients (id, name, name_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(PATIENT, 'P', 'p', 'x', 'x');
   return store;
+}
+
+function eventFor(document: DocumentRecord): OutboxEvent {
+  return { id: randomUUID(), eventType: 'document.created', patientId: document.patientId, organizationId: 'org', operationId: 'op', occurredAt: document.createdAt, data: { documentId: document.id } };
 }
 
 function record(fileName: string, path: string, minute: number): DocumentRecord {
@@ -99,6 +103,30 @@ describe('SqliteDocuments.create', () => {
     expect(rejected).toHaveLength(1);
     expect((rejected[0]!.reason as Error).name).toBe('DuplicateError');
     expect((await store.documents.search(query({ pathKey: '/batch', limit: 100 }))).total).toBe(20);
+    await store.close();
+  });
+
+  it('records an event for each stored create and none for the refused duplicate', async () => {
+    const store = storeWithPatient();
+    const first = record('scan.stl', '/a', 1);
+    const again = record('SCAN.stl', '/A', 2);
+    const other = record('other.stl', '/a', 3);
+    const outcomes = await Promise.allSettled([first, again, other].map((document) => store.documents.create(document, [eventFor(document)])));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const events = await store.outbox.after(0, 10);
+    expect(events.map((event) => event.data.documentId)).toEqual([first.id, other.id]);
+    await store.close();
+  });
+
+  it('keeps a create that fails for another reason (an unknown patient) from failing the others in its batch', async () => {
+    const store = storeWithPatient();
+    const good = [record('a.stl', '/x', 1), record('b.stl', '/x', 2)];
+    const orphan = { ...record('c.stl', '/x', 3), patientId: randomUUID() };
+    const outcomes = await Promise.allSettled([good[0]!, orphan, good[1]!].map((document) => store.documents.create(document, [eventFor(document)])));
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(((outcomes[1] as PromiseRejectedResult).reason as { code?: string }).code).toBe('SQLITE_CONSTRAINT_FOREIGNKEY');
+    expect((await store.documents.search(query({ pathKey: '/x', limit: 10 }))).rows.map((row) => row.fileName).sort()).toEqual(['a.stl', 'b.stl']);
+    expect((await store.outbox.after(0, 10)).map((event) => event.data.documentId)).toEqual([good[0]!.id, good[1]!.id]);
     await store.close();
   });
 });

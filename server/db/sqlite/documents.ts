@@ -3,6 +3,7 @@ import { foldKey } from '../../../shared/names.js';
 import type { SortField } from '../../../shared/schemas.js';
 import { DuplicateError, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page } from '../types.js';
 import type { SqliteDatabase } from './database.js';
+import type { SqliteOutbox } from './outbox.js';
 import type { Statement } from 'better-sqlite3';
 
 const LARGE_RESULT = 2000;
@@ -13,7 +14,6 @@ interface PendingCreate {
   resolve: () => void;
   reject: (error: unknown) => void;
 }
-import type { SqliteOutbox } from './outbox.js';
 
 const SORT_COLUMNS: Record<SortField, string> = {
   lastModifiedAt: 'last_modified_at',
@@ -110,17 +110,22 @@ export class SqliteDocuments implements DocumentRepository {
       `INSERT INTO documents (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at,
          last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by)
        VALUES (@id, @patientId, @organizationId, @fileName, @nameKey, @fileType, @path, @pathKey, @createdAt,
-         @lastModifiedAt, @hasContent, @fileSize, @sha256, @version, @contentKey, @contentType, @thumbnailKey, @createdBy)`,
+         @lastModifiedAt, @hasContent, @fileSize, @sha256, @version, @contentKey, @contentType, @thumbnailKey, @createdBy)
+       ON CONFLICT DO NOTHING`,
     );
     this.selectOne = db.prepare(`SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = ? AND patient_id = ? AND deleted_at IS NULL`).raw();
     this.selectChangeCounter = db.prepare('SELECT version FROM patient_document_versions WHERE patient_id = ?').pluck();
   }
 
   /**
-   * Group commit: creates that arrive in the same turn of the event loop share one transaction
-   * (each in its own savepoint, so one duplicate fails alone). A WAL commit writes every touched
-   * page, so under load this is most of the cost of a create; alone, a create still commits at once.
-   * The caller hears back only after the commit, as before.
+   * Group commit: creates that arrive in the same turn of the event loop share one transaction.
+   * A WAL commit writes every touched page, so under load this is most of the cost of a create;
+   * alone, a create still commits at once. The caller hears back only after the commit, as before.
+   *
+   * A duplicate name is not an error inside the batch: the insert does nothing (ON CONFLICT DO
+   * NOTHING) and that create alone is refused. Any other failure rolls the batch back, and its
+   * creates are then tried one transaction each, so the failure stays with the create that caused
+   * it. (A savepoint per create would do the same, but costs more than the insert itself.)
    */
   create(document: DocumentRecord, events: OutboxEvent[]): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -131,40 +136,44 @@ export class SqliteDocuments implements DocumentRepository {
 
   private pendingCreates: PendingCreate[] = [];
 
+  /** Inserts the batch in one transaction; per create, whether it was stored (false: a duplicate). */
+  private readonly insertBatch = (batch: PendingCreate[]): boolean[] =>
+    this.db
+      .transaction(() =>
+        batch.map(({ document, events }) => {
+          const { changes } = this.insert.run({
+            ...document,
+            nameKey: foldKey(document.fileName),
+            pathKey: foldKey(document.path),
+            hasContent: document.hasContent ? 1 : 0,
+          });
+          if (changes === 0) return false;
+          this.outbox.appendInTransaction(events);
+          return true;
+        }),
+      )
+      .immediate();
+
   private flushCreates(): void {
     const batch = this.pendingCreates;
     this.pendingCreates = [];
-    const failures = new Map<PendingCreate, unknown>();
-    const insertOne = this.db.transaction((item: PendingCreate) => {
-      this.insert.run({
-        ...item.document,
-        nameKey: foldKey(item.document.fileName),
-        pathKey: foldKey(item.document.path),
-        hasContent: item.document.hasContent ? 1 : 0,
-      });
-      this.outbox.appendInTransaction(item.events);
-    });
+    let stored: boolean[];
     try {
-      this.db
-        .transaction(() => {
-          for (const item of batch) {
-            try {
-              insertOne(item);
-            } catch (error) {
-              failures.set(item, error);
-            }
-          }
-        })
-        .immediate();
+      stored = this.insertBatch(batch);
     } catch (error) {
-      for (const item of batch) item.reject(error);
+      if (batch.length === 1) batch[0]!.reject(error);
+      else for (const item of batch) this.settle(item, () => this.insertBatch([item])[0]!);
       return;
     }
-    for (const item of batch) {
-      const error = failures.get(item);
-      if (error === undefined) item.resolve();
-      else if (isUniqueViolation(error)) item.reject(new DuplicateError(`a document named ${item.document.fileName} already exists in ${item.document.path}`));
-      else item.reject(error);
+    batch.forEach((item, index) => this.settle(item, () => stored[index]!));
+  }
+
+  private settle(item: PendingCreate, outcome: () => boolean): void {
+    try {
+      if (outcome()) item.resolve();
+      else item.reject(new DuplicateError(`a document named ${item.document.fileName} already exists in ${item.document.path}`));
+    } catch (error) {
+      item.reject(error);
     }
   }
 
@@ -237,8 +246,4 @@ export class SqliteDocuments implements DocumentRepository {
     }
     return statement;
   }
-}
-
-export function isUniqueViolation(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
