@@ -1,4 +1,6 @@
 /** Issue 2: token → create → search over real HTTP, every rule of SPEC §4.1/§4.3 and DESIGN §3. */
+import http from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { CLIENT, ORG, PATIENT, READ_ONLY_CLIENT, ADMIN_TOKEN, expectProblem, startTestServer, type TestServer } from './helpers/server.js';
@@ -222,6 +224,40 @@ describe('search (SPEC §4.3, DESIGN §3)', () => {
         expect(reverse).toEqual([...whole].reverse());
       }
     }
+  });
+
+  it('sends a page gzipped to a client that accepts gzip, and as it is to one that does not', async () => {
+    const token = await server.token();
+    const ask = (acceptEncoding: string) =>
+      new Promise<{ headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+        const request = http.request(`${server.url}${patientRoute('/documents/search')}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'organization-id': ORG, 'content-type': 'application/json', 'accept-encoding': acceptEncoding },
+        });
+        request.on('response', (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () => resolve({ headers: response.headers, body: Buffer.concat(chunks) }));
+        });
+        request.on('error', reject);
+        request.end(JSON.stringify({ sortBy: 'fileName' }));
+      });
+    const plain = await ask('identity');
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.headers.vary).toBe('Accept-Encoding');
+    const page = JSON.parse(plain.body.toString('utf8'));
+    expect(page.total).toBe(7);
+    for (const header of ['gzip, deflate, br', 'br;q=1, gzip;q=0.5']) {
+      const zipped = await ask(header);
+      expect(zipped.headers['content-encoding']).toBe('gzip');
+      expect(zipped.body.length).toBeLessThan(plain.body.length / 2);
+      expect(JSON.parse(gunzipSync(zipped.body).toString('utf8'))).toEqual(page);
+    }
+    for (const header of ['gzip;q=0, identity', 'br']) expect((await ask(header)).headers['content-encoding']).toBeUndefined();
+    // A page too small to gain from gzip is sent as it is.
+    const small = await server.api('POST', patientRoute('/documents/search'), { body: { fileName: 'no such file' }, headers: { 'accept-encoding': 'gzip' } });
+    expect(small.headers.get('content-encoding')).toBeNull();
+    expect(small.body.total).toBe(0);
   });
 
   it.each([

@@ -86,6 +86,11 @@ export interface PatientAccess {
   exists: boolean;
   access: boolean;
   consent: boolean;
+  /**
+   * The patient's document change counter (DocumentRepository.changeCounter) read with the same
+   * check: a search proves its cached page current without a read of its own.
+   */
+  documentChanges: number;
 }
 
 export interface DocumentQuery {

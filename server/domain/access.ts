@@ -1,6 +1,6 @@
 /** Authorization of SPEC §5.3–5.4: scope, organization membership, patient access and consent. */
 import type { Principal } from '../identity/tokens.js';
-import type { ClientRepository, PatientRepository } from '../db/types.js';
+import type { ClientRepository, PatientAccess, PatientRepository } from '../db/types.js';
 import { forbidden, notFound, unauthorized } from '../errors.js';
 
 const MEMBERSHIP_TTL_MS = 5000;
@@ -41,10 +41,11 @@ export class AccessGuard {
   }
 
   /** 404 for an unknown patient; 403 without organization access or without consent. */
-  async requirePatient(organizationId: string, patientId: string): Promise<void> {
+  async requirePatient(organizationId: string, patientId: string): Promise<PatientAccess> {
     const access = await this.patients.access(patientId.toLowerCase(), organizationId.toLowerCase());
     if (!access.exists) throw notFound(`patient ${patientId} does not exist`);
     if (!access.access) throw forbidden(`organization ${organizationId} has no access to patient ${patientId}`);
     if (!access.consent) throw forbidden(`patient ${patientId} has not given consent to organization ${organizationId}`);
+    return access;
   }
 }

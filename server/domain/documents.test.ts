@@ -15,21 +15,21 @@ function setup() {
   return { store, clock, service: new DocumentService(store, links) };
 }
 
-describe('DocumentService.searchJson (cached search pages)', () => {
+describe('DocumentService.searchPage (cached search pages)', () => {
   it('answers a repeated search with the same bytes, and from the latest state after every change', async () => {
     const { store, service } = setup();
     await service.create(PATIENT, { fileName: 'first.stl', path: '/case' }, actor);
-    const first = await service.searchJson(PATIENT, { path: '/case' });
-    expect(await service.searchJson(PATIENT, { path: '/case' })).toBe(first);
+    const first = (await service.searchPage(PATIENT, { path: '/case' })).body;
+    expect((await service.searchPage(PATIENT, { path: '/case' })).body).toBe(first);
 
     const created = await service.create(PATIENT, { fileName: 'second.pdf', path: '/case/reports' }, actor);
-    const afterCreate = JSON.parse((await service.searchJson(PATIENT, { path: '/case', sortBy: 'fileName', sortDirection: 'ASC' })).toString());
+    const afterCreate = JSON.parse((await service.searchPage(PATIENT, { path: '/case', sortBy: 'fileName', sortDirection: 'ASC' })).body.toString());
     expect(afterCreate.total).toBe(2);
-    expect(JSON.parse((await service.searchJson(PATIENT, { path: '/case' })).toString()).total).toBe(2);
+    expect(JSON.parse((await service.searchPage(PATIENT, { path: '/case' })).body.toString()).total).toBe(2);
 
     // Content arriving (a write the service did not make: another instance, the upload path) is seen too.
     store.db.prepare("UPDATE documents SET has_content = 1, version = 1, file_size = 5 WHERE id = ?").run(created.id);
-    const withContent = JSON.parse((await service.searchJson(PATIENT, { id: [created.id] })).toString());
+    const withContent = JSON.parse((await service.searchPage(PATIENT, { id: [created.id] })).body.toString());
     expect(withContent.documents[0]).toMatchObject({ hasContent: true, fileSize: 5, version: 1 });
     expect(withContent.documents[0].storageDownloadUri).toMatch(/\/content\?v=1&expires=\d+&sig=/);
     await store.close();
@@ -39,11 +39,11 @@ describe('DocumentService.searchJson (cached search pages)', () => {
     const { store, clock, service } = setup();
     const created = await service.create(PATIENT, { fileName: 'scan.stl', path: '/' }, actor);
     store.db.prepare('UPDATE documents SET has_content = 1, version = 1 WHERE id = ?').run(created.id);
-    const before = JSON.parse((await service.searchJson(PATIENT, {})).toString()).documents[0].storageDownloadUri as string;
+    const before = JSON.parse((await service.searchPage(PATIENT, {})).body.toString()).documents[0].storageDownloadUri as string;
     clock.now += 20_000;
-    expect(JSON.parse((await service.searchJson(PATIENT, {})).toString()).documents[0].storageDownloadUri).toBe(before);
+    expect(JSON.parse((await service.searchPage(PATIENT, {})).body.toString()).documents[0].storageDownloadUri).toBe(before);
     clock.now += 60_000;
-    const after = JSON.parse((await service.searchJson(PATIENT, {})).toString()).documents[0].storageDownloadUri as string;
+    const after = JSON.parse((await service.searchPage(PATIENT, {})).body.toString()).documents[0].storageDownloadUri as string;
     expect(after).not.toBe(before);
     expect(Number(new URL(after).searchParams.get('expires'))).toBe(Number(new URL(before).searchParams.get('expires')) + 60);
     await store.close();

@@ -1,4 +1,6 @@
 /** Document placeholders and search (SPEC §4.1, §4.3) with the rules of DESIGN §3. */
+import { promisify } from 'node:util';
+import { constants as zlibConstants, gzip } from 'node:zlib';
 import { timeOrderedUuid } from './ids.js';
 import { checkFileName, checkPath, fileTypeFromName, foldKey, ROOT_PATH } from '../../shared/names.js';
 import { SEARCH_DEFAULTS, type CreateDocumentBody, type CreateDocumentResponse, type DocumentDto, type SearchBody, type SearchResponse } from '../../shared/schemas.js';
@@ -13,13 +15,31 @@ export interface Actor {
   operationId: string;
 }
 
-/** Bytes of serialized search pages kept: about 300 pages of 50 documents (~28 KB each). */
+/** Bytes of search-page JSON kept: about 300 pages of 50 documents (~28 KB each); a page's gzip copy (~5 KB) comes on top. */
 const PAGE_CACHE_BYTES = 8 * 1024 * 1024;
+/** Smaller pages (an empty result, a few documents) are sent as they are: gzip would hardly shrink them. */
+const GZIP_FROM_BYTES = 1024;
+const gzipAsync = promisify(gzip);
 
 interface CachedPage {
   changeCounter: number;
   linkExpiry: number;
   json: Buffer;
+  /** Compressed on first demand, off the event loop (zlib's thread pool), then kept with the page. */
+  gzip?: Promise<Buffer>;
+}
+
+export interface SearchOptions {
+  /** Whether the client takes a gzipped body (its Accept-Encoding). */
+  acceptsGzip?: boolean;
+  /** The patient's change counter, if the caller read it with its access check; read here if not. */
+  documentChanges?: number;
+}
+
+/** A search page as sent: the JSON of SPEC §4.3, gzipped when the client accepts it and it pays. */
+export interface EncodedPage {
+  body: Buffer;
+  gzip: boolean;
 }
 
 export class DocumentService {
@@ -104,8 +124,19 @@ export class DocumentService {
     return { id: document.id, storageUrl: this.links.storageUrl(document.id), path: document.path, fileName: document.fileName, fileType: document.fileType };
   }
 
-  /** The SearchResponse of SPEC §4.3 serialized as JSON: what the route sends. */
-  async searchJson(patientId: string, body: SearchBody): Promise<Buffer> {
+  /**
+   * The SearchResponse of SPEC §4.3 as the route sends it. A page of fifty is ~28 KB of JSON and
+   * ~5 KB gzipped; clients that accept gzip (got, browsers, fetch) get the smaller one, which is
+   * most of what a repeated page costs to send, and what a clinic's tunnel or VPN carries.
+   */
+  async searchPage(patientId: string, body: SearchBody, options: SearchOptions = {}): Promise<EncodedPage> {
+    const page = await this.page(patientId, body, options.documentChanges ?? (await this.store.documents.changeCounter(patientId)));
+    if (!options.acceptsGzip || page.json.length < GZIP_FROM_BYTES) return { body: page.json, gzip: false };
+    page.gzip ??= gzipAsync(page.json, { level: zlibConstants.Z_BEST_SPEED });
+    return { body: await page.gzip, gzip: true };
+  }
+
+  private async page(patientId: string, body: SearchBody, changeCounter: number): Promise<CachedPage> {
     const offset = body.offset ?? SEARCH_DEFAULTS.offset;
     const limit = body.limit ?? SEARCH_DEFAULTS.limit;
     let pathKey: string | undefined;
@@ -127,21 +158,20 @@ export class DocumentService {
       limit,
     };
     const key = JSON.stringify([query.patientId, query.ids, query.pathKey, query.hasContent, query.nameContains, query.fileType, query.sortBy, query.sortDirection, offset, limit]);
-    const changeCounter = await this.store.documents.changeCounter(patientId);
     const linkExpiry = this.links.currentExpiry();
     const cached = this.pages.get(key);
     if (cached) {
       this.forget(key, cached);
       if (cached.changeCounter === changeCounter && cached.linkExpiry === linkExpiry) {
         this.remember(key, cached);
-        return cached.json;
+        return cached;
       }
     }
     const page = await this.store.documents.search(query);
     const response: SearchResponse = { documents: page.rows.map((row) => this.toDto(row)), offset, limit, total: page.total };
-    const json = Buffer.from(JSON.stringify(response), 'utf8');
-    if (json.length <= PAGE_CACHE_BYTES / 16) this.remember(key, { changeCounter, linkExpiry, json });
-    return json;
+    const fresh: CachedPage = { changeCounter, linkExpiry, json: Buffer.from(JSON.stringify(response), 'utf8') };
+    if (fresh.json.length <= PAGE_CACHE_BYTES / 16) this.remember(key, fresh);
+    return fresh;
   }
 
   private remember(key: string, page: CachedPage): void {

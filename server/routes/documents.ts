@@ -1,6 +1,7 @@
 /** SPEC §4.1 create, §4.3 search, and DESIGN's GET of one document. */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { negotiate } from '@fastify/accept-negotiator';
 import { Type } from 'typebox';
 import {
   CreateDocumentBody,
@@ -16,7 +17,7 @@ import {
 } from '../../shared/schemas.js';
 import type { AccessGuard } from '../domain/access.js';
 import type { ContentService } from '../domain/content.js';
-import type { DocumentService } from '../domain/documents.js';
+import type { DocumentService, EncodedPage } from '../domain/documents.js';
 import { notFound } from '../errors.js';
 import { principalOf } from '../plugins/auth.js';
 
@@ -35,13 +36,21 @@ export async function authorizePatient(request: FastifyRequest, access: AccessGu
   const organizationId = String(request.headers['organization-id']).toLowerCase();
   await access.requireOrganization(principal, organizationId);
   const patient = patientId.toLowerCase();
-  await access.requirePatient(organizationId, patient);
-  return { principal, organizationId, patientId: patient };
+  const { documentChanges } = await access.requirePatient(organizationId, patient);
+  return { principal, organizationId, patientId: patient, documentChanges };
 }
 
-/** Sends JSON the service already serialized (the route's schema still documents its shape). */
-function sendSerialized(reply: FastifyReply, json: Buffer): FastifyReply {
-  return reply.type('application/json; charset=utf-8').send(json);
+/** Sends a page the service already serialized (the route's schema still documents its shape). */
+function sendPage(reply: FastifyReply, page: EncodedPage): FastifyReply {
+  reply.type('application/json; charset=utf-8').header('Vary', 'Accept-Encoding');
+  if (page.gzip) reply.header('Content-Encoding', 'gzip');
+  return reply.send(page.body);
+}
+
+/** Whether the request's Accept-Encoding takes gzip (over identity; q-values honoured). */
+export function acceptsGzip(request: FastifyRequest): boolean {
+  const header = request.headers['accept-encoding'];
+  return typeof header === 'string' && negotiate(header, ['gzip', 'identity']) === 'gzip';
 }
 
 export async function documentRoutes(appBase: FastifyInstance, options: DocumentRouteOptions): Promise<void> {
@@ -82,9 +91,9 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
       },
     },
     async (request, reply) => {
-      const { patientId } = await authorizePatient(request, access, 'Patient.File.Read', request.params.patientId);
+      const { patientId, documentChanges } = await authorizePatient(request, access, 'Patient.File.Read', request.params.patientId);
       // Already serialized (and often cached) by the service: sent as is, past the response serializer.
-      return sendSerialized(reply, await documents.searchJson(patientId, request.body));
+      return sendPage(reply, await documents.searchPage(patientId, request.body, { acceptsGzip: acceptsGzip(request), documentChanges }));
     },
   );
 

@@ -59,12 +59,16 @@ export class SqlitePatients implements PatientRepository {
     private readonly db: SqliteDatabase,
     private readonly outbox: SqliteOutbox,
   ) {
-    this.selectAccess = db.prepare(
-      `SELECT
-         EXISTS (SELECT 1 FROM patients WHERE id = @patientId) AS existsFlag,
-         EXISTS (SELECT 1 FROM patient_organizations WHERE patient_id = @patientId AND organization_id = @organizationId) AS accessFlag,
-         EXISTS (SELECT 1 FROM patient_consents WHERE patient_id = @patientId AND organization_id = @organizationId) AS consentFlag`,
-    );
+    // Every request for a patient asks this: one statement, positional parameters, read as an array.
+    this.selectAccess = db
+      .prepare(
+        `SELECT
+           EXISTS (SELECT 1 FROM patients WHERE id = ?),
+           EXISTS (SELECT 1 FROM patient_organizations WHERE patient_id = ? AND organization_id = ?),
+           EXISTS (SELECT 1 FROM patient_consents WHERE patient_id = ? AND organization_id = ?),
+           (SELECT version FROM patient_document_versions WHERE patient_id = ?)`,
+      )
+      .raw();
     this.selectOrganizations = db.prepare('SELECT organization_id FROM patient_organizations WHERE patient_id = ? ORDER BY organization_id').pluck();
     this.selectConsents = db.prepare('SELECT organization_id FROM patient_consents WHERE patient_id = ? ORDER BY organization_id').pluck();
   }
@@ -114,8 +118,8 @@ export class SqlitePatients implements PatientRepository {
   }
 
   async access(patientId: string, organizationId: string): Promise<PatientAccess> {
-    const row = this.selectAccess.get({ patientId, organizationId }) as { existsFlag: number; accessFlag: number; consentFlag: number };
-    return { exists: row.existsFlag === 1, access: row.accessFlag === 1, consent: row.consentFlag === 1 };
+    const [exists, access, consent, documentChanges] = this.selectAccess.get(patientId, patientId, organizationId, patientId, organizationId, patientId) as [number, number, number, number | null];
+    return { exists: exists === 1, access: access === 1, consent: consent === 1, documentChanges: documentChanges ?? 0 };
   }
 
   async listVisible(organizationId: string, nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
