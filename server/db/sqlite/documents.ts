@@ -115,6 +115,7 @@ export class SqliteDocuments implements DocumentRepository {
     );
     this.selectOne = db.prepare(`SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = ? AND patient_id = ? AND deleted_at IS NULL`).raw();
     this.selectChangeCounter = db.prepare('SELECT version FROM patient_document_versions WHERE patient_id = ?').pluck();
+    this.searchInSnapshot = db.transaction((query: DocumentQuery) => this.searchNow(query));
   }
 
   /**
@@ -187,6 +188,16 @@ export class SqliteDocuments implements DocumentRepository {
   }
 
   async search(query: DocumentQuery): Promise<Page<DocumentRecord>> {
+    return this.searchInSnapshot(query);
+  }
+
+  /**
+   * The count and the page in one read transaction: the total matches the rows even when another
+   * process (the admin CLI, another instance) commits in between, and the WAL read lock is taken once.
+   */
+  private readonly searchInSnapshot: (query: DocumentQuery) => Page<DocumentRecord>;
+
+  private searchNow(query: DocumentQuery): Page<DocumentRecord> {
     const { where, params } = buildFilter(query);
     const byIds = query.ids !== undefined && query.ids.length > 0;
     // The count comes first: it is needed anyway, and its size tells which way pages faster.
