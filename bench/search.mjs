@@ -92,7 +92,7 @@ async function load(name, options) {
   const result = await autocannon({ connections: 10, pipelining: 1, duration: DURATION, ...options });
   const serverCpu = cpuSeconds(serverPid) - cpuBefore;
   const failures = result.non2xx + result.errors + result.timeouts;
-  return { name, requestsPerSecond: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures, bytesPerResponse: result.throughput.total / result.requests.total, cpuPerRequest: (serverCpu / result.requests.total) * 1e6, serverCpuShare: serverCpu / DURATION };
+  return { name, requestsPerSecond: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, failures, bytesPerResponse: result.throughput.total / result.requests.total, cpuPerRequest: (serverCpu / result.requests.total) * 1e6, serverCpuShare: serverCpu / DURATION, rss: rssMegabytes(serverPid) };
 }
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bench-'));
@@ -160,10 +160,10 @@ try {
   const rss = rssMegabytes(child.pid);
   const baseline = runs[0].requestsPerSecond;
   console.log('');
-  console.log('| run | req/s | p50 ms | p99 ms | vs no-op | server CPU µs/req | server CPU busy | bytes/response | errors |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| run | req/s | p50 ms | p99 ms | vs no-op | server CPU µs/req | server CPU busy | bytes/response | RSS after, MB | errors |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const run of runs.filter(Boolean)) {
-    console.log(`| ${run.name} | ${run.requestsPerSecond.toFixed(0)} | ${run.p50} | ${run.p99} | ${((run.requestsPerSecond / baseline) * 100).toFixed(0)}% | ${run.cpuPerRequest.toFixed(0)} | ${(run.serverCpuShare * 100).toFixed(0)}% | ${run.bytesPerResponse.toFixed(0)} | ${run.failures} |`);
+    console.log(`| ${run.name} | ${run.requestsPerSecond.toFixed(0)} | ${run.p50} | ${run.p99} | ${((run.requestsPerSecond / baseline) * 100).toFixed(0)}% | ${run.cpuPerRequest.toFixed(0)} | ${(run.serverCpuShare * 100).toFixed(0)}% | ${run.bytesPerResponse.toFixed(0)} | ${run.rss.toFixed(0)} | ${run.failures} |`);
   }
   console.log(`\nserver RSS after the runs with ${total.toLocaleString('en')} documents: ${rss.toFixed(0)} MB`);
   if (!process.env.BENCH_ONLY) console.log(`targets: path-filtered search >= 40% of no-op (repeated ${((runs[1].requestsPerSecond / baseline) * 100).toFixed(0)}%, rotating ${((runs[3].requestsPerSecond / baseline) * 100).toFixed(0)}%), create >= 25% (${((runs[6].requestsPerSecond / baseline) * 100).toFixed(0)}%), RSS < 300 MB (${rss.toFixed(0)} MB)`);
