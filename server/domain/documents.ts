@@ -25,7 +25,8 @@ interface CachedPage {
   changeCounter: number;
   linkExpiry: number;
   json: Buffer;
-  /** Compressed on first demand, off the event loop (zlib's thread pool), then kept with the page. */
+  sends: number;
+  /** Compressed when first sent again, off the event loop (zlib's thread pool), then kept with the page. */
   gzip?: Promise<Buffer>;
 }
 
@@ -126,12 +127,15 @@ export class DocumentService {
 
   /**
    * The SearchResponse of SPEC §4.3 as the route sends it. A page of fifty is ~28 KB of JSON and
-   * ~5 KB gzipped; clients that accept gzip (got, browsers, fetch) get the smaller one, which is
-   * most of what a repeated page costs to send, and what a clinic's tunnel or VPN carries.
+   * ~5 KB gzipped. A page is gzipped once it is asked for again (a folder left open, several
+   * workstations on one patient), and then sent gzipped to every client that accepts it (got,
+   * browsers, fetch). A page asked for once is sent as it is: compressing it would cost more CPU
+   * than sending 28 KB on a clinic's network.
    */
   async searchPage(patientId: string, body: SearchBody, options: SearchOptions = {}): Promise<EncodedPage> {
     const page = await this.page(patientId, body, options.documentChanges ?? (await this.store.documents.changeCounter(patientId)));
-    if (!options.acceptsGzip || page.json.length < GZIP_FROM_BYTES) return { body: page.json, gzip: false };
+    page.sends += 1;
+    if (!options.acceptsGzip || page.json.length < GZIP_FROM_BYTES || (page.sends === 1 && page.gzip === undefined)) return { body: page.json, gzip: false };
     page.gzip ??= gzipAsync(page.json, { level: zlibConstants.Z_BEST_SPEED });
     return { body: await page.gzip, gzip: true };
   }
@@ -169,7 +173,7 @@ export class DocumentService {
     }
     const page = await this.store.documents.search(query);
     const response: SearchResponse = { documents: page.rows.map((row) => this.toDto(row)), offset, limit, total: page.total };
-    const fresh: CachedPage = { changeCounter, linkExpiry, json: Buffer.from(JSON.stringify(response), 'utf8') };
+    const fresh: CachedPage = { changeCounter, linkExpiry, json: Buffer.from(JSON.stringify(response), 'utf8'), sends: 0 };
     if (fresh.json.length <= PAGE_CACHE_BYTES / 16) this.remember(key, fresh);
     return fresh;
   }
