@@ -1,3 +1,4 @@
+import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { SqliteStore } from '../db/sqlite/store.js';
 import { DocumentService } from './documents.js';
@@ -32,6 +33,26 @@ describe('DocumentService.searchPage (cached search pages)', () => {
     const withContent = JSON.parse((await service.searchPage(PATIENT, { id: [created.id] })).body.toString());
     expect(withContent.documents[0]).toMatchObject({ hasContent: true, fileSize: 5, version: 1 });
     expect(withContent.documents[0].storageDownloadUri).toMatch(/\/content\?v=1&expires=\d+&sig=/);
+    await store.close();
+  });
+
+  it('gzips a page from its second send on, and never sends a gzipped copy of an older state', async () => {
+    const { store, service } = setup();
+    for (let index = 0; index < 20; index += 1) await service.create(PATIENT, { fileName: `scan-${index}.stl`, path: '/case' }, actor);
+    const first = await service.searchPage(PATIENT, { path: '/case' }, { acceptsGzip: true });
+    expect(first.gzip).toBe(false);
+    const second = await service.searchPage(PATIENT, { path: '/case' }, { acceptsGzip: true });
+    expect(second.gzip).toBe(true);
+    expect(gunzipSync(second.body).equals(first.body)).toBe(true);
+    expect((await service.searchPage(PATIENT, { path: '/case' })).gzip).toBe(false);
+
+    await service.create(PATIENT, { fileName: 'late.stl', path: '/case' }, actor);
+    const changed = await service.searchPage(PATIENT, { path: '/case' }, { acceptsGzip: true });
+    expect(changed.gzip).toBe(false);
+    expect(JSON.parse(changed.body.toString()).total).toBe(21);
+    const again = await service.searchPage(PATIENT, { path: '/case' }, { acceptsGzip: true });
+    expect(again.gzip).toBe(true);
+    expect(JSON.parse(gunzipSync(again.body).toString()).total).toBe(21);
     await store.close();
   });
 

@@ -137,7 +137,13 @@ export class DocumentService {
     page.sends += 1;
     if (!options.acceptsGzip || page.json.length < GZIP_FROM_BYTES || (page.sends === 1 && page.gzip === undefined)) return { body: page.json, gzip: false };
     page.gzip ??= gzipAsync(page.json, { level: zlibConstants.Z_BEST_SPEED });
-    return { body: await page.gzip, gzip: true };
+    try {
+      return { body: await page.gzip, gzip: true };
+    } catch {
+      // zlib failed (out of memory, say): this answer goes out as it is, and a later one tries again.
+      page.gzip = undefined;
+      return { body: page.json, gzip: false };
+    }
   }
 
   private async page(patientId: string, body: SearchBody, changeCounter: number): Promise<CachedPage> {
