@@ -17,9 +17,9 @@ import { CallbackRefused, parseCallback, type CallbackGuard, type ResolvedAddres
 export interface DispatcherOptions {
   retryDelaysMs: number[];
   timeoutMs: number;
-  /** Attempts in flight overall. */
+  /** Requests in flight overall. */
   maxConcurrency: number;
-  /** Attempts in flight per callback origin, so one slow receiver cannot take every slot. */
+  /** Requests in flight per callback origin, so one slow receiver cannot take every slot (see HANDED_AHEAD). */
   maxPerCallback: number;
   pollIntervalMs: number;
   batchSize: number;
@@ -47,6 +47,14 @@ const GROUP_COMMIT_MAX = 256;
 const GROUP_COMMIT_MS = 20;
 /** Messages claimed ahead per callback, as a multiple of its concurrency limit (refilled once it has run low). */
 const CLAIM_AHEAD = 4;
+/**
+ * Messages handed to the sender per callback, as a multiple of its concurrency limit. The sender
+ * still runs at most maxPerCallback requests per callback at once; the others wait in its
+ * connection pool, so a connection that frees takes the next message at once instead of after a
+ * round trip through this loop (and, with the sending thread, two thread hops). Waiting there does
+ * not count against an attempt's timeout, and does not count against maxConcurrency.
+ */
+const HANDED_AHEAD = 2;
 /** How often a cursor advanced by events that made no message is written (see saveCursor). */
 const CURSOR_SAVE_MS = 1000;
 
@@ -334,7 +342,7 @@ export class WebhookDispatcher {
       const origin = known?.origin ?? '';
       const held = (this.perCallback.get(origin) ?? 0) + (this.ready.get(origin)?.length ?? 0) + (reserved.get(origin) ?? 0);
       // Refill an origin's queue only once it has run low, so claims come in batches.
-      if (known && held > this.options.maxPerCallback) continue;
+      if (known && held > this.options.maxPerCallback * HANDED_AHEAD) continue;
       const limit = known ? Math.min(this.options.maxPerCallback * CLAIM_AHEAD - held, budget, entry.due) : entry.due;
       if (limit <= 0) continue;
       reserved.set(origin, (reserved.get(origin) ?? 0) + limit);
@@ -368,14 +376,29 @@ export class WebhookDispatcher {
   }
 
   private launchReady(): void {
+    const handedLimit = this.options.maxPerCallback * HANDED_AHEAD;
+    let sending = this.sending();
     for (const [origin, queue] of this.ready) {
-      while (queue.length > 0 && (this.perCallback.get(origin) ?? 0) < this.options.maxPerCallback && this.inFlight.size < this.options.maxConcurrency) {
+      for (;;) {
+        const handed = this.perCallback.get(origin) ?? 0;
+        if (queue.length === 0 || handed >= handedLimit) break;
+        // One more request that can run at once, or one that waits for this callback's connections.
+        const runs = handed < this.options.maxPerCallback;
+        if (runs && sending >= this.options.maxConcurrency) break;
         const next = queue.shift()!;
         this.readyCount -= 1;
         this.launch(next.message, next.subscription, origin);
+        if (runs) sending += 1;
       }
       if (queue.length === 0) this.ready.delete(origin);
     }
+  }
+
+  /** Requests the sender can be running at once: per callback, at most its concurrency limit. */
+  private sending(): number {
+    let total = 0;
+    for (const handed of this.perCallback.values()) total += Math.min(handed, this.options.maxPerCallback);
+    return total;
   }
 
   private async subscriptionFor(subscriptionId: string): Promise<{ subscription: WebhookSubscriptionRecord; origin: string } | undefined> {

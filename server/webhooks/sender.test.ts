@@ -25,6 +25,7 @@ beforeAll(async () => {
     request.on('end', () => {
       seen.push({ host: request.headers.host, body: Buffer.concat(chunks).toString('utf8'), signature: request.headers.signature as string | undefined });
       if (request.url === '/hang') return;
+      if (request.url === '/slow') return void setTimeout(() => response.writeHead(200).end('ok'), 400);
       if (request.url === '/big') return void response.writeHead(200).end(Buffer.alloc(256 * 1024));
       if (request.url === '/redirect') return void response.writeHead(302, { location: '/ok' }).end();
       response.writeHead(request.url === '/gone' ? 410 : 200).end('ok');
@@ -111,6 +112,35 @@ describe.each(senders)('%s', (_name, make) => {
       expect(big.statusCode).toBe(200);
       const after = await sender.send({ url: new URL(`https://hooks.example.test:${port}/ok`), address: pinned, body: '{}', headers: {}, timeoutMs: 2000 });
       expect(after).toMatchObject({ statusCode: 200, error: null });
+    } finally {
+      await sender.close();
+    }
+  });
+});
+
+describe.each(senders)('%s, with every connection of the callback busy', (_name, make) => {
+  const send = (sender: { send: Sender }, route: string, timeoutMs: number) => sender.send({ url: new URL(`https://hooks.example.test:${port}${route}`), address: pinned, body: '{}', headers: {}, timeoutMs });
+
+  it('counts the timeout and the latency from when a connection takes the request, not while it waits for one', async () => {
+    const sender = make();
+    try {
+      // Both connections (maxSocketsPerHost: 2) answer after 400 ms; the third request waits for one.
+      const [first, second, waited] = await Promise.all([send(sender, '/slow', 2000), send(sender, '/slow', 2000), send(sender, '/ok', 300)]);
+      expect([first.statusCode, second.statusCode]).toEqual([200, 200]);
+      expect(waited).toMatchObject({ statusCode: 200, error: null });
+      expect(waited.latencyMs).toBeLessThan(300);
+    } finally {
+      await sender.close();
+    }
+  });
+
+  it('gives up on a request that finds no free connection within twice its timeout', async () => {
+    const sender = make();
+    try {
+      const hanging = [send(sender, '/hang', 1500), send(sender, '/hang', 1500)];
+      const waited = await send(sender, '/ok', 200);
+      expect(waited).toMatchObject({ statusCode: null, error: 'no connection to the callback was free within 400 ms' });
+      expect(await Promise.all(hanging)).toEqual([expect.objectContaining({ error: 'no response within 1500 ms' }), expect.objectContaining({ error: 'no response within 1500 ms' })]);
     } finally {
       await sender.close();
     }

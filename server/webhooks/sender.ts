@@ -82,9 +82,15 @@ export class HttpsSender {
     }
   }
 
+  /**
+   * A request may first wait in its callback's pool for a free connection (the dispatcher hands a
+   * few ahead). The timeout and the latency count from when a connection takes it; the wait itself
+   * is bounded by twice the timeout, since every request ahead of it ends within one.
+   */
   send: Sender = (request) =>
     new Promise<SendResult>((resolve) => {
-      const started = performance.now();
+      const handedAt = performance.now();
+      let sentAt: number | undefined;
       let settled = false;
       let statusCode: number | null = null;
       let abort: ((reason?: Error) => void) | undefined;
@@ -92,12 +98,13 @@ export class HttpsSender {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        resolve({ statusCode: status, latencyMs: Math.round(performance.now() - started), error });
+        resolve({ statusCode: status, latencyMs: Math.round(performance.now() - (sentAt ?? handedAt)), error });
       };
-      const timer = setTimeout(() => {
-        finish(null, `no response within ${request.timeoutMs} ms`);
+      const expire = (reason: string): void => {
+        finish(null, reason);
         abort?.(new Error('webhook timeout'));
-      }, request.timeoutMs);
+      };
+      let timer = setTimeout(() => expire(`no connection to the callback was free within ${2 * request.timeoutMs} ms`), 2 * request.timeoutMs);
       const headers: string[] = ['host', request.url.host];
       for (const name in request.headers) headers.push(name, request.headers[name]!);
       if (request.signing) {
@@ -116,7 +123,14 @@ export class HttpsSender {
       const handler: Dispatcher.DispatchHandlers = {
         onConnect: (abortRequest) => {
           abort = abortRequest;
-          if (settled) abortRequest(new Error('webhook timeout'));
+          if (settled) {
+            abortRequest(new Error('webhook timeout'));
+            return;
+          }
+          if (sentAt !== undefined) return;
+          sentAt = performance.now();
+          clearTimeout(timer);
+          timer = setTimeout(() => expire(`no response within ${request.timeoutMs} ms`), request.timeoutMs);
         },
         onHeaders: (status) => {
           statusCode = status;
