@@ -135,7 +135,7 @@ export class DocumentService {
   async searchPage(patientId: string, body: SearchBody, options: SearchOptions = {}): Promise<EncodedPage> {
     const page = await this.page(patientId, body, options.documentChanges ?? (await this.store.documents.changeCounter(patientId)));
     page.sends += 1;
-    if (!options.acceptsGzip || page.json.length < GZIP_FROM_BYTES || (page.sends === 1 && page.gzip === undefined)) return { body: page.json, gzip: false };
+    if (!options.acceptsGzip || page.json.length < GZIP_FROM_BYTES || page.sends === 1) return { body: page.json, gzip: false };
     page.gzip ??= gzipAsync(page.json, { level: zlibConstants.Z_BEST_SPEED });
     try {
       return { body: await page.gzip, gzip: true };

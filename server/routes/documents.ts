@@ -48,7 +48,7 @@ function sendPage(reply: FastifyReply, page: EncodedPage): FastifyReply {
 }
 
 /** Whether the request's Accept-Encoding takes gzip (over identity; q-values honoured). */
-export function acceptsGzip(request: FastifyRequest): boolean {
+function acceptsGzip(request: FastifyRequest): boolean {
   const header = request.headers['accept-encoding'];
   return typeof header === 'string' && negotiate(header, ['gzip', 'identity']) === 'gzip';
 }

@@ -116,6 +116,8 @@ export class SqliteDocuments implements DocumentRepository {
     this.selectOne = db.prepare(`SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = ? AND patient_id = ? AND deleted_at IS NULL`).raw();
     this.selectChangeCounter = db.prepare('SELECT version FROM patient_document_versions WHERE patient_id = ?').pluck();
     this.searchInSnapshot = db.transaction((query: DocumentQuery) => this.searchNow(query));
+    const insertInTransaction = db.transaction((batch: PendingCreate[]) => this.insertEach(batch));
+    this.insertBatch = (batch) => insertInTransaction.immediate(batch);
   }
 
   /**
@@ -138,22 +140,21 @@ export class SqliteDocuments implements DocumentRepository {
   private pendingCreates: PendingCreate[] = [];
 
   /** Inserts the batch in one transaction; per create, whether it was stored (false: a duplicate). */
-  private readonly insertBatch = (batch: PendingCreate[]): boolean[] =>
-    this.db
-      .transaction(() =>
-        batch.map(({ document, events }) => {
-          const { changes } = this.insert.run({
-            ...document,
-            nameKey: foldKey(document.fileName),
-            pathKey: foldKey(document.path),
-            hasContent: document.hasContent ? 1 : 0,
-          });
-          if (changes === 0) return false;
-          this.outbox.appendInTransaction(events);
-          return true;
-        }),
-      )
-      .immediate();
+  private readonly insertBatch: (batch: PendingCreate[]) => boolean[];
+
+  private insertEach(batch: PendingCreate[]): boolean[] {
+    return batch.map(({ document, events }) => {
+      const { changes } = this.insert.run({
+        ...document,
+        nameKey: foldKey(document.fileName),
+        pathKey: foldKey(document.path),
+        hasContent: document.hasContent ? 1 : 0,
+      });
+      if (changes === 0) return false;
+      this.outbox.appendInTransaction(events);
+      return true;
+    });
+  }
 
   private flushCreates(): void {
     const batch = this.pendingCreates;
