@@ -43,6 +43,8 @@ describe('webhook signatures', () => {
     const id = messageIdFor('event-1', 'subscription-1');
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(messageIdFor('event-1', 'subscription-1')).toBe(id);
+    // The name-based UUID of RFC 9562 §5.5 over this name: the same value in every release.
+    expect(id).toBe('f041305b-6186-59f8-840d-935406e962cf');
     expect(messageIdFor('event-1', 'subscription-2')).not.toBe(id);
   });
 

@@ -2,17 +2,16 @@
  * Message identity, body and signatures (SPEC §6.2–6.3, DESIGN §3 "Webhooks"), plus the
  * Standard Webhooks headers (https://www.standardwebhooks.com/) so receivers can reject replays.
  */
-import { createHash, createHmac } from 'node:crypto';
+import { createHmac, hash } from 'node:crypto';
 import { WEBHOOK_SOURCE } from '../../shared/events.js';
 import type { StoredEvent } from '../db/types.js';
 
 /** The messageId of an (event, subscription) pair: a name-based UUID (v5 layout), the same on every fan-out and retry. */
 export function messageIdFor(eventId: string, subscriptionId: string): string {
-  const hash = createHash('sha1').update(`patient-docs/webhook-message/${eventId}/${subscriptionId}`).digest();
-  hash[6] = ((hash[6] ?? 0) & 0x0f) | 0x50;
-  hash[8] = ((hash[8] ?? 0) & 0x3f) | 0x80;
-  const hex = hash.subarray(0, 16).toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+  // One-shot hash (fan-out computes one per message): the first 128 bits, version nibble 5, variant 10.
+  const hex = hash('sha1', `patient-docs/webhook-message/${eventId}/${subscriptionId}`, 'hex');
+  const variant = ((Number.parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
 /**
