@@ -309,7 +309,8 @@ export interface WebhookRepository {
   /** Just the status (undefined once deleted): the check made before every attempt. */
   subscriptionStatus(id: string): Promise<WebhookSubscriptionRecord['status'] | undefined>;
   listSubscriptions(organizationId: string): Promise<WebhookSubscriptionRecord[]>;
-  activeSubscriptions(): Promise<WebhookSubscriptionRecord[]>;
+  /** Active, not deleted; may be a shared snapshot, so callers never modify it. */
+  activeSubscriptions(): Promise<readonly WebhookSubscriptionRecord[]>;
   /** Removes the subscription from listings and cancels its pending messages; the log stays. */
   deleteSubscription(id: string, at: string): Promise<boolean>;
   /** Outbox sequence up to which events have been fanned out. */

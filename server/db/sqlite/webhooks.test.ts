@@ -45,3 +45,43 @@ describe('004-webhook-messages-lean', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 });
+
+describe('active subscriptions', () => {
+  const subscription = (id: string) => ({
+    id, organizationId: 'o', clientId: 'c', events: ['patient.all'], callback: `https://example.test/${id}`,
+    sealedSecret: 'sealed', status: 'active' as const, disabledReason: null, createdAt: `2026-11-21T09:00:0${id.length}.000Z`,
+  });
+  const ids = async (store: SqliteStore) => (await store.webhooks.activeSubscriptions()).map((active) => active.id);
+
+  it('see every change: this connection’s subscribe, delete and 410-disable, and another connection’s commits', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-subscriptions-'));
+    const file = path.join(dir, 'db.sqlite');
+    const store = SqliteStore.open(file);
+    const other = SqliteStore.open(file);
+    try {
+      await store.webhooks.createSubscription(subscription('a'));
+      expect(await ids(store)).toEqual(['a']);
+      await store.webhooks.createSubscription(subscription('bb'));
+      expect(await ids(store)).toEqual(['a', 'bb']);
+      // A second server process on the same database file (or the admin CLI).
+      await other.webhooks.createSubscription(subscription('ccc'));
+      expect(await ids(store)).toEqual(['a', 'bb', 'ccc']);
+      await other.webhooks.deleteSubscription('a', 'x');
+      expect(await ids(store)).toEqual(['bb', 'ccc']);
+      await store.webhooks.deleteSubscription('bb', 'x');
+      expect(await ids(store)).toEqual(['ccc']);
+      // A callback answering 410 Gone disables its subscription.
+      await store.webhooks.recordAttempts([
+        {
+          attempt: { messageId: 'm', subscriptionId: 'ccc', attempt: 1, attemptedAt: 'z', statusCode: 410, latencyMs: 1, error: 'HTTP 410', outcome: 'gone' },
+          state: 'cancelled', nextAttemptAt: 0, disableSubscription: 'callback answered 410 Gone',
+        },
+      ]);
+      expect(await ids(store)).toEqual([]);
+    } finally {
+      await other.close();
+      await store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

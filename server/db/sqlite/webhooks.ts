@@ -244,6 +244,7 @@ export class SqliteWebhooks implements WebhookRepository {
       // The dispatcher's statements are prepared once (they run on every iteration).
       activeSubscriptions: db.prepare(`SELECT * FROM webhook_subscriptions WHERE status = 'active' AND ${LIVE} ORDER BY created_at, id`),
       cursor: db.prepare('SELECT sequence FROM webhook_cursor WHERE id = 1').pluck(),
+      dataVersion: db.prepare('PRAGMA data_version').pluck(),
       cancel: db.prepare(`UPDATE webhook_messages SET state = 'cancelled', updated_at = ?, last_error = ? WHERE seq = ?`),
     };
     this.enqueueTransaction = db.transaction((messages: NewWebhookMessage[], cursor: number) => {
@@ -272,6 +273,13 @@ export class SqliteWebhooks implements WebhookRepository {
     });
   }
 
+  /**
+   * The active subscriptions as last read (fan-out routes every event batch through them), with the
+   * data_version they were read at: a commit by another connection changes it, and this
+   * connection's own changes to subscriptions drop the snapshot.
+   */
+  private activeSnapshot: { dataVersion: number; subscriptions: readonly WebhookSubscriptionRecord[] } | undefined;
+
   /** Claimed messages by messageId → seq, until their attempt is recorded or they are cancelled. */
   private readonly claimedSeq = new Map<string, number>();
 
@@ -287,12 +295,14 @@ export class SqliteWebhooks implements WebhookRepository {
     const seq = this.seqOf(attempt.subscriptionId, attempt.messageId);
     if (seq !== undefined) this.statements.finishMessage.run(result.state, attempt.attempt, result.nextAttemptAt, attempt.attemptedAt, attempt.statusCode, attempt.error, seq);
     if (result.disableSubscription !== undefined) {
+      this.activeSnapshot = undefined;
       this.statements.disable.run(result.disableSubscription, attempt.subscriptionId);
       this.statements.cancelPendingOf.run({ subscriptionId: attempt.subscriptionId, at: attempt.attemptedAt, reason: result.disableSubscription });
     }
   }
 
   async createSubscription(subscription: Omit<WebhookSubscriptionRecord, 'fromSequence'>): Promise<WebhookSubscriptionRecord> {
+    this.activeSnapshot = undefined;
     return this.db
       .transaction(() => {
         const fromSequence = this.db.prepare('SELECT COALESCE(MAX(sequence), 0) FROM outbox_events').pluck().get() as number;
@@ -322,12 +332,17 @@ export class SqliteWebhooks implements WebhookRepository {
     return rows.map(subscriptionFromRow);
   }
 
-  async activeSubscriptions(): Promise<WebhookSubscriptionRecord[]> {
-    const rows = this.statements.activeSubscriptions.all() as SubscriptionRow[];
-    return rows.map(subscriptionFromRow);
+  async activeSubscriptions(): Promise<readonly WebhookSubscriptionRecord[]> {
+    // The version is read before the rows: a commit in between only makes the next call read again.
+    const dataVersion = this.statements.dataVersion.get() as number;
+    if (this.activeSnapshot?.dataVersion === dataVersion) return this.activeSnapshot.subscriptions;
+    const subscriptions = Object.freeze((this.statements.activeSubscriptions.all() as SubscriptionRow[]).map(subscriptionFromRow));
+    this.activeSnapshot = { dataVersion, subscriptions };
+    return subscriptions;
   }
 
   async deleteSubscription(id: string, at: string): Promise<boolean> {
+    this.activeSnapshot = undefined;
     return this.db
       .transaction(() => {
         const changed = this.db.prepare(`UPDATE webhook_subscriptions SET deleted_at = ? WHERE id = ? AND ${LIVE}`).run(at, id).changes;
