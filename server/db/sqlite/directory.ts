@@ -54,6 +54,10 @@ export class SqlitePatients implements PatientRepository {
   private readonly selectAccess;
   private readonly selectOrganizations;
   private readonly selectConsents;
+  /** Prepared once: every change of a patient is an event source (admin API, seed). */
+  private readonly statements;
+  private readonly createTransaction;
+  private readonly updateTransaction;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -71,37 +75,40 @@ export class SqlitePatients implements PatientRepository {
       .raw();
     this.selectOrganizations = db.prepare('SELECT organization_id FROM patient_organizations WHERE patient_id = ? ORDER BY organization_id').pluck();
     this.selectConsents = db.prepare('SELECT organization_id FROM patient_consents WHERE patient_id = ? ORDER BY organization_id').pluck();
+    this.statements = {
+      insert: db.prepare('INSERT INTO patients (id, name, name_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)'),
+      update: db.prepare('UPDATE patients SET name = ?, name_key = ?, updated_at = ? WHERE id = ?'),
+      get: db.prepare('SELECT id, name, created_at AS createdAt, updated_at AS updatedAt FROM patients WHERE id = ?'),
+      clearOrganizations: db.prepare('DELETE FROM patient_organizations WHERE patient_id = ?'),
+      clearConsents: db.prepare('DELETE FROM patient_consents WHERE patient_id = ?'),
+      addOrganization: db.prepare('INSERT INTO patient_organizations (patient_id, organization_id) VALUES (?, ?)'),
+      addConsent: db.prepare('INSERT INTO patient_consents (patient_id, organization_id, granted_at) VALUES (?, ?, ?)'),
+    };
+    this.createTransaction = db.transaction((patient: PatientRecord, events: OutboxEvent[]) => {
+      this.statements.insert.run(patient.id, patient.name, foldKey(patient.name), patient.createdAt, patient.updatedAt);
+      this.writeMemberships(patient);
+      this.outbox.appendInTransaction(events);
+    });
+    this.updateTransaction = db.transaction((patient: PatientRecord, events: OutboxEvent[]) => {
+      this.statements.update.run(patient.name, foldKey(patient.name), patient.updatedAt, patient.id);
+      this.writeMemberships(patient);
+      this.outbox.appendInTransaction(events);
+    });
   }
 
   private writeMemberships(patient: PatientRecord): void {
-    this.db.prepare('DELETE FROM patient_organizations WHERE patient_id = ?').run(patient.id);
-    this.db.prepare('DELETE FROM patient_consents WHERE patient_id = ?').run(patient.id);
-    const addOrganization = this.db.prepare('INSERT INTO patient_organizations (patient_id, organization_id) VALUES (?, ?)');
-    const addConsent = this.db.prepare('INSERT INTO patient_consents (patient_id, organization_id, granted_at) VALUES (?, ?, ?)');
-    for (const organizationId of new Set(patient.organizations)) addOrganization.run(patient.id, organizationId);
-    for (const organizationId of new Set(patient.consents)) addConsent.run(patient.id, organizationId, patient.updatedAt);
+    this.statements.clearOrganizations.run(patient.id);
+    this.statements.clearConsents.run(patient.id);
+    for (const organizationId of new Set(patient.organizations)) this.statements.addOrganization.run(patient.id, organizationId);
+    for (const organizationId of new Set(patient.consents)) this.statements.addConsent.run(patient.id, organizationId, patient.updatedAt);
   }
 
   async create(patient: PatientRecord, events: OutboxEvent[]): Promise<void> {
-    this.db
-      .transaction(() => {
-        this.db
-          .prepare('INSERT INTO patients (id, name, name_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)')
-          .run(patient.id, patient.name, foldKey(patient.name), patient.createdAt, patient.updatedAt);
-        this.writeMemberships(patient);
-        this.outbox.appendInTransaction(events);
-      })
-      .immediate();
+    this.createTransaction.immediate(patient, events);
   }
 
   async update(patient: PatientRecord, events: OutboxEvent[]): Promise<void> {
-    this.db
-      .transaction(() => {
-        this.db.prepare('UPDATE patients SET name = ?, name_key = ?, updated_at = ? WHERE id = ?').run(patient.name, foldKey(patient.name), patient.updatedAt, patient.id);
-        this.writeMemberships(patient);
-        this.outbox.appendInTransaction(events);
-      })
-      .immediate();
+    this.updateTransaction.immediate(patient, events);
   }
 
   private hydrate(row: PatientRow): PatientRecord {
@@ -113,7 +120,7 @@ export class SqlitePatients implements PatientRepository {
   }
 
   async get(id: string): Promise<PatientRecord | undefined> {
-    const row = this.db.prepare('SELECT id, name, created_at AS createdAt, updated_at AS updatedAt FROM patients WHERE id = ?').get(id) as PatientRow | undefined;
+    const row = this.statements.get.get(id) as PatientRow | undefined;
     return row ? this.hydrate(row) : undefined;
   }
 
