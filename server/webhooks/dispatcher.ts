@@ -55,6 +55,12 @@ const CLAIM_AHEAD = 4;
  * not count against an attempt's timeout, and does not count against maxConcurrency.
  */
 const HANDED_AHEAD = 2;
+/**
+ * Events committed within this long of the previous fan-out wait for the rest of this window and
+ * are fanned out together: one transaction (and one write of each subscription's index page) for
+ * several events instead of one per event. An event after a quiet moment is fanned out at once.
+ */
+const FAN_OUT_GAP_MS = 5;
 /** How often a cursor advanced by events that made no message is written (see saveCursor). */
 const CURSOR_SAVE_MS = 1000;
 
@@ -167,8 +173,9 @@ export class WebhookDispatcher {
       this.wakeRequested = false;
       try {
         await this.flushResults();
-        // New events are looked for once per poll interval; freed slots are refilled at once.
-        if (this.eventsAppended || this.now() - this.lastFanOutAt >= this.options.pollIntervalMs) {
+        // New events are looked for once per poll interval, or when this process committed some
+        // (see FAN_OUT_GAP_MS); freed slots are refilled at once.
+        if (this.fanOutDueIn() <= 0) {
           this.eventsAppended = false;
           this.lastFanOutAt = this.now();
           await this.fanOut();
@@ -208,14 +215,23 @@ export class WebhookDispatcher {
     this.release(message.subscriptionId, message.id);
   }
 
+  /** Milliseconds until the next fan-out is due (zero or less: now). */
+  private fanOutDueIn(): number {
+    const since = this.now() - this.lastFanOutAt;
+    return Math.min(this.options.pollIntervalMs, this.eventsAppended ? FAN_OUT_GAP_MS : Infinity) - since;
+  }
+
   private idle(): Promise<void> {
     if (this.wakeRequested || !this.running) return Promise.resolve();
     return new Promise((resolve) => {
       this.wakeUp = resolve;
-      this.sleepTimer = setTimeout(() => {
-        this.wakeUp = undefined;
-        resolve();
-      }, this.options.pollIntervalMs);
+      this.sleepTimer = setTimeout(
+        () => {
+          this.wakeUp = undefined;
+          resolve();
+        },
+        Math.max(1, Math.min(this.options.pollIntervalMs, this.fanOutDueIn())),
+      );
     });
   }
 
