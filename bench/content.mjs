@@ -18,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { FileStore } from '@tus/file-store';
 import { Server as TusServer } from '@tus/server';
+import { cpuSeconds, rssBytes as rss } from './lib/proc.mjs';
 
 const quick = process.argv.includes('--quick');
 const option = (name, fallback) => {
@@ -160,10 +161,6 @@ async function startPatientDocs() {
   return { child, url, token, dataDir, createDocument };
 }
 
-function rss(pid) {
-  return Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
-}
-
 async function tusUpload(endpoint, headers) {
   const created = await fetch(endpoint, { method: 'POST', headers: { ...headers, 'tus-resumable': '1.0.0', 'upload-length': String(SIZE) } });
   if (created.status !== 201) throw new Error(`tus create: ${created.status} ${await created.text()}`);
@@ -236,11 +233,6 @@ async function measured(pid, work) {
   const before = cpuSeconds(pid);
   const result = await work();
   return { ...result, cpu: cpuSeconds(pid) - before };
-}
-
-function cpuSeconds(pid) {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100; // clock ticks (USER_HZ = 100 on Linux)
 }
 
 /** Waits until the server is idle (its background work, such as the thumbnail of the last upload, is done). */

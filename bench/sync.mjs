@@ -12,6 +12,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
+import { cpuSeconds, rssBytes } from './lib/proc.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const DIST = path.join(ROOT, 'dist');
@@ -167,16 +168,6 @@ async function cliHome(url, folder, { paused = false } = {}) {
   return home;
 }
 
-function procStatus(pid) {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+)/.exec(status)[1]) * 1024;
-}
-
-function cpuTicks(pid) {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return Number(fields[11]) + Number(fields[12]);
-}
-
 async function initialSyncBench(server) {
   const smallCount = Math.round(1999 * SCALE);
   const bigBytes = Math.round(500 * MB * SCALE);
@@ -221,7 +212,7 @@ async function rssBench(server) {
   const samples = [];
   const sampler = setInterval(() => {
     try {
-      const rss = procStatus(run.child.pid);
+      const rss = rssBytes(run.child.pid);
       peak = Math.max(peak, rss);
       samples.push(rss);
     } catch {
@@ -261,13 +252,12 @@ async function idleBench(server) {
   }
   const readyMs = performance.now() - started;
   await delay(3000);
-  const ticksPerSecond = 100;
-  const before = cpuTicks(run.child.pid);
+  const before = cpuSeconds(run.child.pid);
   const windowMs = 20_000;
   await delay(windowMs);
-  const after = cpuTicks(run.child.pid);
-  const cpu = ((after - before) / ticksPerSecond / (windowMs / 1000)) * 100;
-  const rss = procStatus(run.child.pid);
+  const after = cpuSeconds(run.child.pid);
+  const cpu = ((after - before) / (windowMs / 1000)) * 100;
+  const rss = rssBytes(run.child.pid);
   run.child.kill('SIGTERM');
   await run.done;
   console.log(`idle watching ${count} files: CPU ${cpu.toFixed(2)}% over ${windowMs / 1000} s (target < 1%), RSS ${(rss / MB).toFixed(0)} MB; initial scan + journal of all files took ${(readyMs / 1000).toFixed(1)} s`);

@@ -1,0 +1,32 @@
+// What the benches read from /proc (Linux): a process's CPU time and memory, and the machine's
+// steal time. On a shared virtual machine the hypervisor can take the CPUs away for seconds at a
+// time ("steal"); a figure measured while it did is not a figure of this code, so benches print it.
+import fs from 'node:fs';
+
+/** CPU seconds (user + system, every thread) the process has used so far (clock ticks of 1/100 s). */
+export function cpuSeconds(pid) {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Resident memory of the process, in bytes. */
+export function rssBytes(pid) {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
+}
+
+/** The machine's CPU time counters (all CPUs): steal, and the total. */
+function cpuTimes() {
+  const [, ...fields] = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/);
+  const ticks = fields.slice(0, 8).map(Number); // user nice system idle iowait irq softirq steal
+  return { steal: ticks[7] ?? 0, total: ticks.reduce((sum, value) => sum + value, 0) };
+}
+
+/** Starts measuring steal time; the returned function gives the share (%) of CPU time the hypervisor took since. */
+export function measureSteal() {
+  const before = cpuTimes();
+  return () => {
+    const after = cpuTimes();
+    const total = after.total - before.total;
+    return total > 0 ? (100 * (after.steal - before.steal)) / total : 0;
+  };
+}
