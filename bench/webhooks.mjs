@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
+import { cpuSeconds, measureSteal } from './lib/proc.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const MAIN = path.join(ROOT, 'dist/server/main.js');
@@ -20,6 +21,8 @@ const SUBSCRIPTIONS = 50;
 const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 600); // x 50 subscriptions
 const CONCURRENCY = 16; // = DEFAULT_DISPATCHER_OPTIONS.maxPerCallback: all 50 subscriptions share one callback host
 const LATENCY_EVENTS = 300;
+/** Requests (loop) and deliveries (server) each side makes before it is measured. */
+const WARM_UP = 2000;
 
 if (!fs.existsSync(MAIN)) {
   console.error(`${MAIN} is missing: run npx tsc -b first`);
@@ -86,6 +89,7 @@ async function baseline(count = total) {
     });
   let sent = 0;
   const connectionsBefore = connections;
+  const steal = measureSteal();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CONCURRENCY }, async () => {
@@ -98,11 +102,11 @@ async function baseline(count = total) {
   const seconds = (performance.now() - started) / 1000;
   agent.destroy();
   baselineConnections = connections - connectionsBefore;
-  return count / seconds;
+  return { rate: count / seconds, steal: steal() };
 }
 let baselineConnections = 0;
 // Warm-up (JIT, TLS session setup on both sides), not counted.
-await baseline(Math.min(total, 2000));
+await baseline(Math.min(total, WARM_UP));
 // The machine may be shared: the loop runs before and after the server phase and the faster run counts.
 const baselineBefore = await baseline();
 
@@ -141,42 +145,61 @@ const api = (route, body) =>
   fetch(`${baseUrl}${route}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'organization-id': ORG, 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const admin = (method, route, body) => fetch(`${baseUrl}${route}`, { method, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
+/** Writes `count` patient.updated events: PATCHes of the patient's name, four at a time. */
+async function writeEvents(count, label) {
+  let written = 0;
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (written < count) {
+        const index = written++;
+        const response = await admin('PATCH', `/admin/v1/patients/${PATIENT}`, { name: `Jane ${label} ${index}` });
+        await response.arrayBuffer();
+      }
+    }),
+  );
+}
+
 for (let index = 0; index < SUBSCRIPTIONS; index += 1) {
   const response = await api('/v1/webhooks/subscribe', { events: ['patient.updated'], callback: `https://127.0.0.1:${port}/hook/${index}`, hmac: `bench-secret-${index}` });
   if (response.status !== 201) throw new Error(`subscribe failed: ${response.status} ${await response.text()}`);
 }
 
-// Warm-up of the server side (JIT, connections to the receiver), not counted: one event to every subscription.
+// Warm-up of the server side (JIT, connections to the receiver), not counted: as many deliveries as
+// the loop's warm-up had requests (WARM_UP), events written the way the measured run writes them.
 received = 0;
-await (await admin('PATCH', `/admin/v1/patients/${PATIENT}`, { name: 'Jane warm-up' })).arrayBuffer();
-await waitForReceived(SUBSCRIPTIONS);
+const warmUpEvents = Math.ceil(WARM_UP / SUBSCRIPTIONS);
+await writeEvents(warmUpEvents, 'warm-up');
+await waitForReceived(warmUpEvents * SUBSCRIPTIONS);
 
-received = 0;
-const deliveryConnectionsBefore = connections;
-const cpuOf = (pid) => { const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' '); return (Number(f[11]) + Number(f[12])) * 10; };
-const cpuBefore = fs.existsSync('/proc/self/stat') ? cpuOf(child.pid) : 0;
-const selfBefore = process.cpuUsage();
-const deliveryStart = performance.now();
-let written = 0;
-await Promise.all(
-  Array.from({ length: 4 }, async () => {
-    while (written < EVENTS) {
-      const index = written++;
-      const response = await admin('PATCH', `/admin/v1/patients/${PATIENT}`, { name: `Jane ${index}` });
-      await response.arrayBuffer();
-    }
-  }),
-);
-const eventsSeconds = (performance.now() - deliveryStart) / 1000;
-await waitForReceived(total);
-const deliverySeconds = (performance.now() - deliveryStart) / 1000;
-const deliveryRate = total / deliverySeconds;
-const serverCpuMs = fs.existsSync('/proc/self/stat') ? cpuOf(child.pid) - cpuBefore : NaN;
-const receiverCpuMs = (process.cpuUsage(selfBefore).user + process.cpuUsage(selfBefore).system) / 1000;
-const deliveryConnections = connections - deliveryConnectionsBefore;
+/** One measured run: EVENTS events written (four at a time), timed until all their deliveries arrived. */
+async function deliveryRun(label) {
+  received = 0;
+  const connectionsBefore = connections;
+  const cpuBefore = cpuSeconds(child.pid);
+  const steal = measureSteal();
+  const selfBefore = process.cpuUsage();
+  const started = performance.now();
+  await writeEvents(EVENTS, label);
+  const eventsSeconds = (performance.now() - started) / 1000;
+  await waitForReceived(total);
+  const seconds = (performance.now() - started) / 1000;
+  const self = process.cpuUsage(selfBefore);
+  return {
+    rate: total / seconds,
+    seconds,
+    eventsSeconds,
+    serverCpuMs: (cpuSeconds(child.pid) - cpuBefore) * 1000,
+    steal: steal(),
+    receiverCpuMs: (self.user + self.system) / 1000,
+    connections: connections - connectionsBefore,
+  };
+}
+// Like the loop, the server side runs twice and the faster run counts (both are printed).
+const runs = [await deliveryRun('run 1'), await deliveryRun('run 2')];
+const best = runs.reduce((a, b) => (b.rate > a.rate ? b : a));
 
 const baselineAfter = await baseline();
-const baselineRate = Math.max(baselineBefore, baselineAfter);
+const baselineRate = Math.max(baselineBefore.rate, baselineAfter.rate);
 
 // --- 3. latency ---------------------------------------------------------------------------------
 const latencySubscription = await api('/v1/webhooks/subscribe', { events: ['order.created'], callback: `https://127.0.0.1:${port}/latency`, hmac: 'latency-secret' });
@@ -197,10 +220,12 @@ receiver.closeAllConnections();
 receiver.close();
 fs.rmSync(work, { recursive: true, force: true });
 
-const share = (100 * deliveryRate) / baselineRate;
-console.log(`webhooks: ${total} deliveries (${EVENTS} events x ${SUBSCRIPTIONS} subscriptions) to one local HTTPS receiver, at most ${CONCURRENCY} connections each side, both sides warmed up`);
-console.log(`  plain keep-alive POST loop : ${baselineRate.toFixed(0).padStart(6)} req/s        (best of ${baselineBefore.toFixed(0)} before and ${baselineAfter.toFixed(0)} after; ${baselineConnections} new TLS connections per run)`);
-console.log(`  webhook dispatcher         : ${deliveryRate.toFixed(0).padStart(6)} deliveries/s = ${share.toFixed(0)}% of the loop (target >= 50%; ${deliverySeconds.toFixed(2)} s, events written in ${eventsSeconds.toFixed(2)} s; ${deliveryConnections} new TLS connections)`);
-console.log(`  CPU during delivery        : server ${serverCpuMs.toFixed(0)} ms (${(serverCpuMs / total).toFixed(3)} ms/delivery), receiver+bench ${receiverCpuMs.toFixed(0)} ms over ${(deliverySeconds * 1000).toFixed(0)} ms wall`);
+const share = (run) => (100 * run.rate) / baselineRate;
+console.log(`webhooks: ${total} deliveries (${EVENTS} events x ${SUBSCRIPTIONS} subscriptions) to one local HTTPS receiver, at most ${CONCURRENCY} connections each side, both sides warmed up with ${WARM_UP}`);
+console.log(`  plain keep-alive POST loop : ${baselineRate.toFixed(0).padStart(6)} req/s        (best of ${baselineBefore.rate.toFixed(0)} before and ${baselineAfter.rate.toFixed(0)} after, host steal ${baselineBefore.steal.toFixed(0)}% and ${baselineAfter.steal.toFixed(0)}%; ${baselineConnections} new TLS connections per run)`);
+console.log(`  webhook dispatcher         : ${best.rate.toFixed(0).padStart(6)} deliveries/s = ${share(best).toFixed(0)}% of the loop (target >= 50%; best of ${runs.map((run) => `${run.rate.toFixed(0)} (${share(run).toFixed(0)}%)`).join(' and ')})`);
+for (const [index, run] of runs.entries()) {
+  console.log(`    run ${index + 1}: ${run.seconds.toFixed(2)} s, events written in ${run.eventsSeconds.toFixed(2)} s; ${run.connections} new TLS connections; CPU: server ${run.serverCpuMs.toFixed(0)} ms (${(run.serverCpuMs / total).toFixed(3)} ms/delivery), receiver+bench ${run.receiverCpuMs.toFixed(0)} ms; host steal ${run.steal.toFixed(0)}%`);
+}
 console.log(`  event-to-delivery latency  : p50 ${percentile(50)} ms, p99 ${percentile(99)} ms, max ${latencies.at(-1)} ms (${LATENCY_EVENTS} events, one subscription, no retries)`);
 // A benchmark reports; it does not fail the run when a figure misses its target (the line above says so).
