@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { SqliteStore } from '../dist/server/db/sqlite/store.js';
-import { cpuSeconds, measureSteal, rssBytes } from './lib/proc.mjs';
+import { cpuSeconds, mainThreadCpuSeconds, measureSteal, rssBytes } from './lib/proc.mjs';
 
 const quick = process.argv.includes('--quick');
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -88,13 +88,15 @@ async function load(name, options) {
   await autocannon({ connections: 10, pipelining: 1, ...options, duration: 1 }); // warm-up: JIT, caches
   const adjacent = noOp ? (await autocannon({ connections: 10, pipelining: 1, ...noOp, duration: DURATION / 2 })).requests.average : undefined;
   const cpuBefore = cpuSeconds(serverPid);
+  const mainBefore = mainThreadCpuSeconds(serverPid);
   const steal = measureSteal();
   const result = await autocannon({ connections: 10, pipelining: 1, duration: DURATION, ...options });
   const serverCpu = cpuSeconds(serverPid) - cpuBefore;
+  const mainThreadCpu = mainThreadCpuSeconds(serverPid) - mainBefore;
   const stolen = steal();
   const failures = result.non2xx + result.errors + result.timeouts;
   const requestsPerSecond = result.requests.average;
-  return { name, requestsPerSecond, noOpBefore: adjacent ?? requestsPerSecond, p50: result.latency.p50, p99: result.latency.p99, failures, bytesPerResponse: result.throughput.total / result.requests.total, cpuPerRequest: (serverCpu / result.requests.total) * 1e6, serverCpuShare: serverCpu / DURATION, steal: stolen, rss: rssMegabytes(serverPid) };
+  return { name, requestsPerSecond, noOpBefore: adjacent ?? requestsPerSecond, p50: result.latency.p50, p99: result.latency.p99, failures, bytesPerResponse: result.throughput.total / result.requests.total, cpuPerRequest: (serverCpu / result.requests.total) * 1e6, mainThreadPerRequest: (mainThreadCpu / result.requests.total) * 1e6, serverCpuShare: serverCpu / DURATION, steal: stolen, rss: rssMegabytes(serverPid) };
 }
 let fastestNoOp = 0;
 const share = (run) => `${((run.requestsPerSecond / fastestNoOp) * 100).toFixed(0)}%`;
@@ -165,10 +167,10 @@ try {
   const rss = rssMegabytes(child.pid);
   fastestNoOp = Math.max(runs[0].requestsPerSecond, ...runs.filter(Boolean).map((run) => run.noOpBefore));
   console.log(`\nno-op route: ${runs.filter(Boolean).map((run) => run.noOpBefore.toFixed(0)).join(', ')} req/s just before each run; ratios are against the fastest, ${fastestNoOp.toFixed(0)} req/s`);
-  console.log('| run | req/s | p50 ms | p99 ms | no-op just before, req/s | vs fastest no-op | server CPU µs/req | server CPU busy | host steal | bytes/response | RSS after, MB | errors |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| run | req/s | p50 ms | p99 ms | no-op just before, req/s | vs fastest no-op | server CPU µs/req | of it main thread | server CPU busy | host steal | bytes/response | RSS after, MB | errors |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const run of runs.filter(Boolean)) {
-    console.log(`| ${run.name} | ${run.requestsPerSecond.toFixed(0)} | ${run.p50} | ${run.p99} | ${run.noOpBefore.toFixed(0)} | ${share(run)} | ${run.cpuPerRequest.toFixed(0)} | ${(run.serverCpuShare * 100).toFixed(0)}% | ${run.steal.toFixed(0)}% | ${run.bytesPerResponse.toFixed(0)} | ${run.rss.toFixed(0)} | ${run.failures} |`);
+    console.log(`| ${run.name} | ${run.requestsPerSecond.toFixed(0)} | ${run.p50} | ${run.p99} | ${run.noOpBefore.toFixed(0)} | ${share(run)} | ${run.cpuPerRequest.toFixed(0)} | ${run.mainThreadPerRequest.toFixed(0)} | ${(run.serverCpuShare * 100).toFixed(0)}% | ${run.steal.toFixed(0)}% | ${run.bytesPerResponse.toFixed(0)} | ${run.rss.toFixed(0)} | ${run.failures} |`);
   }
   console.log(`\nserver RSS after the runs with ${total.toLocaleString('en')} documents: ${rss.toFixed(0)} MB`);
   if (!process.env.BENCH_ONLY) console.log(`targets: path-filtered search >= 40% of no-op (repeated ${share(runs[1])}, rotating ${share(runs[3])}), create >= 25% (${share(runs[6])}), RSS < 300 MB (${rss.toFixed(0)} MB)`);

@@ -9,6 +9,15 @@ export function cpuSeconds(pid) {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/**
+ * CPU seconds of the process's main thread alone (its task id is the pid). The rest of cpuSeconds
+ * is V8's helper threads (garbage collection, compilation) and libuv's pool: the main thread is
+ * what runs the JavaScript, so its figure per request is the one the code can move.
+ */
+export function mainThreadCpuSeconds(pid) {
+  return cpuSeconds(`${pid}/task/${pid}`);
+}
+
 /** Resident memory of the process, in bytes. */
 export function rssBytes(pid) {
   return Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
