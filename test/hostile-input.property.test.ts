@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { checkFileName, checkPath } from '../shared/names.js';
-import { PATIENT, startTestServer, type TestServer } from './helpers/server.js';
+import { expectProblem, PATIENT, startTestServer, type TestServer } from './helpers/server.js';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -129,9 +129,8 @@ describe('search under hostile input', () => {
       '/v1/patients/%E0%A4%A/documents/search',
     ];
     for (const route of routes) {
-      const response = await server.api('POST', route, { body: {} });
-      expect(response.status).toBeGreaterThanOrEqual(400);
-      expect(response.status).toBeLessThan(500);
+      // Refused by the router before any route runs, and still a problem document.
+      expectProblem(await server.api('POST', route, { body: {} }), 400);
     }
   });
 });

@@ -58,9 +58,15 @@ describe('identity provider', () => {
     expect(((await response.json()) as { error: string }).error).toBe(error);
   });
 
-  it('refuses a JSON token request as malformed', async () => {
-    const response = await fetch(`${server.url}/oauth2/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+  it.each([
+    ['JSON', 'application/json', '{}'],
+    ['broken JSON', 'application/json', '{"grant_type":'],
+    ['text', 'text/plain', 'grant_type=client_credentials'],
+    ['an octet stream', 'application/offset+octet-stream', 'x'],
+  ])('refuses a token request sent as %s with an RFC 6749 invalid_request, not a problem document', async (_label, contentType, body) => {
+    const response = await fetch(`${server.url}/oauth2/token`, { method: 'POST', headers: { 'content-type': contentType }, body });
     expect(response.status).toBe(400);
+    expect(response.headers.get('cache-control')).toBe('no-store');
     expect(((await response.json()) as { error: string }).error).toBe('invalid_request');
   });
 
@@ -119,7 +125,8 @@ describe('create document placeholder (SPEC §4.1)', () => {
 
   it('answers malformed JSON, a wrong content type and an oversized body with problem details', async () => {
     expectProblem(await server.api('POST', documentsRoute, { body: '{"fileName":' }), 400);
-    expectProblem(await server.api('POST', documentsRoute, { body: 'fileName=a', headers: { 'content-type': 'text/plain' } }), 415);
+    const wrongType = expectProblem(await server.api('POST', documentsRoute, { body: 'fileName=a', headers: { 'content-type': 'text/plain' } }), 415);
+    expect(wrongType.detail).toBe('unsupported Content-Type: "text/plain"');
     expectProblem(await server.api('POST', documentsRoute, { body: { fileName: 'a.stl', padding: 'x'.repeat(2 * 1024 * 1024) } }), 413);
   });
 

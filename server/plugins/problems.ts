@@ -15,17 +15,24 @@ declare module 'fastify' {
 }
 
 /** Maps Fastify's own error codes to what a client can act on. */
-const FASTIFY_CODES: Record<string, { status: number; detail: (error: FastifyError) => string }> = {
+const FASTIFY_CODES: Record<string, { status: number; detail: (error: FastifyError, request: FastifyRequest) => string }> = {
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, detail: () => 'body must be valid JSON' },
   FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, detail: () => 'body must not be empty when Content-Type is application/json' },
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, detail: (error) => `unsupported Content-Type: ${error.message.replace(/^Unsupported Media Type:?\s*/i, '')}` },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, detail: (_error, request) => `unsupported Content-Type: ${JSON.stringify(printable(request.headers['content-type'] ?? ''))}` },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, detail: () => 'Content-Length does not match the body' },
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, detail: () => 'request body is larger than the configured limit' },
   FST_ERR_CTP_INVALID_TYPE: { status: 400, detail: () => 'Content-Type header is invalid' },
   FST_ERR_BAD_URL: { status: 400, detail: () => 'the request URL is malformed' },
+  FST_ERR_MAX_PARAM_LENGTH: { status: 400, detail: () => 'a segment of the request path is longer than 512 characters' },
   FST_ERR_ASYNC_CONSTRAINT: { status: 400, detail: () => 'the request cannot be routed' },
   FST_ERR_INVALID_URL: { status: 400, detail: () => 'the request URL is malformed' },
 };
+
+/** A header value as it may appear in a detail: no control characters, at most 100 characters. */
+function printable(value: string): string {
+  const clean = value.replace(/[\u0000-\u001f\u007f]/g, '?');
+  return clean.length > 100 ? `${clean.slice(0, 100)}…` : clean;
+}
 
 export function instanceOf(request: FastifyRequest): string {
   const url = request.url;
@@ -46,12 +53,27 @@ function validationDetail(error: FastifyError): string {
   return `${field} ${first.message ?? 'is invalid'}`;
 }
 
-async function problemsPlugin(app: FastifyInstance, options: { typeBase: string }): Promise<void> {
-  const send = (request: FastifyRequest, reply: FastifyReply, status: number, detail: string, headers: Record<string, string> = {}): FastifyReply => {
-    const body = buildProblem({ status, detail, instance: instanceOf(request), typeBase: options.typeBase, requestId: status >= 500 ? request.id : undefined });
-    for (const [name, value] of Object.entries(headers)) void reply.header(name, value);
-    return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).send(body);
+function sendProblem(request: FastifyRequest, reply: FastifyReply, typeBase: string, status: number, detail: string, headers: Record<string, string> = {}): FastifyReply {
+  const body = buildProblem({ status, detail, instance: instanceOf(request), typeBase, requestId: status >= 500 ? request.id : undefined });
+  for (const [name, value] of Object.entries(headers)) void reply.header(name, value);
+  return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).send(body);
+}
+
+/**
+ * For Fastify's `frameworkErrors` option: errors the router raises before any route or hook runs
+ * (a malformed URL, an over-long path segment) answer as problem details like every other error.
+ * Fastify hands these a bare reply, without the `problem` decorator, hence a function of its own.
+ */
+export function frameworkErrors(typeBase: string) {
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
+    const known = error.code ? FASTIFY_CODES[error.code] : undefined;
+    void sendProblem(request, reply, typeBase, known?.status ?? 400, known?.detail(error, request) ?? 'the request cannot be routed');
   };
+}
+
+async function problemsPlugin(app: FastifyInstance, options: { typeBase: string }): Promise<void> {
+  const send = (request: FastifyRequest, reply: FastifyReply, status: number, detail: string, headers?: Record<string, string>): FastifyReply =>
+    sendProblem(request, reply, options.typeBase, status, detail, headers);
 
   app.decorateReply('problem', function problem(this: FastifyReply, status: number, detail: string, headers?: Record<string, string>) {
     return send(this.request, this, status, detail, headers);
@@ -61,7 +83,7 @@ async function problemsPlugin(app: FastifyInstance, options: { typeBase: string 
     if (error instanceof ApiError) return send(request, reply, error.status, error.detail, error.headers);
     if (error.validation) return send(request, reply, 400, validationDetail(error));
     const known = error.code ? FASTIFY_CODES[error.code] : undefined;
-    if (known) return send(request, reply, known.status, known.detail(error));
+    if (known) return send(request, reply, known.status, known.detail(error, request));
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       // A client error from a plugin (e.g. multipart limits): say what it is, never a stack.

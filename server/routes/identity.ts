@@ -58,9 +58,13 @@ export function resolveScopes(requested: string | undefined, granted: readonly s
 }
 
 export async function identityRoutes(app: FastifyInstance, options: IdentityOptions): Promise<void> {
+  // This scope parses forms only. Any other body (JSON, text, none) still reaches the handler, which
+  // refuses it with an RFC 6749 body: OAuth clients read `error`, not a problem-details document.
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: 16 * 1024 }, (_request, _body, done) => done(null, undefined));
 
   app.post(
     '/oauth2/token',
