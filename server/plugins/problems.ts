@@ -28,10 +28,9 @@ const FASTIFY_CODES: Record<string, { status: number; detail: (error: FastifyErr
   FST_ERR_INVALID_URL: { status: 400, detail: () => 'the request URL is malformed' },
 };
 
-/** A header value as it may appear in a detail: no control characters, at most 100 characters. */
+/** A header value as it may appear in a detail (quoted and escaped by JSON.stringify): at most 100 characters. */
 function printable(value: string): string {
-  const clean = value.replace(/[\u0000-\u001f\u007f]/g, '?');
-  return clean.length > 100 ? `${clean.slice(0, 100)}…` : clean;
+  return value.length > 100 ? `${value.slice(0, 100)}…` : value;
 }
 
 export function instanceOf(request: FastifyRequest): string {
