@@ -110,6 +110,21 @@ describe('headless app and its bridge', () => {
       expect(envelope.ok, method).toBe(false);
       if (!envelope.ok) expect(envelope.error.code).toBe('INVALID_INPUT');
     }
+    // A method name that is not valid percent-encoding is refused like any other bad call, not a 500.
+    const garbled = await fetch(`${headless.http.url}/bridge/call/%E0%A4%A`, { method: 'POST', headers: { authorization: `Bearer ${headless.token}` }, body: '[]' });
+    expect(garbled.status).toBe(200);
+    expect(await garbled.json()).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT', detail: 'the method name is not valid percent-encoding' } });
+    // An absolute-form request target that is no URL at all.
+    const malformed = await new Promise<number>((resolve, reject) => {
+      http
+        .request({ host: '127.0.0.1', port: headless.http.port, path: 'http://[bad/', headers: { host: `127.0.0.1:${headless.http.port}` } }, (response) => {
+          response.resume();
+          resolve(response.statusCode ?? 0);
+        })
+        .on('error', reject)
+        .end();
+    });
+    expect(malformed).toBe(400);
     const missing = await call('addPair', [{ folder: '/no/such/folder', patientId: ORG }]);
     expect(missing.envelope).toMatchObject({ ok: false, error: { code: 'FOLDER_MISSING' } });
   });

@@ -63,7 +63,8 @@ export async function startBridgeHttpServer(options: BridgeHttpServerOptions): P
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const address = server.address() as AddressInfo;
     if (!allowedHost(request.headers.host, address.port)) return send(response, 421, 'text/plain; charset=utf-8', 'wrong host');
-    const url = new URL(request.url ?? '/', `http://${host}`);
+    const url = parsedUrl(request.url ?? '/', `http://${host}`);
+    if (!url) return send(response, 400, 'text/plain; charset=utf-8', 'malformed request URL');
     if (url.pathname.startsWith(BRIDGE_CALL_PREFIX)) return call(request, response, url.pathname.slice(BRIDGE_CALL_PREFIX.length));
     if (url.pathname === BRIDGE_EVENTS_PATH) return events(request, response, url.searchParams.get(LAUNCH_TOKEN_PARAM));
     if (request.method !== 'GET' && request.method !== 'HEAD') return send(response, 405, 'text/plain; charset=utf-8', 'method not allowed');
@@ -81,10 +82,11 @@ export async function startBridgeHttpServer(options: BridgeHttpServerOptions): P
     } catch {
       args = undefined;
     }
-    const envelope =
-      args === undefined
-        ? { ok: false, error: { code: 'INVALID_INPUT', message: 'The request was not valid.', detail: body === null ? 'the body is too large' : 'the body is not JSON' } }
-        : await options.dispatcher.call(decodeURIComponent(method), args);
+    const name = decodedOrNull(method);
+    const refusal = body === null ? 'the body is too large' : args === undefined ? 'the body is not JSON' : name === null ? 'the method name is not valid percent-encoding' : undefined;
+    const envelope = refusal
+      ? { ok: false, error: { code: 'INVALID_INPUT', message: 'The request was not valid.', detail: refusal } }
+      : await options.dispatcher.call(name!, args);
     send(response, 200, 'application/json', JSON.stringify(envelope));
   };
 
@@ -139,6 +141,22 @@ export async function startBridgeHttpServer(options: BridgeHttpServerOptions): P
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+function parsedUrl(target: string, base: string): URL | null {
+  try {
+    return new URL(target, base);
+  } catch {
+    return null;
+  }
+}
+
+function decodedOrNull(component: string): string | null {
+  try {
+    return decodeURIComponent(component);
+  } catch {
+    return null;
+  }
 }
 
 function allowedHost(header: string | undefined, port: number): boolean {
