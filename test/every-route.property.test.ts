@@ -58,6 +58,12 @@ const request = fc.record({
   query: fc.array(fc.tuple(fc.constantFrom('name', 'offset', 'limit', 'status', 'cursor', 'expires', 'signature', 'sig', 'exp', 'x'), hostileString), { maxLength: 3 }),
   organization: fc.oneof(fc.constantFrom(ORG, OTHER_ORG, 'bad'), headerSafe),
   tusHeaders: fc.boolean(),
+  // Mostly the right credentials; sometimes Basic with hostile content, or garbage.
+  authorization: fc.oneof(
+    { weight: 6, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: fc.tuple(hostileString, hostileString).map(([id, secret]) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`) },
+    { weight: 1, arbitrary: fc.oneof(headerSafe, fc.constantFrom('Basic', 'Basic !!!', 'Bearer', 'Bearer a.b.c', 'Basic JUUwOiVFMA==')) },
+  ),
   // Headers some routes read (ranges, encodings, tus), with values a client may get wrong.
   headers: fc.dictionary(
     fc.constantFrom('range', 'accept-encoding', 'accept', 'upload-offset', 'upload-length', 'upload-defer-length', 'upload-metadata', 'upload-concat', 'tus-resumable', 'if-none-match', 'x-http-method-override'),
@@ -82,6 +88,7 @@ describe('every documented route under hostile input', () => {
         };
         if (input.tusHeaders) Object.assign(headers, { 'tus-resumable': '1.0.0', 'upload-length': '10', 'upload-offset': '0', 'upload-metadata': 'filename eA==' });
         Object.assign(headers, input.headers);
+        if (input.authorization !== undefined) headers.authorization = input.authorization;
         const hasBody = input.body !== undefined && !['GET', 'HEAD'].includes(operation.method);
         if (hasBody) headers['content-type'] = input.contentType;
         const response = await fetch(`${server.url}${route}${query ? `?${query}` : ''}`, {

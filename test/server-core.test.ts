@@ -46,6 +46,20 @@ describe('identity provider', () => {
   });
 
   it.each([
+    ['not valid percent-encoding', `${CLIENT.id}:100%-secret`, 400, 'invalid_request'],
+    ['no colon', CLIENT.id, 400, 'invalid_request'],
+    ['a wrong secret', `${CLIENT.id}:wrong`, 401, 'invalid_client'],
+  ])('answers client_secret_basic with %s (%s) as RFC 6749 %i %s', async (_label, credentials, status, error) => {
+    const response = await fetch(`${server.url}/oauth2/token`, {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from(credentials).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=client_credentials',
+    });
+    expect(response.status).toBe(status);
+    expect(((await response.json()) as { error: string }).error).toBe(error);
+  });
+
+  it.each([
     ['a wrong secret', { grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: 'wrong' }, 401, 'invalid_client'],
     ['an unknown client', { grant_type: 'client_credentials', client_id: 'nobody', client_secret: 'x' }, 401, 'invalid_client'],
     ['no grant_type', { client_id: CLIENT.id, client_secret: CLIENT.secret }, 400, 'invalid_request'],

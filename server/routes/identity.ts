@@ -33,6 +33,14 @@ interface Credentials {
   method: 'basic' | 'post';
 }
 
+function formDecoded(value: string): string | undefined {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return undefined;
+  }
+}
+
 function readCredentials(request: FastifyRequest, form: Record<string, string>): Credentials | { error: string } {
   const header = request.headers.authorization;
   if (header && /^Basic\s/i.test(header)) {
@@ -40,7 +48,12 @@ function readCredentials(request: FastifyRequest, form: Record<string, string>):
     const colon = decoded.indexOf(':');
     if (colon < 1) return { error: 'the Basic authorization header is malformed' };
     if (form.client_secret !== undefined) return { error: 'use one client authentication method, not both' };
-    return { clientId: decodeURIComponent(decoded.slice(0, colon)), clientSecret: decodeURIComponent(decoded.slice(colon + 1)), method: 'basic' };
+    // RFC 6749 §2.3.1: both parts are percent-encoded before they are joined ('+' is kept as is:
+    // clients that send a secret unencoded would otherwise fail).
+    const clientId = formDecoded(decoded.slice(0, colon));
+    const clientSecret = formDecoded(decoded.slice(colon + 1));
+    if (clientId === undefined || clientSecret === undefined) return { error: 'the Basic authorization header is not valid percent-encoding' };
+    return { clientId, clientSecret, method: 'basic' };
   }
   if (!form.client_id) return { error: 'client_id is required' };
   if (!form.client_secret) return { error: 'client_secret is required' };
