@@ -113,7 +113,8 @@ export async function startBridgeHttpServer(options: BridgeHttpServerOptions): P
       return send(response, 200, 'text/html; charset=utf-8', options.fallbackPage, security);
     }
     const root = options.rendererDir;
-    const relative = decodeURIComponent(pathname === '/' ? '/index.html' : pathname);
+    const relative = decodedOrNull(pathname === '/' ? '/index.html' : pathname);
+    if (relative === null) return send(response, 400, 'text/plain; charset=utf-8', 'malformed request path');
     const file = path.resolve(root, `.${path.posix.normalize(relative)}`);
     if (file !== root && !file.startsWith(root + path.sep)) return send(response, 404, 'text/plain; charset=utf-8', 'not found');
     const info = await stat(file).catch(() => undefined);
