@@ -4,6 +4,10 @@
  * needs no admin token: access to the data directory is the authority.
  */
 import { parseArgs } from 'node:util';
+import type { TSchema } from 'typebox';
+import { Type } from 'typebox';
+import { createAjv } from '../shared/ajv.js';
+import { AdminClientBody, AdminOrderBody, AdminOrderPatch, AdminOrganizationBody, AdminPatientBody, AdminPatientPatch, Uuid } from '../shared/schemas.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createContext } from './context.js';
 import { ApiError } from './errors.js';
@@ -51,6 +55,49 @@ function required(value: string | undefined, flag: string): string {
 
 class UsageError extends Error {}
 
+/** A value the admin API would refuse: one line naming the flag, exit code 2. */
+class InputError extends Error {}
+
+/** The flag a field of an admin API body comes from. */
+const FLAG_OF: Record<string, string> = {
+  id: 'id',
+  name: 'name',
+  organizations: 'organization',
+  organizationId: 'organization',
+  consents: 'consent',
+  patientId: 'patient',
+  scopes: 'scope',
+  clientId: 'client-id',
+  status: 'status',
+};
+
+const ajv = createAjv({ coerceTypes: false, removeAdditional: false });
+
+/**
+ * Checks what the flags say against the admin API's own body schema, so the CLI accepts exactly
+ * what the API accepts (a patient id that is no UUID would be stored, and no route could reach it).
+ */
+function checked<T extends Record<string, unknown>>(schema: TSchema, input: T): T {
+  const body = Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
+  const validate = ajv.compile(schema);
+  if (validate(body)) return body as T;
+  const first = validate.errors?.[0];
+  const field = first?.instancePath.split('/')[1] ?? '';
+  const flag = FLAG_OF[field] ?? field;
+  const value = field ? JSON.stringify(first?.instancePath.split('/').slice(1).reduce<unknown>((at, key) => (at as Record<string, unknown>)?.[key], body)) : '';
+  const rule = first?.params && 'format' in first.params && first.params.format === 'uuid' ? 'must be a UUID' : (first?.message ?? 'is invalid');
+  throw new InputError(`--${flag} ${value} ${rule}`.replace(/\s+/g, ' '));
+}
+
+const IdFlags = Type.Object({ id: Uuid });
+const ConsentFlags = Type.Object({ patientId: Uuid, organizationId: Uuid });
+
+function overlapSeconds(raw: string | undefined, fallback: number): number {
+  if (raw === undefined) return fallback;
+  if (!/^\d{1,9}$/.test(raw)) throw new InputError(`--overlap ${JSON.stringify(raw)} must be a whole number of seconds`);
+  return Number(raw);
+}
+
 async function run(argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   const [area, action] = positionals;
@@ -61,41 +108,48 @@ async function run(argv: string[]): Promise<unknown> {
   try {
     switch (`${area} ${action ?? ''}`.trim()) {
       case 'organization add':
-        return (await directory.upsertOrganization({ id: values.id, name: required(values.name, 'name') })).organization;
+        return (await directory.upsertOrganization(checked(AdminOrganizationBody, { id: values.id, name: required(values.name, 'name') }))).organization;
       case 'organization list':
         return await directory.listOrganizations();
       case 'patient add':
-        return await directory.createPatient({ id: values.id, name: required(values.name, 'name'), organizations: values.organization, consents: values.consent });
+        return await directory.createPatient(checked(AdminPatientBody, { id: values.id, name: required(values.name, 'name'), organizations: values.organization, consents: values.consent }));
       case 'patient show':
-        return await directory.getPatient(required(values.id, 'id'));
+        return await directory.getPatient(checked(IdFlags, { id: required(values.id, 'id') }).id);
       case 'patient update':
-        return await directory.updatePatient(required(values.id, 'id'), { name: values.name, organizations: values.organization, consents: values.consent });
+        return await directory.updatePatient(checked(IdFlags, { id: required(values.id, 'id') }).id, checked(AdminPatientPatch, { name: values.name, organizations: values.organization, consents: values.consent }));
       case 'consent grant':
       case 'consent revoke':
-        return await directory.setConsent(required(values.patient, 'patient'), required(values.organization?.[0], 'organization'), action === 'grant');
+      {
+        const consent = checked(ConsentFlags, { patientId: required(values.patient, 'patient'), organizationId: required(values.organization?.[0], 'organization') });
+        return await directory.setConsent(consent.patientId, consent.organizationId, action === 'grant');
+      }
       case 'client add':
-        return await directory.createClient({
-          clientId: values['client-id'],
-          name: required(values.name, 'name'),
-          scopes: values.scope ?? [],
-          organizations: values.organization ?? [],
-        });
+        return await directory.createClient(
+          checked(AdminClientBody, {
+            clientId: values['client-id'],
+            name: required(values.name, 'name'),
+            scopes: values.scope ?? [],
+            organizations: values.organization ?? [],
+          }),
+        );
       case 'client list':
         return await directory.listClients();
       case 'order add':
-        return await directory.createOrder({
-          patientId: required(values.patient, 'patient'),
-          organizationId: required(values.organization?.[0], 'organization'),
-          status: required(values.status, 'status'),
-        });
+        return await directory.createOrder(
+          checked(AdminOrderBody, {
+            patientId: required(values.patient, 'patient'),
+            organizationId: required(values.organization?.[0], 'organization'),
+            status: required(values.status, 'status'),
+          }),
+        );
       case 'order update':
-        return await directory.updateOrder(required(values.id, 'id'), required(values.status, 'status'));
+        return await directory.updateOrder(checked(IdFlags, { id: required(values.id, 'id') }).id, checked(AdminOrderPatch, { status: required(values.status, 'status') }).status);
       case 'seed':
-        return await directory.applySeed(readSeedFile(required(values.file, 'file')));
+        return await directory.applySeed(readSeedFile(required(values.file, 'file'), '--file'));
       case 'keys rotate':
         return { kid: await keys.rotate(), note: 'new tokens are signed with this key; tokens signed before keep verifying until `keys prune`' };
       case 'keys prune':
-        return { removed: await keys.prune(values.overlap ? Number(values.overlap) : config.tokenLifetimeSeconds) };
+        return { removed: await keys.prune(overlapSeconds(values.overlap, config.tokenLifetimeSeconds)) };
       case 'keys list':
         return (await context.store.signingKeys.list()).map(({ kid, createdAt, retiredAt }) => ({ kid, createdAt, retiredAt }));
       default:
@@ -115,7 +169,7 @@ run(process.argv.slice(2)).then(
       console.error(`patient-docs-admin: ${error.message}\n\n${USAGE}`);
       process.exit(2);
     }
-    if (error instanceof ConfigError) {
+    if (error instanceof ConfigError || error instanceof InputError) {
       console.error(`patient-docs-admin: ${error.message}`);
       process.exit(2);
     }

@@ -35,17 +35,18 @@ export function resolveAdminToken(config: ServerConfig): { hash: Buffer; generat
   return { hash: hashAdminToken(token), generated: token };
 }
 
-export function readSeedFile(file: string): SeedFile {
+/** Reads and checks a seed file; `source` names it in errors (the variable, or the CLI's flag). */
+export function readSeedFile(file: string, source = 'PATIENT_DOCS_SEED'): SeedFile {
   let parsed: unknown;
   try {
     parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
   } catch (error) {
-    throw new ConfigError(`PATIENT_DOCS_SEED=${file} cannot be read as JSON: ${(error as Error).message}`);
+    throw new ConfigError(`${source}=${file} cannot be read as JSON: ${(error as Error).message}`);
   }
   const validate = createAjv().compile(SeedFileSchema);
   if (!validate(parsed)) {
     const first = validate.errors?.[0];
-    throw new ConfigError(`PATIENT_DOCS_SEED=${file} is invalid: ${first?.instancePath || '/'} ${first?.message ?? ''}`.trim());
+    throw new ConfigError(`${source}=${file} is invalid: ${first?.instancePath || '/'} ${first?.message ?? ''}`.trim());
   }
   return parsed as SeedFile;
 }

@@ -1,0 +1,74 @@
+/**
+ * `patient-docs-admin` as IT runs it: the built CLI on a data directory. It accepts exactly what the
+ * admin API accepts; anything else is one line naming the flag, exit code 2, and nothing stored.
+ */
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from './helpers/server.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
+const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-0000000000aa';
+let dataDir: string;
+
+function admin(...args: string[]): { code: number | null; stdout: string; stderr: string; json: () => any } {
+  const result = spawnSync('node', ['dist/server/admin-cli.js', ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir }, encoding: 'utf8' });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr, json: () => JSON.parse(result.stdout) };
+}
+
+beforeAll(() => {
+  dataDir = tempDir('admin-cli');
+});
+afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+describe('patient-docs-admin', () => {
+  it('adds an organization, a patient with access and consent, a client (secret shown once) and an order', () => {
+    expect(admin('organization', 'add', '--name', 'Smile Clinic', '--id', ORG).code).toBe(0);
+    const patient = admin('patient', 'add', '--name', 'Jane Roe', '--id', PATIENT, '--organization', ORG, '--consent', ORG);
+    expect(patient.code).toBe(0);
+    expect(patient.json()).toMatchObject({ id: PATIENT, organizations: [ORG], consents: [ORG] });
+    const client = admin('client', 'add', '--name', 'Scanner PC', '--scope', 'Patient.File.Read', '--organization', ORG, '--client-id', 'scanner-1');
+    expect(client.code).toBe(0);
+    expect(client.json().clientSecret).toMatch(/.{16,}/);
+    expect(admin('client', 'list').json()[0]).not.toHaveProperty('clientSecret');
+    const order = admin('order', 'add', '--patient', PATIENT, '--organization', ORG, '--status', 'scheduled');
+    expect(order.code).toBe(0);
+    expect(admin('order', 'update', '--id', order.json().id, '--status', 'done').json()).toMatchObject({ status: 'done' });
+    expect(admin('consent', 'revoke', '--patient', PATIENT, '--organization', ORG).json()).toMatchObject({ consents: [] });
+  });
+
+  it.each([
+    [['patient', 'add', '--name', 'X', '--id', 'nope'], '--id "nope" must be a UUID'],
+    [['patient', 'add', '--name', 'X', '--organization', '12'], '--organization "12" must be a UUID'],
+    [['patient', 'show', '--id', 'x'], '--id "x" must be a UUID'],
+    [['consent', 'grant', '--patient', PATIENT, '--organization', 'nope'], '--organization "nope" must be a UUID'],
+    [['client', 'add', '--name', 'c', '--scope', 'Everything', '--organization', ORG], '--scope "Everything"'],
+    [['client', 'add', '--name', 'c', '--scope', 'Patient.Read', '--organization', ORG, '--client-id', 'bad id'], '--client-id "bad id"'],
+    [['order', 'add', '--patient', 'x', '--organization', ORG, '--status', 'new'], '--patient "x" must be a UUID'],
+    [['order', 'update', '--id', PATIENT, '--status', 'two words'], '--status "two words"'],
+    [['keys', 'prune', '--overlap', 'abc'], '--overlap "abc" must be a whole number of seconds'],
+    [['seed', '--file', '/no/such/seed.json'], '--file=/no/such/seed.json cannot be read as JSON'],
+  ])('refuses %j in one line naming the flag, with exit code 2', (args, message) => {
+    const result = admin(...args);
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split('\n')).toHaveLength(1);
+    expect(result.stderr).toContain(`patient-docs-admin: ${message}`);
+    expect(result.stdout).toBe('');
+  });
+
+  it('stored nothing for the refused commands', () => {
+    const clients = admin('client', 'list').json() as { clientId: string }[];
+    expect(clients.map((client) => client.clientId)).toEqual(['scanner-1']);
+    expect(admin('patient', 'show', '--id', PATIENT).json()).toMatchObject({ id: PATIENT, name: 'Jane Roe' });
+  });
+
+  it('prints usage with exit code 2 for a missing flag or an unknown command', () => {
+    for (const args of [['patient', 'add'], ['bogus']]) {
+      const result = admin(...args);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('Usage: patient-docs-admin');
+    }
+  });
+});
