@@ -55,7 +55,7 @@ const request = fc.record({
   useDocument: fc.boolean(),
   body: fc.option(fc.oneof(hostileValue.map((value) => JSON.stringify(value) ?? 'null'), fc.constantFrom('{', '{"a":', '[]', '', '\u0000', '{"fileName":"x.stl"}')), { nil: undefined }),
   contentType: fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/x-www-form-urlencoded', 'application/offset+octet-stream', 'multipart/form-data; boundary=x', 'application/octet-stream'),
-  query: fc.array(fc.tuple(fc.constantFrom('name', 'offset', 'limit', 'status', 'cursor', 'expires', 'signature', 'sig', 'exp', 'x'), hostileString), { maxLength: 3 }),
+  query: fc.array(fc.tuple(fc.constantFrom('name', 'offset', 'limit', 'status', 'v', 'expires', 'sig', 'disposition', 'x'), hostileString), { maxLength: 4 }),
   organization: fc.oneof(fc.constantFrom(ORG, OTHER_ORG, 'bad'), headerSafe),
   tusHeaders: fc.boolean(),
   // Mostly the right credentials; sometimes Basic with hostile content, or garbage.
