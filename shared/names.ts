@@ -11,11 +11,30 @@ export type NameCheck = { ok: true; value: string } | { ok: false; rule: string 
 
 // eslint-disable-next-line no-control-regex
 const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/u;
+/**
+ * Unicode's bidirectional embedding, override and isolate controls. Counted among the control
+ * characters the rules forbid: one of them makes a name display as another ("scan\u202Efdp.exe"
+ * reads "scanexe.pdf"). The marks U+200E/U+200F stay allowed: they reorder nothing on their own
+ * and real mixed-script names use them.
+ */
+const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/u;
 
 function codePointLength(value: string): number {
   let length = 0;
   for (const _ of value) length += 1;
   return length;
+}
+
+// eslint-disable-next-line no-control-regex
+const INVISIBLE_HAZARDS = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/gu;
+
+/**
+ * A name as it may be shown to a person: every control and bidirectional control character
+ * written out as ⟨U+202E⟩, so a name that the rules refuse (a local file the sync engine reports,
+ * a document stored before the rule) cannot display as another name or turn the text after it.
+ */
+export function visibleName(value: string): string {
+  return value.replace(INVISIBLE_HAZARDS, (character) => `⟨U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}⟩`);
 }
 
 /** Validates one name (a file name or a path segment) and returns its NFC form. */
@@ -27,6 +46,9 @@ export function checkName(raw: string, label = 'fileName'): NameCheck {
   }
   if (value.includes('/') || value.includes('\\')) return { ok: false, rule: `${label} must not contain '/' or '\\'` };
   if (CONTROL_CHARACTERS.test(value)) return { ok: false, rule: `${label} must not contain control characters` };
+  if (BIDI_CONTROLS.test(value)) {
+    return { ok: false, rule: `${label} must not contain bidirectional control characters (U+202A–U+202E, U+2066–U+2069), which make a name display as another` };
+  }
   if (value === '.' || value === '..') return { ok: false, rule: `${label} must not be '.' or '..'` };
   if (value !== value.trim()) return { ok: false, rule: `${label} must not begin or end with spaces` };
   return { ok: true, value };

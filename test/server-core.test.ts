@@ -123,6 +123,8 @@ describe('create document placeholder (SPEC §4.1)', () => {
     [{ fileName: '..' }, "must not be '.' or '..'"],
     [{ fileName: ' lead.stl' }, 'must not begin or end with spaces'],
     [{ fileName: 'nul\u0000.stl' }, 'control characters'],
+    [{ fileName: 'scan\u202Efdp.exe' }, 'fileName must not contain bidirectional control characters'],
+    [{ fileName: 'a.stl', path: '/cases/\u2067x' }, 'path segment must not contain bidirectional control characters'],
     [{ fileName: 'x'.repeat(256) }, 'at most 255'],
     [{ fileName: 'a.stl', path: 'relative' }, "must begin with '/'"],
     [{ fileName: 'a.stl', path: '/a//b' }, 'empty segments'],

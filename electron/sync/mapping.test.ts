@@ -47,6 +47,16 @@ describe('local file to server location', () => {
     expect(file.ok ? '' : file.reason).toBe("The file name 'jaw\\upper.stl' cannot be used on the server: it must not contain '/' or '\\'.");
   });
 
+  it('refuses a name with a bidirectional override, and spells the character out in the reason', () => {
+    const spoof = mapToRemote(pair, 'case/scan\u202Efdp.exe');
+    expect(spoof.ok).toBe(false);
+    // Shown raw, the reason itself would display reversed after the name.
+    expect(spoof.ok ? '' : spoof.reason).toBe(
+      "The file name 'scan⟨U+202E⟩fdp.exe' cannot be used on the server: it must not contain bidirectional control characters (U+202A–U+202E, U+2066–U+2069), which make a name display as another.",
+    );
+    expect(mapToRemote(pair, 'case/\u05E6\u05D9\u05DC\u05D5\u05DD\u200F 1.stl').ok).toBe(true);
+  });
+
   it('refuses a path that would be too long on the server', () => {
     const deep = Array.from({ length: 6 }, () => 'f'.repeat(200)).join('/');
     const mapped = mapToRemote(pair, `${deep}/jaw.stl`);

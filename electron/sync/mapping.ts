@@ -5,7 +5,7 @@
  * instead of silently skipping the file.
  */
 import path from 'node:path';
-import { checkName, checkPath, joinPath } from '../../shared/names.js';
+import { checkName, checkPath, joinPath, visibleName } from '../../shared/names.js';
 
 export interface PairLocation {
   folder: string;
@@ -38,22 +38,22 @@ export function mapToRemote(pair: Pick<PairLocation, 'remoteBasePath'>, relative
 
   const base = checkPath(pair.remoteBasePath, 'path');
   if (!base.ok) {
-    return refuse(`The server folder '${pair.remoteBasePath}' set for this sync folder is not valid: it ${ruleText(base.rule, 'path')}.`);
+    return refuse(`The server folder '${visibleName(pair.remoteBasePath)}' set for this sync folder is not valid: it ${ruleText(base.rule, 'path')}.`);
   }
   const segments = normalized.split('/');
   const rawFileName = segments.pop() ?? '';
   const folders: string[] = [];
   for (const segment of segments) {
     const folder = checkName(segment, 'name');
-    if (!folder.ok) return refuse(`The folder name '${segment}' cannot be used on the server: it ${ruleText(folder.rule, 'name')}.`);
+    if (!folder.ok) return refuse(`The folder name '${visibleName(segment)}' cannot be used on the server: it ${ruleText(folder.rule, 'name')}.`);
     folders.push(folder.value);
   }
   const fileName = checkName(rawFileName, 'name');
-  if (!fileName.ok) return refuse(`The file name '${rawFileName}' cannot be used on the server: it ${ruleText(fileName.rule, 'name')}.`);
+  if (!fileName.ok) return refuse(`The file name '${visibleName(rawFileName)}' cannot be used on the server: it ${ruleText(fileName.rule, 'name')}.`);
 
   const joined = joinPath(base.value, ...folders);
   const remotePath = checkPath(joined, 'path');
-  if (!remotePath.ok) return refuse(`The folder path '${joined}' cannot be used on the server: it ${ruleText(remotePath.rule, 'path')}.`);
+  if (!remotePath.ok) return refuse(`The folder path '${visibleName(joined)}' cannot be used on the server: it ${ruleText(remotePath.rule, 'path')}.`);
   return { ok: true, relativePath: normalized, remotePath: remotePath.value, fileName: fileName.value };
 }
 

@@ -1,5 +1,6 @@
 import { useState } from 'react';
 import type { FileView } from '../../../../shared/bridge.js';
+import { visibleName } from '../../../../shared/names.js';
 import { useBridgeQuery } from '../../bridge/context.js';
 import { EmptyState } from '../../components/EmptyState.js';
 import { ErrorNotice } from '../../components/ErrorNotice.js';
@@ -41,7 +42,7 @@ export function SyncHistory() {
             <tr key={file.id} className={selected?.id === file.id ? 'selected' : undefined}>
               <td>
                 <button type="button" className="link-button" onClick={() => setSelected(file)} aria-pressed={selected?.id === file.id}>
-                  {file.relativePath}
+                  {visibleName(file.relativePath)}
                 </button>
               </td>
               <td>
@@ -63,7 +64,7 @@ function FileTimeline({ file }: { file: FileView }) {
   const history = useBridgeQuery((client) => client.fileHistory(file.id), [file.id]);
   return (
     <section className="card timeline" aria-label={`History of ${file.fileName}`}>
-      <h3>{file.fileName}</h3>
+      <h3>{visibleName(file.fileName)}</h3>
       {history.error ? <ErrorNotice error={history.error} /> : null}
       <ol className="timeline-list">
         {history.data?.map((entry, index) => (

@@ -1,3 +1,4 @@
+import { visibleName } from '../../../../shared/names.js';
 import type { DocumentDto } from '../../../../shared/schemas.js';
 import { Icon } from '../../components/Icon.js';
 import { describeType, isModelType } from '../../documents/file-types.js';
@@ -19,8 +20,8 @@ export function DocumentDetails({ document, onClose, onDownload, onPreview, down
   return (
     <aside className="details-panel" aria-label={`Details of ${document.fileName}`}>
       <header className="details-header">
-        <h2 className="truncate" title={document.fileName}>
-          {document.fileName}
+        <h2 className="truncate" title={visibleName(document.fileName)}>
+          {visibleName(document.fileName)}
         </h2>
         <button type="button" className="icon-button" onClick={onClose} aria-label="Close details">
           <Icon name="close" />

@@ -1,4 +1,5 @@
 import { memo, useState } from 'react';
+import { visibleName } from '../../../../shared/names.js';
 import type { DocumentDto, SortField } from '../../../../shared/schemas.js';
 import { Icon } from '../../components/Icon.js';
 import { VirtualList } from '../../components/VirtualList.js';
@@ -65,8 +66,8 @@ const DocumentRow = memo(function DocumentRow({ document, selected, onDownload }
       <div className="document-cell col-name">
         <Thumbnail document={document} />
         <span className="document-name">
-          <span className="truncate strong">{document.fileName}</span>
-          <span className="truncate muted small">{document.path}</span>
+          <span className="truncate strong">{visibleName(document.fileName)}</span>
+          <span className="truncate muted small">{visibleName(document.path)}</span>
         </span>
       </div>
       <div className="document-cell col-type">

@@ -1,6 +1,7 @@
 import { useMemo, useState } from 'react';
 import { flushSync } from 'react-dom';
 import type { FileState, FileView } from '../../../../shared/bridge.js';
+import { visibleName } from '../../../../shared/names.js';
 import { useBridge, useBridgeEvent, useBridgeQuery } from '../../bridge/context.js';
 import { Icon } from '../../components/Icon.js';
 import { ProgressBar } from '../../components/ProgressBar.js';
@@ -80,8 +81,8 @@ function FileRow({ file }: { file: FileView }) {
         <Icon name={fileIcon(file.fileName)} size={20} />
       </span>
       <span className="file-row-name">
-        <span className="truncate strong" title={file.relativePath}>
-          {file.fileName}
+        <span className="truncate strong" title={visibleName(file.relativePath)}>
+          {visibleName(file.fileName)}
         </span>
         <span className="truncate muted small">
           {file.state === 'failed' && file.error ? (
