@@ -118,8 +118,7 @@ async function run(argv: string[]): Promise<unknown> {
       case 'patient update':
         return await directory.updatePatient(checked(IdFlags, { id: required(values.id, 'id') }).id, checked(AdminPatientPatch, { name: values.name, organizations: values.organization, consents: values.consent }));
       case 'consent grant':
-      case 'consent revoke':
-      {
+      case 'consent revoke': {
         const consent = checked(ConsentFlags, { patientId: required(values.patient, 'patient'), organizationId: required(values.organization?.[0], 'organization') });
         return await directory.setConsent(consent.patientId, consent.organizationId, action === 'grant');
       }
