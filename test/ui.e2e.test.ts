@@ -309,6 +309,17 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
     await page.locator('.timeline-list li').first().waitFor();
     await screenshot(page, 'activity-history');
   });
+
+  it('a file whose name hides a right-to-left override fails, and the screen spells the character out', async () => {
+    writeFileSync(path.join(scanFolder, CASE, 'scan\u202Efdp.stl'), 'solid x\nendsolid x\n');
+    await page.getByRole('button', { name: 'Sync', exact: true }).click();
+    const row = page.locator('.file-row[data-state="failed"]').filter({ hasText: 'scan⟨U+202E⟩fdp.stl' });
+    await row.waitFor({ timeout: 30_000 });
+    const text = await row.innerText();
+    // Shown raw, the name would read "scanlts.pdf" and turn the reason after it around.
+    expect(text).not.toContain('\u202E');
+    expect(text).toContain('must not contain bidirectional control characters');
+  });
 });
 
 describe('first run, "this computer runs the server"', () => {

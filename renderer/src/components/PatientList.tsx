@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'react';
+import { visibleName } from '../../../shared/names.js';
 import type { PatientDto } from '../../../shared/schemas.js';
 import { useBridgeQuery } from '../bridge/context.js';
 import { ErrorNotice } from './ErrorNotice.js';
@@ -38,7 +39,7 @@ export function PatientList({ selectedId, onSelect, label = 'Find a patient', co
               <span className="avatar" aria-hidden="true">
                 {initials(patient.name)}
               </span>
-              <span className="truncate">{patient.name}</span>
+              <span className="truncate">{visibleName(patient.name)}</span>
             </button>
           </li>
         ))}

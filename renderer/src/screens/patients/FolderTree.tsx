@@ -1,4 +1,5 @@
 import { useLayoutEffect, useMemo, useState, type KeyboardEvent, type MouseEvent } from 'react';
+import { visibleName } from '../../../../shared/names.js';
 import { ancestorPaths, countFolders, visibleFolders, type FolderNode, type VisibleFolder } from '../../documents/tree.js';
 import { Icon } from '../../components/Icon.js';
 import { useVirtualWindow } from '../../components/useVirtualWindow.js';
@@ -163,8 +164,8 @@ export function FolderTree({ root, selectedPath, onSelect, loading }: { root: Fo
                 <span className="tree-twisty" aria-hidden="true" />
               )}
               <Icon name={level === 1 ? 'patients' : row.expanded ? 'folderOpen' : 'folder'} size={16} />
-              <span className="truncate tree-name" title={node.path}>
-                {node.name}
+              <span className="truncate tree-name" title={visibleName(node.path)}>
+                {visibleName(node.name)}
               </span>
               <span className="tree-count" aria-hidden="true">
                 {formatCount(node.totalCount)}

@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { visibleName } from '../../../../shared/names.js';
 import type { DocumentDto, PatientDto } from '../../../../shared/schemas.js';
 import { SEARCH_DEFAULTS } from '../../../../shared/schemas.js';
 import { useBridge, useBridgeEvent } from '../../bridge/context.js';
@@ -106,7 +107,7 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
   return (
     <>
       <section className="browser-tree" aria-label="Folders">
-        <h2 className="column-title truncate">{patient.name}</h2>
+        <h2 className="column-title truncate">{visibleName(patient.name)}</h2>
         <FolderTree root={tree} selectedPath={folder} onSelect={setFolder} loading={!treeWalk.done} />
       </section>
       <section className="browser-files" aria-label="Files">
