@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import type { TSchema } from 'typebox';
 import { Type } from 'typebox';
-import { createAjv } from '../shared/ajv.js';
+import { createAjv, formatRule } from '../shared/ajv.js';
 import { AdminClientBody, AdminOrderBody, AdminOrderPatch, AdminOrganizationBody, AdminPatientBody, AdminPatientPatch, Uuid } from '../shared/schemas.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createContext } from './context.js';
@@ -85,7 +85,7 @@ function checked<T extends Record<string, unknown>>(schema: TSchema, input: T): 
   const field = first?.instancePath.split('/')[1] ?? '';
   const flag = FLAG_OF[field] ?? field;
   const value = field ? JSON.stringify(first?.instancePath.split('/').slice(1).reduce<unknown>((at, key) => (at as Record<string, unknown>)?.[key], body)) : '';
-  const rule = first?.params && 'format' in first.params && first.params.format === 'uuid' ? 'must be a UUID' : (first?.message ?? 'is invalid');
+  const rule = (first?.keyword === 'format' ? formatRule(first.params.format) : undefined) ?? first?.message ?? 'is invalid';
   throw new InputError(`--${flag} ${value} ${rule}`.replace(/\s+/g, ' '));
 }
 

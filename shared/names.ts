@@ -25,6 +25,14 @@ function codePointLength(value: string): number {
   return length;
 }
 
+/**
+ * A person's or an organization's name as the admin API and the seed file take it: not blank, and
+ * none of the characters the file-name rules forbid for hiding or turning text.
+ */
+export function isDisplayName(value: string): boolean {
+  return value.trim().length > 0 && !CONTROL_CHARACTERS.test(value) && !BIDI_CONTROLS.test(value);
+}
+
 // eslint-disable-next-line no-control-regex
 const INVISIBLE_HAZARDS = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/gu;
 

@@ -210,18 +210,21 @@ export type WebhookMetricsDto = Static<typeof WebhookMetricsSchema>;
 
 // --- Admin ---------------------------------------------------------------------------------
 
-export const AdminOrganizationBody = Type.Object({ id: Type.Optional(Uuid), name: Type.String({ minLength: 1, maxLength: 256 }) });
+/** The name of a patient, an organization or a client (shared/names.ts `isDisplayName`). */
+export const DisplayName = Type.String({ minLength: 1, maxLength: 256, format: 'display-name', description: 'Not blank; no control or bidirectional control characters' });
+
+export const AdminOrganizationBody = Type.Object({ id: Type.Optional(Uuid), name: DisplayName });
 export const OrganizationSchema = Type.Object({ id: Uuid, name: Type.String(), createdAt: Timestamp });
 export type OrganizationDto = Static<typeof OrganizationSchema>;
 
 export const AdminPatientBody = Type.Object({
   id: Type.Optional(Uuid),
-  name: Type.String({ minLength: 1, maxLength: 256 }),
+  name: DisplayName,
   organizations: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
   consents: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
 });
 export const AdminPatientPatch = Type.Object({
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
+  name: Type.Optional(DisplayName),
   organizations: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
   consents: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
 });
@@ -241,7 +244,7 @@ export type Scope = (typeof SCOPES)[number];
 export const AdminClientBody = Type.Object({
   clientId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._-]{1,128}$' })),
   clientSecret: Type.Optional(Type.String({ minLength: 16, maxLength: 512 })),
-  name: Type.String({ minLength: 1, maxLength: 256 }),
+  name: DisplayName,
   scopes: Type.Array(literalUnion(SCOPES), { maxItems: 16 }),
   organizations: Type.Array(Uuid, { maxItems: 1000 }),
 });
@@ -269,12 +272,12 @@ export const OrderSchema = Type.Object({
 export type OrderDto = Static<typeof OrderSchema>;
 
 export const SeedFile = Type.Object({
-  organizations: Type.Optional(Type.Array(Type.Object({ id: Uuid, name: Type.String({ minLength: 1 }) }))),
+  organizations: Type.Optional(Type.Array(Type.Object({ id: Uuid, name: DisplayName }))),
   patients: Type.Optional(
     Type.Array(
       Type.Object({
         id: Uuid,
-        name: Type.String({ minLength: 1 }),
+        name: DisplayName,
         organizations: Type.Optional(Type.Array(Uuid)),
         consents: Type.Optional(Type.Array(Uuid)),
       }),
@@ -285,7 +288,7 @@ export const SeedFile = Type.Object({
       Type.Object({
         clientId: Type.String({ pattern: '^[A-Za-z0-9._-]{1,128}$' }),
         clientSecret: Type.String({ minLength: 8 }),
-        name: Type.Optional(Type.String()),
+        name: Type.Optional(DisplayName),
         scopes: Type.Array(Type.String()),
         organizations: Type.Array(Uuid),
       }),

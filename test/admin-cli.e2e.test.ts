@@ -12,6 +12,8 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
 const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-0000000000aa';
 let dataDir: string;
+const BAD_SEED = path.join(tempDir('admin-cli-seed'), 'seed.json');
+fs.writeFileSync(BAD_SEED, JSON.stringify({ organizations: [{ id: ORG, name: 'Smile\u202EClinic' }] }));
 
 function admin(...args: string[]): { code: number | null; stdout: string; stderr: string; json: () => any } {
   const result = spawnSync('node', ['dist/server/admin-cli.js', ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir }, encoding: 'utf8' });
@@ -21,7 +23,10 @@ function admin(...args: string[]): { code: number | null; stdout: string; stderr
 beforeAll(() => {
   dataDir = tempDir('admin-cli');
 });
-afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+afterAll(() => {
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  fs.rmSync(path.dirname(BAD_SEED), { recursive: true, force: true });
+});
 
 describe('patient-docs-admin', () => {
   it('adds an organization, a patient with access and consent, a client (secret shown once) and an order', () => {
@@ -43,6 +48,7 @@ describe('patient-docs-admin', () => {
     [['patient', 'add', '--name', 'X', '--id', 'nope'], '--id "nope" must be a UUID'],
     [['patient', 'add', '--name', 'X', '--organization', '12'], '--organization "12" must be a UUID'],
     [['patient', 'show', '--id', 'x'], '--id "x" must be a UUID'],
+    [['patient', 'add', '--name', ' '], '--name " " must not be blank or contain control characters'],
     [['consent', 'grant', '--patient', PATIENT, '--organization', 'nope'], '--organization "nope" must be a UUID'],
     [['client', 'add', '--name', 'c', '--scope', 'Everything', '--organization', ORG], '--scope "Everything"'],
     [['client', 'add', '--name', 'c', '--scope', 'Patient.Read', '--organization', ORG, '--client-id', 'bad id'], '--client-id "bad id"'],
@@ -50,6 +56,7 @@ describe('patient-docs-admin', () => {
     [['order', 'update', '--id', PATIENT, '--status', 'two words'], '--status "two words"'],
     [['keys', 'prune', '--overlap', 'abc'], '--overlap "abc" must be a whole number of seconds'],
     [['seed', '--file', '/no/such/seed.json'], '--file=/no/such/seed.json cannot be read as JSON'],
+    [['seed', '--file', BAD_SEED], `--file=${BAD_SEED} is invalid: /organizations/0/name must not be blank or contain control characters`],
   ])('refuses %j in one line naming the flag, with exit code 2', (args, message) => {
     const result = admin(...args);
     expect(result.code).toBe(2);

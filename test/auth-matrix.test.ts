@@ -161,6 +161,22 @@ describe('admin API', () => {
     expectProblem(await server.api('GET', '/admin/v1/organizations', { token: 'wrong' }), 401);
   });
 
+  it.each([
+    ['/admin/v1/patients', { name: '   ' }],
+    ['/admin/v1/patients', { name: 'Jane\u0000Roe' }],
+    ['/admin/v1/patients', { name: 'Jane \u202EeoR' }],
+    ['/admin/v1/organizations', { name: 'Clinic\nBranch' }],
+    ['/admin/v1/clients', { name: '\u2067Front desk', scopes: [], organizations: [] }],
+  ])('refuses a blank name or one with control characters at %s (%j)', async (route, body) => {
+    const problem = expectProblem(await server.api('POST', route, { token: 'test-admin-token-0123456789', body }), 400);
+    expect(problem.detail).toBe('body/name must not be blank or contain control characters');
+  });
+
+  it('accepts names in any script', async () => {
+    const created = await server.api('POST', '/admin/v1/patients', { token: 'test-admin-token-0123456789', body: { name: '\u05D3\u05E0\u05D4 \u05DB\u05D4\u05DF (Dana Cohen)' } });
+    expect(created.status).toBe(201);
+  });
+
   it('creates a client whose secret is shown once and works at the token endpoint', async () => {
     const admin = 'test-admin-token-0123456789';
     const created = await server.api('POST', '/admin/v1/clients', {
