@@ -9,15 +9,19 @@ export const ROOT_PATH = '/';
 
 export type NameCheck = { ok: true; value: string } | { ok: false; rule: string };
 
-// eslint-disable-next-line no-control-regex
-const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/u;
+/** C0 and C1 control characters. */
+const CONTROL_RANGES = '\\u0000-\\u001f\\u007f-\\u009f';
 /**
  * Unicode's bidirectional embedding, override and isolate controls. Counted among the control
  * characters the rules forbid: one of them makes a name display as another ("scan\u202Efdp.exe"
  * reads "scanexe.pdf"). The marks U+200E/U+200F stay allowed: they reorder nothing on their own
  * and real mixed-script names use them.
  */
-const BIDI_CONTROLS = /[\u202a-\u202e\u2066-\u2069]/u;
+const BIDI_RANGES = '\\u202a-\\u202e\\u2066-\\u2069';
+const CONTROL_CHARACTERS = new RegExp(`[${CONTROL_RANGES}]`, 'u');
+const BIDI_CONTROLS = new RegExp(`[${BIDI_RANGES}]`, 'u');
+/** Both kinds: what hides or turns text when a name is shown. */
+const INVISIBLE_HAZARDS = new RegExp(`[${CONTROL_RANGES}${BIDI_RANGES}]`, 'gu');
 
 function codePointLength(value: string): number {
   let length = 0;
@@ -32,9 +36,6 @@ function codePointLength(value: string): number {
 export function isDisplayName(value: string): boolean {
   return value.trim().length > 0 && !CONTROL_CHARACTERS.test(value) && !BIDI_CONTROLS.test(value);
 }
-
-// eslint-disable-next-line no-control-regex
-const INVISIBLE_HAZARDS = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/gu;
 
 /**
  * A name as it may be shown to a person: every control and bidirectional control character
