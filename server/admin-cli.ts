@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import type { TSchema } from 'typebox';
 import { Type } from 'typebox';
-import { createAjv, formatRule } from '../shared/ajv.js';
+import { createAjv, ruleOf } from '../shared/ajv.js';
 import { AdminClientBody, AdminOrderBody, AdminOrderPatch, AdminOrganizationBody, AdminPatientBody, AdminPatientPatch, Uuid } from '../shared/schemas.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createContext } from './context.js';
@@ -58,17 +58,14 @@ class UsageError extends Error {}
 /** A value the admin API would refuse: one line naming the flag, exit code 2. */
 class InputError extends Error {}
 
-/** The flag a field of an admin API body comes from. */
+/** The flag a field of an admin API body comes from, where the two names differ. */
 const FLAG_OF: Record<string, string> = {
-  id: 'id',
-  name: 'name',
   organizations: 'organization',
   organizationId: 'organization',
   consents: 'consent',
   patientId: 'patient',
   scopes: 'scope',
   clientId: 'client-id',
-  status: 'status',
 };
 
 const ajv = createAjv({ coerceTypes: false, removeAdditional: false });
@@ -85,8 +82,7 @@ function checked<T extends Record<string, unknown>>(schema: TSchema, input: T): 
   const field = first?.instancePath.split('/')[1] ?? '';
   const flag = FLAG_OF[field] ?? field;
   const value = field ? JSON.stringify(first?.instancePath.split('/').slice(1).reduce<unknown>((at, key) => (at as Record<string, unknown>)?.[key], body)) : '';
-  const rule = (first?.keyword === 'format' ? formatRule(first.params.format) : undefined) ?? first?.message ?? 'is invalid';
-  throw new InputError(`--${flag} ${value} ${rule}`.replace(/\s+/g, ' '));
+  throw new InputError(`--${flag} ${value} ${ruleOf(first)}`.replace(/\s+/g, ' '));
 }
 
 const IdFlags = Type.Object({ id: Uuid });

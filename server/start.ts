@@ -10,7 +10,7 @@ import { createContext, ensureDataDir, type ServerContext } from './context.js';
 import type { SeedFile } from '../shared/schemas.js';
 import { SeedFile as SeedFileSchema } from '../shared/schemas.js';
 import { hashAdminToken } from './routes/admin.js';
-import { createAjv, formatRule } from '../shared/ajv.js';
+import { createAjv, ruleOf } from '../shared/ajv.js';
 import { startWebhookDelivery } from './webhooks/delivery.js';
 
 export interface RunningServer {
@@ -46,8 +46,7 @@ export function readSeedFile(file: string, source = 'PATIENT_DOCS_SEED'): SeedFi
   const validate = createAjv().compile(SeedFileSchema);
   if (!validate(parsed)) {
     const first = validate.errors?.[0];
-    const rule = (first?.keyword === 'format' ? formatRule(first.params.format) : undefined) ?? first?.message ?? '';
-    throw new ConfigError(`${source}=${file} is invalid: ${first?.instancePath || '/'} ${rule}`.trim());
+    throw new ConfigError(`${source}=${file} is invalid: ${first?.instancePath || '/'} ${ruleOf(first)}`);
   }
   return parsed as SeedFile;
 }

@@ -2,7 +2,7 @@
  * One way to build a JSON-Schema validator with string formats (uuid, date-time, …), for the
  * server's routes and seed file and for the bridge's payload checks alike.
  */
-import { Ajv, type Options } from 'ajv';
+import { Ajv, type ErrorObject, type Options } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { isDisplayName } from './names.js';
 
@@ -13,11 +13,17 @@ const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).de
 /** Our own string formats, next to ajv-formats' standard ones. */
 const FORMATS = { 'display-name': isDisplayName };
 
-/** What a failed format check means, as the second half of "body/name …". */
-export function formatRule(format: unknown): string | undefined {
-  if (format === 'uuid') return 'must be a UUID';
-  if (format === 'display-name') return 'must not be blank or contain control characters';
-  return undefined;
+/** Failed format checks in plain words, instead of ajv's 'must match format "uuid"'. */
+const FORMAT_RULES: Record<string, string> = {
+  uuid: 'must be a UUID',
+  'display-name': 'must not be blank or contain control characters',
+};
+
+/** The rule an ajv error states, as the second half of "body/name …". */
+export function ruleOf(error: ErrorObject | undefined): string {
+  if (!error) return 'is invalid';
+  const format = error.keyword === 'format' ? FORMAT_RULES[String(error.params.format)] : undefined;
+  return format ?? error.message ?? 'is invalid';
 }
 
 export function createAjv(options: Options = {}): Ajv {

@@ -5,7 +5,7 @@
  */
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { formatRule } from '../../shared/ajv.js';
+import { ruleOf } from '../../shared/ajv.js';
 import { buildProblem, PROBLEM_CONTENT_TYPE } from '../../shared/problem.js';
 import { ApiError } from '../errors.js';
 
@@ -49,9 +49,7 @@ function validationDetail(error: FastifyError): string {
   const field = first.instancePath ? `${context}${first.instancePath}` : context;
   const params = first.params as Record<string, unknown> | undefined;
   if (first.keyword === 'required' && params?.missingProperty) return `${context}/${String(params.missingProperty)} is required`;
-  const rule = first.keyword === 'format' ? formatRule(params?.format) : undefined;
-  if (rule) return `${field} ${rule}`;
-  return `${field} ${first.message ?? 'is invalid'}`;
+  return `${field} ${ruleOf(first)}`;
 }
 
 function sendProblem(request: FastifyRequest, reply: FastifyReply, typeBase: string, status: number, detail: string, headers: Record<string, string> = {}): FastifyReply {
