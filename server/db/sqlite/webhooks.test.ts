@@ -85,3 +85,108 @@ describe('active subscriptions', () => {
     }
   });
 });
+
+describe('an attempt that ends after its message was cancelled', () => {
+  const subscription = (id: string) => ({
+    id, organizationId: 'o', clientId: 'c', events: ['patient.all'], callback: `https://example.test/${id}`,
+    sealedSecret: 'sealed', status: 'active' as const, disabledReason: null, createdAt: '2026-11-21T09:00:00.000Z',
+  });
+  const queue = async (store: SqliteStore, subscriptionId: string, ids: string[]) => {
+    for (const id of ids) {
+      store.db
+        .prepare(`INSERT INTO outbox_events (id, event_type, patient_id, organization_id, operation_id, occurred_at, data) VALUES (?, 'patient.created', NULL, 'o', 'op', 'x', '{}')`)
+        .run(`e-${id}`);
+    }
+    const cursor = store.db.prepare('SELECT MAX(sequence) FROM outbox_events').pluck().get() as number;
+    await store.webhooks.enqueue(ids.map((id) => ({ id, subscriptionId, eventId: `e-${id}`, eventType: 'patient.created' as const, patientId: null, nextAttemptAt: 0, createdAt: 'x' })), cursor);
+    const claimed = await store.webhooks.claimDue([{ subscriptionId, limit: ids.length, skip: new Set() }], Date.now());
+    expect(claimed.map((message) => message.id).sort()).toEqual([...ids].sort());
+  };
+  type Outcome = 'retry' | 'delivered' | 'dead' | 'gone';
+  const finished = (subscriptionId: string, messageId: string, outcome: Outcome) => ({
+    attempt: {
+      messageId, subscriptionId, attempt: 1, attemptedAt: '2026-11-21T09:00:05.000Z',
+      statusCode: { retry: 503, delivered: 200, dead: 500, gone: 410 }[outcome], latencyMs: 3000,
+      error: outcome === 'delivered' ? null : `HTTP ${outcome}`, outcome,
+    },
+    state: ({ retry: 'pending', delivered: 'delivered', dead: 'dead', gone: 'cancelled' } as const)[outcome],
+    nextAttemptAt: outcome === 'retry' ? Date.now() + 60_000 : 0,
+    ...(outcome === 'gone' ? { disableSubscription: 'callback answered 410 Gone' } : {}),
+  });
+  const states = (store: SqliteStore, subscriptionId: string) =>
+    Object.fromEntries(
+      (store.db.prepare('SELECT id, state FROM webhook_messages WHERE subscription_id = ?').all(subscriptionId) as Array<{ id: string; state: string }>).map((row) => [row.id, row.state]),
+    );
+  const withStore = async (run: (store: SqliteStore, file: string) => Promise<void>) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-cancel-race-'));
+    try {
+      await run(SqliteStore.open(path.join(dir, 'db.sqlite')), path.join(dir, 'db.sqlite'));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it('stays cancelled when its subscription was deleted in flight (a 2xx marks it delivered), logs the attempt, and is queued nowhere, even after a restart', async () => {
+    await withStore(async (store, file) => {
+      await store.webhooks.createSubscription(subscription('s'));
+      await queue(store, 's', ['retried', 'delivered', 'dead']);
+      // DELETE /v1/webhooks/s while the three attempts are in flight.
+      expect(await store.webhooks.deleteSubscription('s', '2026-11-21T09:00:01.000Z')).toBe(true);
+      expect(await store.webhooks.counts()).toMatchObject({ queued: 0, cancelled: 3 });
+      await store.webhooks.recordAttempts([finished('s', 'retried', 'retry'), finished('s', 'delivered', 'delivered'), finished('s', 'dead', 'dead')]);
+      expect(states(store, 's')).toEqual({ retried: 'cancelled', delivered: 'delivered', dead: 'cancelled' });
+      expect(store.db.prepare(`SELECT last_error FROM webhook_messages WHERE id = 'retried'`).pluck().get()).toBe('subscription deleted');
+      expect((await store.webhooks.attempts('s', 0, 10)).rows.map((attempt) => [attempt.messageId, attempt.outcome]).sort()).toEqual([
+        ['dead', 'dead'],
+        ['delivered', 'delivered'],
+        ['retried', 'retry'],
+      ]);
+      expect(await store.webhooks.counts()).toMatchObject({ queued: 0, delivered: 1, dead: 0, cancelled: 2, failed: 2 });
+      // The dispatcher's own check before an attempt cancels once more: the first reason stays.
+      await store.webhooks.cancel('s', 'retried', 'subscription deleted or disabled', 'later');
+      expect(store.db.prepare(`SELECT last_error FROM webhook_messages WHERE id = 'retried'`).pluck().get()).toBe('subscription deleted');
+      await store.close();
+
+      const restarted = SqliteStore.open(file);
+      await restarted.webhooks.recoverInterrupted();
+      expect(await restarted.webhooks.counts()).toMatchObject({ queued: 0, delivered: 1, cancelled: 2 });
+      expect(await restarted.webhooks.dueSubscriptions(Date.now() + 3_600_000, 64)).toEqual([]);
+      await restarted.close();
+    });
+  });
+
+  it('stays cancelled when a 410 of another message disabled its subscription in flight, whether recorded in the same batch or later', async () => {
+    await withStore(async (store) => {
+      await store.webhooks.createSubscription(subscription('g'));
+      await queue(store, 'g', ['gone', 'same-batch', 'later-retry', 'later-ok']);
+      await store.webhooks.recordAttempts([finished('g', 'gone', 'gone'), finished('g', 'same-batch', 'retry')]);
+      await store.webhooks.recordAttempts([finished('g', 'later-retry', 'retry'), finished('g', 'later-ok', 'delivered')]);
+      expect(await store.webhooks.subscriptionStatus('g')).toBe('disabled');
+      expect(states(store, 'g')).toEqual({ gone: 'cancelled', 'same-batch': 'cancelled', 'later-retry': 'cancelled', 'later-ok': 'delivered' });
+      expect((await store.webhooks.attempts('g', 0, 10)).total).toBe(4);
+      expect(await store.webhooks.counts()).toMatchObject({ queued: 0, delivered: 1, cancelled: 3 });
+      await store.close();
+    });
+  });
+
+  it('a redelivery never queues a message of a subscription that is no longer active, and a restart ends messages left queued on one', async () => {
+    await withStore(async (store, file) => {
+      await store.webhooks.createSubscription(subscription('r'));
+      await queue(store, 'r', ['dead', 'phantom']);
+      await store.webhooks.recordAttempts([finished('r', 'dead', 'dead')]);
+      await store.webhooks.deleteSubscription('r', '2026-11-21T09:00:01.000Z');
+      // Deleted between the route's check and the update: the message stays dead.
+      expect(await store.webhooks.redeliver('r', 'dead', 0, 'w')).toBe(false);
+      // A database written before this fix: a message of the deleted subscription left pending.
+      store.db.prepare(`UPDATE webhook_messages SET state = 'pending', last_error = NULL WHERE id = 'phantom'`).run();
+      expect(await store.webhooks.counts()).toMatchObject({ queued: 1 });
+      await store.close();
+
+      const restarted = SqliteStore.open(file);
+      await restarted.webhooks.recoverInterrupted();
+      expect(states(restarted, 'r')).toEqual({ dead: 'dead', phantom: 'cancelled' });
+      expect(await restarted.webhooks.counts()).toMatchObject({ queued: 0, dead: 1, cancelled: 1 });
+      await restarted.close();
+    });
+  });
+});

@@ -230,9 +230,15 @@ export class SqliteWebhooks implements WebhookRepository {
         `INSERT INTO webhook_attempts (message_id, subscription_id, attempt, attempted_at, status_code, latency_ms, error, outcome)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
+      // An attempt's outcome finishes its message only while it is still queued: a delete, or a 410
+      // of another message of its subscription, cancels the subscription's messages while some of
+      // them are in flight, and they must not come back as pending (only active subscriptions are
+      // scheduled, so they would stay queued for ever). A 2xx still marks a cancelled message
+      // delivered: the receiver has it, as the delivery log says. Any other outcome (retry, dead,
+      // 410) leaves it cancelled, with its reason. The attempt itself is logged either way.
       finishMessage: db.prepare(
         `UPDATE webhook_messages SET state = ?, attempts = ?, next_attempt_at = ?, updated_at = ?, last_status = ?, last_error = ?
-         WHERE seq = ?`,
+         WHERE seq = ? AND (state IN ('pending', 'delivering') OR (state = 'cancelled' AND ? = 'delivered'))`,
       ),
       // A message this process did not claim (never in practice): found among its subscription's pending ones.
       seqOfPending: db.prepare(`SELECT seq FROM webhook_messages WHERE subscription_id = ? AND state = 'pending' AND id = ?`).pluck(),
@@ -245,7 +251,14 @@ export class SqliteWebhooks implements WebhookRepository {
       activeSubscriptions: db.prepare(`SELECT * FROM webhook_subscriptions WHERE status = 'active' AND ${LIVE} ORDER BY created_at, id`),
       cursor: db.prepare('SELECT sequence FROM webhook_cursor WHERE id = 1').pluck(),
       dataVersion: db.prepare('PRAGMA data_version').pluck(),
-      cancel: db.prepare(`UPDATE webhook_messages SET state = 'cancelled', updated_at = ?, last_error = ? WHERE seq = ?`),
+      // Only a queued message: one cancelled already keeps its first reason (the delete, the 410).
+      cancel: db.prepare(`UPDATE webhook_messages SET state = 'cancelled', updated_at = ?, last_error = ? WHERE seq = ? AND state IN ('pending', 'delivering')`),
+      // Messages left queued on a subscription that is deleted or disabled (a database written
+      // before finishMessage kept cancelled messages cancelled): nothing would ever send or end them.
+      cancelStranded: db.prepare(
+        `UPDATE webhook_messages SET state = 'cancelled', updated_at = ?, last_error = 'subscription deleted or disabled'
+         WHERE state = 'pending' AND subscription_id IN (SELECT id FROM webhook_subscriptions WHERE status != 'active' OR deleted_at IS NOT NULL)`,
+      ),
     };
     this.enqueueTransaction = db.transaction((messages: NewWebhookMessage[], cursor: number) => {
       // Positional parameters: binding by name looks every name up on the object, once per row.
@@ -293,7 +306,7 @@ export class SqliteWebhooks implements WebhookRepository {
     const { attempt } = result;
     this.statements.insertAttempt.run(attempt.messageId, attempt.subscriptionId, attempt.attempt, attempt.attemptedAt, attempt.statusCode, attempt.latencyMs, attempt.error, attempt.outcome);
     const seq = this.seqOf(attempt.subscriptionId, attempt.messageId);
-    if (seq !== undefined) this.statements.finishMessage.run(result.state, attempt.attempt, result.nextAttemptAt, attempt.attemptedAt, attempt.statusCode, attempt.error, seq);
+    if (seq !== undefined) this.statements.finishMessage.run(result.state, attempt.attempt, result.nextAttemptAt, attempt.attemptedAt, attempt.statusCode, attempt.error, seq, result.state);
     if (result.disableSubscription !== undefined) {
       this.activeSnapshot = undefined;
       this.statements.disable.run(result.disableSubscription, attempt.subscriptionId);
@@ -361,7 +374,13 @@ export class SqliteWebhooks implements WebhookRepository {
   }
 
   async recoverInterrupted(): Promise<number> {
-    return this.db.prepare(`UPDATE webhook_messages SET state = 'pending' WHERE state = 'delivering'`).run().changes;
+    return this.db
+      .transaction(() => {
+        const recovered = this.db.prepare(`UPDATE webhook_messages SET state = 'pending' WHERE state = 'delivering'`).run().changes;
+        this.statements.cancelStranded.run(new Date().toISOString());
+        return recovered;
+      })
+      .immediate();
   }
 
   async dueSubscriptions(now: number, cap: number): Promise<Array<{ subscriptionId: string; due: number }>> {
@@ -400,10 +419,13 @@ export class SqliteWebhooks implements WebhookRepository {
   }
 
   async redeliver(subscriptionId: string, messageId: string, now: number, at: string): Promise<boolean> {
+    // Only onto an active subscription (it may be deleted or disabled since the route checked it):
+    // a message queued on any other would never be sent or cancelled.
     const changed = this.db
       .prepare(
         `UPDATE webhook_messages SET state = 'pending', attempts = 0, next_attempt_at = ?, updated_at = ?
-         WHERE subscription_id = ? AND state = 'dead' AND id = ?`,
+         WHERE subscription_id = ? AND state = 'dead' AND id = ?
+           AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = webhook_messages.subscription_id AND s.status = 'active' AND s.${LIVE})`,
       )
       .run(now, at, subscriptionId, messageId).changes;
     return changed > 0;
