@@ -11,6 +11,24 @@ describe('name rules', () => {
     expect(checkFileName('scan\u200F 1.stl').ok).toBe(true);
   });
 
+  it('refuses names with nothing visible, lone surrogates and line separators; keeps joiners inside real names', () => {
+    for (const blank of ['\u200B', '\u200D\u200C', '\uFEFF', '\u3164', '\u2800', ' \u00A0 ']) expect(checkFileName(blank)).toMatchObject({ ok: false, rule: expect.stringContaining('must not be blank') });
+    for (const broken of ['x\ud800.pdf', 'x\udbff.pdf', '\udc00']) expect(checkFileName(broken)).toMatchObject({ ok: false, rule: expect.stringContaining('valid Unicode') });
+    expect(checkPath('/a/\ud800').ok).toBe(false);
+    expect(checkFileName('a\u2028b.pdf').ok).toBe(false);
+    expect(checkFileName('\u{1F9B7}.stl')).toEqual({ ok: true, value: '\u{1F9B7}.stl' });
+    expect(checkFileName('\u0646\u0627\u0645\u200C\u0647.pdf').ok).toBe(true);
+    expect(checkFileName('\u{1F468}\u200D\u2695\uFE0F.pdf').ok).toBe(true);
+  });
+
+  it('applies the path length limit to the path as stored, without its trailing slash', () => {
+    const longest = `/${Array.from({ length: 5 }, () => 'a'.repeat(200)).join('/')}/${'b'.repeat(18)}`;
+    expect(longest).toHaveLength(1024);
+    expect(checkPath(longest)).toEqual({ ok: true, value: longest });
+    expect(checkPath(`${longest}/`)).toEqual({ ok: true, value: longest });
+    expect(checkPath(`${longest}b`).ok).toBe(false);
+  });
+
   it('spells out what would hide or turn a name when it is shown', () => {
     expect(visibleName('scan\u202Efdp.exe')).toBe('scan⟨U+202E⟩fdp.exe');
     expect(visibleName('tab\there\u0000')).toBe('tab⟨U+0009⟩here⟨U+0000⟩');

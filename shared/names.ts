@@ -9,8 +9,11 @@ export const ROOT_PATH = '/';
 
 export type NameCheck = { ok: true; value: string } | { ok: false; rule: string };
 
-/** C0 and C1 control characters. */
-const CONTROL_RANGES = '\\u0000-\\u001f\\u007f-\\u009f';
+/**
+ * C0 and C1 control characters, and the line and paragraph separators U+2028/U+2029, which break
+ * a line wherever a name is shown or logged just as a newline does.
+ */
+const CONTROL_RANGES = '\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029';
 /**
  * Unicode's bidirectional embedding, override and isolate controls. Counted among the control
  * characters the rules forbid: one of them makes a name display as another ("scan\u202Efdp.exe"
@@ -23,6 +26,22 @@ const BIDI_CONTROLS = new RegExp(`[${BIDI_RANGES}]`, 'u');
 /** Both kinds: what hides or turns text when a name is shown. */
 const INVISIBLE_HAZARDS = new RegExp(`[${CONTROL_RANGES}${BIDI_RANGES}]`, 'gu');
 
+/**
+ * Half of a UTF-16 surrogate pair without its other half. JSON can carry one ("\\ud800"), but it
+ * is not a character: stored as UTF-8 it turns into U+FFFD, so the name kept would differ from the
+ * one echoed, and two different names would become one.
+ */
+const LONE_SURROGATE = /[\ud800-\udfff]/u;
+/**
+ * Nothing a person could see or type back: white space, default-ignorable characters (zero-width
+ * space and joiners, the Hangul fillers, the byte-order mark) and the blank Braille pattern.
+ */
+const NOTHING_VISIBLE = /^[\p{White_Space}\p{Default_Ignorable_Code_Point}\u2800]*$/u;
+
+function isBlank(value: string): boolean {
+  return NOTHING_VISIBLE.test(value);
+}
+
 function codePointLength(value: string): number {
   let length = 0;
   for (const _ of value) length += 1;
@@ -34,7 +53,7 @@ function codePointLength(value: string): number {
  * none of the characters the file-name rules forbid for hiding or turning text.
  */
 export function isDisplayName(value: string): boolean {
-  return value.trim().length > 0 && !CONTROL_CHARACTERS.test(value) && !BIDI_CONTROLS.test(value);
+  return !isBlank(value) && !LONE_SURROGATE.test(value) && !CONTROL_CHARACTERS.test(value) && !BIDI_CONTROLS.test(value);
 }
 
 /**
@@ -48,8 +67,9 @@ export function visibleName(value: string): string {
 
 /** Validates one name (a file name or a path segment) and returns its NFC form. */
 export function checkName(raw: string, label = 'fileName'): NameCheck {
+  if (LONE_SURROGATE.test(raw)) return { ok: false, rule: `${label} must be valid Unicode text (it holds half of a surrogate pair)` };
   const value = raw.normalize('NFC');
-  if (value.trim().length === 0) return { ok: false, rule: `${label} must not be blank` };
+  if (isBlank(value)) return { ok: false, rule: `${label} must not be blank (it has no visible character)` };
   if (codePointLength(value) > MAX_FILE_NAME_LENGTH) {
     return { ok: false, rule: `${label} must be at most ${MAX_FILE_NAME_LENGTH} characters` };
   }
@@ -74,11 +94,12 @@ export function checkFileName(raw: string): NameCheck {
 export function checkPath(raw: string, label = 'path'): NameCheck {
   const value = raw.normalize('NFC');
   if (!value.startsWith('/')) return { ok: false, rule: `${label} must begin with '/'` };
-  if (codePointLength(value) > MAX_PATH_LENGTH) {
+  if (value === ROOT_PATH) return { ok: true, value };
+  // The limit applies to the path as stored, after its trailing '/' is dropped.
+  const trimmed = value.endsWith('/') ? value.slice(0, -1) : value;
+  if (codePointLength(trimmed) > MAX_PATH_LENGTH) {
     return { ok: false, rule: `${label} must be at most ${MAX_PATH_LENGTH} characters` };
   }
-  if (value === ROOT_PATH) return { ok: true, value };
-  const trimmed = value.endsWith('/') ? value.slice(0, -1) : value;
   const segments = trimmed.slice(1).split('/');
   for (const segment of segments) {
     if (segment.length === 0) return { ok: false, rule: `${label} must not contain empty segments ('//')` };
