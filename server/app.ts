@@ -5,7 +5,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { ServerContext } from './context.js';
 import authPlugin from './plugins/auth.js';
-import problemsPlugin, { frameworkErrors } from './plugins/problems.js';
+import problemsPlugin, { clientErrors, frameworkErrors } from './plugins/problems.js';
 import validationPlugin from './plugins/validation.js';
 import { adminRoutes } from './routes/admin.js';
 import { documentRoutes } from './routes/documents.js';
@@ -32,6 +32,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     bodyLimit: config.maxJsonBytes,
     routerOptions: { maxParamLength: 512 },
     frameworkErrors: frameworkErrors(config.publicUrl),
+    clientErrorHandler: clientErrors(config.publicUrl),
     trustProxy: false,
     ajv: { customOptions: { coerceTypes: false } },
   });

@@ -13,6 +13,9 @@ export class ApiError extends Error {
 
 export const badRequest = (detail: string): ApiError => new ApiError(400, detail);
 export const unauthorized = (detail: string): ApiError => new ApiError(401, detail, { 'WWW-Authenticate': 'Bearer' });
+/** RFC 6750 §3.1: a token was sent but is not valid (expired, tampered, wrong audience…). */
+export const invalidToken = (detail: string): ApiError =>
+  new ApiError(401, detail, { 'WWW-Authenticate': `Bearer error="invalid_token", error_description="${detail.replace(/["\\]/g, "'")}"` });
 export const forbidden = (detail: string): ApiError => new ApiError(403, detail);
 export const notFound = (detail: string): ApiError => new ApiError(404, detail);
 export const conflict = (detail: string): ApiError => new ApiError(409, detail);

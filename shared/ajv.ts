@@ -10,8 +10,11 @@ type AddFormats = (ajv: Ajv) => Ajv;
 // ajv-formats is CommonJS: under NodeNext its default export arrives wrapped.
 const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default ?? addFormatsModule) as unknown as AddFormats;
 
-/** Our own string formats, next to ajv-formats' standard ones. */
-const FORMATS = { 'display-name': isDisplayName };
+/** A bare UUID. ajv-formats' `uuid` also takes a `urn:uuid:` prefix, which no lookup then finds. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Our own string formats, next to (and in place of) ajv-formats' standard ones. */
+const FORMATS = { 'display-name': isDisplayName, uuid: (value: string) => UUID.test(value) };
 
 /** Failed format checks in plain words, instead of ajv's 'must match format "uuid"'. */
 const FORMAT_RULES: Record<string, string> = {

@@ -1,5 +1,6 @@
 /** Issue 2: token → create → search over real HTTP, every rule of SPEC §4.1/§4.3 and DESIGN §3. */
 import http from 'node:http';
+import net from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
@@ -84,6 +85,24 @@ describe('identity provider', () => {
     expect(((await response.json()) as { error: string }).error).toBe('invalid_request');
   });
 
+  it('answers a repeated parameter and an oversized token request in RFC 6749 shape, never cached', async () => {
+    const repeated = await fetch(`${server.url}/oauth2/token`, {
+      method: 'POST',
+      body: `grant_type=client_credentials&client_id=${CLIENT.id}&client_secret=${CLIENT.secret}&client_id=${READ_ONLY_CLIENT.id}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+    expect(repeated.status).toBe(400);
+    expect(await repeated.json()).toEqual({ error: 'invalid_request', error_description: 'client_id must not be sent more than once' });
+    expect(repeated.headers.get('pragma')).toBe('no-cache');
+    const oversized = await fetch(`${server.url}/oauth2/token`, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret, pad: 'x'.repeat(17 * 1024) }),
+    });
+    expect(oversized.status).toBe(413);
+    expect(oversized.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(((await oversized.json()) as { error: string }).error).toBe('invalid_request');
+  });
+
   it('publishes discovery and JWKS', async () => {
     const discovery = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
     expect(discovery).toMatchObject({ issuer: server.url, token_endpoint: `${server.url}/oauth2/token`, jwks_uri: `${server.url}/.well-known/jwks.json` });
@@ -119,6 +138,11 @@ describe('create document placeholder (SPEC §4.1)', () => {
   it.each([
     [{ fileName: '' }, 'fileName must not be blank'],
     [{ fileName: '   ' }, 'fileName must not be blank'],
+    [{ fileName: '\u200B' }, 'fileName must not be blank (it has no visible character)'],
+    [{ fileName: '\u3164\u2800' }, 'fileName must not be blank'],
+    [{ fileName: 'x\ud800.pdf' }, 'fileName must be valid Unicode text'],
+    [{ fileName: 'a.stl', path: '/cases/\udfff' }, 'path segment must be valid Unicode text'],
+    [{ fileName: 'two\u2028lines.pdf' }, 'control characters'],
     [{ fileName: 'a/b.stl' }, "must not contain '/'"],
     [{ fileName: '..' }, "must not be '.' or '..'"],
     [{ fileName: ' lead.stl' }, 'must not begin or end with spaces'],
@@ -131,12 +155,44 @@ describe('create document placeholder (SPEC §4.1)', () => {
     [{ fileName: 'a.stl', path: '/a/../b' }, "must not be '.' or '..'"],
     [{ fileName: 'a.stl', path: '/a\\b' }, "must not contain '/' or '\\'"],
     [{ fileName: 'a.stl', path: `/${'a'.repeat(1030)}` }, 'at most 1024'],
+    [{ fileName: 'a.stl', path: `/${'a'.repeat(1024)}/` }, 'at most 1024'],
     [{ fileName: 42 }, 'body/fileName must be string'],
     [{}, 'body/fileName is required'],
   ])('refuses %j with 400 naming the rule', async (body, rule) => {
     const problem = expectProblem(await server.api('POST', documentsRoute, { body }), 400);
     expect(problem.messageKey).toBe('VALIDATION_ERROR');
     expect(problem.detail).toContain(rule);
+  });
+
+  it('refuses a body that is not UTF-8 and names a __proto__ key as the rule, instead of storing U+FFFD or saying "not JSON"', async () => {
+    const latin1 = Buffer.concat([Buffer.from('{"fileName":"bad'), Buffer.from([0xff]), Buffer.from('.pdf"}')]);
+    expect(expectProblem(await server.api('POST', documentsRoute, { body: latin1 }), 400).detail).toBe('body must be UTF-8 encoded text');
+    const poisoned = expectProblem(await server.api('POST', documentsRoute, { body: '{"fileName":"a.pdf","__proto__":{"x":1}}' }), 400);
+    expect(poisoned.detail).toBe('body must not contain a "__proto__" or "constructor.prototype" key');
+    const search = await server.api('POST', searchRoute, { body: { fileName: 'bad' } });
+    expect(search.body.documents.filter((document: { fileName: string }) => document.fileName.includes('\uFFFD'))).toEqual([]);
+  });
+
+  it('answers an Organization-ID or patient id with a urn:uuid: prefix with 400, not 403 or 404', async () => {
+    const header = expectProblem(await server.api('POST', searchRoute, { body: {}, organization: `urn:uuid:${ORG}` }), 400);
+    expect(header.detail).toContain('must be a UUID');
+    expectProblem(await server.api('POST', `/v1/patients/urn:uuid:${PATIENT}/documents/search`, { body: {} }), 400);
+  });
+
+  it('answers headers over the limit and bytes that are not HTTP with problem details (413, 400), then closes', async () => {
+    const exchange = (raw: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(new URL(server.url).port), '127.0.0.1', () => socket.end(raw));
+        let text = '';
+        socket.setEncoding('utf8').on('data', (chunk) => (text += chunk)).on('close', () => resolve(text)).on('error', reject);
+      });
+    const huge = await exchange(`POST ${searchRoute} HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(huge).toMatch(/^HTTP\/1\.1 413 /);
+    expect(huge).toContain('Content-Type: application/problem+json');
+    expect(JSON.parse(huge.slice(huge.indexOf('\r\n\r\n') + 4))).toMatchObject({ status: 413, messageKey: 'PAYLOAD_TOO_LARGE' });
+    const garbage = await exchange('HELLO\r\n\r\n');
+    expect(garbage).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(garbage.slice(garbage.indexOf('\r\n\r\n') + 4))).toMatchObject({ status: 400, messageKey: 'VALIDATION_ERROR' });
   });
 
   it('answers malformed JSON, a wrong content type and an oversized body with problem details', async () => {
@@ -338,21 +394,46 @@ describe('operations', () => {
     expectProblem(await server.api('GET', '/v2/nothing'), 404);
   });
 
+  it('does not let failed requests from another address use up a client\'s token budget', async () => {
+    const limited = await startTestServer({ PATIENT_DOCS_TOKEN_RATE_LIMIT: '3' });
+    const post = (form: Record<string, string>, localAddress: string) =>
+      new Promise<number>((resolve, reject) => {
+        const request = http.request(`${limited.url}/oauth2/token`, { method: 'POST', localAddress, headers: { 'content-type': 'application/x-www-form-urlencoded' } }, (response) => {
+          response.resume();
+          resolve(response.statusCode!);
+        });
+        request.on('error', reject).end(new URLSearchParams(form).toString());
+      });
+    try {
+      const attacker: number[] = [];
+      for (let attempt = 0; attempt < 6; attempt += 1) attacker.push(await post({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: 'guess' }, '127.0.0.2'));
+      expect(attacker).toEqual([401, 401, 401, 429, 429, 429]);
+      expect(await post({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }, '127.0.0.1')).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it('rate-limits the token endpoint per client with Retry-After', async () => {
     const limited = await startTestServer({ PATIENT_DOCS_TOKEN_RATE_LIMIT: '3' });
     try {
       const statuses: number[] = [];
       let retryAfter: string | null = null;
+      let response429Pragma: string | null = null;
       for (let attempt = 0; attempt < 5; attempt += 1) {
         const response = await fetch(`${limited.url}/oauth2/token`, {
           method: 'POST',
           body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }),
         });
         statuses.push(response.status);
-        if (response.status === 429) retryAfter = response.headers.get('retry-after');
+        if (response.status === 429) {
+          retryAfter = response.headers.get('retry-after');
+          response429Pragma = response.headers.get('pragma');
+        }
       }
       expect(statuses).toEqual([200, 200, 200, 429, 429]);
       expect(Number(retryAfter)).toBeGreaterThan(0);
+      expect(response429Pragma).toBe('no-cache');
     } finally {
       await limited.close();
     }

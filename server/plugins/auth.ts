@@ -1,7 +1,7 @@
 /** The bearer-token guard: an onRequest hook that puts the verified principal on the request. */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { unauthorized } from '../errors.js';
+import { invalidToken, unauthorized } from '../errors.js';
 import { TokenError, type Principal, type TokenService } from '../identity/tokens.js';
 
 declare module 'fastify' {
@@ -29,7 +29,7 @@ async function authPlugin(app: FastifyInstance, options: { tokens: TokenService 
     try {
       request.principal = await options.tokens.verify(bearerToken(request));
     } catch (error) {
-      if (error instanceof TokenError) throw unauthorized(error.message);
+      if (error instanceof TokenError) throw invalidToken(error.message);
       throw error;
     }
   });

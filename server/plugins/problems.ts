@@ -3,6 +3,8 @@
  * ApiErrors, schema validation, malformed JSON, wrong content types, oversized bodies, unknown
  * routes. A 500 logs the request id and says nothing about internals.
  */
+import { maxHeaderSize, STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { ruleOf } from '../../shared/ajv.js';
@@ -67,6 +69,31 @@ export function frameworkErrors(typeBase: string) {
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply): void => {
     const known = error.code ? FASTIFY_CODES[error.code] : undefined;
     void sendProblem(request, reply, typeBase, known?.status ?? 400, known?.detail(error, request) ?? 'the request cannot be routed');
+  };
+}
+
+/**
+ * For Fastify's `clientErrorHandler`: what Node's HTTP parser refuses before there is a request to
+ * route — a request line and headers over the limit (SPEC §7 names a header over a configured
+ * limit as 413), a client too slow to send its headers, bytes that are not HTTP — is answered as
+ * problem details too, and the connection is closed. The path is not known yet: instance is '/'.
+ */
+export function clientErrors(typeBase: string) {
+  return (error: Error & { code?: string }, socket: Socket): void => {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const [status, detail] =
+      error.code === 'HPE_HEADER_OVERFLOW'
+        ? [413, `the request line and headers are larger than the configured limit of ${maxHeaderSize} bytes`]
+        : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'the request headers did not arrive in time']
+          : [400, 'the request is not valid HTTP/1.1'];
+    const body = JSON.stringify(buildProblem({ status, detail, instance: '/', typeBase }));
+    if (socket.writable) {
+      socket.write(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    }
+    socket.destroy(error);
   };
 }
 

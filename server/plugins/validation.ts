@@ -2,13 +2,37 @@
  * Two validators: JSON bodies are checked strictly (no type coercion: "5" is not 5), while
  * params, query strings and headers — which are text on the wire — are coerced.
  */
-import type { FastifyInstance, FastifySchema } from 'fastify';
+import { isUtf8 } from 'node:buffer';
+import type { FastifyInstance, FastifyRequest, FastifySchema } from 'fastify';
 import fp from 'fastify-plugin';
+import secureJson from 'secure-json-parse';
 import { createAjv } from '../../shared/ajv.js';
+import { badRequest } from '../errors.js';
+
+/**
+ * JSON bodies: refused (400) unless they are UTF-8 — otherwise a byte that is not would turn into
+ * U+FFFD on the way in, and the name stored would differ from the one sent — and refused with a
+ * rule of their own when they carry a `__proto__` or `constructor.prototype` key, which Fastify
+ * would report as "not valid JSON".
+ */
+function parseJsonBody(_request: FastifyRequest, body: Buffer, done: (error: Error | null, value?: unknown) => void): void {
+  if (body.length === 0) return done(badRequest('body must not be empty when Content-Type is application/json'));
+  if (!isUtf8(body)) return done(badRequest('body must be UTF-8 encoded text'));
+  let value: unknown;
+  try {
+    value = secureJson.parse(body.toString('utf8'), { protoAction: 'error', constructorAction: 'error' });
+  } catch (error) {
+    const poisoned = error instanceof Error && error.message.startsWith('Object contains forbidden prototype property');
+    return done(badRequest(poisoned ? 'body must not contain a "__proto__" or "constructor.prototype" key' : 'body must be valid JSON'));
+  }
+  done(null, value);
+}
 
 async function validationPlugin(app: FastifyInstance): Promise<void> {
   const bodyAjv = createAjv({ useDefaults: true, coerceTypes: false, removeAdditional: false });
   const textAjv = createAjv({ useDefaults: true, coerceTypes: true, removeAdditional: false });
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJsonBody);
   app.setValidatorCompiler(({ schema, httpPart }: { schema: FastifySchema; httpPart?: string }) => {
     const ajv = httpPart === 'body' ? bodyAjv : textAjv;
     return ajv.compile(schema as object);

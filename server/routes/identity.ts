@@ -3,7 +3,7 @@
  * (client_secret_post and client_secret_basic), discovery document and JWKS. Token errors keep
  * RFC 6749 §5.2 bodies.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { OAuthError, TokenResponse } from '../../shared/schemas.js';
 import type { ClientRepository } from '../db/types.js';
 import type { KeyStore } from '../identity/keys.js';
@@ -20,11 +20,32 @@ export interface IdentityOptions {
   audience: string;
 }
 
+const TOKEN_BODY_LIMIT = 16 * 1024;
+
 type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope' | 'unauthorized_client' | 'rate_limited';
+
+/** RFC 6749 §5.1: token responses, and so their errors, are never cached. */
+const NO_CACHE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
 function oauthError(reply: FastifyReply, status: number, error: OAuthErrorCode, description: string, headers: Record<string, string> = {}): FastifyReply {
   for (const [name, value] of Object.entries(headers)) void reply.header(name, value);
-  return reply.code(status).header('Cache-Control', 'no-store').send({ error, error_description: description });
+  return reply.code(status).headers(NO_CACHE).send({ error, error_description: description });
+}
+
+/** A parsed token request: its parameters, and the first one sent twice (RFC 6749 §3.2 forbids it). */
+interface TokenForm {
+  values: Record<string, string>;
+  repeated: string | undefined;
+}
+
+function parseForm(body: string): TokenForm {
+  const values: Record<string, string> = {};
+  let repeated: string | undefined;
+  for (const [name, value] of new URLSearchParams(body)) {
+    if (Object.hasOwn(values, name)) repeated ??= name;
+    else values[name] = value;
+  }
+  return { values, repeated };
 }
 
 interface Credentials {
@@ -74,10 +95,19 @@ export async function identityRoutes(app: FastifyInstance, options: IdentityOpti
   // This scope parses forms only. Any other body (JSON, text, none) still reaches the handler, which
   // refuses it with an RFC 6749 body: OAuth clients read `error`, not a problem-details document.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_request, body, done) => {
-    done(null, Object.fromEntries(new URLSearchParams(body as string)));
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: TOKEN_BODY_LIMIT }, (_request, body, done) => {
+    done(null, parseForm(body as string));
   });
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: 16 * 1024 }, (_request, _body, done) => done(null, undefined));
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: TOKEN_BODY_LIMIT }, (_request, _body, done) => done(null, undefined));
+  // What fails before the handler runs (a body over the limit, a Content-Length that lies) is
+  // answered in the same RFC 6749 shape; anything else goes on to the problem-details handler.
+  app.setErrorHandler((error: FastifyError, _request, reply) => {
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return oauthError(reply, 413, 'invalid_request', `the token request is larger than ${TOKEN_BODY_LIMIT / 1024} KiB`);
+    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+      return oauthError(reply, 400, 'invalid_request', 'the token request is malformed');
+    }
+    throw error;
+  });
 
   app.post(
     '/oauth2/token',
@@ -94,10 +124,13 @@ export async function identityRoutes(app: FastifyInstance, options: IdentityOpti
       if (!contentType.toLowerCase().startsWith('application/x-www-form-urlencoded')) {
         return oauthError(reply, 400, 'invalid_request', 'the token request must be application/x-www-form-urlencoded');
       }
-      const form = (request.body ?? {}) as Record<string, string>;
+      const { values: form, repeated } = (request.body ?? { values: {}, repeated: undefined }) as TokenForm;
+      if (repeated !== undefined) return oauthError(reply, 400, 'invalid_request', `${repeated} must not be sent more than once`);
       const credentials = readCredentials(request, form);
       if ('error' in credentials) return oauthError(reply, 400, 'invalid_request', credentials.error);
-      const retryAfter = options.rateLimiter.take(credentials.clientId);
+      // Counted per client and source address: a runaway client is slowed down, but requests that
+      // merely name a client, from anywhere else, cannot use up that client's budget and lock it out.
+      const retryAfter = options.rateLimiter.take(`${credentials.clientId}\n${request.ip}`);
       if (retryAfter > 0) {
         return oauthError(reply, 429, 'rate_limited', `too many token requests; retry after ${retryAfter} s`, { 'Retry-After': String(retryAfter) });
       }
@@ -115,7 +148,7 @@ export async function identityRoutes(app: FastifyInstance, options: IdentityOpti
       if ('error' in scopes) return oauthError(reply, 400, 'invalid_scope', scopes.error);
       const token = await options.tokens.issue(client.clientId, scopes, request.ip);
       return reply
-        .header('Cache-Control', 'no-store')
+        .headers(NO_CACHE)
         .send({ token_type: 'Bearer', expires_in: token.expiresIn, access_token: token.accessToken, scope: scopes.join(' ') });
     },
   );

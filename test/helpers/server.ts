@@ -59,10 +59,10 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     if (bearer !== null) headers.authorization = `Bearer ${bearer}`;
     const organization = options.organization === undefined ? ORG : options.organization;
     if (organization !== null) headers['organization-id'] = organization;
-    let body: string | undefined;
+    let body: string | Blob | undefined;
     if (options.body !== undefined) {
       headers['content-type'] ??= 'application/json';
-      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+      body = typeof options.body === 'string' ? options.body : Buffer.isBuffer(options.body) ? new Blob([new Uint8Array(options.body)]) : JSON.stringify(options.body);
     }
     const response = await fetch(`${server.url}${route}`, { method, headers, body });
     const text = await response.text();
