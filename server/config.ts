@@ -108,6 +108,12 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`PATIENT_DOCS_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   const lifetime = parseDuration('PATIENT_DOCS_TOKEN_LIFETIME', env.PATIENT_DOCS_TOKEN_LIFETIME ?? '1800s');
   if (lifetime < 1000) throw new ConfigError('PATIENT_DOCS_TOKEN_LIFETIME must be at least 1s');
+  // Each attempt waits up to this long for an answer (and twice as long for a free connection): 0
+  // would fail every delivery, and days would outgrow Node's timers and fail them just as surely.
+  const webhookTimeoutMs = parseDuration('PATIENT_DOCS_WEBHOOK_TIMEOUT', env.PATIENT_DOCS_WEBHOOK_TIMEOUT ?? '10s');
+  if (webhookTimeoutMs < 100 || webhookTimeoutMs > 10 * 60_000) {
+    throw new ConfigError(`PATIENT_DOCS_WEBHOOK_TIMEOUT=${JSON.stringify(env.PATIENT_DOCS_WEBHOOK_TIMEOUT)} must be between 100ms and 10m`);
+  }
   const rate = Number(env.PATIENT_DOCS_TOKEN_RATE_LIMIT ?? '120');
   if (!Number.isInteger(rate) || rate < 1) throw new ConfigError('PATIENT_DOCS_TOKEN_RATE_LIMIT must be a positive integer (token requests per client per minute)');
   return {
@@ -121,7 +127,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
     adminToken: env.PATIENT_DOCS_ADMIN_TOKEN?.trim() || undefined,
     maxUploadBytes: parseSize('PATIENT_DOCS_MAX_UPLOAD_BYTES', env.PATIENT_DOCS_MAX_UPLOAD_BYTES ?? '4GiB'),
     webhookRetryDelaysMs,
-    webhookTimeoutMs: parseDuration('PATIENT_DOCS_WEBHOOK_TIMEOUT', env.PATIENT_DOCS_WEBHOOK_TIMEOUT ?? '10s'),
+    webhookTimeoutMs,
     allowPrivateCallbacks: parseBoolean('PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS', env.PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS ?? 'false'),
     audience: env.PATIENT_DOCS_AUDIENCE?.trim() || 'api://patient-docs',
     tokenLifetimeSeconds: Math.round(lifetime / 1000),
