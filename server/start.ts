@@ -12,6 +12,7 @@ import { SeedFile as SeedFileSchema } from '../shared/schemas.js';
 import { hashAdminToken } from './routes/admin.js';
 import { createAjv, ruleOf } from '../shared/ajv.js';
 import { startWebhookDelivery } from './webhooks/delivery.js';
+import { lockDataDir } from './db/sqlite/data-dir-lock.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -68,7 +69,17 @@ async function choosePort(config: ServerConfig): Promise<ServerConfig> {
 
 export async function startServer(requested: ServerConfig, options: { logger?: boolean | object } = {}): Promise<RunningServer> {
   const config = await choosePort(requested);
-  const context = await createContext(config);
+  // One server per data directory (a second one would send every webhook twice); taken here, not
+  // in createContext, because the admin CLI opens the same store while the server runs.
+  ensureDataDir(config.dataDir);
+  const lock = lockDataDir(config.dataDir);
+  let context: ServerContext;
+  try {
+    context = await createContext(config);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
   try {
     if (config.seedFile) await context.directory.applySeed(readSeedFile(config.seedFile));
     const admin = resolveAdminToken(config);
@@ -94,13 +105,21 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
       url: `http://${host}:${port}`,
       generatedAdminToken: admin.generated,
       close: async () => {
-        await app.close();
-        await webhookDelivery.stop();
-        await context.store.close();
+        try {
+          await app.close();
+          await webhookDelivery.stop();
+          await context.store.close();
+        } finally {
+          lock.release();
+        }
       },
     };
   } catch (error) {
-    await context.store.close();
+    try {
+      await context.store.close();
+    } finally {
+      lock.release();
+    }
     throw error;
   }
 }
