@@ -25,8 +25,11 @@ const FORMAT_RULES: Record<string, string> = {
 /** The rule an ajv error states, as the second half of "body/name …". */
 export function ruleOf(error: ErrorObject | undefined): string {
   if (!error) return 'is invalid';
-  const format = error.keyword === 'format' ? FORMAT_RULES[String(error.params.format)] : undefined;
-  return format ?? error.message ?? 'is invalid';
+  if (error.keyword === 'format') return FORMAT_RULES[String(error.params.format)] ?? error.message ?? 'is invalid';
+  // Name the values, not "must be equal to one of the allowed values".
+  if (error.keyword === 'enum') return `must be one of ${(error.params.allowedValues as unknown[]).map((value) => JSON.stringify(value)).join(', ')}`;
+  if (error.keyword === 'const') return `must be ${JSON.stringify(error.params.allowedValue)}`;
+  return error.message ?? 'is invalid';
 }
 
 export function createAjv(options: Options = {}): Ajv {

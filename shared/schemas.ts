@@ -88,7 +88,7 @@ export const SearchBody = Type.Object({
   fileType: Type.Optional(Type.String({ maxLength: 64 })),
   id: Type.Optional(Type.Array(Uuid, { maxItems: MAX_SEARCH_IDS })),
   sortBy: Type.Optional(literalUnion(SORT_FIELDS)),
-  sortDirection: Type.Optional(Type.Union([Type.Literal('ASC'), Type.Literal('DESC')])),
+  sortDirection: Type.Optional(literalUnion(['ASC', 'DESC'] as const)),
 });
 export type SearchBody = Static<typeof SearchBody>;
 

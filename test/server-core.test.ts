@@ -348,8 +348,8 @@ describe('search (SPEC §4.3, DESIGN §3)', () => {
     [{ limit: 0 }, 'body/limit must be >= 1'],
     [{ limit: 1001 }, 'body/limit must be <= 1000'],
     [{ limit: '5' }, 'body/limit must be integer'],
-    [{ sortBy: 'size' }, 'body/sortBy'],
-    [{ sortDirection: 'up' }, 'body/sortDirection'],
+    [{ sortBy: 'size' }, 'body/sortBy must be one of "lastModifiedAt", "fileName", "fileSize", "fileType", "path"'],
+    [{ sortDirection: 'asc' }, 'body/sortDirection must be one of "ASC", "DESC"'],
     [{ path: 'a' }, "path must begin with '/'"],
     [{ id: ['not-a-uuid'] }, 'body/id/0 must be a UUID'],
   ])('refuses %j with 400', async (body, rule) => {
