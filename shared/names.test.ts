@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkFileName, checkPath, visibleName } from './names.js';
+import { checkFileName, checkPath, foldKey, visibleName } from './names.js';
 
 describe('name rules', () => {
   it('refuses bidirectional embedding, override and isolate controls, keeps right-to-left text and marks', () => {
@@ -27,6 +27,16 @@ describe('name rules', () => {
     expect(checkPath(longest)).toEqual({ ok: true, value: longest });
     expect(checkPath(`${longest}/`)).toEqual({ ok: true, value: longest });
     expect(checkPath(`${longest}b`).ok).toBe(false);
+  });
+
+  it('folds case as Unicode does: final sigma, long s and the micro sign meet their plain letters; ß stays apart from ss, as on NTFS', () => {
+    expect(foldKey('ΟΔΟΣ.pdf')).toBe(foldKey('οδοσ.pdf'));
+    expect(foldKey('ΟΔΟΣ.pdf')).toBe(foldKey('οδος.pdf'));
+    expect(foldKey('ſcan.STL')).toBe('scan.stl');
+    expect(foldKey('5\u00b5m.stl')).toBe(foldKey('5\u03bcm.stl'));
+    expect(foldKey('Zahnbu\u0308rste.PDF')).toBe('zahnbürste.pdf');
+    expect(foldKey('Straße.pdf')).not.toBe(foldKey('STRASSE.pdf'));
+    expect(foldKey('\u13a0\u13f0.stl')).toBe(foldKey('\uab70\u13f8.stl'));
   });
 
   it('spells out what would hide or turn a name when it is shown', () => {

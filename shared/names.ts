@@ -109,9 +109,30 @@ export function checkPath(raw: string, label = 'path'): NameCheck {
   return { ok: true, value: trimmed };
 }
 
-/** The key that uniqueness and path filters compare: case-insensitive after NFC. */
+/**
+ * Lower-case letters that Unicode's simple case folding (CaseFolding.txt, status C) maps to another
+ * letter, each with the letter it meets: toLowerCase() alone keeps the final sigma apart from σ
+ * ("ΟΔΟΣ" and "οδοσ" would be two names), the long s ſ from s, the micro sign µ from μ, and Greek
+ * and old Cyrillic letter variants from their plain forms. Windows and macOS treat such names as one.
+ */
+const FOLD_AFTER_LOWER: Record<string, string> = {
+  '\u00b5': '\u03bc', '\u017f': 's', '\u0345': '\u03b9', '\u03c2': '\u03c3', '\u03d0': '\u03b2', '\u03d1': '\u03b8',
+  '\u03d5': '\u03c6', '\u03d6': '\u03c0', '\u03f0': '\u03ba', '\u03f1': '\u03c1', '\u03f5': '\u03b5', '\u1c80': '\u0432',
+  '\u1c81': '\u0434', '\u1c82': '\u043e', '\u1c83': '\u0441', '\u1c84': '\u0442', '\u1c85': '\u0442', '\u1c86': '\u044a',
+  '\u1c87': '\u0463', '\u1c88': '\ua64b', '\u1e9b': '\u1e61', '\u1fbe': '\u03b9',
+};
+// An alternation, not a character class: one of the letters (U+0345) is a combining mark.
+const FOLDED_AFTER_LOWER = new RegExp(Object.keys(FOLD_AFTER_LOWER).join('|'), 'gu');
+
+/**
+ * The key that uniqueness and path filters compare: NFC, then case folded (lower case, and the
+ * letters above), so names that differ only in case are one name.
+ */
 export function foldKey(value: string): string {
-  return value.normalize('NFC').toLowerCase();
+  return value
+    .normalize('NFC')
+    .toLowerCase()
+    .replace(FOLDED_AFTER_LOWER, (letter) => FOLD_AFTER_LOWER[letter]!);
 }
 
 export function joinPath(base: string, ...segments: string[]): string {

@@ -133,6 +133,8 @@ describe('create document placeholder (SPEC §4.1)', () => {
     const clash = await server.api('POST', documentsRoute, { body: { fileName: 'ZAHNBÜRSTE.PDF', path: '/NFC/' } });
     const problem = expectProblem(clash, 409);
     expect(problem.messageKey).toBe('CONFLICT');
+    expect((await server.api('POST', documentsRoute, { body: { fileName: 'ΟΔΟΣ.pdf', path: '/Σπίτι' } })).status).toBe(201);
+    expectProblem(await server.api('POST', documentsRoute, { body: { fileName: 'οδοσ.pdf', path: '/ΣΠΊΤΙ' } }), 409);
   });
 
   it.each([

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { foldKey } from '../../../shared/names.js';
 import type { Migration } from './migrations.js';
 
 export type SqliteDatabase = Database.Database;
@@ -25,6 +26,8 @@ export function openSqlite(file: string, migrations: Migration[]): SqliteDatabas
   // index leaves being appended to) are rewritten many times between checkpoints but copied back
   // into the database once, and the fsync of a checkpoint comes ten times less often.
   db.pragma('wal_autocheckpoint = 10000');
+  // Migrations that recompute folded keys call it (006-case-folded-keys).
+  db.function('fold_key', { deterministic: true }, (value: unknown) => (typeof value === 'string' ? foldKey(value) : value));
   migrate(db, migrations);
   // Planner statistics, as SQLite recommends for long-lived connections: analyzed (with a bounded
   // sample) where missing or stale now, again every few hours and at close (see SqliteStore).

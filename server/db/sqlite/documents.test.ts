@@ -181,3 +181,36 @@ describe('005-documents-by-folder', () => {
     expect(plan(`SELECT * FROM documents NOT INDEXED WHERE ${where}`)).toMatch(/USING PRIMARY KEY \(patient_id=\? AND path_key>\? AND path_key<\?\)/);
   });
 });
+
+describe('006-case-folded-keys', () => {
+  it('folds the keys of existing names again (final sigma, long s), keeps a pair that now clashes, and refuses a new clash', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-migration-'));
+    const file = path.join(dir, 'db.sqlite');
+    const before = new SqliteStore(openSqlite(file, SQLITE_MIGRATIONS.filter((migration) => migration.name !== '006-case-folded-keys')));
+    before.db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)').run('org', 'Org', 'x');
+    before.db.prepare('INSERT INTO patients (id, name, name_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(PATIENT, 'ΝΙΚΟΣ', 'νικος', 'x', 'x');
+    const greek = record('ΟΔΟΣ.pdf', '/Σπίτι', 1);
+    const longS = record('ſcan.stl', '/a', 2);
+    const plain = record('scan.stl', '/a', 3);
+    // Stored under another name first: today's keys would already refuse it next to scan.stl.
+    for (const document of [greek, { ...longS, fileName: 'placeholder.stl' }, plain]) await before.documents.create(document, []);
+    before.db.prepare('UPDATE documents SET file_name = ? WHERE id = ?').run(longS.fileName, longS.id);
+    // The keys as the previous foldKey (NFC, then toLowerCase) stored them.
+    const oldKey = (value: string) => value.normalize('NFC').toLowerCase();
+    for (const document of [greek, longS, plain]) {
+      before.db.prepare('UPDATE documents SET name_key = ?, path_key = ? WHERE id = ?').run(oldKey(document.fileName), oldKey(document.path), document.id);
+    }
+    await before.close();
+
+    const store = SqliteStore.open(file);
+    const keys = (id: string) => store.db.prepare('SELECT name_key, path_key FROM documents WHERE id = ?').raw().get(id);
+    expect(keys(greek.id)).toEqual(['οδοσ.pdf', '/σπίτι']);
+    expect(keys(plain.id)).toEqual(['scan.stl', '/a']);
+    expect(keys(longS.id)).toEqual(['ſcan.stl', '/a']);
+    expect(store.db.prepare('SELECT name_key FROM patients WHERE id = ?').pluck().get(PATIENT)).toBe('νικοσ');
+    await expect(store.documents.create(record('οδοσ.pdf', '/ΣΠΊΤΙ', 4), [])).rejects.toThrow(/already exists/);
+    expect((await store.documents.search(query({ pathKey: '/σπίτι' }))).rows.map((row) => row.fileName)).toEqual(['ΟΔΟΣ.pdf']);
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});

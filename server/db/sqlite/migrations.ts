@@ -248,3 +248,19 @@ export const DOCUMENTS_BY_FOLDER_MIGRATION: Migration = {
     ${DOCUMENT_VERSION_TRIGGERS}
   `,
 };
+
+/**
+ * Keys folded again after foldKey learned Unicode's simple case folding (final sigma, long s, micro
+ * sign…): only names and paths with a character beyond ASCII can change. Two documents that the new
+ * keys make one name (stored before, when they were two) keep their old keys — UPDATE OR IGNORE
+ * skips the later row instead of failing the start — and a new clash with them is refused.
+ * `fold_key` is foldKey, registered on the connection by openSqlite.
+ */
+export const CASE_FOLDED_KEYS_MIGRATION: Migration = {
+  name: '006-case-folded-keys',
+  sql: `
+    UPDATE OR IGNORE documents SET name_key = fold_key(file_name), path_key = fold_key(path)
+      WHERE (file_name GLOB '*[^ -~]*' OR path GLOB '*[^ -~]*') AND (name_key <> fold_key(file_name) OR path_key <> fold_key(path));
+    UPDATE patients SET name_key = fold_key(name) WHERE name GLOB '*[^ -~]*' AND name_key <> fold_key(name);
+  `,
+};
