@@ -1,9 +1,10 @@
 /** The HTTP composition root: plugins first, then routes by area. */
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { ServerContext } from './context.js';
+import { redactedUrl } from './log-redaction.js';
 import authPlugin from './plugins/auth.js';
 import problemsPlugin, { clientErrors, frameworkErrors } from './plugins/problems.js';
 import validationPlugin from './plugins/validation.js';
@@ -23,11 +24,23 @@ export interface AppOptions {
 
 export async function buildApp(context: ServerContext, options: AppOptions): Promise<FastifyInstance> {
   const { config } = context;
-  const app = Fastify({
-    logger: options.logger ?? {
-      level: config.logLevel,
-      redact: ['req.headers.authorization', 'req.headers.cookie', 'req.body.client_secret', 'req.body.hmac'],
+  const logging = {
+    level: config.logLevel,
+    redact: ['req.headers.authorization', 'req.headers.cookie', 'req.body.client_secret', 'req.body.hmac'],
+    serializers: {
+      // Fastify's own request fields, with the URL's signatures and secrets replaced (see log-redaction.ts).
+      req: (request: FastifyRequest) => ({
+        method: request.method,
+        url: redactedUrl(request.url),
+        host: request.host,
+        remoteAddress: request.ip,
+        remotePort: request.socket?.remotePort,
+      }),
     },
+  };
+  const app = Fastify({
+    // A test or the desktop app may pass its own level and stream; the redaction always applies.
+    logger: options.logger === false ? false : { ...logging, ...(typeof options.logger === 'object' ? options.logger : {}) },
     genReqId: () => randomUUID(),
     bodyLimit: config.maxJsonBytes,
     routerOptions: { maxParamLength: 512 },
