@@ -21,6 +21,18 @@ const sha = (bytes: Buffer | string): string => createHash('sha256').update(byte
 const read = async (stream: Readable): Promise<Buffer> => Buffer.concat(await stream.toArray());
 
 describe('LocalDiskStorage', () => {
+  it.skipIf(process.platform === 'win32')('keeps patient files and their folders to the server\'s user (0600 / 0700), and tightens a folder left open', async () => {
+    const mode = (target: string) => fs.statSync(target).mode & 0o777;
+    fs.chmodSync(path.join(root, 'objects'), 0o755);
+    const reopened = new LocalDiskStorage(root);
+    const received = await reopened.receive(Readable.from([Buffer.from('scan')]), 4);
+    expect(mode(received.temp.path)).toBe(0o600);
+    await reopened.commit(received.temp, 'documents/a/v1');
+    await reopened.put('thumbnails/a/v1.png', Buffer.from('png'));
+    for (const file of ['objects/documents/a/v1', 'objects/thumbnails/a/v1.png']) expect(mode(path.join(root, file))).toBe(0o600);
+    for (const folder of ['', 'tmp', 'objects', 'objects/documents', 'objects/documents/a']) expect(mode(path.join(root, folder))).toBe(0o700);
+  });
+
   it('receives with size and sha256, and makes the bytes readable only after commit', async () => {
     const received = await storage.receive(Readable.from([Buffer.from('hello '), Buffer.from('world')]), 11);
     expect(received).toMatchObject({ size: 11, sha256: sha('hello world') });

@@ -12,6 +12,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { SizeLimitError, type ByteRange, type ContentStorage, type ReceivedContent, type TempObject } from './types.js';
+import { PRIVATE_DIR, PRIVATE_FILE, privateDirectory } from '../private-files.js';
 
 const KEY_PATTERN = /^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)*$/;
 /** Large writes mean fewer syscalls on multi-GB scans, at a bounded memory cost per upload. */
@@ -192,8 +193,9 @@ export class LocalDiskStorage implements ContentStorage {
   constructor(readonly root: string) {
     this.tmpDir = path.join(root, 'tmp');
     this.objectsDir = path.join(root, 'objects');
-    fs.mkdirSync(this.tmpDir, { recursive: true });
-    fs.mkdirSync(this.objectsDir, { recursive: true });
+    privateDirectory(root);
+    privateDirectory(this.tmpDir);
+    privateDirectory(this.objectsDir);
   }
 
   newTemp(): TempObject {
@@ -205,7 +207,7 @@ export class LocalDiskStorage implements ContentStorage {
     const temp = this.newTemp();
     let writer: DurableFileWriter;
     try {
-      writer = new DurableFileWriter(await fsp.open(temp.path, 'wx'), { maxBytes });
+      writer = new DurableFileWriter(await fsp.open(temp.path, 'wx', PRIVATE_FILE), { maxBytes });
       await pipeline(source, writer);
     } catch (error) {
       await this.discard(temp);
@@ -217,7 +219,7 @@ export class LocalDiskStorage implements ContentStorage {
   async commit(temp: TempObject, key: string): Promise<void> {
     const target = this.localPath(key);
     await syncPath(temp.path, 'r+');
-    await fsp.mkdir(path.dirname(target), { recursive: true });
+    await fsp.mkdir(path.dirname(target), { recursive: true, mode: PRIVATE_DIR });
     await fsp.rename(temp.path, target);
     await syncPath(path.dirname(target));
   }
@@ -229,7 +231,7 @@ export class LocalDiskStorage implements ContentStorage {
   async put(key: string, bytes: Buffer): Promise<void> {
     const temp = this.newTemp();
     try {
-      await fsp.writeFile(temp.path, bytes, { flag: 'wx' });
+      await fsp.writeFile(temp.path, bytes, { flag: 'wx', mode: PRIVATE_FILE });
       await this.commit(temp, key);
     } catch (error) {
       await this.discard(temp);

@@ -10,6 +10,7 @@ import fsp from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { PRIVATE_FILE, privateDirectory } from '../private-files.js';
 import { DurableFileWriter, WRITE_HIGH_WATER_MARK } from './local-disk.js';
 import { ChecksumMismatchError, OffsetMismatchError, type ReceivedContent, type ResumableStore, type ResumableUpload } from './types.js';
 
@@ -32,7 +33,7 @@ export class DiskResumableStore implements ResumableStore {
     private readonly lifetimeMs: number,
     private readonly now: () => Date = () => new Date(),
   ) {
-    fs.mkdirSync(directory, { recursive: true });
+    privateDirectory(directory);
   }
 
   private dataPath(id: string): string {
@@ -45,12 +46,12 @@ export class DiskResumableStore implements ResumableStore {
 
   private async writeInfo(upload: Omit<ResumableUpload, 'offset'>): Promise<void> {
     const temp = `${this.infoPath(upload.id)}.${randomUUID()}.tmp`;
-    await fsp.writeFile(temp, JSON.stringify(upload));
+    await fsp.writeFile(temp, JSON.stringify(upload), { mode: PRIVATE_FILE });
     await fsp.rename(temp, this.infoPath(upload.id));
   }
 
   async create(upload: Omit<ResumableUpload, 'offset'>): Promise<ResumableUpload> {
-    await fsp.writeFile(this.dataPath(upload.id), Buffer.alloc(0), { flag: 'wx' });
+    await fsp.writeFile(this.dataPath(upload.id), Buffer.alloc(0), { flag: 'wx', mode: PRIVATE_FILE });
     await this.writeInfo(upload);
     this.hashes.set(upload.id, { hash: createHash('sha256'), bytes: 0 });
     return { ...upload, offset: 0 };

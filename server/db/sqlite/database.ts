@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { foldKey } from '../../../shared/names.js';
+import { PRIVATE_DIR, PRIVATE_FILE, tighten } from '../../private-files.js';
 import type { Migration } from './migrations.js';
 
 export type SqliteDatabase = Database.Database;
@@ -15,8 +16,12 @@ export type SqliteDatabase = Database.Database;
 
 /** Opens (creating if needed) the embedded database with WAL and applies pending migrations. */
 export function openSqlite(file: string, migrations: Migration[]): SqliteDatabase {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const inMemory = file === ':memory:' || file === '';
+  if (!inMemory) fs.mkdirSync(path.dirname(file), { recursive: true, mode: PRIVATE_DIR });
   const db = new Database(file);
+  // The database holds the signing keys and the link and webhook secrets: the server's user only.
+  // SQLite gives the -wal and -shm files the main file's mode; ones left from before are tightened.
+  if (!inMemory) for (const part of [file, `${file}-wal`, `${file}-shm`]) if (fs.existsSync(part)) tighten(part, PRIVATE_FILE);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');

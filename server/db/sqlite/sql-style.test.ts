@@ -36,3 +36,20 @@ describe('SQL of the SQLite store', () => {
     db.close();
   });
 });
+
+describe('database file', () => {
+  it.skipIf(process.platform === 'win32')('is readable by the server\'s user only, with its WAL, and one left open before is tightened', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-mode-'));
+    const file = path.join(dir, 'data', 'db.sqlite');
+    const mode = (target: string) => fs.statSync(target).mode & 0o777;
+    const db = openSqlite(file, []);
+    db.exec('CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1)');
+    expect(mode(path.dirname(file))).toBe(0o700);
+    expect([mode(file), mode(`${file}-wal`), mode(`${file}-shm`)]).toEqual([0o600, 0o600, 0o600]);
+    db.close();
+    fs.chmodSync(file, 0o644);
+    openSqlite(file, []).close();
+    expect(mode(file)).toBe(0o600);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+});
