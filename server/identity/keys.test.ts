@@ -29,4 +29,26 @@ describe('signing-key rotation with overlap', () => {
     await expect(late.verify(before.accessToken)).rejects.toThrow('unknown key');
     await store.close();
   });
+
+  it('stops accepting tokens it has already verified once their key is pruned elsewhere (emergency revocation)', async () => {
+    let now = Date.parse('2026-11-21T09:00:00Z');
+    const store = SqliteStore.open(':memory:');
+    const settings = { issuer: 'http://issuer', audience: 'api://patient-docs', lifetimeSeconds: 1800, tenantId: 't' };
+    const admin = new KeyStore(store.signingKeys, 5000, () => now);
+    await admin.ensureKey();
+    const server = new TokenService(new KeyStore(store.signingKeys, 5000, () => now), settings, () => now);
+    const token = (await server.issue('client-a', ['Patient.File.Read'], '127.0.0.1')).accessToken;
+    await expect(server.verify(token)).resolves.toMatchObject({ clientId: 'client-a' });
+
+    // The admin CLI, another process: rotate, then prune at once.
+    await admin.rotate();
+    now += 1;
+    expect(await admin.prune(0)).toHaveLength(1);
+    await expect(server.verify(token)).resolves.toMatchObject({ clientId: 'client-a' }); // within the reload interval
+    now += 5000;
+    await server.verify(token).catch(() => undefined); // starts the reload
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await expect(server.verify(token)).rejects.toThrow('unknown key');
+    await store.close();
+  });
 });

@@ -75,6 +75,24 @@ export class KeyStore {
     return { keys: records.map((key) => JSON.parse(key.publicJwk) as JWK) };
   }
 
+  /**
+   * Whether a key still verifies, from what was loaded last (no await: asked on every request for a
+   * token verified before). A load older than the reload interval starts a fresh one in the
+   * background, so a key pruned by another process (`keys prune`, even with --overlap 0 as an
+   * emergency revocation) stops verifying the tokens it signed within about that interval.
+   */
+  isTrusted(kid: string): boolean {
+    if (!this.cache) return false;
+    if (this.now() - this.cache.loadedAt >= this.reloadIntervalMs && !this.reloading) {
+      this.reloading = this.load()
+        .catch(() => undefined)
+        .finally(() => (this.reloading = undefined));
+    }
+    return this.cache.records.some((key) => key.kid === kid);
+  }
+
+  private reloading: Promise<unknown> | undefined;
+
   /** Forces the next read to reload (a token names a kid we have not seen: maybe just rotated). */
   invalidate(): void {
     this.cache = undefined;

@@ -32,8 +32,11 @@ const CLOCK_TOLERANCE_SECONDS = 30;
 const CACHE_LIMIT = 10_000;
 
 export class TokenService {
-  /** Verified tokens until expiry: RS256 verification is the costliest step of a request. */
-  private readonly verified = new Map<string, Principal>();
+  /**
+   * Verified tokens until expiry (RS256 verification is the costliest step of a request), with the
+   * kid of our own key that signed them: once that key is pruned, they are checked again, and fail.
+   */
+  private readonly verified = new Map<string, { principal: Principal; expiresAt: number; kid: string | undefined }>();
   private readonly externalKeys: JWTVerifyGetKey | undefined;
 
   constructor(
@@ -88,19 +91,20 @@ export class TokenService {
   /** Verifies signature (RS256 only), aud, iss, exp and nbf; throws TokenError with a plain reason. */
   async verify(token: string): Promise<Principal> {
     const cached = this.verified.get(token);
-    if (cached && cached.expiresAt * 1000 > this.now()) return cached;
+    if (cached && cached.expiresAt * 1000 > this.now() && (cached.kid === undefined || this.keys.isTrusted(cached.kid))) return cached.principal;
     if (cached) this.verified.delete(token);
-    const payload = await this.verifyPayload(token);
+    const { payload, kid } = await this.verifyPayload(token);
     const clientId = typeof payload.azp === 'string' ? payload.azp : typeof payload.sub === 'string' ? payload.sub : undefined;
     if (!clientId) throw new TokenError('token has no client identity (azp/sub)');
     const scopes = new Set(typeof payload.scp === 'string' ? payload.scp.split(' ').filter(Boolean) : []);
     const principal: Principal = { clientId, scopes, issuer: String(payload.iss), expiresAt: payload.exp ?? 0 };
     if (this.verified.size >= CACHE_LIMIT) this.verified.clear();
-    this.verified.set(token, principal);
+    this.verified.set(token, { principal, expiresAt: principal.expiresAt, kid });
     return principal;
   }
 
-  private async verifyPayload(token: string): Promise<JWTPayload> {
+  /** The payload, and the kid of our own key that signed it (undefined for an external issuer's token). */
+  private async verifyPayload(token: string): Promise<{ payload: JWTPayload; kid: string | undefined }> {
     const options = {
       audience: this.settings.audience,
       algorithms: ['RS256'],
@@ -111,9 +115,10 @@ export class TokenService {
     try {
       const issuer = unverifiedIssuer(token);
       if (this.externalKeys && issuer === this.settings.externalIssuer) {
-        return (await jwtVerify(token, this.externalKeys, { ...options, issuer })).payload;
+        return { payload: (await jwtVerify(token, this.externalKeys, { ...options, issuer })).payload, kid: undefined };
       }
-      return (await jwtVerify(token, this.localKeyResolver(), { ...options, issuer: this.settings.issuer })).payload;
+      const verified = await jwtVerify(token, this.localKeyResolver(), { ...options, issuer: this.settings.issuer });
+      return { payload: verified.payload, kid: verified.protectedHeader.kid ?? '' };
     } catch (error) {
       throw new TokenError(describeJoseError(error));
     }
