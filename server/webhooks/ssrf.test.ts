@@ -49,6 +49,8 @@ describe('callback SSRF guard', () => {
     ['https://[fd00::1]/x', /unique local/],
     ['https://[fe80::1]/x', /link-local/],
     ['https://[::ffff:127.0.0.1]/x', /loopback/],
+    ['https://[::127.0.0.1]/x', /loopback/],
+    ['https://[::ffff:0:10.0.0.1]/x', /private/],
     ['https://[::ffff:a9fe:a9fe]/x', /metadata/],
     ['https://[2002:0a00:0001::1]/x', /private/],
     ['https://2130706433/x', /loopback/],

@@ -73,12 +73,15 @@ ALWAYS_BLOCKED.addAddress('fd00:ec2::254', 'ipv6');
 ALWAYS_BLOCKED.addSubnet('0.0.0.0', 8, 'ipv4');
 ALWAYS_BLOCKED.addAddress('::', 'ipv6');
 
-/** IPv4 hidden inside IPv6 (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96, 6to4 2002::/16) is judged as IPv4. */
+/**
+ * IPv4 hidden inside IPv6 is judged as IPv4: mapped ::ffff:a.b.c.d, translated ::ffff:0:a.b.c.d,
+ * the deprecated IPv4-compatible ::a.b.c.d, NAT64 64:ff9b::/96 and 6to4 2002::/16.
+ */
 function embeddedIpv4(address: string): string | undefined {
   const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
+  const dotted = /^(?:::ffff:|::ffff:0:|64:ff9b::|::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
   if (dotted?.[1]) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
+  const hex = /^(?:::ffff:|::ffff:0:|64:ff9b::|::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
   if (hex?.[1] && hex[2]) return hexPairToIpv4(hex[1], hex[2]);
   const sixToFour = /^2002:([0-9a-f]{1,4}):([0-9a-f]{1,4})(?::|$)/.exec(lower);
   if (sixToFour?.[1] && sixToFour[2]) return hexPairToIpv4(sixToFour[1], sixToFour[2]);
