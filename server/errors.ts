@@ -20,3 +20,4 @@ export const forbidden = (detail: string): ApiError => new ApiError(403, detail)
 export const notFound = (detail: string): ApiError => new ApiError(404, detail);
 export const conflict = (detail: string): ApiError => new ApiError(409, detail);
 export const payloadTooLarge = (detail: string): ApiError => new ApiError(413, detail);
+export const serviceUnavailable = (detail: string, retryAfterSeconds: number): ApiError => new ApiError(503, detail, { 'Retry-After': String(retryAfterSeconds) });

@@ -293,6 +293,11 @@ describe('thumbnails', () => {
     const pdf = await createDocument('report.pdf', '/thumbs');
     const uploadedStl = await upload(stl, makeArchStl({ triangles: 20_000 }));
     expect(uploadedStl.status).toBe(201);
+    // The link comes with the upload's answer, while the render still runs, and waits for it.
+    expect(uploadedStl.body.thumbnailDownloadUri).toMatch(/\/thumbnail\?v=1&expires=\d+&sig=/);
+    const early = await fetch(uploadedStl.body.thumbnailDownloadUri);
+    expect(early.status).toBe(200);
+    expect(early.headers.get('content-type')).toBe('image/png');
     expect((await upload(pdf, makePdf('Patient Docs thumbnail test'), { type: 'PDF', fileName: 'report.pdf' })).status).toBe(201);
     for (const [document, name] of [
       [stl, 'thumbnail-stl.png'],
@@ -334,6 +339,7 @@ describe('thumbnails', () => {
       await checkUpload(document.id, bytes);
       const current = await waitForThumbnail(document.id);
       expect(current.thumbnailDownloadUri).toBeNull();
+      if (response.body.thumbnailDownloadUri) expect((await fetch(response.body.thumbnailDownloadUri)).status).toBe(404);
       const versions = await t.api('GET', `/v1/patients/${PATIENT}/documents/${document.id}/versions`);
       expect(versions.body.versions[0].thumbnailStatus).toBe('failed');
     }

@@ -47,9 +47,13 @@ export interface DocumentRecord {
   version: number;
   contentKey: string | null;
   contentType: string | null;
+  /** The current version's thumbnail: null while there is none yet, NO_THUMBNAIL when its render failed. */
   thumbnailKey: string | null;
   createdBy: string;
 }
+
+/** DocumentRecord.thumbnailKey of a version whose thumbnail could not be rendered. */
+export const NO_THUMBNAIL = '';
 
 export interface OrderRecord {
   id: string;

@@ -10,7 +10,7 @@
 import type { DocumentVersionDto } from '../../shared/schemas.js';
 import type { Principal } from '../identity/tokens.js';
 import type { DocumentRecord, DocumentVersionRecord, Store } from '../db/types.js';
-import { conflict, forbidden, notFound } from '../errors.js';
+import { conflict, forbidden, notFound, serviceUnavailable } from '../errors.js';
 import type { ContentStorage, ReceivedContent } from '../storage/types.js';
 import type { AccessGuard } from './access.js';
 import type { Actor, DocumentService } from './documents.js';
@@ -42,6 +42,9 @@ export function parseEntityTag(header: string | undefined): string | undefined {
   const match = /^\s*(?:W\/)?"([^"]*)"\s*$/.exec(header);
   return (match?.[1] ?? header.trim()).toLowerCase();
 }
+
+/** How long a thumbnail link waits for a render still running before it answers 503. */
+const THUMBNAIL_WAIT_MS = 15_000;
 
 export class ContentService {
   /** Documents with an upload being committed or streamed in this process: the fast path of the 409 race. */
@@ -195,8 +198,17 @@ export class ContentService {
     if (verdict === 'invalid') throw forbidden('the download link is not valid (its signature does not match)');
     if (verdict === 'expired') throw forbidden('the download link has expired; ask for the document again to get a fresh link');
     const document = await this.store.content.find(documentId);
-    const stored = document ? await this.store.content.version(document.id, version) : undefined;
+    let stored = document ? await this.store.content.version(document.id, version) : undefined;
     if (!document || !stored) throw notFound(`document ${documentId} has no content version ${version}`);
+    if (kind === 'thumbnail' && stored.thumbnailStatus === 'pending') {
+      // The link is handed out as soon as the content is stored; its render may still be running.
+      await this.thumbnails.settled(document.id, version, THUMBNAIL_WAIT_MS);
+      stored = (await this.store.content.version(document.id, version)) ?? stored;
+      if (stored.thumbnailStatus === 'pending') throw serviceUnavailable(`the thumbnail of document ${documentId} is still being rendered; retry shortly`, 2);
+    }
+    if (kind === 'thumbnail' && stored.thumbnailStatus === 'failed') {
+      throw notFound(`the thumbnail of document ${documentId} version ${version} could not be rendered from its content`);
+    }
     const key = kind === 'content' ? stored.contentKey : stored.thumbnailKey;
     const size = key ? await this.storage.size(key) : undefined;
     if (!key || size === undefined) throw notFound(`document ${documentId} has no ${kind === 'content' ? 'content' : 'thumbnail'} for version ${version}`);

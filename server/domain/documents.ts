@@ -4,7 +4,7 @@ import { constants as zlibConstants, gzip } from 'node:zlib';
 import { timeOrderedUuid } from './ids.js';
 import { checkFileName, checkPath, fileTypeFromName, foldKey, ROOT_PATH } from '../../shared/names.js';
 import { SEARCH_DEFAULTS, type CreateDocumentBody, type CreateDocumentResponse, type DocumentDto, type SearchBody, type SearchResponse } from '../../shared/schemas.js';
-import { DuplicateError, type DocumentQuery, type DocumentRecord, type Store } from '../db/types.js';
+import { DuplicateError, NO_THUMBNAIL, type DocumentQuery, type DocumentRecord, type Store } from '../db/types.js';
 import { badRequest, conflict } from '../errors.js';
 import { outboxEvent } from './events.js';
 import type { Links } from './links.js';
@@ -48,6 +48,8 @@ export class DocumentService {
     private readonly store: Store,
     private readonly links: Links,
     private readonly now: () => Date = () => new Date(),
+    /** File types that get a thumbnail: their thumbnail link is handed out with the content's. */
+    private readonly previewable: (fileType: string) => boolean = () => false,
   ) {}
 
   /**
@@ -73,7 +75,12 @@ export class DocumentService {
       sha256: document.sha256,
       version: document.version,
       storageDownloadUri: document.hasContent ? this.links.signed(document.id, document.version, 'content') : null,
-      thumbnailDownloadUri: document.hasContent && document.thumbnailKey ? this.links.signed(document.id, document.version, 'thumbnail') : null,
+      // DESIGN §3: null for types without a preview and before content exists (and when the render
+      // failed). While the render runs, the link waits for it (ContentService.resolveLink).
+      thumbnailDownloadUri:
+        document.hasContent && document.thumbnailKey !== NO_THUMBNAIL && (document.thumbnailKey !== null || this.previewable(document.fileType))
+          ? this.links.signed(document.id, document.version, 'thumbnail')
+          : null,
     };
   }
 

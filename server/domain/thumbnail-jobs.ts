@@ -55,6 +55,25 @@ export class ThumbnailJobs {
     return pending.length;
   }
 
+  /**
+   * Resolves when the render of this version is done here, or after `timeoutMs`, or at once when
+   * this process is not rendering it: a thumbnail link asked for while its render runs waits for it.
+   */
+  settled(documentId: string, version: number, timeoutMs: number): Promise<void> {
+    const id = `${documentId}/${version}`;
+    if (!this.queued.has(id)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      this.renderWaiters.set(id, [...(this.renderWaiters.get(id) ?? []), done]);
+    });
+  }
+
+  private readonly renderWaiters = new Map<string, Array<() => void>>();
+
   /** Resolves when nothing is queued or rendering (tests, shutdown). */
   async idle(): Promise<void> {
     if (this.running === 0 && this.queue.length === 0) return;
@@ -63,7 +82,12 @@ export class ThumbnailJobs {
 
   async close(): Promise<void> {
     this.closed = true;
-    this.queue.length = 0;
+    for (const version of this.queue.splice(0)) {
+      const id = `${version.documentId}/${version.version}`;
+      this.queued.delete(id);
+      for (const done of this.renderWaiters.get(id) ?? []) done();
+      this.renderWaiters.delete(id);
+    }
     await this.idle();
   }
 
@@ -73,7 +97,10 @@ export class ThumbnailJobs {
       this.running += 1;
       void this.render(version).finally(() => {
         this.running -= 1;
-        this.queued.delete(`${version.documentId}/${version.version}`);
+        const id = `${version.documentId}/${version.version}`;
+        this.queued.delete(id);
+        for (const done of this.renderWaiters.get(id) ?? []) done();
+        this.renderWaiters.delete(id);
         this.pump();
         if (this.running === 0 && this.queue.length === 0) {
           const waiters = this.idleWaiters;

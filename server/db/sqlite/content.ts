@@ -4,7 +4,7 @@
  * transaction; the version commit is a compare-and-set on the document's version, so two uploads
  * racing past every other check still cannot both win.
  */
-import type { DocumentContentRepository, DocumentRecord, DocumentVersionRecord, OutboxEvent, ThumbnailStatus } from '../types.js';
+import { NO_THUMBNAIL, type DocumentContentRepository, type DocumentRecord, type DocumentVersionRecord, type OutboxEvent, type ThumbnailStatus } from '../types.js';
 import type { SqliteDatabase } from './database.js';
 import { DOCUMENT_COLUMNS, documentFromColumns } from './documents.js';
 import type { Migration } from './migrations.js';
@@ -136,6 +136,7 @@ export class SqliteDocumentContent implements DocumentContentRepository {
         this.statements.setVersionThumbnail.run({ documentId, version, ...result });
         // Only the current version's thumbnail is the document's; an older render changes nothing.
         if (result.key) this.statements.setDocumentThumbnail.run({ documentId, version, key: result.key });
+        else if (result.status === 'failed') this.statements.setDocumentThumbnail.run({ documentId, version, key: NO_THUMBNAIL });
       })
       .immediate();
   }
