@@ -104,7 +104,7 @@ export class HttpsSender {
         finish(null, reason);
         abort?.(new Error('webhook timeout'));
       };
-      let timer = setTimeout(() => expire(`no connection to the callback was free within ${2 * request.timeoutMs} ms`), 2 * request.timeoutMs);
+      let timer = setTimeout(() => expire(`no connection to the callback was made (connect and TLS handshake) or free within ${2 * request.timeoutMs} ms`), 2 * request.timeoutMs);
       const headers: string[] = ['host', request.url.host];
       for (const name in request.headers) headers.push(name, request.headers[name]!);
       if (request.signing) {
