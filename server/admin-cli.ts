@@ -10,8 +10,8 @@ import { createAjv, ruleOf } from '../shared/ajv.js';
 import { AdminClientBody, AdminOrderBody, AdminOrderPatch, AdminOrganizationBody, AdminPatientBody, AdminPatientPatch, Uuid } from '../shared/schemas.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createContext } from './context.js';
+import { readSeedFile } from './domain/directory.js';
 import { ApiError } from './errors.js';
-import { readSeedFile } from './start.js';
 
 const USAGE = `Usage: patient-docs-admin <command> [options]
 
@@ -27,7 +27,7 @@ const USAGE = `Usage: patient-docs-admin <command> [options]
   client list
   order add --patient UUID --organization UUID --status STATUS
   order update --id UUID --status STATUS
-  seed --file seed.json
+  seed --file seed.json  create new entries, update those changed since last applied
   keys rotate            new signing key; the old one keeps verifying until pruned
   keys prune [--overlap SECONDS]   drop keys retired longer ago than the token lifetime
   keys list

@@ -241,9 +241,11 @@ export type AdminPatientDto = Static<typeof AdminPatientSchema>;
 export const SCOPES = ['Patient.File.Read', 'Patient.File.Write', 'Patient.Read', 'Webhook.Manage'] as const;
 export type Scope = (typeof SCOPES)[number];
 
+export const ClientId = Type.String({ pattern: '^[A-Za-z0-9._-]{1,128}$' });
+export const ClientSecret = Type.String({ minLength: 16, maxLength: 512 });
 export const AdminClientBody = Type.Object({
-  clientId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._-]{1,128}$' })),
-  clientSecret: Type.Optional(Type.String({ minLength: 16, maxLength: 512 })),
+  clientId: Type.Optional(ClientId),
+  clientSecret: Type.Optional(ClientSecret),
   name: DisplayName,
   scopes: Type.Array(literalUnion(SCOPES), { maxItems: 16 }),
   organizations: Type.Array(Uuid, { maxItems: 1000 }),
@@ -271,28 +273,24 @@ export const OrderSchema = Type.Object({
 });
 export type OrderDto = Static<typeof OrderSchema>;
 
-export const SeedFile = Type.Object({
-  organizations: Type.Optional(Type.Array(Type.Object({ id: Uuid, name: DisplayName }))),
-  patients: Type.Optional(
-    Type.Array(
-      Type.Object({
-        id: Uuid,
-        name: DisplayName,
-        organizations: Type.Optional(Type.Array(Uuid)),
-        consents: Type.Optional(Type.Array(Uuid)),
-      }),
-    ),
-  ),
-  clients: Type.Optional(
-    Type.Array(
-      Type.Object({
-        clientId: Type.String({ pattern: '^[A-Za-z0-9._-]{1,128}$' }),
-        clientSecret: Type.String({ minLength: 8 }),
-        name: Type.Optional(DisplayName),
-        scopes: Type.Array(Type.String()),
-        organizations: Type.Array(Uuid),
-      }),
-    ),
-  ),
-});
+/**
+ * The seed file (DESIGN §2): each entry is checked by the admin API's own body schema, with the id
+ * required and no unknown keys (a typo such as "consent" would otherwise create a patient without
+ * consent). A client's name may be left out: it is then its clientId.
+ */
+const strict = { additionalProperties: false } as const;
+export const SeedOrganization = Type.Object({ ...AdminOrganizationBody.properties, id: Uuid }, strict);
+export const SeedPatient = Type.Object({ ...AdminPatientBody.properties, id: Uuid }, strict);
+export const SeedClient = Type.Object({ ...AdminClientBody.properties, clientId: ClientId, clientSecret: ClientSecret, name: Type.Optional(DisplayName) }, strict);
+export const SeedFile = Type.Object(
+  {
+    organizations: Type.Optional(Type.Array(SeedOrganization)),
+    patients: Type.Optional(Type.Array(SeedPatient)),
+    clients: Type.Optional(Type.Array(SeedClient)),
+  },
+  strict,
+);
+export type SeedOrganization = Static<typeof SeedOrganization>;
+export type SeedPatient = Static<typeof SeedPatient>;
+export type SeedClient = Static<typeof SeedClient>;
 export type SeedFile = Static<typeof SeedFile>;

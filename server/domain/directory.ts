@@ -3,9 +3,15 @@
  * the admin CLI and the seed file. Changes that integrators hear about are written with their
  * outbox events in one transaction.
  */
-import { randomUUID } from 'node:crypto';
-import type { AdminClientDto, AdminPatientDto, OrderDto, OrganizationDto, SeedFile } from '../../shared/schemas.js';
-import type { ClientRecord, OrderRecord, PatientRecord, Store } from '../db/types.js';
+import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { createAjv, ruleOf } from '../../shared/ajv.js';
+import type { AdminClientDto, AdminPatientDto, OrderDto, OrganizationDto } from '../../shared/schemas.js';
+import { SeedFile } from '../../shared/schemas.js';
+import { ConfigError } from '../config.js';
+import type { ClientRecord, MetaRepository, OrderRecord, PatientRecord, Store } from '../db/types.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { generateSecret, hashSecret, verifySecret } from '../identity/secrets.js';
 import { outboxEvent } from './events.js';
@@ -153,52 +159,206 @@ export class DirectoryService {
     return order;
   }
 
-  /** Applies a seed file; re-applying the same file changes nothing and emits nothing. */
-  async applySeed(seed: SeedFile): Promise<{ created: number; updated: number }> {
+  /**
+   * Applies a seed file (DESIGN §2). An entry is applied when it is new, or when it differs from
+   * the entry as last applied (its hash is kept in meta, per kind and id); it then becomes what
+   * the file says, lists included. An unchanged entry is left alone, so what the admin API or CLI
+   * changed at run time (a revoked consent, a rename) survives a restart with the same file.
+   * The whole file is checked first; a problem is a SeedError and nothing is applied.
+   * `source` names the file in errors ("PATIENT_DOCS_SEED=/path", "--file=/path").
+   */
+  async applySeed(input: SeedFile, source?: string): Promise<{ created: number; updated: number }> {
+    const label = source ?? seedSources.get(input) ?? defaultSeedSource();
+    const seed = checkSeedShape(input, label);
+    await this.checkSeedReferences(seed, label);
+    const ledger = seedLedger(this.store.meta);
+
+    // Everything is read, compared and hashed before the first write.
+    const organizations: { entry: SeedEntry; name: string }[] = [];
+    for (const organization of seed.organizations ?? []) {
+      const entry = seedEntry('organization', organization.id.toLowerCase(), { name: organization.name });
+      if (await ledger.unchanged(entry, async () => Boolean(await this.store.organizations.get(entry.id)))) continue;
+      organizations.push({ entry, name: organization.name });
+    }
+    const patients: { entry: SeedEntry; patient: PatientInput & { id: string }; existing: PatientRecord | undefined }[] = [];
+    for (const patient of seed.patients ?? []) {
+      const id = patient.id.toLowerCase();
+      const wanted = { name: patient.name, organizations: lower(patient.organizations), consents: lower(patient.consents) };
+      const entry = seedEntry('patient', id, wanted);
+      const existing = await this.store.patients.get(id);
+      if (await ledger.unchanged(entry, async () => existing !== undefined)) continue;
+      patients.push({ entry, patient: { id, ...wanted }, existing });
+    }
+    const clients: { entry: SeedEntry; client: ClientRecord; existing: ClientRecord | undefined }[] = [];
+    for (const client of seed.clients ?? []) {
+      const name = client.name ?? client.clientId;
+      const scopes = [...new Set(client.scopes)];
+      const organizations = lower(client.organizations);
+      // The secret is not in the hash (a fast hash of it would be easier to attack than the scrypt
+      // one): a client whose secret no longer verifies has changed too.
+      const entry = seedEntry('client', client.clientId, { name, scopes: [...scopes].sort(), organizations });
+      const existing = await this.store.clients.get(client.clientId);
+      const sameSecret = existing !== undefined && (await verifySecret(client.clientSecret, existing.secretHash));
+      if (sameSecret && (await ledger.unchanged(entry, async () => true))) continue;
+      const secretHash = sameSecret ? existing.secretHash : await hashSecret(client.clientSecret);
+      const record: ClientRecord = existing
+        ? { ...existing, name, scopes, organizations, secretHash }
+        : { clientId: client.clientId, name, scopes, organizations, secretHash, createdAt: this.now().toISOString(), disabledAt: null };
+      clients.push({ entry, client: record, existing });
+    }
+
     let created = 0;
     let updated = 0;
-    for (const organization of seed.organizations ?? []) {
-      const outcome = await this.store.organizations.upsert({ id: organization.id.toLowerCase(), name: organization.name, createdAt: this.now().toISOString() });
+    for (const { entry, name } of organizations) {
+      const outcome = await this.store.organizations.upsert({ id: entry.id, name, createdAt: this.now().toISOString() });
       if (outcome === 'created') created += 1;
       if (outcome === 'updated') updated += 1;
+      await ledger.record(entry);
     }
-    for (const patient of seed.patients ?? []) {
-      const existing = await this.store.patients.get(patient.id.toLowerCase());
+    for (const { entry, patient, existing } of patients) {
       if (!existing) {
         await this.createPatient(patient);
         created += 1;
-        continue;
-      }
-      const organizations = lower([...existing.organizations, ...(patient.organizations ?? [])]);
-      const consents = lower([...existing.consents, ...(patient.consents ?? [])]);
-      const changed = existing.name !== patient.name || organizations.join() !== existing.organizations.join() || consents.join() !== existing.consents.join();
-      if (changed) {
-        await this.updatePatient(existing.id, { name: patient.name, organizations, consents });
+      } else if (existing.name !== patient.name || existing.organizations.join() !== patient.organizations?.join() || existing.consents.join() !== patient.consents?.join()) {
+        await this.updatePatient(existing.id, { name: patient.name, organizations: patient.organizations, consents: patient.consents });
         updated += 1;
       }
+      await ledger.record(entry);
     }
-    for (const client of seed.clients ?? []) {
-      const existing = await this.store.clients.get(client.clientId);
+    for (const { entry, client, existing } of clients) {
       if (!existing) {
-        await this.createClient({ ...client, name: client.name ?? client.clientId });
+        await this.store.clients.create(client);
         created += 1;
-        continue;
-      }
-      const organizations = lower(client.organizations);
-      const scopes = [...new Set(client.scopes)];
-      const sameSecret = await verifySecret(client.clientSecret, existing.secretHash);
-      const changed = !sameSecret || organizations.join() !== existing.organizations.join() || scopes.join() !== existing.scopes.join() || (client.name ?? client.clientId) !== existing.name;
-      if (changed) {
-        await this.store.clients.update({
-          ...existing,
-          name: client.name ?? client.clientId,
-          scopes,
-          organizations,
-          secretHash: sameSecret ? existing.secretHash : await hashSecret(client.clientSecret),
-        });
+      } else if (
+        existing.name !== client.name ||
+        existing.secretHash !== client.secretHash ||
+        [...existing.scopes].sort().join() !== [...client.scopes].sort().join() ||
+        existing.organizations.join() !== client.organizations.join()
+      ) {
+        await this.store.clients.update(client);
         updated += 1;
       }
+      await ledger.record(entry);
     }
     return { created, updated };
   }
+
+  /** Ids unique per kind, and every organization a patient or client names is in the file or the database. */
+  private async checkSeedReferences(seed: SeedFile, label: string): Promise<void> {
+    const fail = (message: string): never => {
+      throw new SeedError(`${label}: ${message}`);
+    };
+    const unique = <T>(kind: string, entries: readonly T[] | undefined, idOf: (entry: T) => string, idName = 'id'): void => {
+      const seen = new Map<string, number>();
+      (entries ?? []).forEach((entry, index) => {
+        const id = idOf(entry);
+        const first = seen.get(id);
+        if (first !== undefined) fail(`${kind}[${index}] (${idName} ${id}) has the same ${idName} as ${kind}[${first}]; each ${idName} may appear only once`);
+        seen.set(id, index);
+      });
+    };
+    unique('organizations', seed.organizations, (organization) => organization.id.toLowerCase());
+    unique('patients', seed.patients, (patient) => patient.id.toLowerCase());
+    unique('clients', seed.clients, (client) => client.clientId, 'clientId');
+
+    const inFile = new Set((seed.organizations ?? []).map((organization) => organization.id.toLowerCase()));
+    const inDatabase = new Map<string, boolean>();
+    const check = async (entry: string, ids: readonly string[] | undefined): Promise<void> => {
+      for (const id of lower(ids)) {
+        if (inFile.has(id)) continue;
+        if (!inDatabase.has(id)) inDatabase.set(id, (await this.store.organizations.get(id)) !== undefined);
+        if (!inDatabase.get(id)) fail(`${entry} names organization ${id} which is neither in the file nor in the database`);
+      }
+    };
+    for (const [index, patient] of (seed.patients ?? []).entries()) {
+      await check(`patients[${index}] (id ${patient.id.toLowerCase()})`, [...(patient.organizations ?? []), ...(patient.consents ?? [])]);
+    }
+    for (const [index, client] of (seed.clients ?? []).entries()) {
+      await check(`clients[${index}] (clientId ${client.clientId})`, client.organizations);
+    }
+  }
+}
+
+/**
+ * A seed file that cannot be applied: one line naming the file and the entry, and nothing applied.
+ * A ConfigError, so the server exits 2 as for any other bad configuration, and so does the CLI.
+ */
+export class SeedError extends ConfigError {
+  override name = 'SeedError';
+}
+
+/** Where a seed read by readSeedFile came from, for applySeed's errors. */
+const seedSources = new WeakMap<object, string>();
+
+/**
+ * How errors name the file when the caller does not say: the server's seed comes from
+ * PATIENT_DOCS_SEED, resolved as loadConfig resolves it. (start.ts reads the file itself and
+ * passes no source; once it calls this module's readSeedFile, or passes a source, this goes.)
+ */
+function defaultSeedSource(): string {
+  const file = process.env.PATIENT_DOCS_SEED?.trim();
+  return file ? `PATIENT_DOCS_SEED=${path.resolve(file)}` : 'the seed file';
+}
+
+/** Reads and checks a seed file; `source` names it in errors (the variable, or the CLI's flag). */
+export function readSeedFile(file: string, source = 'PATIENT_DOCS_SEED'): SeedFile {
+  const label = `${source}=${file}`;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new SeedError(`${label} cannot be read as JSON: ${(error as Error).message}`);
+  }
+  const seed = checkSeedShape(parsed, label);
+  seedSources.set(seed, label);
+  return seed;
+}
+
+let validateSeed: ValidateFunction | undefined;
+
+/** The seed file's schema (each entry by the admin API's body schema, no unknown keys), as one line. */
+function checkSeedShape(value: unknown, label: string): SeedFile {
+  validateSeed ??= createAjv({ coerceTypes: false, removeAdditional: false, verbose: true }).compile(SeedFile);
+  if (validateSeed(value)) return value as SeedFile;
+  throw new SeedError(`${label} is invalid: ${describeSeedError(validateSeed.errors?.[0])}`);
+}
+
+function describeSeedError(error: ErrorObject | undefined): string {
+  const at = error?.instancePath || '/';
+  if (error?.keyword === 'additionalProperties') {
+    const known = Object.keys((error.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+    return `${error.instancePath}/${String(error.params.additionalProperty)} is not a known key (known: ${known.join(', ')})`;
+  }
+  return `${at} ${ruleOf(error)}`;
+}
+
+type SeedKind = 'organization' | 'patient' | 'client';
+
+interface SeedEntry {
+  key: string;
+  id: string;
+  hash: string;
+}
+
+/** An entry as the ledger knows it: its key and the hash of what it says (normalized: order and case of ids do not count). */
+function seedEntry(kind: SeedKind, id: string, content: object): SeedEntry {
+  return { key: `seed-entry:${kind}:${id}`, id, hash: createHash('sha256').update(JSON.stringify([kind, id, content])).digest('hex') };
+}
+
+type WritableMeta = MetaRepository & { set(key: string, value: string): Promise<void> };
+
+/** The hashes of seed entries as last applied, in meta. */
+function seedLedger(meta: MetaRepository) {
+  const writable = meta as Partial<WritableMeta>;
+  if (typeof writable.set !== 'function') throw new Error('this store cannot record which seed entries were applied (meta.set is missing)');
+  const set = writable.set.bind(meta);
+  return {
+    /** True when the entry was applied before with this content and its record still exists. */
+    async unchanged(entry: SeedEntry, recordExists: () => Promise<boolean>): Promise<boolean> {
+      return (await meta.get(entry.key)) === entry.hash && (await recordExists());
+    },
+    async record(entry: SeedEntry): Promise<void> {
+      await set(entry.key, entry.hash);
+    },
+  };
 }

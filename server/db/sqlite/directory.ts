@@ -269,4 +269,9 @@ export class SqliteMeta implements MetaRepository {
     this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO NOTHING').run(key, value);
     return (await this.get(key)) ?? value;
   }
+
+  /** Sets or replaces the value (the seed file's record of the entries it applied). */
+  async set(key: string, value: string): Promise<void> {
+    this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value').run(key, value);
+  }
 }
