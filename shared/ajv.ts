@@ -29,6 +29,7 @@ export function ruleOf(error: ErrorObject | undefined): string {
   // Name the values, not "must be equal to one of the allowed values".
   if (error.keyword === 'enum') return `must be one of ${(error.params.allowedValues as unknown[]).map((value) => JSON.stringify(value)).join(', ')}`;
   if (error.keyword === 'const') return `must be ${JSON.stringify(error.params.allowedValue)}`;
+  if (error.keyword === 'additionalProperties') return `must not have the key ${JSON.stringify(error.params.additionalProperty)}`;
   return error.message ?? 'is invalid';
 }
 

@@ -213,7 +213,13 @@ export type WebhookMetricsDto = Static<typeof WebhookMetricsSchema>;
 /** The name of a patient, an organization or a client (shared/names.ts `isDisplayName`). */
 export const DisplayName = Type.String({ minLength: 1, maxLength: 256, format: 'display-name', description: 'Not blank; no control or bidirectional control characters' });
 
-export const AdminOrganizationBody = Type.Object({ id: Type.Optional(Uuid), name: DisplayName });
+/**
+ * Admin bodies take no unknown keys: a typo such as "consent" would otherwise create a patient
+ * without consent, silently.
+ */
+const strict = { additionalProperties: false } as const;
+
+export const AdminOrganizationBody = Type.Object({ id: Type.Optional(Uuid), name: DisplayName }, strict);
 export const OrganizationSchema = Type.Object({ id: Uuid, name: Type.String(), createdAt: Timestamp });
 export type OrganizationDto = Static<typeof OrganizationSchema>;
 
@@ -222,12 +228,12 @@ export const AdminPatientBody = Type.Object({
   name: DisplayName,
   organizations: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
   consents: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
-});
+}, strict);
 export const AdminPatientPatch = Type.Object({
   name: Type.Optional(DisplayName),
   organizations: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
   consents: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
-});
+}, strict);
 export const AdminPatientSchema = Type.Object({
   id: Uuid,
   name: Type.String(),
@@ -249,7 +255,7 @@ export const AdminClientBody = Type.Object({
   name: DisplayName,
   scopes: Type.Array(literalUnion(SCOPES), { maxItems: 16 }),
   organizations: Type.Array(Uuid, { maxItems: 1000 }),
-});
+}, strict);
 export const AdminClientSchema = Type.Object({
   clientId: Type.String(),
   name: Type.String(),
@@ -261,8 +267,8 @@ export const AdminClientSchema = Type.Object({
 export type AdminClientDto = Static<typeof AdminClientSchema>;
 
 export const ORDER_STATUS_PATTERN = '^[A-Za-z0-9_.-]{1,64}$';
-export const AdminOrderBody = Type.Object({ patientId: Uuid, organizationId: Uuid, status: Type.String({ pattern: ORDER_STATUS_PATTERN }) });
-export const AdminOrderPatch = Type.Object({ status: Type.String({ pattern: ORDER_STATUS_PATTERN }) });
+export const AdminOrderBody = Type.Object({ patientId: Uuid, organizationId: Uuid, status: Type.String({ pattern: ORDER_STATUS_PATTERN }) }, strict);
+export const AdminOrderPatch = Type.Object({ status: Type.String({ pattern: ORDER_STATUS_PATTERN }) }, strict);
 export const OrderSchema = Type.Object({
   id: Uuid,
   patientId: Uuid,
@@ -275,10 +281,8 @@ export type OrderDto = Static<typeof OrderSchema>;
 
 /**
  * The seed file (DESIGN §2): each entry is checked by the admin API's own body schema, with the id
- * required and no unknown keys (a typo such as "consent" would otherwise create a patient without
- * consent). A client's name may be left out: it is then its clientId.
+ * required and no unknown keys. A client's name may be left out: it is then its clientId.
  */
-const strict = { additionalProperties: false } as const;
 export const SeedOrganization = Type.Object({ ...AdminOrganizationBody.properties, id: Uuid }, strict);
 export const SeedPatient = Type.Object({ ...AdminPatientBody.properties, id: Uuid }, strict);
 export const SeedClient = Type.Object({ ...AdminClientBody.properties, clientId: ClientId, clientSecret: ClientSecret, name: Type.Optional(DisplayName) }, strict);

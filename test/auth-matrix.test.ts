@@ -172,6 +172,15 @@ describe('admin API', () => {
     expect(problem.detail).toBe('body/name must not be blank or contain control characters');
   });
 
+  it.each([
+    ['POST', '/admin/v1/patients', { name: 'Typo Patient', consent: [OTHER_ORG] }, 'consent'],
+    ['POST', '/admin/v1/organizations', { name: 'Clinic', adress: 'x' }, 'adress'],
+    ['POST', '/admin/v1/clients', { name: 'PC', scopes: [], organizations: [], secret: 'x' }, 'secret'],
+  ])('refuses an unknown key instead of ignoring it (%s %s)', async (method, route, body, key) => {
+    const problem = expectProblem(await server.api(method, route, { token: 'test-admin-token-0123456789', body }), 400);
+    expect(problem.detail).toBe(`body must not have the key "${key}"`);
+  });
+
   it('accepts names in any script', async () => {
     const created = await server.api('POST', '/admin/v1/patients', { token: 'test-admin-token-0123456789', body: { name: '\u05D3\u05E0\u05D4 \u05DB\u05D4\u05DF (Dana Cohen)' } });
     expect(created.status).toBe(201);

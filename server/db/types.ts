@@ -222,6 +222,8 @@ export interface MetaRepository {
   get(key: string): Promise<string | undefined>;
   /** Sets the value unless one exists; returns the stored value. */
   setIfAbsent(key: string, value: string): Promise<string>;
+  /** Sets the value, replacing any (e.g. the hash of a seed entry as last applied). */
+  set(key: string, value: string): Promise<void>;
 }
 
 export type WebhookSubscriptionStatus = 'active' | 'disabled';

@@ -345,13 +345,9 @@ function seedEntry(kind: SeedKind, id: string, content: object): SeedEntry {
   return { key: `seed-entry:${kind}:${id}`, id, hash: createHash('sha256').update(JSON.stringify([kind, id, content])).digest('hex') };
 }
 
-type WritableMeta = MetaRepository & { set(key: string, value: string): Promise<void> };
-
 /** The hashes of seed entries as last applied, in meta. */
 function seedLedger(meta: MetaRepository) {
-  const writable = meta as Partial<WritableMeta>;
-  if (typeof writable.set !== 'function') throw new Error('this store cannot record which seed entries were applied (meta.set is missing)');
-  const set = writable.set.bind(meta);
+  const set = meta.set.bind(meta);
   return {
     /** True when the entry was applied before with this content and its record still exists. */
     async unchanged(entry: SeedEntry, recordExists: () => Promise<boolean>): Promise<boolean> {
