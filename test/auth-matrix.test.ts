@@ -3,6 +3,7 @@ import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SignJWT, exportSPKI, importJWK, type JWK } from 'jose';
 import {
+  ORG,
   OTHER_ORG,
   OTHER_ORG_PATIENT,
   PATIENT,
@@ -179,6 +180,12 @@ describe('admin API', () => {
   ])('refuses an unknown key instead of ignoring it (%s %s)', async (method, route, body, key) => {
     const problem = expectProblem(await server.api(method, route, { token: 'test-admin-token-0123456789', body }), 400);
     expect(problem.detail).toBe(`body must not have the key "${key}"`);
+  });
+
+  it('refuses an order for an organization without access to the patient (its events would reach others only)', async () => {
+    const problem = expectProblem(await server.api('POST', '/admin/v1/orders', { token: 'test-admin-token-0123456789', body: { patientId: PATIENT, organizationId: OTHER_ORG, status: 'new' } }), 409);
+    expect(problem.detail).toContain('has no access to patient');
+    expect((await server.api('POST', '/admin/v1/orders', { token: 'test-admin-token-0123456789', body: { patientId: PATIENT, organizationId: ORG, status: 'new' } })).status).toBe(201);
   });
 
   it('accepts names in any script', async () => {

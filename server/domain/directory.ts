@@ -141,8 +141,14 @@ export class DirectoryService {
   async createOrder(input: { patientId: string; organizationId: string; status: string }, operationId: string = randomUUID()): Promise<OrderDto> {
     const patientId = input.patientId.toLowerCase();
     const organizationId = input.organizationId.toLowerCase();
-    if (!(await this.store.patients.get(patientId))) throw badRequest(`patient ${input.patientId} does not exist`);
+    const patient = await this.store.patients.get(patientId);
+    if (!patient) throw badRequest(`patient ${input.patientId} does not exist`);
     await this.requireOrganizations([organizationId]);
+    // Its events reach only organizations with access to the patient: an order of any other would
+    // be announced to someone else and never to its own organization.
+    if (!patient.organizations.includes(organizationId)) {
+      throw conflict(`organization ${input.organizationId} has no access to patient ${input.patientId}; give it access first`);
+    }
     const timestamp = this.now().toISOString();
     const order: OrderRecord = { id: randomUUID(), patientId, organizationId, status: input.status, createdAt: timestamp, updatedAt: timestamp };
     await this.store.orders.create(order, [outboxEvent('order.created', { patientId, organizationId, operationId, occurredAt: timestamp, data: { order } })]);
