@@ -188,6 +188,18 @@ describe('admin API', () => {
     expect((await server.api('POST', '/admin/v1/orders', { token: 'test-admin-token-0123456789', body: { patientId: PATIENT, organizationId: ORG, status: 'new' } })).status).toBe(201);
   });
 
+  it('announces a patient change only when something changed (a consent granted twice, an empty patch)', async () => {
+    const admin = (method: string, route: string, body?: unknown) => server.api(method, route, { token: 'test-admin-token-0123456789', ...(body === undefined ? {} : { body }) });
+    const created = await admin('POST', '/admin/v1/patients', { name: 'Quiet Patient', organizations: [ORG], consents: [] });
+    const updates = async () => (await server.server.context.store.outbox.after(0, 100_000)).filter((event) => event.eventType === 'patient.updated' && event.patientId === created.body.id).length;
+    expect((await admin('PUT', `/admin/v1/patients/${created.body.id}/consents/${ORG}`)).status).toBe(200);
+    expect(await updates()).toBe(1);
+    expect((await admin('PUT', `/admin/v1/patients/${created.body.id}/consents/${ORG}`)).body.consents).toEqual([ORG]);
+    expect((await admin('PATCH', `/admin/v1/patients/${created.body.id}`, {})).status).toBe(200);
+    expect((await admin('PATCH', `/admin/v1/patients/${created.body.id}`, { name: 'Quiet Patient' })).status).toBe(200);
+    expect(await updates()).toBe(1);
+  });
+
   it('accepts names in any script', async () => {
     const created = await server.api('POST', '/admin/v1/patients', { token: 'test-admin-token-0123456789', body: { name: '\u05D3\u05E0\u05D4 \u05DB\u05D4\u05DF (Dana Cohen)' } });
     expect(created.status).toBe(201);

@@ -95,7 +95,12 @@ export class DirectoryService {
     const organizations = patch.organizations ? lower(patch.organizations) : existing.organizations;
     const consents = patch.consents ? lower(patch.consents) : existing.consents;
     await this.requireOrganizations([...organizations, ...consents]);
-    const updated: PatientRecord = { ...existing, name: patch.name ?? existing.name, organizations, consents, updatedAt: this.now().toISOString() };
+    const name = patch.name ?? existing.name;
+    // A change that changes nothing (the same name, a consent granted twice) writes nothing and
+    // announces nothing: receivers would otherwise see patient.updated for nothing.
+    const same = (a: readonly string[], b: readonly string[]) => new Set(a).size === new Set(b).size && a.every((value) => b.includes(value));
+    if (name === existing.name && same(organizations, existing.organizations) && same(consents, existing.consents)) return patientDto(existing);
+    const updated: PatientRecord = { ...existing, name, organizations, consents, updatedAt: this.now().toISOString() };
     await this.store.patients.update(updated, [this.patientEvent('patient.updated', updated, operationId)]);
     return patientDto(updated);
   }
