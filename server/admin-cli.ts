@@ -3,13 +3,14 @@
  * the same database as the server (same PATIENT_DOCS_DATA_DIR / PATIENT_DOCS_DATABASE_URL), so it
  * needs no admin token: access to the data directory is the authority.
  */
+import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { TSchema } from 'typebox';
 import { Type } from 'typebox';
 import { createAjv, ruleOf } from '../shared/ajv.js';
 import { AdminClientBody, AdminOrderBody, AdminOrderPatch, AdminOrganizationBody, AdminPatientBody, AdminPatientPatch, Uuid } from '../shared/schemas.js';
 import { ConfigError, loadConfig } from './config.js';
-import { createContext } from './context.js';
+import { createContext, sqliteFile } from './context.js';
 import { readSeedFile } from './domain/directory.js';
 import { ApiError } from './errors.js';
 
@@ -94,11 +95,22 @@ function overlapSeconds(raw: string | undefined, fallback: number): number {
   return Number(raw);
 }
 
+const READ_ONLY = new Set(['organization list', 'patient show', 'client list', 'keys list']);
+
 async function run(argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
   const [area, action] = positionals;
   if (values.help || !area) return USAGE;
   const config = loadConfig();
+  // A mistyped or missing data dir must not pass unnoticed: a command that only reads refuses it,
+  // and one that writes says it is creating a new database (IT may set things up before the server).
+  const file = sqliteFile(config);
+  if (!config.databaseUrl?.startsWith('postgres') && !fs.existsSync(file)) {
+    if (READ_ONLY.has(`${area} ${action ?? ''}`.trim())) {
+      throw new InputError(`there is no database at ${file}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
+    }
+    process.stderr.write(`patient-docs-admin: no database at ${file} yet; creating it\n`);
+  }
   const context = await createContext(config);
   const { directory, keys } = context;
   try {

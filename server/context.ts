@@ -54,8 +54,12 @@ export async function openStore(config: ServerConfig): Promise<Store> {
     throw new ConfigError('PATIENT_DOCS_DATABASE_URL=postgres://… is not supported by this build yet; unset it to use the embedded SQLite database');
   }
   ensureDataDir(config.dataDir);
-  const file = config.databaseUrl?.startsWith('sqlite:') ? path.resolve(config.dataDir, config.databaseUrl.slice('sqlite:'.length)) : path.join(config.dataDir, 'patient-docs.sqlite');
-  return SqliteStore.open(file);
+  return SqliteStore.open(sqliteFile(config));
+}
+
+/** The embedded database's file: `sqlite:<file>` (relative to the data dir), else patient-docs.sqlite in it. */
+export function sqliteFile(config: ServerConfig): string {
+  return config.databaseUrl?.startsWith('sqlite:') ? path.resolve(config.dataDir, config.databaseUrl.slice('sqlite:'.length)) : path.join(config.dataDir, 'patient-docs.sqlite');
 }
 
 export async function createContext(config: ServerConfig, store?: Store): Promise<ServerContext> {

@@ -29,8 +29,17 @@ afterAll(() => {
 });
 
 describe('patient-docs-admin', () => {
+  it('refuses to read from a data dir without a database, and says so when a first write creates one', () => {
+    const missing = spawnSync('node', ['dist/server/admin-cli.js', 'organization', 'list'], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: path.join(dataDir, 'typo') }, encoding: 'utf8' });
+    expect(missing.status).toBe(2);
+    expect(missing.stderr.trim()).toBe(`patient-docs-admin: there is no database at ${path.join(dataDir, 'typo', 'patient-docs.sqlite')}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
+    expect(fs.existsSync(path.join(dataDir, 'typo', 'patient-docs.sqlite'))).toBe(false);
+  });
+
   it('adds an organization, a patient with access and consent, a client (secret shown once) and an order', () => {
-    expect(admin('organization', 'add', '--name', 'Smile Clinic', '--id', ORG).code).toBe(0);
+    const first = admin('organization', 'add', '--name', 'Smile Clinic', '--id', ORG);
+    expect(first.code).toBe(0);
+    expect(first.stderr).toContain(`no database at ${path.join(dataDir, 'patient-docs.sqlite')} yet; creating it`);
     const patient = admin('patient', 'add', '--name', 'Jane Roe', '--id', PATIENT, '--organization', ORG, '--consent', ORG);
     expect(patient.code).toBe(0);
     expect(patient.json()).toMatchObject({ id: PATIENT, organizations: [ORG], consents: [ORG] });
