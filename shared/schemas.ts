@@ -85,7 +85,8 @@ export const SearchBody = Type.Object({
   path: Type.Optional(Type.String({ maxLength: 8192 })),
   hasContent: Type.Optional(Type.Boolean()),
   fileName: Type.Optional(Type.String({ maxLength: 1024 })),
-  fileType: Type.Optional(Type.String({ maxLength: 64 })),
+  // An empty type would match no document at all: refused rather than answered with an empty page.
+  fileType: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
   id: Type.Optional(Type.Array(Uuid, { maxItems: MAX_SEARCH_IDS })),
   sortBy: Type.Optional(literalUnion(SORT_FIELDS)),
   sortDirection: Type.Optional(literalUnion(['ASC', 'DESC'] as const)),

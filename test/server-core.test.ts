@@ -352,6 +352,7 @@ describe('search (SPEC §4.3, DESIGN §3)', () => {
     [{ limit: '5' }, 'body/limit must be integer'],
     [{ sortBy: 'size' }, 'body/sortBy must be one of "lastModifiedAt", "fileName", "fileSize", "fileType", "path"'],
     [{ sortDirection: 'asc' }, 'body/sortDirection must be one of "ASC", "DESC"'],
+    [{ fileType: '' }, 'body/fileType must NOT have fewer than 1 characters'],
     [{ path: 'a' }, "path must begin with '/'"],
     [{ id: ['not-a-uuid'] }, 'body/id/0 must be a UUID'],
   ])('refuses %j with 400', async (body, rule) => {
