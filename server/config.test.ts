@@ -30,4 +30,59 @@ describe('server configuration', () => {
     expect(loadConfig({ PATIENT_DOCS_WEBHOOK_TIMEOUT: '100ms' }, '/srv').webhookTimeoutMs).toBe(100);
     expect(loadConfig({ PATIENT_DOCS_WEBHOOK_TIMEOUT: '10m' }, '/srv').webhookTimeoutMs).toBe(600_000);
   });
+
+  it.each([
+    [{ PORT: ' ' }, 'PORT=" " must be an integer from 0 to 65535'],
+    [{ PORT: '0x50' }, 'PORT="0x50" must be an integer from 0 to 65535'],
+    [{ PORT: '8e1' }, 'PORT="8e1" must be an integer from 0 to 65535'],
+    [{ PORT: '80.0' }, 'PORT="80.0" must be an integer from 0 to 65535'],
+    [{ PORT: '-1' }, 'PORT="-1" must be an integer from 0 to 65535'],
+    [{ PORT: '65536' }, 'PORT="65536" must be an integer from 0 to 65535'],
+    [{ PATIENT_DOCS_DATABASE_URL: 'sqlite:' }, 'PATIENT_DOCS_DATABASE_URL="sqlite:" names no file; use sqlite:<file>'],
+    [{ PATIENT_DOCS_DATABASE_URL: 'sqlite:  ' }, 'PATIENT_DOCS_DATABASE_URL="sqlite:" names no file'],
+    [{ PATIENT_DOCS_TOKEN_LIFETIME: '9999999999h' }, 'PATIENT_DOCS_TOKEN_LIFETIME="9999999999h" must be between 1s and 24h'],
+    [{ PATIENT_DOCS_TOKEN_LIFETIME: '25h' }, 'PATIENT_DOCS_TOKEN_LIFETIME="25h" must be between 1s and 24h'],
+    [{ PATIENT_DOCS_TOKEN_LIFETIME: '500ms' }, 'PATIENT_DOCS_TOKEN_LIFETIME="500ms" must be between 1s and 24h'],
+    [{ PATIENT_DOCS_PUBLIC_URL: 'https://docs.example.org/?tenant=1' }, 'PATIENT_DOCS_PUBLIC_URL="https://docs.example.org/?tenant=1" must not have a query (?…) or fragment (#…)'],
+    [{ PATIENT_DOCS_PUBLIC_URL: 'https://docs.example.org/pd#top' }, 'PATIENT_DOCS_PUBLIC_URL="https://docs.example.org/pd#top" must not have a query'],
+    [{ PATIENT_DOCS_PUBLIC_URL: 'https://docs.example.org/?' }, 'PATIENT_DOCS_PUBLIC_URL="https://docs.example.org/?" must not have a query'],
+    [{ PATIENT_DOCS_PUBLIC_URL: 'https://it:secret@docs.example.org' }, 'PATIENT_DOCS_PUBLIC_URL="https://it:secret@docs.example.org" must not contain a user name or password'],
+    [{ PATIENT_DOCS_PUBLIC_URL: 'ftp://docs.example.org' }, 'PATIENT_DOCS_PUBLIC_URL="ftp://docs.example.org" must be an http(s) URL'],
+    [{ PATIENT_DOCS_EXTERNAL_ISSUER: 'https://login.example.org/tenant?x=1' }, 'PATIENT_DOCS_EXTERNAL_ISSUER="https://login.example.org/tenant?x=1" must not have a query'],
+    [{ PATIENT_DOCS_SHUTDOWN_GRACE: '11m' }, 'PATIENT_DOCS_SHUTDOWN_GRACE="11m" must be between 0s and 10m'],
+    [{ PATIENT_DOCS_SHUTDOWN_GRACE: 'forever' }, 'PATIENT_DOCS_SHUTDOWN_GRACE="forever" is not a duration'],
+  ])('refuses %j with one line naming the variable and the rule', (env, message) => {
+    const text = refusal(env);
+    expect(text).toContain(message);
+    expect(text).not.toContain('\n');
+  });
+
+  it('takes PORT as decimal digits, surrounding blanks aside, and an empty PORT as unset', () => {
+    expect(loadConfig({ PORT: '0' }, '/srv').port).toBe(0);
+    expect(loadConfig({ PORT: ' 8081 ' }, '/srv').port).toBe(8081);
+    expect(loadConfig({ PORT: '65535' }, '/srv').port).toBe(65535);
+    expect(loadConfig({ PORT: '08080' }, '/srv').port).toBe(8080);
+    expect(loadConfig({ PORT: '' }, '/srv').port).toBe(8080);
+  });
+
+  it('caps the token lifetime at 24h and takes both ends', () => {
+    expect(loadConfig({ PATIENT_DOCS_TOKEN_LIFETIME: '1s' }, '/srv').tokenLifetimeSeconds).toBe(1);
+    expect(loadConfig({ PATIENT_DOCS_TOKEN_LIFETIME: '24h' }, '/srv').tokenLifetimeSeconds).toBe(86_400);
+    expect(loadConfig({}, '/srv').tokenLifetimeSeconds).toBe(1800);
+  });
+
+  it('takes a public URL with a path prefix (behind a reverse proxy) and drops a trailing slash', () => {
+    expect(loadConfig({ PATIENT_DOCS_PUBLIC_URL: 'https://docs.example.org/patient-docs/' }, '/srv').publicUrl).toBe('https://docs.example.org/patient-docs');
+    expect(loadConfig({ PATIENT_DOCS_PUBLIC_URL: 'https://docs.example.org' }, '/srv').publicUrl).toBe('https://docs.example.org');
+  });
+
+  it('waits 10s for requests in flight at shutdown unless told otherwise (0s to 10m)', () => {
+    expect(loadConfig({}, '/srv').shutdownGraceMs).toBe(10_000);
+    expect(loadConfig({ PATIENT_DOCS_SHUTDOWN_GRACE: '0' }, '/srv').shutdownGraceMs).toBe(0);
+    expect(loadConfig({ PATIENT_DOCS_SHUTDOWN_GRACE: '10m' }, '/srv').shutdownGraceMs).toBe(600_000);
+  });
+
+  it('takes sqlite:<file> relative to the data directory', () => {
+    expect(loadConfig({ PATIENT_DOCS_DATABASE_URL: 'sqlite:docs.db' }, '/srv').databaseUrl).toBe('sqlite:docs.db');
+  });
 });

@@ -31,6 +31,8 @@ export interface ServerConfig {
   logLevel: string;
   /** Body limit of JSON requests (not uploads). */
   maxJsonBytes: number;
+  /** On SIGINT/SIGTERM, how long requests in flight may take to finish before their connections are closed. */
+  shutdownGraceMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -74,21 +76,38 @@ function parseBoolean(name: string, raw: string): boolean {
   throw new ConfigError(`${name}=${JSON.stringify(raw)} must be true or false`);
 }
 
+/** Decimal digits only: Number() would take ' ' as 0 (a random port) and 0x50 as 80. */
 function parsePort(raw: string): number {
-  const port = Number(raw);
+  const digits = raw.trim();
+  const port = /^\d{1,5}$/.test(digits) ? Number(digits) : Number.NaN;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT=${JSON.stringify(raw)} must be an integer from 0 to 65535`);
   return port;
 }
 
+/**
+ * A base URL that others are appended to (`${base}/storage/v1/…`, `${issuer}/.well-known/…`): a
+ * path prefix works, but a query or fragment would end up in the middle of every URL, and
+ * credentials in every link handed out.
+ */
 function parseUrl(name: string, raw: string): string {
+  let url: URL;
   try {
-    const url = new URL(raw);
+    url = new URL(raw.trim());
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('scheme');
-    return url.toString().replace(/\/$/, '');
   } catch {
     throw new ConfigError(`${name}=${JSON.stringify(raw)} must be an http(s) URL`);
   }
+  if (url.search || url.hash || /[?#]/.test(raw)) {
+    throw new ConfigError(`${name}=${JSON.stringify(raw)} must not have a query (?…) or fragment (#…); give scheme, host, port and at most a path prefix, like https://docs.example.org/patient-docs`);
+  }
+  if (url.username || url.password) throw new ConfigError(`${name}=${JSON.stringify(raw)} must not contain a user name or password`);
+  return url.toString().replace(/\/$/, '');
 }
+
+/** Access tokens live at most a day: a longer one cannot be revoked for that long, and years overflow expires_in. */
+const MAX_TOKEN_LIFETIME_MS = 24 * 3_600_000;
+/** Bounded so a stuck upload cannot hold a shutdown (or a service manager's stop) for long. */
+const MAX_SHUTDOWN_GRACE_MS = 10 * 60_000;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -101,13 +120,22 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
   if (databaseUrl !== undefined && !/^(postgres|postgresql):\/\//.test(databaseUrl) && !databaseUrl.startsWith('sqlite:')) {
     throw new ConfigError(`PATIENT_DOCS_DATABASE_URL must start with postgres:// or sqlite: (got ${JSON.stringify(databaseUrl.split(':')[0])}:…)`);
   }
+  if (databaseUrl?.startsWith('sqlite:') && databaseUrl.slice('sqlite:'.length).trim() === '') {
+    throw new ConfigError(`PATIENT_DOCS_DATABASE_URL=${JSON.stringify(databaseUrl)} names no file; use sqlite:<file> (relative to PATIENT_DOCS_DATA_DIR) or unset it for patient-docs.sqlite there`);
+  }
   const retryRaw = env.PATIENT_DOCS_WEBHOOK_RETRY_DELAYS ?? '15m,15m,15m';
   const webhookRetryDelaysMs =
     retryRaw.trim() === '' ? [] : retryRaw.split(',').map((part) => parseDuration('PATIENT_DOCS_WEBHOOK_RETRY_DELAYS', part));
   const logLevel = (env.PATIENT_DOCS_LOG_LEVEL ?? env.LOG_LEVEL ?? 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`PATIENT_DOCS_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   const lifetime = parseDuration('PATIENT_DOCS_TOKEN_LIFETIME', env.PATIENT_DOCS_TOKEN_LIFETIME ?? '1800s');
-  if (lifetime < 1000) throw new ConfigError('PATIENT_DOCS_TOKEN_LIFETIME must be at least 1s');
+  if (lifetime < 1000 || lifetime > MAX_TOKEN_LIFETIME_MS) {
+    throw new ConfigError(`PATIENT_DOCS_TOKEN_LIFETIME=${JSON.stringify(env.PATIENT_DOCS_TOKEN_LIFETIME)} must be between 1s and 24h`);
+  }
+  const shutdownGraceMs = parseDuration('PATIENT_DOCS_SHUTDOWN_GRACE', env.PATIENT_DOCS_SHUTDOWN_GRACE ?? '10s');
+  if (shutdownGraceMs > MAX_SHUTDOWN_GRACE_MS) {
+    throw new ConfigError(`PATIENT_DOCS_SHUTDOWN_GRACE=${JSON.stringify(env.PATIENT_DOCS_SHUTDOWN_GRACE)} must be between 0s and 10m`);
+  }
   // Each attempt waits up to this long for an answer (and twice as long for a free connection): 0
   // would fail every delivery, and days would outgrow Node's timers and fail them just as surely.
   const webhookTimeoutMs = parseDuration('PATIENT_DOCS_WEBHOOK_TIMEOUT', env.PATIENT_DOCS_WEBHOOK_TIMEOUT ?? '10s');
@@ -135,5 +163,6 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
     externalIssuer: env.PATIENT_DOCS_EXTERNAL_ISSUER ? parseUrl('PATIENT_DOCS_EXTERNAL_ISSUER', env.PATIENT_DOCS_EXTERNAL_ISSUER) : undefined,
     logLevel,
     maxJsonBytes: parseSize('PATIENT_DOCS_MAX_JSON_BYTES', env.PATIENT_DOCS_MAX_JSON_BYTES ?? '1MiB'),
+    shutdownGraceMs,
   };
 }
