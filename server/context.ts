@@ -54,7 +54,38 @@ export async function openStore(config: ServerConfig): Promise<Store> {
     throw new ConfigError('PATIENT_DOCS_DATABASE_URL=postgres://… is not supported by this build yet; unset it to use the embedded SQLite database');
   }
   ensureDataDir(config.dataDir);
-  return SqliteStore.open(sqliteFile(config));
+  const file = sqliteFile(config);
+  let store: SqliteStore | undefined;
+  try {
+    store = SqliteStore.open(file);
+    // A file the server may read but not write opens fine and fails at its first write, in some
+    // later step: one write now (rolled back) fails here instead, where the file can be named.
+    store.db.exec('BEGIN IMMEDIATE');
+    try {
+      store.db.exec('CREATE TABLE write_probe (x)');
+    } finally {
+      store.db.exec('ROLLBACK');
+    }
+    return store;
+  } catch (error) {
+    if (store?.db.open) store.db.close();
+    throw databaseError(error, file, config);
+  }
+}
+
+/** What went wrong opening the database, as one line naming the file and the variable that chose it. */
+function databaseError(error: unknown, file: string, config: ServerConfig): unknown {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string') return error;
+  const source = config.databaseUrl ? `PATIENT_DOCS_DATABASE_URL=${config.databaseUrl}` : `PATIENT_DOCS_DATA_DIR=${config.dataDir}`;
+  const cause = (error as Error).message.split('\n')[0];
+  if (code.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM' || code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+    return new ConfigError(`${source}: the database file ${file} cannot be written (${cause}); give the user the server runs as write access to it and its folder`);
+  }
+  if (code.startsWith('SQLITE_CANTOPEN') || code === 'SQLITE_NOTADB' || code === 'SQLITE_AUTH' || !code.startsWith('SQLITE_')) {
+    return new ConfigError(`${source}: the database file ${file} cannot be opened (${cause}); it must name a Patient Docs database file, or none yet, in a writable folder`);
+  }
+  return new Error(`the database file ${file} cannot be opened (${cause})`);
 }
 
 /** The embedded database's file: `sqlite:<file>` (relative to the data dir), else patient-docs.sqlite in it. */
