@@ -30,6 +30,7 @@ main().catch((error: unknown) => {
     console.error(`patient-docs-server: ${error.message}`);
     process.exit(2);
   }
-  console.error('patient-docs-server: failed to start:', error instanceof Error ? error.message : error);
+  const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
+  console.error(`patient-docs-server: failed to start: ${message}`);
   process.exit(1);
 });

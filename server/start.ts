@@ -11,7 +11,7 @@ import type { SeedFile } from '../shared/schemas.js';
 import { SeedFile as SeedFileSchema } from '../shared/schemas.js';
 import { hashAdminToken } from './routes/admin.js';
 import { createAjv, ruleOf } from '../shared/ajv.js';
-import { startWebhookDelivery } from './webhooks/delivery.js';
+import { startWebhookDelivery, type WebhookDelivery } from './webhooks/delivery.js';
 import { lockDataDir } from './db/sqlite/data-dir-lock.js';
 
 export interface RunningServer {
@@ -23,17 +23,83 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-const ADMIN_TOKEN_FILE = 'admin-token.sha256';
+export const ADMIN_TOKEN_FILE = 'admin-token.sha256';
+const TOKEN_HASH = /^[0-9a-f]{64}$/;
+const TOKEN_RESET = 'delete it and start the server again to have a new admin token printed, or set PATIENT_DOCS_ADMIN_TOKEN';
+
+export interface AdminToken {
+  hash: Buffer;
+  /** The token when this start generated it (to be printed once), else undefined. */
+  generated: string | undefined;
+  /**
+   * Keeps a generated token's hash in the data dir (nothing to do otherwise). Called only once the
+   * server listens: a start that fails earlier leaves no hash of a token that nobody ever saw, and
+   * the next start generates and prints one.
+   */
+  keep(): void;
+}
+
+/** The stored hash, undefined when there is none yet; anything else in the file is a one-line ConfigError. */
+function readTokenHash(file: string): Buffer | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    throw new ConfigError(`${file} cannot be read (${code ?? (error as Error).message}); ${TOKEN_RESET}`);
+  }
+  const hex = text.trim().toLowerCase();
+  if (!TOKEN_HASH.test(hex)) throw new ConfigError(`${file} does not hold an admin token hash (64 hex digits); ${TOKEN_RESET}`);
+  return Buffer.from(hex, 'hex');
+}
+
+/** Written whole or not at all (temp file, then rename): a crash cannot leave an empty or half hash. */
+function writeTokenHash(file: string, hash: Buffer): void {
+  const temp = `${file}.${process.pid}.tmp`;
+  try {
+    fs.writeFileSync(temp, `${hash.toString('hex')}\n`, { mode: 0o600, flush: true });
+    fs.renameSync(temp, file);
+  } catch (error) {
+    fs.rmSync(temp, { force: true });
+    throw new ConfigError(`${file} cannot be written (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}), so the generated admin token would be lost; check PATIENT_DOCS_DATA_DIR's permissions or set PATIENT_DOCS_ADMIN_TOKEN`);
+  }
+}
 
 /** The admin token's hash: from configuration, or generated once and kept (hashed) in the data dir. */
-export function resolveAdminToken(config: ServerConfig): { hash: Buffer; generated: string | undefined } {
-  if (config.adminToken) return { hash: hashAdminToken(config.adminToken), generated: undefined };
+export function resolveAdminToken(config: ServerConfig): AdminToken {
+  if (config.adminToken) return { hash: hashAdminToken(config.adminToken), generated: undefined, keep: () => undefined };
   ensureDataDir(config.dataDir);
   const file = path.join(config.dataDir, ADMIN_TOKEN_FILE);
-  if (fs.existsSync(file)) return { hash: Buffer.from(fs.readFileSync(file, 'utf8').trim(), 'hex'), generated: undefined };
+  const stored = readTokenHash(file);
+  if (stored) return { hash: stored, generated: undefined, keep: () => undefined };
   const token = `pdadm_${randomBytes(24).toString('base64url')}`;
-  fs.writeFileSync(file, hashAdminToken(token).toString('hex'), { mode: 0o600 });
-  return { hash: hashAdminToken(token), generated: token };
+  const hash = hashAdminToken(token);
+  return { hash, generated: token, keep: () => writeTokenHash(file, hash) };
+}
+
+/** A listen failure as one line naming the variable to change; errors without a code pass through. */
+function listenError(error: unknown, host: string, port: number): unknown {
+  const { code, message } = error as NodeJS.ErrnoException;
+  switch (code) {
+    case 'EADDRINUSE':
+      return new ConfigError(`port ${port} on ${host} is already in use; stop the other process or set PORT`);
+    case 'EADDRNOTAVAIL':
+      return new ConfigError(`HOST=${host} is not an address of this machine`);
+    case 'ENOTFOUND':
+    case 'EAI_NONAME':
+    case 'EAI_AGAIN':
+    case 'EAI_FAIL':
+    case 'EAI_NODATA':
+      return new ConfigError(`HOST=${host} cannot be resolved to an address (${code}); use an IP address of this machine or a name that resolves to one`);
+    case 'EACCES':
+    case 'EPERM':
+      return new ConfigError(`PORT=${port}: no permission to listen on this port; use a port above 1023`);
+    case undefined:
+      return error;
+    default:
+      return new ConfigError(`HOST=${host} PORT=${port}: cannot listen (${String(message).split('\n')[0]})`);
+  }
 }
 
 /** Reads and checks a seed file; `source` names it in errors (the variable, or the CLI's flag). */
@@ -57,7 +123,7 @@ async function choosePort(config: ServerConfig): Promise<ServerConfig> {
   if (config.port !== 0) return config;
   const port = await new Promise<number>((resolve, reject) => {
     const probe = net.createServer();
-    probe.once('error', reject);
+    probe.once('error', (error) => reject(listenError(error, config.host, 0)));
     probe.listen({ host: config.host, port: 0 }, () => {
       const address = probe.address();
       probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
@@ -80,25 +146,25 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
     lock.release();
     throw error;
   }
+  let app: FastifyInstance | undefined;
+  let webhookDelivery: WebhookDelivery | undefined;
   try {
     if (config.seedFile) await context.directory.applySeed(readSeedFile(config.seedFile));
     const admin = resolveAdminToken(config);
-    const app = await buildApp(context, { adminTokenHash: admin.hash, ...(options.logger !== undefined ? { logger: options.logger } : {}) });
+    app = await buildApp(context, { adminTokenHash: admin.hash, ...(options.logger !== undefined ? { logger: options.logger } : {}) });
     try {
       await app.listen({ host: config.host, port: config.port });
     } catch (error) {
-      await app.close();
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'EADDRINUSE') throw new ConfigError(`port ${config.port} on ${config.host} is already in use; stop the other process or set PORT`);
-      if (code === 'EADDRNOTAVAIL') throw new ConfigError(`HOST=${config.host} is not an address of this machine`);
-      if (code === 'EACCES') throw new ConfigError(`no permission to listen on port ${config.port}; use a port above 1024`);
-      throw error;
+      throw listenError(error, config.host, config.port);
     }
     // The delivery worker runs beside the HTTP server, never inside a request.
-    const webhookDelivery = startWebhookDelivery(context, app.log.child({ component: 'webhooks' }));
+    webhookDelivery = startWebhookDelivery(context, app.log.child({ component: 'webhooks' }));
+    // Last: whatever fails before this leaves no hash of a token that was never shown.
+    admin.keep();
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
     const host = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+    const running = { app, delivery: webhookDelivery };
     return {
       app,
       context,
@@ -106,8 +172,8 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
       generatedAdminToken: admin.generated,
       close: async () => {
         try {
-          await app.close();
-          await webhookDelivery.stop();
+          await running.app.close();
+          await running.delivery.stop();
           await context.store.close();
         } finally {
           lock.release();
@@ -116,6 +182,8 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
     };
   } catch (error) {
     try {
+      await app?.close().catch(() => undefined);
+      await webhookDelivery?.stop().catch(() => undefined);
       await context.store.close();
     } finally {
       lock.release();

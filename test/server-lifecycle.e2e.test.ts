@@ -1,0 +1,179 @@
+/**
+ * Start-up and shutdown as IT meets them: the built server (`npx tsc -b` first) as real processes.
+ * A failed first start keeps no admin token hash (the next start prints a token that works); a bad
+ * token file, host, port or database file stops the start with one line naming what to fix (exit
+ * 2).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { tempDir } from './helpers/server.js';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const MAIN = path.join(ROOT, 'dist/server/main.js');
+const TOKEN_FILE = 'admin-token.sha256';
+
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function dataDir(prefix: string): string {
+  const dir = tempDir(prefix);
+  dirs.push(dir);
+  return dir;
+}
+
+interface Server {
+  child: ChildProcess;
+  url: string;
+  output(): string;
+  exited: Promise<{ code: number | null; at: number }>;
+}
+
+function spawnServer(env: Record<string, string>, options: { uid?: number; gid?: number } = {}): { child: ChildProcess; output(): string; exited: Server['exited'] } {
+  const child = spawn(process.execPath, [MAIN], { cwd: ROOT, env: { ...process.env, HOST: '127.0.0.1', PORT: '0', PATIENT_DOCS_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'], ...options });
+  children.push(child);
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.once('exit', (code) => resolve({ code, at: Date.now() })));
+  return { child, output: () => output, exited };
+}
+
+async function waitFor(predicate: () => boolean, what: () => string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting; ${what()}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function start(env: Record<string, string>): Promise<Server> {
+  const server = spawnServer(env);
+  let gone = false;
+  void server.exited.then(() => (gone = true));
+  await waitFor(() => /listening on http:\/\/\S+;/.test(server.output()) || gone, () => server.output());
+  const match = /listening on (http:\/\/[^\s;]+)/.exec(server.output());
+  if (!match?.[1]) throw new Error(`server exited:\n${server.output()}`);
+  return { ...server, url: match[1] };
+}
+
+/** A start expected to fail: exit code and everything printed. */
+async function refused(env: Record<string, string>, options: { uid?: number; gid?: number } = {}): Promise<{ code: number | null; output: string }> {
+  const server = spawnServer(env, options);
+  const { code } = await server.exited;
+  return { code, output: server.output() };
+}
+
+async function stop(server: Server, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+  if (server.child.exitCode === null) server.child.kill(signal);
+  return (await server.exited).code;
+}
+
+async function adminStatus(url: string, token: string): Promise<number> {
+  return (await fetch(`${url}/admin/v1/organizations`, { headers: { authorization: `Bearer ${token}` } })).status;
+}
+
+function printedToken(output: string): string | undefined {
+  return /Admin token \(shown once[^)]*\): (pdadm_\S+)/.exec(output)?.[1];
+}
+
+// The start-up cases have no timing to keep: they run side by side.
+describe.concurrent('the admin token', () => {
+  it('is not kept when the first start cannot listen: the next start prints one, and deleting the file gets a new one', async () => {
+    const dir = dataDir('token-first');
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const { port } = blocker.address() as net.AddressInfo;
+    const busy = await refused({ PORT: String(port), PATIENT_DOCS_DATA_DIR: dir });
+    await new Promise((resolve) => blocker.close(resolve));
+    expect(busy.code).toBe(2);
+    expect(busy.output.trim()).toBe(`patient-docs-server: port ${port} on 127.0.0.1 is already in use; stop the other process or set PORT`);
+    expect(fs.existsSync(path.join(dir, TOKEN_FILE))).toBe(false);
+
+    const first = await start({ PATIENT_DOCS_DATA_DIR: dir });
+    const token = printedToken(first.output());
+    expect(token).toBeDefined();
+    expect(await adminStatus(first.url, token!)).toBe(200);
+    expect(fs.readFileSync(path.join(dir, TOKEN_FILE), 'utf8')).toMatch(/^[0-9a-f]{64}\n$/);
+    expect(await stop(first)).toBe(0);
+
+    const second = await start({ PATIENT_DOCS_DATA_DIR: dir });
+    expect(printedToken(second.output())).toBeUndefined();
+    expect(await adminStatus(second.url, token!)).toBe(200);
+    expect(await stop(second)).toBe(0);
+
+    // The README's reset: stop the server, delete the file, start it again.
+    fs.rmSync(path.join(dir, TOKEN_FILE));
+    const third = await start({ PATIENT_DOCS_DATA_DIR: dir });
+    const fresh = printedToken(third.output());
+    expect(fresh).toBeDefined();
+    expect(fresh).not.toBe(token);
+    expect(await adminStatus(third.url, fresh!)).toBe(200);
+    expect(await adminStatus(third.url, token!)).toBe(401);
+    expect(await stop(third)).toBe(0);
+  });
+
+  it('in a file that is empty, cut short or not hex stops the start with one line naming the file and what to do', async () => {
+    const contents = ['', 'a93240199893', `${'z'.repeat(64)}\n`];
+    const dirs = contents.map((content) => {
+      const dir = dataDir('token-bad');
+      fs.writeFileSync(path.join(dir, TOKEN_FILE), content);
+      return dir;
+    });
+    const results = await Promise.all(dirs.map((dir) => refused({ PATIENT_DOCS_DATA_DIR: dir })));
+    results.forEach((result, index) => {
+      const file = path.join(dirs[index]!, TOKEN_FILE);
+      expect({ code: result.code, output: result.output.trim() }).toEqual({
+        code: 2,
+        output: `patient-docs-server: ${file} does not hold an admin token hash (64 hex digits); delete it and start the server again to have a new admin token printed, or set PATIENT_DOCS_ADMIN_TOKEN`,
+      });
+    });
+  });
+});
+
+describe.concurrent('bad start-up settings', () => {
+  it('each stop the start with one line naming the variable or the file (exit 2)', async () => {
+    const dir = (name: string): string => path.join(dataDir('settings'), name);
+    const readOnly = dataDir('read-only-db');
+    const database = path.join(readOnly, 'patient-docs.sqlite');
+    fs.writeFileSync(database, '');
+    // As root every file is writable: the server then runs as nobody, on a database file root owns.
+    const asRoot = process.getuid?.() === 0;
+    if (asRoot) fs.chownSync(readOnly, 65534, 65534);
+    fs.chmodSync(database, 0o444);
+    const cases: Array<[Record<string, string>, RegExp | string, { uid?: number; gid?: number }?]> = [
+      [{ HOST: '10.255.255.1', PORT: '0', PATIENT_DOCS_DATA_DIR: dir('a') }, 'HOST=10.255.255.1 is not an address of this machine'],
+      [{ HOST: '10.255.255.1', PORT: '18080', PATIENT_DOCS_DATA_DIR: dir('b') }, 'HOST=10.255.255.1 is not an address of this machine'],
+      [
+        { HOST: 'no.such.host.invalid', PORT: '0', PATIENT_DOCS_DATA_DIR: dir('c') },
+        /^HOST=no\.such\.host\.invalid cannot be resolved to an address \((ENOTFOUND|EAI_AGAIN|EAI_NONAME)\); use an IP address of this machine or a name that resolves to one$/,
+      ],
+      [{ PATIENT_DOCS_DATABASE_URL: 'sqlite:', PATIENT_DOCS_DATA_DIR: dir('d') }, 'PATIENT_DOCS_DATABASE_URL="sqlite:" names no file; use sqlite:<file> (relative to PATIENT_DOCS_DATA_DIR) or unset it for patient-docs.sqlite there'],
+      [{ PATIENT_DOCS_DATABASE_URL: 'sqlite:.', PATIENT_DOCS_DATA_DIR: dir('e') }, /^PATIENT_DOCS_DATABASE_URL=sqlite:\.: the database file \S+ cannot be opened \(unable to open database file\); /],
+      [
+        { PATIENT_DOCS_DATA_DIR: readOnly, PATIENT_DOCS_ADMIN_TOKEN: 'read-only-admin-token-0123456789' },
+        `PATIENT_DOCS_DATA_DIR=${readOnly}: the database file ${database} cannot be written (attempt to write a readonly database); give the user the server runs as write access to it and its folder`,
+        asRoot ? { uid: 65534, gid: 65534 } : {},
+      ],
+      [{ PORT: ' ', PATIENT_DOCS_DATA_DIR: dir('f') }, 'PORT=" " must be an integer from 0 to 65535'],
+      [{ PORT: '0x50', PATIENT_DOCS_DATA_DIR: dir('g') }, 'PORT="0x50" must be an integer from 0 to 65535'],
+      [{ PATIENT_DOCS_TOKEN_LIFETIME: '9999999999h', PATIENT_DOCS_DATA_DIR: dir('h') }, 'PATIENT_DOCS_TOKEN_LIFETIME="9999999999h" must be between 1s and 24h'],
+    ];
+    const results = await Promise.all(cases.map(([env, , options]) => refused(env, options)));
+    results.forEach((result, index) => {
+      const [env, expected] = cases[index]!;
+      const line = result.output.trim();
+      expect({ env, code: result.code, lines: line.split('\n').length }).toEqual({ env, code: 2, lines: 1 });
+      expect(line.startsWith('patient-docs-server: ')).toBe(true);
+      const message = line.slice('patient-docs-server: '.length);
+      if (typeof expected === 'string') expect(message).toBe(expected);
+      else expect(message).toMatch(expected);
+    });
+  });
+});
