@@ -11,14 +11,30 @@ async function main(): Promise<void> {
   if (server.generatedAdminToken) {
     console.log(`Admin token (shown once, store it safely; only its hash is kept): ${server.generatedAdminToken}`);
   }
+  // First signal: stop accepting and let requests in flight finish for the grace period (an
+  // upload cut off after it is discarded, never half kept). Second signal: stop at once; what a
+  // hard stop leaves (temp files) is swept at the next start, as after a crash.
   let closing = false;
   const shutdown = (signal: string): void => {
-    if (closing) return;
+    if (closing) {
+      console.log(`Patient Docs server stopping at once (${signal} again); requests in flight are cut off`);
+      process.exit(1);
+    }
     closing = true;
-    server.app.log.info({ signal }, 'shutting down');
+    const inFlight = server.requestsInFlight();
+    const grace = `${config.shutdownGraceMs / 1000} s`;
+    console.log(
+      inFlight > 0
+        ? `Patient Docs server stopping (${signal}): waiting up to ${grace} for ${inFlight} request(s) in flight; ${signal} again stops at once`
+        : `Patient Docs server stopping (${signal})`,
+    );
+    server.app.log.info({ signal, inFlight }, 'shutting down');
     server.close().then(
       () => process.exit(0),
-      () => process.exit(1),
+      (error: unknown) => {
+        console.error('patient-docs-server: shutdown failed:', error instanceof Error ? error.message : error);
+        process.exit(1);
+      },
     );
   };
   process.on('SIGINT', () => shutdown('SIGINT'));

@@ -2,14 +2,16 @@
  * Start-up and shutdown as IT meets them: the built server (`npx tsc -b` first) as real processes.
  * A failed first start keeps no admin token hash (the next start prints a token that works); a bad
  * token file, host, port or database file stops the start with one line naming what to fix (exit
- * 2).
+ * 2); the first SIGTERM lets an upload in flight finish within the grace period and cuts it off
+ * after it, leaving no content and no temp file; a second signal stops at once.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { tempDir } from './helpers/server.js';
+import { CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const MAIN = path.join(ROOT, 'dist/server/main.js');
@@ -175,5 +177,154 @@ describe.concurrent('bad start-up settings', () => {
       if (typeof expected === 'string') expect(message).toBe(expected);
       else expect(message).toMatch(expected);
     });
+  });
+});
+
+// --- shutdown with an upload in flight ---
+
+const MiB = 1024 * 1024;
+
+async function clientToken(url: string): Promise<string> {
+  const response = await fetch(`${url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) });
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
+async function createDocument(url: string, bearer: string): Promise<string> {
+  const response = await fetch(`${url}/v1/patients/${PATIENT}/documents`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${bearer}`, 'organization-id': ORG, 'content-type': 'application/json' },
+    body: JSON.stringify({ fileName: `scan-${Date.now()}.stl`, path: '/shutdown' }),
+  });
+  expect(response.status).toBe(201);
+  return ((await response.json()) as { id: string }).id;
+}
+
+async function hasContent(url: string, bearer: string, documentId: string): Promise<boolean> {
+  const response = await fetch(`${url}/v1/patients/${PATIENT}/documents/${documentId}`, { headers: { authorization: `Bearer ${bearer}`, 'organization-id': ORG } });
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { hasContent: boolean }).hasContent;
+}
+
+interface SlowUpload {
+  /** Sends the rest of the body at once. */
+  finish(): void;
+  result: Promise<{ status: number; body: string } | { error: string }>;
+}
+
+/** A 2 MiB multipart upload of which only the first 256 KiB are sent until finish(). */
+function slowUpload(url: string, bearer: string, documentId: string): SlowUpload {
+  const boundary = 'lifecycle-boundary';
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="Id"\r\n\r\n${documentId}\r\n` +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="scan.stl"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
+  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const content = Buffer.alloc(2 * MiB, 7);
+  const target = new URL(`${url}/storage/v1/documents/${documentId}/file`);
+  const request = http.request({
+    host: target.hostname,
+    port: target.port,
+    path: target.pathname,
+    method: 'POST',
+    headers: { authorization: `Bearer ${bearer}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + content.length + tail.length) },
+  });
+  const result = new Promise<{ status: number; body: string } | { error: string }>((resolve) => {
+    request.once('error', (error) => resolve({ error: (error as NodeJS.ErrnoException).code ?? error.message }));
+    request.once('response', (response) => {
+      let body = '';
+      response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      response.once('end', () => resolve({ status: response.statusCode ?? 0, body }));
+      response.once('error', (error) => resolve({ error: error.message }));
+    });
+  });
+  request.write(head);
+  request.write(content.subarray(0, 256 * 1024));
+  return {
+    finish: () => {
+      request.write(content.subarray(256 * 1024));
+      request.end(tail);
+    },
+    result,
+  };
+}
+
+function tempFiles(dir: string): string[] {
+  return fs.existsSync(path.join(dir, 'content/tmp')) ? fs.readdirSync(path.join(dir, 'content/tmp')) : [];
+}
+
+describe('shutdown with an upload in flight', () => {
+  const serverEnv = (dir: string, grace: string): Record<string, string> => ({
+    PATIENT_DOCS_DATA_DIR: dir,
+    PATIENT_DOCS_SEED: SEED_FILE,
+    PATIENT_DOCS_ADMIN_TOKEN: 'lifecycle-admin-token-0123456789',
+    PATIENT_DOCS_SHUTDOWN_GRACE: grace,
+  });
+
+  it('SIGTERM lets an upload that finishes within the grace period complete, refuses new connections, and exits at once after it', async () => {
+    const dir = dataDir('grace-finish');
+    const server = await start(serverEnv(dir, '8s'));
+    const bearer = await clientToken(server.url);
+    const documentId = await createDocument(server.url, bearer);
+    const upload = slowUpload(server.url, bearer, documentId);
+    await waitFor(() => tempFiles(dir).length === 1, () => `no temp file in ${dir}`);
+    server.child.kill('SIGTERM');
+    await waitFor(() => server.output().includes('stopping'), () => server.output());
+    expect(server.output()).toContain('Patient Docs server stopping (SIGTERM): waiting up to 8 s for 1 request(s) in flight; SIGTERM again stops at once');
+    await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
+    upload.finish();
+    const result = await upload.result;
+    const answeredAt = Date.now();
+    expect(result).toMatchObject({ status: 201 });
+    expect(JSON.parse((result as { body: string }).body)).toMatchObject({ id: documentId, hasContent: true, fileSize: 2 * MiB });
+    const { code, at } = await server.exited;
+    expect(code).toBe(0);
+    // Not held open for the rest of the grace period by the kept-alive connection.
+    expect(at - answeredAt).toBeLessThan(2000);
+  });
+
+  it('SIGTERM cuts off an upload still running after the grace period: no content, no temp file', async () => {
+    const dir = dataDir('grace-cut');
+    const server = await start(serverEnv(dir, '1s'));
+    const bearer = await clientToken(server.url);
+    const documentId = await createDocument(server.url, bearer);
+    const upload = slowUpload(server.url, bearer, documentId);
+    await waitFor(() => tempFiles(dir).length === 1, () => `no temp file in ${dir}`);
+    const signalledAt = Date.now();
+    server.child.kill('SIGTERM');
+    const { code, at } = await server.exited;
+    expect(code).toBe(0);
+    expect(at - signalledAt).toBeGreaterThanOrEqual(1000);
+    expect(at - signalledAt).toBeLessThan(4000);
+    expect(await upload.result).toHaveProperty('error');
+    expect(tempFiles(dir)).toEqual([]);
+    expect(fs.readdirSync(path.join(dir, 'content/objects'), { recursive: true }).filter((name) => fs.statSync(path.join(dir, 'content/objects', String(name))).isFile())).toEqual([]);
+
+    const again = await start(serverEnv(dir, '1s'));
+    expect(await hasContent(again.url, await clientToken(again.url), documentId)).toBe(false);
+    expect(await stop(again)).toBe(0);
+  });
+
+  it('a second SIGTERM stops at once; the next start sweeps what it left and the document has no content', async () => {
+    const dir = dataDir('second-signal');
+    const server = await start(serverEnv(dir, '60s'));
+    const bearer = await clientToken(server.url);
+    const documentId = await createDocument(server.url, bearer);
+    const upload = slowUpload(server.url, bearer, documentId);
+    await waitFor(() => tempFiles(dir).length === 1, () => `no temp file in ${dir}`);
+    server.child.kill('SIGTERM');
+    await waitFor(() => server.output().includes('stopping'), () => server.output());
+    const secondAt = Date.now();
+    server.child.kill('SIGTERM');
+    const { code, at } = await server.exited;
+    expect(code).toBe(1);
+    expect(at - secondAt).toBeLessThan(1000);
+    expect(server.output()).toContain('Patient Docs server stopping at once (SIGTERM again); requests in flight are cut off');
+    expect(await upload.result).toHaveProperty('error');
+    expect(tempFiles(dir)).toHaveLength(1);
+
+    const again = await start(serverEnv(dir, '1s'));
+    expect(tempFiles(dir)).toEqual([]);
+    expect(await hasContent(again.url, await clientToken(again.url), documentId)).toBe(false);
+    expect(await stop(again)).toBe(0);
   });
 });
