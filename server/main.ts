@@ -17,15 +17,15 @@ async function main(): Promise<void> {
   let closing = false;
   const shutdown = (signal: string): void => {
     if (closing) {
-      console.log(`Patient Docs server stopping at once (${signal} again); requests in flight are cut off`);
+      console.log(`Patient Docs server stopping at once (${signal} again); uploads and requests in flight are cut off`);
       process.exit(1);
     }
     closing = true;
-    const inFlight = server.requestsInFlight();
+    const inFlight = server.uploadsInFlight();
     const grace = `${config.shutdownGraceMs / 1000} s`;
     console.log(
       inFlight > 0
-        ? `Patient Docs server stopping (${signal}): waiting up to ${grace} for ${inFlight} request(s) in flight; ${signal} again stops at once`
+        ? `Patient Docs server stopping (${signal}): waiting up to ${grace} for ${inFlight} upload(s) in flight; ${signal} again stops at once`
         : `Patient Docs server stopping (${signal})`,
     );
     server.app.log.info({ signal, inFlight }, 'shutting down');

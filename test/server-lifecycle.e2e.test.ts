@@ -269,7 +269,7 @@ describe('shutdown with an upload in flight', () => {
     await waitFor(() => tempFiles(dir).length === 1, () => `no temp file in ${dir}`);
     server.child.kill('SIGTERM');
     await waitFor(() => server.output().includes('stopping'), () => server.output());
-    expect(server.output()).toContain('Patient Docs server stopping (SIGTERM): waiting up to 8 s for 1 request(s) in flight; SIGTERM again stops at once');
+    expect(server.output()).toContain('Patient Docs server stopping (SIGTERM): waiting up to 8 s for 1 upload(s) in flight; SIGTERM again stops at once');
     await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
     upload.finish();
     const result = await upload.result;
@@ -318,7 +318,7 @@ describe('shutdown with an upload in flight', () => {
     const { code, at } = await server.exited;
     expect(code).toBe(1);
     expect(at - secondAt).toBeLessThan(1000);
-    expect(server.output()).toContain('Patient Docs server stopping at once (SIGTERM again); requests in flight are cut off');
+    expect(server.output()).toContain('Patient Docs server stopping at once (SIGTERM again); uploads and requests in flight are cut off');
     expect(await upload.result).toHaveProperty('error');
     expect(tempFiles(dir)).toHaveLength(1);
 

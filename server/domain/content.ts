@@ -93,8 +93,30 @@ export class ContentService {
     const key = documentId.toLowerCase();
     if (this.inFlight.has(key)) throw conflict(`another upload to document ${documentId} is in progress`);
     this.inFlight.add(key);
-    return () => this.inFlight.delete(key);
+    return () => {
+      this.inFlight.delete(key);
+      if (this.inFlight.size === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+    };
   }
+
+  /** Uploads being received or committed (a shutdown waits for them: an upload cut off is discarded, never half kept). */
+  uploadsInFlight(): number {
+    return this.inFlight.size;
+  }
+
+  /** Resolves when no upload is in flight (each has committed or discarded its bytes), or after `timeoutMs`. */
+  uploadsSettled(timeoutMs: number): Promise<void> {
+    if (this.inFlight.size === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.idleWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  private readonly idleWaiters: Array<() => void> = [];
 
   /** Makes received bytes the document's current version (see the file comment for the order). */
   async commit(document: DocumentRecord, received: ReceivedContent, form: UploadForm, actor: Actor): Promise<DocumentRecord> {
