@@ -7,10 +7,8 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { ConfigError, type ServerConfig } from './config.js';
 import { createContext, ensureDataDir, type ServerContext } from './context.js';
-import type { SeedFile } from '../shared/schemas.js';
-import { SeedFile as SeedFileSchema } from '../shared/schemas.js';
+import { readSeedFile } from './domain/directory.js';
 import { hashAdminToken } from './routes/admin.js';
-import { createAjv, ruleOf } from '../shared/ajv.js';
 import { startWebhookDelivery, type WebhookDelivery } from './webhooks/delivery.js';
 import { lockDataDir } from './db/sqlite/data-dir-lock.js';
 
@@ -111,22 +109,6 @@ function listenError(error: unknown, host: string, port: number): unknown {
 
 /** After the connections are gone, how long a shutdown waits for uploads to finish their cleanup (discarding their temp files). */
 const SETTLE_MS = 2000;
-
-/** Reads and checks a seed file; `source` names it in errors (the variable, or the CLI's flag). */
-export function readSeedFile(file: string, source = 'PATIENT_DOCS_SEED'): SeedFile {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch (error) {
-    throw new ConfigError(`${source}=${file} cannot be read as JSON: ${(error as Error).message}`);
-  }
-  const validate = createAjv().compile(SeedFileSchema);
-  if (!validate(parsed)) {
-    const first = validate.errors?.[0];
-    throw new ConfigError(`${source}=${file} is invalid: ${first?.instancePath || '/'} ${ruleOf(first)}`);
-  }
-  return parsed as SeedFile;
-}
 
 /** PORT=0 picks a free port; it is chosen before the app is built so that every URL the server hands out names it. */
 async function choosePort(config: ServerConfig): Promise<ServerConfig> {

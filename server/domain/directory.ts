@@ -5,7 +5,6 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import path from 'node:path';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { createAjv, ruleOf } from '../../shared/ajv.js';
 import type { AdminClientDto, AdminPatientDto, OrderDto, OrganizationDto } from '../../shared/schemas.js';
@@ -179,7 +178,7 @@ export class DirectoryService {
    * `source` names the file in errors ("PATIENT_DOCS_SEED=/path", "--file=/path").
    */
   async applySeed(input: SeedFile, source?: string): Promise<{ created: number; updated: number }> {
-    const label = source ?? seedSources.get(input) ?? defaultSeedSource();
+    const label = source ?? seedSources.get(input) ?? 'the seed';
     const seed = checkSeedShape(input, label);
     await this.checkSeedReferences(seed, label);
     const ledger = seedLedger(this.store.meta);
@@ -300,16 +299,6 @@ export class SeedError extends ConfigError {
 
 /** Where a seed read by readSeedFile came from, for applySeed's errors. */
 const seedSources = new WeakMap<object, string>();
-
-/**
- * How errors name the file when the caller does not say: the server's seed comes from
- * PATIENT_DOCS_SEED, resolved as loadConfig resolves it. (start.ts reads the file itself and
- * passes no source; once it calls this module's readSeedFile, or passes a source, this goes.)
- */
-function defaultSeedSource(): string {
-  const file = process.env.PATIENT_DOCS_SEED?.trim();
-  return file ? `PATIENT_DOCS_SEED=${path.resolve(file)}` : 'the seed file';
-}
 
 /** Reads and checks a seed file; `source` names it in errors (the variable, or the CLI's flag). */
 export function readSeedFile(file: string, source = 'PATIENT_DOCS_SEED'): SeedFile {
