@@ -9,12 +9,10 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../server/db/sqlite/store.js';
 import { freePort } from './helpers/processes.js';
-import { tempDir } from './helpers/server.js';
+import { ORG, OTHER_ORG, tempDir } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const ADMIN_TOKEN = 'seed-test-admin-token-0123456789';
-const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
-const OTHER_ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a02';
 const MISSING_ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0aff';
 const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-0000000000b1';
 const NEW_PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-0000000000b2';

@@ -260,13 +260,19 @@ describe('shutdown with an upload in flight', () => {
     PATIENT_DOCS_SHUTDOWN_GRACE: grace,
   });
 
-  it('SIGTERM lets an upload that finishes within the grace period complete, refuses new connections, and exits at once after it', async () => {
-    const dir = dataDir('grace-finish');
-    const server = await start(serverEnv(dir, '8s'));
+  /** A server with the given grace period, and an upload to it that is streaming (its temp file exists). */
+  async function uploadInFlight(dir: string, grace: string) {
+    const server = await start(serverEnv(dir, grace));
     const bearer = await clientToken(server.url);
     const documentId = await createDocument(server.url, bearer);
     const upload = slowUpload(server.url, bearer, documentId);
     await waitFor(() => tempFiles(dir).length === 1, () => `no temp file in ${dir}`);
+    return { server, documentId, upload };
+  }
+
+  it('SIGTERM lets an upload that finishes within the grace period complete, refuses new connections, and exits at once after it', async () => {
+    const dir = dataDir('grace-finish');
+    const { server, documentId, upload } = await uploadInFlight(dir, '8s');
     server.child.kill('SIGTERM');
     await waitFor(() => server.output().includes('stopping'), () => server.output());
     expect(server.output()).toContain('Patient Docs server stopping (SIGTERM): waiting up to 8 s for 1 upload(s) in flight; SIGTERM again stops at once');
@@ -284,11 +290,7 @@ describe('shutdown with an upload in flight', () => {
 
   it('SIGTERM cuts off an upload still running after the grace period: no content, no temp file', async () => {
     const dir = dataDir('grace-cut');
-    const server = await start(serverEnv(dir, '1s'));
-    const bearer = await clientToken(server.url);
-    const documentId = await createDocument(server.url, bearer);
-    const upload = slowUpload(server.url, bearer, documentId);
-    await waitFor(() => tempFiles(dir).length === 1, () => `no temp file in ${dir}`);
+    const { server, documentId, upload } = await uploadInFlight(dir, '1s');
     const signalledAt = Date.now();
     server.child.kill('SIGTERM');
     const { code, at } = await server.exited;
@@ -306,11 +308,7 @@ describe('shutdown with an upload in flight', () => {
 
   it('a second SIGTERM stops at once; the next start sweeps what it left and the document has no content', async () => {
     const dir = dataDir('second-signal');
-    const server = await start(serverEnv(dir, '60s'));
-    const bearer = await clientToken(server.url);
-    const documentId = await createDocument(server.url, bearer);
-    const upload = slowUpload(server.url, bearer, documentId);
-    await waitFor(() => tempFiles(dir).length === 1, () => `no temp file in ${dir}`);
+    const { server, documentId, upload } = await uploadInFlight(dir, '60s');
     server.child.kill('SIGTERM');
     await waitFor(() => server.output().includes('stopping'), () => server.output());
     const secondAt = Date.now();
