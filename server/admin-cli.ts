@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import type { TSchema } from 'typebox';
 import { Type } from 'typebox';
 import { createAjv, ruleOf } from '../shared/ajv.js';
-import { AdminClientBody, AdminOrderBody, AdminOrderPatch, AdminOrganizationBody, AdminPatientBody, AdminPatientPatch, Uuid } from '../shared/schemas.js';
+import { AdminClientBody, ClientId, AdminOrderBody, AdminOrderPatch, AdminOrganizationBody, AdminPatientBody, AdminPatientPatch, Uuid } from '../shared/schemas.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createContext, sqliteFile } from './context.js';
 import { readSeedFile } from './domain/directory.js';
@@ -26,6 +26,9 @@ const USAGE = `Usage: patient-docs-admin <command> [options]
   client add --name NAME --scope SCOPE ... --organization UUID ... [--client-id ID]
              (the secret is generated and printed once)
   client list
+  client disable --client-id ID   refuse its token requests now, its tokens within seconds
+  client enable --client-id ID
+  client rotate-secret --client-id ID   a new secret, printed once; the old one stops working
   order add --patient UUID --organization UUID --status STATUS
   order update --id UUID --status STATUS
   seed --file seed.json  create new entries, update those changed since last applied
@@ -87,6 +90,7 @@ function checked<T extends Record<string, unknown>>(schema: TSchema, input: T): 
 }
 
 const IdFlags = Type.Object({ id: Uuid });
+const ClientFlags = Type.Object({ clientId: ClientId });
 const ConsentFlags = Type.Object({ patientId: Uuid, organizationId: Uuid });
 
 function overlapSeconds(raw: string | undefined, fallback: number): number {
@@ -141,6 +145,11 @@ async function run(argv: string[]): Promise<unknown> {
         );
       case 'client list':
         return await directory.listClients();
+      case 'client disable':
+      case 'client enable':
+        return await directory.updateClient(checked(ClientFlags, { clientId: required(values['client-id'], 'client-id') }).clientId, { disabled: action === 'disable' });
+      case 'client rotate-secret':
+        return await directory.rotateClientSecret(checked(ClientFlags, { clientId: required(values['client-id'], 'client-id') }).clientId);
       case 'order add':
         return await directory.createOrder(
           checked(AdminOrderBody, {

@@ -257,12 +257,25 @@ export const AdminClientBody = Type.Object({
   scopes: Type.Array(literalUnion(SCOPES), { maxItems: 16 }),
   organizations: Type.Array(Uuid, { maxItems: 1000 }),
 }, strict);
+/** Changes to a client; `disabled: true` refuses its token requests and, within seconds, its tokens. */
+export const AdminClientPatch = Type.Object(
+  {
+    name: Type.Optional(DisplayName),
+    scopes: Type.Optional(Type.Array(literalUnion(SCOPES), { maxItems: 16 })),
+    organizations: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
+    disabled: Type.Optional(Type.Boolean()),
+  },
+  strict,
+);
+/** A new secret for a client (generated when left out); the old one stops working at once. */
+export const AdminClientSecretBody = Type.Object({ clientSecret: Type.Optional(ClientSecret) }, strict);
 export const AdminClientSchema = Type.Object({
   clientId: Type.String(),
   name: Type.String(),
   scopes: Type.Array(Type.String()),
   organizations: Type.Array(Uuid),
   createdAt: Timestamp,
+  disabledAt: Type.Union([Timestamp, Type.Null()]),
   clientSecret: Type.Optional(Type.String({ description: 'Shown once, at creation' })),
 });
 export type AdminClientDto = Static<typeof AdminClientSchema>;

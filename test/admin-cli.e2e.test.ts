@@ -47,6 +47,12 @@ describe('patient-docs-admin', () => {
     expect(client.code).toBe(0);
     expect(client.json().clientSecret).toMatch(/.{16,}/);
     expect(admin('client', 'list').json()[0]).not.toHaveProperty('clientSecret');
+    expect(admin('client', 'disable', '--client-id', 'scanner-1').json().disabledAt).toMatch(/Z$/);
+    expect(admin('client', 'enable', '--client-id', 'scanner-1').json().disabledAt).toBeNull();
+    const rotated = admin('client', 'rotate-secret', '--client-id', 'scanner-1');
+    expect(rotated.code).toBe(0);
+    expect(rotated.json().clientSecret).toMatch(/.{16,}/);
+    expect(rotated.json().clientSecret).not.toBe(client.json().clientSecret);
     const order = admin('order', 'add', '--patient', PATIENT, '--organization', ORG, '--status', 'scheduled');
     expect(order.code).toBe(0);
     expect(admin('order', 'update', '--id', order.json().id, '--status', 'done').json()).toMatchObject({ status: 'done' });

@@ -219,6 +219,34 @@ describe('admin API', () => {
     expect((await server.api('POST', `/v1/patients/${PATIENT}/documents/search`, { token, body: {} })).status).toBe(200);
   });
 
+  it('disables a client (token requests refused at once, its tokens within seconds), enables it again, and rotates its secret', async () => {
+    const admin = (method: string, route: string, body?: unknown) => server.api(method, route, { token: 'test-admin-token-0123456789', ...(body === undefined ? {} : { body }) });
+    const created = await admin('POST', '/admin/v1/clients', { name: 'Laptop', scopes: ['Patient.File.Read'], organizations: [ORG] });
+    const tokenStatus = async (secret: string) =>
+      (await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: created.body.clientId, client_secret: secret }) })).status;
+    const token = await server.token({ id: created.body.clientId, secret: created.body.clientSecret });
+    const search = () => server.api('POST', `/v1/patients/${PATIENT}/documents/search`, { token, body: {} });
+    expect((await search()).status).toBe(200);
+
+    const disabled = await admin('PATCH', `/admin/v1/clients/${created.body.clientId}`, { disabled: true });
+    expect(disabled.status).toBe(200);
+    expect(disabled.body.disabledAt).toMatch(/Z$/);
+    expect(await tokenStatus(created.body.clientSecret)).toBe(401);
+    const deadline = Date.now() + 7000;
+    while ((await search()).status === 200 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 250));
+    expectProblem(await search(), 401);
+
+    expect((await admin('PATCH', `/admin/v1/clients/${created.body.clientId}`, { disabled: false })).body.disabledAt).toBeNull();
+    expect(await tokenStatus(created.body.clientSecret)).toBe(200);
+    const rotated = await admin('POST', `/admin/v1/clients/${created.body.clientId}/secret`, {});
+    expect(rotated.status).toBe(200);
+    expect(rotated.headers.get('cache-control')).toBe('no-store');
+    expect(rotated.body.clientSecret).not.toBe(created.body.clientSecret);
+    expect(await tokenStatus(created.body.clientSecret)).toBe(401);
+    expect(await tokenStatus(rotated.body.clientSecret)).toBe(200);
+    expectProblem(await admin('PATCH', '/admin/v1/clients/nobody', { disabled: true }), 404);
+  });
+
   it('revoking consent takes effect on the next request', async () => {
     const admin = 'test-admin-token-0123456789';
     const org = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';

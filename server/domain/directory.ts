@@ -37,7 +37,14 @@ export function patientDto(patient: PatientRecord): AdminPatientDto {
 }
 
 function clientDto(client: ClientRecord, secret?: string): AdminClientDto {
-  const dto: AdminClientDto = { clientId: client.clientId, name: client.name, scopes: client.scopes, organizations: client.organizations, createdAt: client.createdAt };
+  const dto: AdminClientDto = {
+    clientId: client.clientId,
+    name: client.name,
+    scopes: client.scopes,
+    organizations: client.organizations,
+    createdAt: client.createdAt,
+    disabledAt: client.disabledAt,
+  };
   if (secret !== undefined) dto.clientSecret = secret;
   return dto;
 }
@@ -136,6 +143,31 @@ export class DirectoryService {
     };
     await this.store.clients.create(client);
     return clientDto(client, secret);
+  }
+
+  /**
+   * A lost or stolen workstation: `disabled` refuses the client's token requests at once and its
+   * tokens already issued within seconds (the access check re-reads clients every 5 s).
+   */
+  async updateClient(clientId: string, patch: { name?: string; scopes?: string[]; organizations?: string[]; disabled?: boolean }): Promise<AdminClientDto> {
+    const existing = await this.store.clients.get(clientId);
+    if (!existing) throw notFound(`client ${clientId} does not exist`);
+    const organizations = patch.organizations ? lower(patch.organizations) : existing.organizations;
+    await this.requireOrganizations(organizations);
+    const disabledAt = patch.disabled === undefined ? existing.disabledAt : patch.disabled ? (existing.disabledAt ?? this.now().toISOString()) : null;
+    const updated: ClientRecord = { ...existing, name: patch.name ?? existing.name, scopes: patch.scopes ? [...new Set(patch.scopes)] : existing.scopes, organizations, disabledAt };
+    await this.store.clients.update(updated);
+    return clientDto(updated);
+  }
+
+  /** A new secret, shown once; the old one stops working at once (tokens issued with it run out as usual). */
+  async rotateClientSecret(clientId: string, clientSecret?: string): Promise<AdminClientDto> {
+    const existing = await this.store.clients.get(clientId);
+    if (!existing) throw notFound(`client ${clientId} does not exist`);
+    const secret = clientSecret ?? generateSecret();
+    const updated: ClientRecord = { ...existing, secretHash: await hashSecret(secret) };
+    await this.store.clients.update(updated);
+    return clientDto(updated, secret);
   }
 
   async listClients(): Promise<AdminClientDto[]> {

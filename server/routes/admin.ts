@@ -5,7 +5,10 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import {
   AdminClientBody,
+  AdminClientPatch,
+  AdminClientSecretBody,
   AdminClientSchema,
+  ClientId,
   AdminOrderBody,
   AdminOrderPatch,
   AdminOrganizationBody,
@@ -71,6 +74,15 @@ export async function adminRoutes(appBase: FastifyInstance, options: { directory
     return reply.code(201).header('Cache-Control', 'no-store').send(await directory.createClient(request.body));
   });
   app.get('/admin/v1/clients', { schema: { tags, security, response: { 200: Type.Array(AdminClientSchema), ...errors } } }, async () => directory.listClients());
+  const ClientParams = Type.Object({ clientId: ClientId });
+  app.patch('/admin/v1/clients/:clientId', { schema: { tags, security, params: ClientParams, body: AdminClientPatch, response: { 200: AdminClientSchema, ...errors } } }, async (request) =>
+    directory.updateClient(request.params.clientId, request.body),
+  );
+  app.post(
+    '/admin/v1/clients/:clientId/secret',
+    { schema: { tags, security, params: ClientParams, body: AdminClientSecretBody, response: { 200: AdminClientSchema, ...errors } } },
+    async (request, reply) => reply.header('Cache-Control', 'no-store').send(await directory.rotateClientSecret(request.params.clientId, request.body?.clientSecret)),
+  );
 
   app.post('/admin/v1/orders', { schema: { tags, security, body: AdminOrderBody, response: { 201: OrderSchema, ...errors } } }, async (request, reply) => {
     return reply.code(201).send(await directory.createOrder(request.body, request.id));
