@@ -237,11 +237,18 @@ export class DirectoryService {
       const scopes = [...new Set(client.scopes)];
       const organizations = lower(client.organizations);
       // The secret is not in the hash (a fast hash of it would be easier to attack than the scrypt
-      // one): a client whose secret no longer verifies has changed too.
+      // one): a client whose secret no longer verifies has changed too — unless its stored hash is
+      // no longer the one the seed left, i.e. IT rotated the secret at run time: that rotation
+      // stands (restoring the file's secret could restore a leaked one).
       const entry = seedEntry('client', client.clientId, { name, scopes: [...scopes].sort(), organizations });
       const existing = await this.store.clients.get(client.clientId);
-      const sameSecret = existing !== undefined && (await verifySecret(client.clientSecret, existing.secretHash));
-      if (sameSecret && (await ledger.unchanged(entry, async () => true))) continue;
+      const applied = existing ? await ledger.appliedSecret(entry) : undefined;
+      const rotatedSince = existing !== undefined && applied !== undefined && applied !== existing.secretHash;
+      const sameSecret = existing !== undefined && (rotatedSince || (await verifySecret(client.clientSecret, existing.secretHash)));
+      if (sameSecret && (await ledger.unchanged(entry, async () => true))) {
+        if (applied === undefined) await ledger.recordSecret(entry, existing.secretHash);
+        continue;
+      }
       const secretHash = sameSecret ? existing.secretHash : await hashSecret(client.clientSecret);
       const record: ClientRecord = existing
         ? { ...existing, name, scopes, organizations, secretHash }
@@ -281,6 +288,7 @@ export class DirectoryService {
         updated += 1;
       }
       await ledger.record(entry);
+      await ledger.recordSecret(entry, client.secretHash);
     }
     return { created, updated };
   }
@@ -387,6 +395,13 @@ function seedLedger(meta: MetaRepository) {
     },
     async record(entry: SeedEntry): Promise<void> {
       await set(entry.key, entry.hash);
+    },
+    /** The stored hash of a client's secret as the seed last left it (undefined before this was kept). */
+    async appliedSecret(entry: SeedEntry): Promise<string | undefined> {
+      return meta.get(`${entry.key}:secret-hash`);
+    },
+    async recordSecret(entry: SeedEntry, secretHash: string): Promise<void> {
+      await set(`${entry.key}:secret-hash`, secretHash);
     },
   };
 }

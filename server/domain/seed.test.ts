@@ -182,6 +182,22 @@ describe('seed file', () => {
     expect(await verifySecret('a-new-secret-0123456789', (await store.clients.get('scanner-pc-1'))!.secretHash)).toBe(true);
   });
 
+  it('a secret rotated at run time stands when the server restarts with the seed that holds the old one', async () => {
+    await directory.applySeed(seed());
+    const rotated = await directory.rotateClientSecret('scanner-pc-1');
+    await reopen();
+    expect(await directory.applySeed(seed())).toEqual({ created: 0, updated: 0 });
+    const stored = (await store.clients.get('scanner-pc-1'))!.secretHash;
+    expect(await verifySecret(rotated.clientSecret!, stored)).toBe(true);
+    expect(await verifySecret(SECRET, stored)).toBe(false);
+    // A client seeded by an older version (no record of the hash it left) is remembered as it is now.
+    store.db.prepare("DELETE FROM meta WHERE key LIKE 'seed-entry:client:%:secret-hash'").run();
+    expect(await directory.applySeed(seed())).toEqual({ created: 0, updated: 1 });
+    const again = await directory.rotateClientSecret('scanner-pc-1');
+    expect(await directory.applySeed(seed())).toEqual({ created: 0, updated: 0 });
+    expect(await verifySecret(again.clientSecret!, (await store.clients.get('scanner-pc-1'))!.secretHash)).toBe(true);
+  });
+
   it('a database seeded before entries were remembered: the first apply changes nothing that already matches, then run-time changes survive', async () => {
     await directory.applySeed(seed());
     // What an older version left: the records, no record of applied entries.
