@@ -231,6 +231,13 @@ describe('webhook subscriptions', () => {
     expect(Object.keys(created.body).sort()).toEqual(['callback', 'createdAt', 'events', 'id', 'organizationId', 'status']);
     expect(created.body).toMatchObject({ events: ['patient.created', 'order.all'], callback: receiver.url('/subscriptions'), organizationId: ORG, status: 'active' });
     expect(JSON.stringify(created.body)).not.toContain('subscription-secret');
+    // Sent again (a retry after a lost answer): the same subscription, not a second one.
+    const retried = await api.subscribe(['order.all', 'patient.created'], receiver.url('/subscriptions'), 'subscription-secret');
+    expect(retried.status).toBe(200);
+    expect(retried.body.id).toBe(created.body.id);
+    const otherSecret = await api.subscribe(['patient.created', 'order.all'], receiver.url('/subscriptions'), 'another-secret');
+    expect(otherSecret.status).toBe(201);
+    expect((await api.call('DELETE', `/v1/webhooks/${otherSecret.body.id}`)).status).toBe(204);
 
     const listed = await api.call('GET', '/v1/webhooks');
     expect(listed.body.map((item: { id: string }) => item.id)).toContain(created.body.id);

@@ -47,11 +47,12 @@ export async function webhookRoutes(appBase: FastifyInstance, options: WebhookRo
 
   app.post(
     '/v1/webhooks/subscribe',
-    { schema: { tags, security, headers, summary: 'Subscribe a callback to events (Webhook.Manage); the hmac is never echoed', body: SubscribeBody, response: { 201: SubscriptionSchema, ...errors } } },
+    { schema: { tags, security, headers, summary: 'Subscribe a callback to events (Webhook.Manage); the hmac is never echoed; the same subscription sent again answers 200 with the existing one', body: SubscribeBody, response: { 200: SubscriptionSchema, 201: SubscriptionSchema, ...errors } } },
     async (request, reply) => {
       const actor = await authorize(request, access);
-      const subscription = await webhooks.subscribe(request.body, actor);
-      return reply.code(201).header('Location', `/v1/webhooks/${subscription.id}`).send(subscription);
+      const { subscription, created } = await webhooks.subscribe(request.body, actor);
+      // 200: this exact subscription exists already (a retried request), and this is it.
+      return reply.code(created ? 201 : 200).header('Location', `/v1/webhooks/${subscription.id}`).send(subscription);
     },
   );
 

@@ -33,7 +33,12 @@ export class WebhookService {
     private readonly now: () => Date = () => new Date(),
   ) {}
 
-  async subscribe(body: SubscribeBody, actor: WebhookActor): Promise<SubscriptionDto> {
+  /**
+   * The same subscription sent again (same callback, events and hmac, still active) is the one that
+   * exists, not a second one: an integrator that retries after a lost answer would otherwise get every
+   * event twice, under two messageIds that deduplication cannot match.
+   */
+  async subscribe(body: SubscribeBody, actor: WebhookActor): Promise<{ subscription: SubscriptionDto; created: boolean }> {
     body.events.forEach((event, index) => {
       if (!isSubscribableEvent(event)) {
         throw badRequest(`body/events/${index} '${event}' is not an event type; use patient.created, patient.updated, order.created, order.updated, document.created, document.uploaded, document.deleted or <kind>.all`);
@@ -45,6 +50,11 @@ export class WebhookService {
     } catch (error) {
       if (error instanceof CallbackRefused) throw badRequest(`body/callback ${error.message}`);
       throw error;
+    }
+    const events = [...new Set(body.events)].sort().join(' ');
+    for (const existing of await this.webhooks.listSubscriptions(actor.organizationId)) {
+      if (existing.status !== 'active' || existing.callback !== body.callback || [...new Set(existing.events)].sort().join(' ') !== events) continue;
+      if (this.secrets.open(existing.sealedSecret, existing.id) === body.hmac) return { subscription: subscriptionDto(existing), created: false };
     }
     const id = randomUUID();
     const record = await this.webhooks.createSubscription({
@@ -58,7 +68,7 @@ export class WebhookService {
       disabledReason: null,
       createdAt: this.now().toISOString(),
     });
-    return subscriptionDto(record);
+    return { subscription: subscriptionDto(record), created: true };
   }
 
   async list(organizationId: string): Promise<SubscriptionDto[]> {
