@@ -250,6 +250,8 @@ describe('versions and deletion', () => {
     const document = await createDocument('versions.pdf', '/versions');
     const first = makePdf('version one');
     const second = makePdf('version two');
+    // If-Match: * needs content to replace (RFC 9110): none yet.
+    expect(expectProblem(await upload(document, first, { type: 'PDF', fileName: 'versions.pdf', ifMatch: '*' }), 409).detail).toContain('has none yet');
     expect((await upload(document, first, { type: 'PDF', fileName: 'versions.pdf' })).status).toBe(201);
     expectProblem(await upload(document, second, { type: 'PDF' }), 409);
     expectProblem(await upload(document, second, { type: 'PDF', ifMatch: `"${'0'.repeat(64)}"` }), 409);

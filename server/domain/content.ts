@@ -83,6 +83,10 @@ export class ContentService {
     if (document.hasContent && expected === undefined) {
       throw conflict(`document ${document.id} already has content; to store a new version send If-Match: "${document.sha256 ?? ''}"`);
     }
+    // RFC 9110: `If-Match: *` holds only when there is a current representation to replace.
+    if (expected === '*' && !document.hasContent) {
+      throw conflict(`If-Match: * asks to replace content, but document ${document.id} has none yet; send the upload without If-Match`);
+    }
     if (expected !== undefined && expected !== '*' && expected !== document.sha256) {
       throw conflict(`If-Match does not match the current content of document ${document.id}; read the document again and retry with its sha256`);
     }
