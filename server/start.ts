@@ -145,7 +145,7 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
     const admin = resolveAdminToken(config);
     app = await buildApp(context, { adminTokenHash: admin.hash, ...(options.logger !== undefined ? { logger: options.logger } : {}) });
     // What a shutdown waits for: uploads, the only requests that run long and leave bytes to
-    // commit or discard. (Per-request hooks to count every request cost the no-op route ~10%.)
+    // commit or discard. (Fastify hooks that counted every request added work to every request.)
     const uploads = context.content.service;
     try {
       await app.listen({ host: config.host, port: config.port });
