@@ -19,6 +19,7 @@ const USAGE = `Usage: patient-docs-admin <command> [options]
   organization add --name NAME [--id UUID]
   organization list
   patient add --name NAME [--id UUID] [--organization UUID ...] [--consent UUID ...]
+  patient list [--name PART]   every patient, by name (first 1000)
   patient show --id UUID
   patient update --id UUID [--name NAME] [--organization UUID ...] [--consent UUID ...]
   consent grant --patient UUID --organization UUID
@@ -99,7 +100,7 @@ function overlapSeconds(raw: string | undefined, fallback: number): number {
   return Number(raw);
 }
 
-const READ_ONLY = new Set(['organization list', 'patient show', 'client list', 'keys list']);
+const READ_ONLY = new Set(['organization list', 'patient list', 'patient show', 'client list', 'keys list']);
 
 async function run(argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -125,6 +126,8 @@ async function run(argv: string[]): Promise<unknown> {
         return await directory.listOrganizations();
       case 'patient add':
         return await directory.createPatient(checked(AdminPatientBody, { id: values.id, name: required(values.name, 'name'), organizations: values.organization, consents: values.consent }));
+      case 'patient list':
+        return (await directory.listPatients({ name: values.name, limit: 1000 })).patients;
       case 'patient show':
         return await directory.getPatient(checked(IdFlags, { id: required(values.id, 'id') }).id);
       case 'patient update':

@@ -244,6 +244,8 @@ export const AdminPatientSchema = Type.Object({
   updatedAt: Timestamp,
 });
 export type AdminPatientDto = Static<typeof AdminPatientSchema>;
+/** Every patient, whatever organization may see them (the admin API: IT finds a patient by name). */
+export const AdminPatientList = Type.Object({ patients: Type.Array(AdminPatientSchema), offset: Type.Integer(), limit: Type.Integer(), total: Type.Integer() });
 
 export const SCOPES = ['Patient.File.Read', 'Patient.File.Write', 'Patient.Read', 'Webhook.Manage'] as const;
 export type Scope = (typeof SCOPES)[number];

@@ -43,6 +43,7 @@ describe('patient-docs-admin', () => {
     const patient = admin('patient', 'add', '--name', 'Jane Roe', '--id', PATIENT, '--organization', ORG, '--consent', ORG);
     expect(patient.code).toBe(0);
     expect(patient.json()).toMatchObject({ id: PATIENT, organizations: [ORG], consents: [ORG] });
+    expect(admin('patient', 'list', '--name', 'jane').json()).toEqual([expect.objectContaining({ id: PATIENT, name: 'Jane Roe' })]);
     const client = admin('client', 'add', '--name', 'Scanner PC', '--scope', 'Patient.File.Read', '--organization', ORG, '--client-id', 'scanner-1');
     expect(client.code).toBe(0);
     expect(client.json().clientSecret).toMatch(/.{16,}/);

@@ -200,6 +200,22 @@ describe('admin API', () => {
     expect(await updates()).toBe(1);
   });
 
+  it('lists every patient by name for IT, whatever organization may see them, paginated with a total', async () => {
+    const admin = { token: 'test-admin-token-0123456789' };
+    const all = await server.api('GET', '/admin/v1/patients?limit=1000', admin);
+    expect(all.status).toBe(200);
+    const names = all.body.patients.map((patient: { name: string }) => patient.name);
+    expect(names).toEqual(expect.arrayContaining(['Jane Roe', 'John Doe (no consent)', 'Other Clinic Patient']));
+    expect(all.body.total).toBe(all.body.patients.length);
+    const jane = await server.api('GET', '/admin/v1/patients?name=JANE', admin);
+    expect(jane.body.patients.map((patient: { name: string }) => patient.name)).toEqual(['Jane Roe']);
+    expect(jane.body.patients[0]).toMatchObject({ id: PATIENT, organizations: [ORG], consents: [ORG] });
+    const page = await server.api('GET', '/admin/v1/patients?limit=1&offset=1', admin);
+    expect(page.body).toMatchObject({ offset: 1, limit: 1, total: all.body.total });
+    expect(page.body.patients).toHaveLength(1);
+    expectProblem(await server.api('GET', '/admin/v1/patients', { token: null }), 401);
+  });
+
   it('accepts names in any script', async () => {
     const created = await server.api('POST', '/admin/v1/patients', { token: 'test-admin-token-0123456789', body: { name: '\u05D3\u05E0\u05D4 \u05DB\u05D4\u05DF (Dana Cohen)' } });
     expect(created.status).toBe(201);

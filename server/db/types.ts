@@ -134,6 +134,8 @@ export interface PatientRepository {
   access(patientId: string, organizationId: string): Promise<PatientAccess>;
   /** Patients the organization has access to and consent from. */
   listVisible(organizationId: string, nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>>;
+  /** Every patient, by name (the admin API and CLI). */
+  list(nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>>;
 }
 
 export interface ClientRepository {

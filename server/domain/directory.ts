@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { createAjv, ruleOf } from '../../shared/ajv.js';
 import type { AdminClientDto, AdminPatientDto, OrderDto, OrganizationDto } from '../../shared/schemas.js';
-import { SeedFile } from '../../shared/schemas.js';
+import { SEARCH_DEFAULTS, SeedFile } from '../../shared/schemas.js';
 import { ConfigError } from '../config.js';
 import type { ClientRecord, MetaRepository, OrderRecord, PatientRecord, Store } from '../db/types.js';
 import { badRequest, conflict, notFound } from '../errors.js';
@@ -109,6 +109,13 @@ export class DirectoryService {
     const updated: PatientRecord = { ...existing, name, organizations, consents, updatedAt: this.now().toISOString() };
     await this.store.patients.update(updated, [this.patientEvent('patient.updated', updated, operationId)]);
     return patientDto(updated);
+  }
+
+  async listPatients(query: { name?: string; offset?: number; limit?: number }): Promise<{ patients: AdminPatientDto[]; offset: number; limit: number; total: number }> {
+    const offset = query.offset ?? 0;
+    const limit = query.limit ?? SEARCH_DEFAULTS.limit;
+    const page = await this.store.patients.list(query.name, offset, limit);
+    return { patients: page.rows.map(patientDto), offset, limit, total: page.total };
   }
 
   async getPatient(id: string): Promise<AdminPatientDto> {

@@ -14,8 +14,10 @@ import {
   AdminOrganizationBody,
   AdminPatientBody,
   AdminPatientPatch,
+  AdminPatientList,
   AdminPatientSchema,
   OrderSchema,
+  PatientListQuery,
   OrganizationSchema,
   ProblemSchema,
   Uuid,
@@ -53,6 +55,12 @@ export async function adminRoutes(appBase: FastifyInstance, options: { directory
   app.post('/admin/v1/patients', { schema: { tags, security, body: AdminPatientBody, response: { 201: AdminPatientSchema, ...errors } } }, async (request, reply) => {
     return reply.code(201).send(await directory.createPatient(request.body, request.id));
   });
+
+  app.get(
+    '/admin/v1/patients',
+    { schema: { tags, security, querystring: PatientListQuery, response: { 200: AdminPatientList, ...errors } } },
+    async (request) => directory.listPatients(request.query),
+  );
 
   app.get('/admin/v1/patients/:id', { schema: { tags, security, params: IdParams, response: { 200: AdminPatientSchema, ...errors } } }, async (request) =>
     directory.getPatient(request.params.id),

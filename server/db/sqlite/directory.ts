@@ -130,15 +130,29 @@ export class SqlitePatients implements PatientRepository {
   }
 
   async listVisible(organizationId: string, nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
-    const where = `FROM patients p
-      JOIN patient_organizations po ON po.patient_id = p.id AND po.organization_id = @organizationId
-      JOIN patient_consents pc ON pc.patient_id = p.id AND pc.organization_id = @organizationId
-      WHERE (@name IS NULL OR instr(p.name_key, @name) > 0)`;
-    const params = { organizationId, name: nameContains === undefined ? null : foldKey(nameContains), offset, limit };
-    const total = this.db.prepare(`SELECT COUNT(*) ${where}`).pluck().get(params) as number;
+    return this.page(
+      `FROM patients p
+        JOIN patient_organizations po ON po.patient_id = p.id AND po.organization_id = @organizationId
+        JOIN patient_consents pc ON pc.patient_id = p.id AND pc.organization_id = @organizationId`,
+      { organizationId },
+      nameContains,
+      offset,
+      limit,
+    );
+  }
+
+  async list(nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
+    return this.page('FROM patients p', {}, nameContains, offset, limit);
+  }
+
+  /** A page of patients by name (folded), with the total. */
+  private page(from: string, params: Record<string, string>, nameContains: string | undefined, offset: number, limit: number): Page<PatientRecord> {
+    const where = `${from} WHERE (@name IS NULL OR instr(p.name_key, @name) > 0)`;
+    const bound = { ...params, name: nameContains === undefined ? null : foldKey(nameContains), offset, limit };
+    const total = this.db.prepare(`SELECT COUNT(*) ${where}`).pluck().get(bound) as number;
     const rows = this.db
       .prepare(`SELECT p.id, p.name, p.created_at AS createdAt, p.updated_at AS updatedAt ${where} ORDER BY p.name_key, p.id LIMIT +@limit OFFSET @offset`)
-      .all(params) as PatientRow[];
+      .all(bound) as PatientRow[];
     return { rows: rows.map((row) => this.hydrate(row)), total };
   }
 }
