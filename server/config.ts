@@ -104,10 +104,27 @@ function parseUrl(name: string, raw: string): string {
   return url.toString().replace(/\/$/, '');
 }
 
-/** Access tokens live at most a day: a longer one cannot be revoked for that long, and years overflow expires_in. */
-const MAX_TOKEN_LIFETIME_MS = 24 * 3_600_000;
-/** Bounded so a stuck upload cannot hold a shutdown (or a service manager's stop) for long. */
-const MAX_SHUTDOWN_GRACE_MS = 10 * 60_000;
+/**
+ * Durations with a range, each as [variable, default, min, max] in the units they are written in:
+ * - token lifetime: at most a day (a longer token cannot be revoked for that long, and years
+ *   overflow expires_in);
+ * - shutdown grace: bounded so a stuck upload cannot hold a stop (or a service manager's) for long;
+ * - webhook timeout: each attempt waits up to this long for an answer (and twice as long for a free
+ *   connection): 0 would fail every delivery, and days would outgrow Node's timers just as surely.
+ */
+const BOUNDED_DURATIONS = {
+  tokenLifetime: ['PATIENT_DOCS_TOKEN_LIFETIME', '1800s', '1s', '24h'],
+  shutdownGrace: ['PATIENT_DOCS_SHUTDOWN_GRACE', '10s', '0s', '10m'],
+  webhookTimeout: ['PATIENT_DOCS_WEBHOOK_TIMEOUT', '10s', '100ms', '10m'],
+} as const;
+
+function boundedDuration(env: Env, [name, fallback, min, max]: readonly [string, string, string, string]): number {
+  const value = parseDuration(name, env[name] ?? fallback);
+  if (value < parseDuration(name, min) || value > parseDuration(name, max)) {
+    throw new ConfigError(`${name}=${JSON.stringify(env[name])} must be between ${min} and ${max}`);
+  }
+  return value;
+}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -128,20 +145,9 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
     retryRaw.trim() === '' ? [] : retryRaw.split(',').map((part) => parseDuration('PATIENT_DOCS_WEBHOOK_RETRY_DELAYS', part));
   const logLevel = (env.PATIENT_DOCS_LOG_LEVEL ?? env.LOG_LEVEL ?? 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`PATIENT_DOCS_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
-  const lifetime = parseDuration('PATIENT_DOCS_TOKEN_LIFETIME', env.PATIENT_DOCS_TOKEN_LIFETIME ?? '1800s');
-  if (lifetime < 1000 || lifetime > MAX_TOKEN_LIFETIME_MS) {
-    throw new ConfigError(`PATIENT_DOCS_TOKEN_LIFETIME=${JSON.stringify(env.PATIENT_DOCS_TOKEN_LIFETIME)} must be between 1s and 24h`);
-  }
-  const shutdownGraceMs = parseDuration('PATIENT_DOCS_SHUTDOWN_GRACE', env.PATIENT_DOCS_SHUTDOWN_GRACE ?? '10s');
-  if (shutdownGraceMs > MAX_SHUTDOWN_GRACE_MS) {
-    throw new ConfigError(`PATIENT_DOCS_SHUTDOWN_GRACE=${JSON.stringify(env.PATIENT_DOCS_SHUTDOWN_GRACE)} must be between 0s and 10m`);
-  }
-  // Each attempt waits up to this long for an answer (and twice as long for a free connection): 0
-  // would fail every delivery, and days would outgrow Node's timers and fail them just as surely.
-  const webhookTimeoutMs = parseDuration('PATIENT_DOCS_WEBHOOK_TIMEOUT', env.PATIENT_DOCS_WEBHOOK_TIMEOUT ?? '10s');
-  if (webhookTimeoutMs < 100 || webhookTimeoutMs > 10 * 60_000) {
-    throw new ConfigError(`PATIENT_DOCS_WEBHOOK_TIMEOUT=${JSON.stringify(env.PATIENT_DOCS_WEBHOOK_TIMEOUT)} must be between 100ms and 10m`);
-  }
+  const lifetime = boundedDuration(env, BOUNDED_DURATIONS.tokenLifetime);
+  const shutdownGraceMs = boundedDuration(env, BOUNDED_DURATIONS.shutdownGrace);
+  const webhookTimeoutMs = boundedDuration(env, BOUNDED_DURATIONS.webhookTimeout);
   const rate = Number(env.PATIENT_DOCS_TOKEN_RATE_LIMIT ?? '120');
   if (!Number.isInteger(rate) || rate < 1) throw new ConfigError('PATIENT_DOCS_TOKEN_RATE_LIMIT must be a positive integer (token requests per client per minute)');
   return {
