@@ -110,7 +110,7 @@ export async function createContext(config: ServerConfig, store?: Store): Promis
   const callbackGuard = new CallbackGuard({ allowPrivate: config.allowPrivateCallbacks });
   const links = new Links(config.publicUrl, linkKey);
   const access = new AccessGuard(opened.clients, opened.patients);
-  const documents = new DocumentService(opened, links, undefined, hasThumbnail);
+  const documents = new DocumentService(opened, links, hasThumbnail);
   return {
     config,
     store: opened,

@@ -18,6 +18,7 @@ import { outboxEvent } from './events.js';
 import { mediaTypeOf } from './http-content.js';
 import type { LinkKind, Links } from './links.js';
 import type { ThumbnailJobs } from './thumbnail-jobs.js';
+import { wokenOrTimedOut } from './wake.js';
 
 export interface UploadForm {
   /** FileName of the form: kept with the version; the document keeps its own name. */
@@ -111,13 +112,7 @@ export class ContentService {
   /** Resolves when no upload is in flight (each has committed or discarded its bytes), or after `timeoutMs`. */
   uploadsSettled(timeoutMs: number): Promise<void> {
     if (this.inFlight.size === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      this.idleWaiters.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    return wokenOrTimedOut(timeoutMs, (wake) => this.idleWaiters.push(wake));
   }
 
   private readonly idleWaiters: Array<() => void> = [];

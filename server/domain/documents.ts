@@ -47,9 +47,9 @@ export class DocumentService {
   constructor(
     private readonly store: Store,
     private readonly links: Links,
-    private readonly now: () => Date = () => new Date(),
     /** File types that get a thumbnail: their thumbnail link is handed out with the content's. */
     private readonly previewable: (fileType: string) => boolean = () => false,
+    private readonly now: () => Date = () => new Date(),
   ) {}
 
   /**

@@ -6,6 +6,7 @@
  */
 import type { DocumentVersionRecord, Store } from '../db/types.js';
 import type { ContentStorage } from '../storage/types.js';
+import { wokenOrTimedOut } from './wake.js';
 
 /** What server/thumbnails offers (renderThumbnail runs each job in a bounded worker). */
 export interface ThumbnailRenderer {
@@ -22,9 +23,14 @@ export interface ThumbnailJobOptions {
 
 export const DEFAULT_THUMBNAIL_OPTIONS: ThumbnailJobOptions = { size: 256, timeoutMs: 20_000, concurrency: 2 };
 
+function jobId(documentId: string, version: number): string {
+  return `${documentId}/${version}`;
+}
+
 export class ThumbnailJobs {
   private readonly queue: DocumentVersionRecord[] = [];
-  private readonly queued = new Set<string>();
+  /** Versions queued or rendering, each with what waits for its render (see settled). */
+  private readonly queued = new Map<string, Array<() => void>>();
   private running = 0;
   private closed = false;
   private idleWaiters: Array<() => void> = [];
@@ -41,9 +47,9 @@ export class ThumbnailJobs {
   }
 
   enqueue(version: DocumentVersionRecord): void {
-    const id = `${version.documentId}/${version.version}`;
+    const id = jobId(version.documentId, version.version);
     if (this.closed || this.queued.has(id)) return;
-    this.queued.add(id);
+    this.queued.set(id, []);
     this.queue.push(version);
     this.pump();
   }
@@ -60,19 +66,17 @@ export class ThumbnailJobs {
    * this process is not rendering it: a thumbnail link asked for while its render runs waits for it.
    */
   settled(documentId: string, version: number, timeoutMs: number): Promise<void> {
-    const id = `${documentId}/${version}`;
-    if (!this.queued.has(id)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-      const timer = setTimeout(done, timeoutMs);
-      this.renderWaiters.set(id, [...(this.renderWaiters.get(id) ?? []), done]);
-    });
+    const waiters = this.queued.get(jobId(documentId, version));
+    if (!waiters) return Promise.resolve();
+    return wokenOrTimedOut(timeoutMs, (wake) => waiters.push(wake));
   }
 
-  private readonly renderWaiters = new Map<string, Array<() => void>>();
+  /** The version leaves the queue: whoever waits for its render hears it. */
+  private finished(version: DocumentVersionRecord): void {
+    const id = jobId(version.documentId, version.version);
+    for (const wake of this.queued.get(id) ?? []) wake();
+    this.queued.delete(id);
+  }
 
   /** Resolves when nothing is queued or rendering (tests, shutdown). */
   async idle(): Promise<void> {
@@ -82,12 +86,7 @@ export class ThumbnailJobs {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const version of this.queue.splice(0)) {
-      const id = `${version.documentId}/${version.version}`;
-      this.queued.delete(id);
-      for (const done of this.renderWaiters.get(id) ?? []) done();
-      this.renderWaiters.delete(id);
-    }
+    for (const version of this.queue.splice(0)) this.finished(version);
     await this.idle();
   }
 
@@ -97,10 +96,7 @@ export class ThumbnailJobs {
       this.running += 1;
       void this.render(version).finally(() => {
         this.running -= 1;
-        const id = `${version.documentId}/${version.version}`;
-        this.queued.delete(id);
-        for (const done of this.renderWaiters.get(id) ?? []) done();
-        this.renderWaiters.delete(id);
+        this.finished(version);
         this.pump();
         if (this.running === 0 && this.queue.length === 0) {
           const waiters = this.idleWaiters;
