@@ -157,8 +157,7 @@ export class DirectoryService {
    * tokens already issued within seconds (the access check re-reads clients every 5 s).
    */
   async updateClient(clientId: string, patch: { name?: string; scopes?: string[]; organizations?: string[]; disabled?: boolean }): Promise<AdminClientDto> {
-    const existing = await this.store.clients.get(clientId);
-    if (!existing) throw notFound(`client ${clientId} does not exist`);
+    const existing = await this.existingClient(clientId);
     const organizations = patch.organizations ? lower(patch.organizations) : existing.organizations;
     await this.requireOrganizations(organizations);
     const disabledAt = patch.disabled === undefined ? existing.disabledAt : patch.disabled ? (existing.disabledAt ?? this.now().toISOString()) : null;
@@ -169,12 +168,17 @@ export class DirectoryService {
 
   /** A new secret, shown once; the old one stops working at once (tokens issued with it run out as usual). */
   async rotateClientSecret(clientId: string, clientSecret?: string): Promise<AdminClientDto> {
-    const existing = await this.store.clients.get(clientId);
-    if (!existing) throw notFound(`client ${clientId} does not exist`);
+    const existing = await this.existingClient(clientId);
     const secret = clientSecret ?? generateSecret();
     const updated: ClientRecord = { ...existing, secretHash: await hashSecret(secret) };
     await this.store.clients.update(updated);
     return clientDto(updated, secret);
+  }
+
+  private async existingClient(clientId: string): Promise<ClientRecord> {
+    const client = await this.store.clients.get(clientId);
+    if (!client) throw notFound(`client ${clientId} does not exist`);
+    return client;
   }
 
   async listClients(): Promise<AdminClientDto[]> {
@@ -394,21 +398,20 @@ function seedEntry(kind: SeedKind, id: string, content: object): SeedEntry {
 
 /** The hashes of seed entries as last applied, in meta. */
 function seedLedger(meta: MetaRepository) {
-  const set = meta.set.bind(meta);
   return {
     /** True when the entry was applied before with this content and its record still exists. */
     async unchanged(entry: SeedEntry, recordExists: () => Promise<boolean>): Promise<boolean> {
       return (await meta.get(entry.key)) === entry.hash && (await recordExists());
     },
     async record(entry: SeedEntry): Promise<void> {
-      await set(entry.key, entry.hash);
+      await meta.set(entry.key, entry.hash);
     },
     /** The stored hash of a client's secret as the seed last left it (undefined before this was kept). */
     async appliedSecret(entry: SeedEntry): Promise<string | undefined> {
       return meta.get(`${entry.key}:secret-hash`);
     },
     async recordSecret(entry: SeedEntry, secretHash: string): Promise<void> {
-      await set(`${entry.key}:secret-hash`, secretHash);
+      await meta.set(`${entry.key}:secret-hash`, secretHash);
     },
   };
 }

@@ -17,10 +17,8 @@ declare module 'fastify' {
   }
 }
 
-/** Maps Fastify's own error codes to what a client can act on. */
+/** Maps Fastify's own error codes to what a client can act on (JSON bodies: plugins/validation.ts parses them). */
 const FASTIFY_CODES: Record<string, { status: number; detail: (error: FastifyError, request: FastifyRequest) => string }> = {
-  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, detail: () => 'body must be valid JSON' },
-  FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, detail: () => 'body must not be empty when Content-Type is application/json' },
   FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, detail: (_error, request) => `unsupported Content-Type: ${JSON.stringify(printable(request.headers['content-type'] ?? ''))}` },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, detail: () => 'Content-Length does not match the body' },
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, detail: () => 'request body is larger than the configured limit' },
