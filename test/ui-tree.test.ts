@@ -40,3 +40,22 @@ describe('the folder tree as shown', () => {
     ]);
   });
 });
+
+describe('folders that differ only in case', () => {
+  // The server compares paths case folded (DESIGN §3): a search of '/Scans' also finds '/scans/…',
+  // so the tree shows one folder, with the count that search finds, under the spelling met first.
+  const root = buildFolderTree([{ path: '/Scans/Visit 1' }, { path: '/scans/visit 1' }, { path: '/SCANS' }, { path: '/ΟΔΟΣ' }, { path: '/οδος' }]);
+
+  it('is one folder, spelled as first met, counting every document of every spelling', () => {
+    expect(root.children.map((node) => [node.path, node.fileCount, node.totalCount])).toEqual([
+      ['/Scans', 1, 3],
+      ['/ΟΔΟΣ', 2, 2],
+    ]);
+    expect(root.children[0]!.children.map((node) => [node.path, node.fileCount, node.totalCount])).toEqual([['/Scans/Visit 1', 2, 2]]);
+    expect(root.totalCount).toBe(5);
+  });
+
+  it('opens under the shown spelling', () => {
+    expect(visibleFolders(root, new Set(['/', '/Scans'])).map((row) => row.node.path)).toEqual(['/', '/Scans', '/Scans/Visit 1', '/ΟΔΟΣ']);
+  });
+});

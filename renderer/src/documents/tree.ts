@@ -1,7 +1,10 @@
 /**
  * The folder tree of a patient, built only from the documents' paths (SPEC §4.3 rule 3): there is
  * no folder resource, so a folder exists exactly when some document lies in it or below it.
+ * Paths are compared as the server compares them (case folded, DESIGN §3): `/Scans` and `/scans`
+ * are one folder, shown with the spelling met first, so a folder's count is what a search of it finds.
  */
+import { foldKey } from '../../../shared/names.js';
 import type { DocumentDto } from '../../../shared/schemas.js';
 
 export interface FolderNode {
@@ -18,26 +21,44 @@ export function createRootFolder(): FolderNode {
   return { name: 'All files', path: '/', fileCount: 0, totalCount: 0, children: [] };
 }
 
+/**
+ * Where each path of a tree lies: by the path as spelled (most documents share a spelling, so most
+ * lookups stop there) and by its folded key.
+ */
+export interface FolderIndex {
+  bySpelling: Map<string, FolderNode>;
+  byKey: Map<string, FolderNode>;
+}
+
 /** Adds documents to a tree in place (pages arrive one at a time); call sortFolderTree when done. */
-export function addToFolderTree(root: FolderNode, documents: readonly Pick<DocumentDto, 'path'>[], index = new Map<string, FolderNode>()): Map<string, FolderNode> {
-  if (!index.has('/')) index.set('/', root);
+export function addToFolderTree(root: FolderNode, documents: readonly Pick<DocumentDto, 'path'>[], index: FolderIndex = { bySpelling: new Map(), byKey: new Map() }): FolderIndex {
+  index.byKey.set('/', root);
+  index.bySpelling.set('/', root);
   for (const document of documents) {
     const node = folderFor(root, document.path, index);
     node.fileCount += 1;
-    // folderFor created every ancestor, so each lookup finds its node.
-    for (let path: string | null = node.path; path !== null; path = parentPath(path)) index.get(path)!.totalCount += 1;
+    // folderFor created every ancestor under the node's own spelling, so each lookup finds its node.
+    for (let path: string | null = node.path; path !== null; path = parentPath(path)) index.bySpelling.get(path)!.totalCount += 1;
   }
   return index;
 }
 
-function folderFor(root: FolderNode, path: string, index: Map<string, FolderNode>): FolderNode {
-  const existing = index.get(path);
-  if (existing) return existing;
-  const parent = parentPath(path);
-  const parentNode = parent === null || parent === '/' ? root : folderFor(root, parent, index);
-  const node: FolderNode = { name: path.slice(path.lastIndexOf('/') + 1), path, fileCount: 0, totalCount: 0, children: [] };
-  parentNode.children.push(node);
-  index.set(path, node);
+function folderFor(root: FolderNode, path: string, index: FolderIndex): FolderNode {
+  const spelled = index.bySpelling.get(path);
+  if (spelled) return spelled;
+  const key = foldKey(path);
+  let node = index.byKey.get(key);
+  if (!node) {
+    const parent = parentPath(path);
+    const parentNode = parent === null || parent === '/' ? root : folderFor(root, parent, index);
+    const name = path.slice(path.lastIndexOf('/') + 1);
+    // The path is the parent's spelling plus this name, so a node's ancestors are nodes of the tree.
+    node = { name, path: parentNode === root ? `/${name}` : `${parentNode.path}/${name}`, fileCount: 0, totalCount: 0, children: [] };
+    parentNode.children.push(node);
+    index.byKey.set(key, node);
+    index.bySpelling.set(node.path, node);
+  }
+  index.bySpelling.set(path, node);
   return node;
 }
 
