@@ -47,6 +47,8 @@ export interface EngineOptions {
   publishEveryMs?: number;
   /** How often the journal is looked at for retries whose time has come when nothing else happens. */
   idlePollMs?: number;
+  /** How often a pair's missing folder is looked for (pair-watch.ts FOLDER_CHECK_MS by default). */
+  folderCheckMs?: number;
 }
 
 interface RunningFile {
@@ -362,6 +364,8 @@ export class SyncEngine {
         this.requestPump();
       },
       onError: (error) => this.emit({ type: 'engine-error', message: error instanceof Error ? error.message : String(error) }),
+      onFolderChanged: () => this.markPairs(),
+      ...(this.options.folderCheckMs === undefined ? {} : { folderCheckMs: this.options.folderCheckMs }),
     });
     this.watches.set(pair.id, watch);
     await watch.start();

@@ -33,7 +33,13 @@ export interface PairWatchOptions {
   /** A row was added or changed. */
   onFileChanged: (record: FileRecord) => void;
   onError: (error: unknown) => void;
+  /** The folder went missing or came back (see folderError). */
+  onFolderChanged?: () => void;
+  /** How often a missing folder is looked for (a share mounted late, a drive plugged back in). */
+  folderCheckMs?: number;
 }
+
+export const FOLDER_CHECK_MS = 5000;
 
 export class PairWatch {
   private watcher: FolderWatcher | undefined;
@@ -53,13 +59,16 @@ export class PairWatch {
     });
   }
 
-  /** Resolves once the first full scan has been handed to the stability gate. */
+  /**
+   * Resolves once the first full scan has been handed to the stability gate, or once the folder is
+   * found missing: then it is looked for every few seconds, and watched as soon as it is back.
+   */
   async start(): Promise<void> {
     const { pair, journal } = this.options;
     try {
       await access(pair.folder);
     } catch {
-      this.folderError = PLAIN_MESSAGES.FOLDER_MISSING;
+      this.folderMissing();
       return;
     }
     const known = journal.knownFiles
@@ -69,30 +78,86 @@ export class PairWatch {
           .filter((record) => !record.deletedLocally)
           .map((record) => [record.relativePath, { size: record.size, mtimeMs: record.mtimeMs }] as const);
     const isIgnored = createIgnoreMatcher(this.options.ignorePatterns);
-    this.watcher = await watchFolder({
-      folder: pair.folder,
-      isIgnored,
-      known,
-      rescanMinutes: this.options.rescanMinutes,
-      onCandidate: (relativePath, stat) => this.gate.observe(relativePath, stat),
-      onRemoved: (relativePath) => this.onRemoved(relativePath),
-      onError: this.options.onError,
-    });
-    if (this.closed) await this.watcher.close();
+    let gone = false;
+    let watcher: FolderWatcher;
+    try {
+      watcher = await watchFolder({
+        folder: pair.folder,
+        isIgnored,
+        known,
+        rescanMinutes: this.options.rescanMinutes,
+        ...(this.options.folderCheckMs === undefined ? {} : { folderCheckMs: this.options.folderCheckMs }),
+        onCandidate: (relativePath, stat) => this.gate.observe(relativePath, stat),
+        onRemoved: (relativePath) => this.onRemoved(relativePath),
+        onError: this.options.onError,
+        onFolderGone: () => {
+          gone = true;
+          if (this.watcher === watcher) void this.onFolderGone(watcher);
+        },
+      });
+    } catch (error) {
+      // Gone between the look and the watch, or not a folder one can watch.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.options.onError(error);
+      this.folderMissing();
+      return;
+    }
+    this.watcher = watcher;
+    if (this.closed) await watcher.close();
+    else if (gone) await this.onFolderGone(watcher);
+    else if (this.folderError !== null) {
+      this.folderError = null;
+      this.options.onFolderChanged?.();
+    }
   }
+
+  /**
+   * The folder vanished under the watch. Nothing is marked deleted: a share that comes back brings
+   * its files back, and a scan then tells what really changed while it was away.
+   */
+  private async onFolderGone(watcher: FolderWatcher): Promise<void> {
+    if (this.watcher === watcher) this.watcher = undefined;
+    await watcher.close();
+    this.folderMissing();
+  }
+
+  private folderMissing(): void {
+    if (this.closed) return;
+    if (this.folderError === null) {
+      this.folderError = PLAIN_MESSAGES.FOLDER_MISSING;
+      this.options.onFolderChanged?.();
+    }
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => void this.lookForFolder(), this.options.folderCheckMs ?? FOLDER_CHECK_MS);
+  }
+
+  private lookForFolder(): Promise<void> {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    if (this.closed || this.watcher) return Promise.resolve();
+    this.restarting ??= this.start().finally(() => {
+      this.restarting = undefined;
+    });
+    return this.restarting;
+  }
+
+  private retryTimer: NodeJS.Timeout | undefined;
+  private restarting: Promise<void> | undefined;
 
   /** Files seen but not yet stable. */
   get settling(): number {
     return this.gate.pendingCount;
   }
 
+  /** Walks the folder now; a missing folder is looked for now instead of at the next retry. */
   rescan(): Promise<void> {
-    return this.watcher?.rescan() ?? Promise.resolve();
+    return this.watcher?.rescan() ?? this.lookForFolder();
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.retryTimer);
     this.gate.close();
+    await this.restarting;
     await this.watcher?.close();
   }
 

@@ -11,7 +11,7 @@
  * files are ignored by chokidar, and the directory watches' raw events (a name in a watched
  * directory) are the hints: the name is stat'ed and reported like any other observation.
  */
-import { lstat, opendir } from 'node:fs/promises';
+import { lstat, opendir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { watch } from 'chokidar';
 import type { FSWatcher } from 'chokidar';
@@ -27,6 +27,16 @@ export interface FolderWatcherOptions {
   /** A file known to be there is gone. */
   onRemoved: (relativePath: string) => void;
   onError?: (error: unknown) => void;
+  /**
+   * The folder itself is gone or unreadable (deleted, renamed, a share unmounted). Its files are not
+   * reported removed, since they may be back with the share; the watch is dead and is to be closed.
+   */
+  onFolderGone?: (error: unknown) => void;
+  /**
+   * How often the folder itself is looked at (one stat): a folder renamed away, or a share unmounted
+   * under its mount point, sends no event the watch can tell from others.
+   */
+  folderCheckMs?: number;
   /** Minutes between full rescans; 0 turns them off. */
   rescanMinutes?: number;
   /**
@@ -43,6 +53,7 @@ export interface FolderWatcher {
 }
 
 export const DEFAULT_RESCAN_MINUTES = 10;
+export const DEFAULT_FOLDER_CHECK_MS = 5000;
 
 /** Starts watching; resolves once the watch is live and the first scan has been reported. */
 export async function watchFolder(options: FolderWatcherOptions): Promise<FolderWatcher> {
@@ -60,12 +71,18 @@ class FolderWatch implements FolderWatcher {
   /** Paths named by directory events since the last look (a file being written fires many). */
   private hinted = new Set<string>();
   private hintTimer: NodeJS.Timeout | undefined;
+  /** The folder as first opened (device and inode): the same path holding another folder is a new folder. */
+  private identity: { dev: number; ino: number } | undefined;
+  private folderTimer: NodeJS.Timeout | undefined;
+  private gone = false;
 
   constructor(private readonly options: FolderWatcherOptions) {
     this.known = new Map(options.known ?? []);
   }
 
   async start(): Promise<void> {
+    const folderStats = await stat(this.options.folder);
+    this.identity = { dev: folderStats.dev, ino: folderStats.ino };
     const watcher = watch(this.options.folder, {
       ignoreInitial: true,
       usePolling: false,
@@ -86,6 +103,28 @@ class FolderWatch implements FolderWatcher {
     if (minutes > 0 && !this.closed) {
       this.interval = setInterval(() => this.guard(this.rescan()), minutes * 60_000);
     }
+    if (!this.closed) this.folderTimer = setInterval(() => this.guard(this.folderIsHere().then(() => undefined)), this.options.folderCheckMs ?? DEFAULT_FOLDER_CHECK_MS);
+  }
+
+  /**
+   * True while the folder watched is still at its path; otherwise tells onFolderGone (once) and
+   * answers false, so that nothing is reported removed: its files went with the folder.
+   */
+  private async folderIsHere(): Promise<boolean> {
+    if (this.gone) return false;
+    let error: unknown;
+    try {
+      const now = await stat(this.options.folder);
+      if (now.isDirectory() && now.dev === this.identity?.dev && now.ino === this.identity.ino) return true;
+      error = new Error(`'${this.options.folder}' is no longer the folder that was watched`);
+    } catch (statError) {
+      error = statError;
+    }
+    if (!this.gone && !this.closed) {
+      this.gone = true;
+      this.options.onFolderGone?.(error);
+    }
+    return false;
   }
 
   rescan(): Promise<void> {
@@ -98,6 +137,7 @@ class FolderWatch implements FolderWatcher {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.interval);
+    clearInterval(this.folderTimer);
     clearTimeout(this.hintTimer);
     this.hinted.clear();
     await this.watcher?.close();
@@ -106,8 +146,10 @@ class FolderWatch implements FolderWatcher {
 
   private async scan(): Promise<void> {
     const seen = new Map<string, FileStat>();
+    // Not one file is known gone while the folder itself is (an unmounted share, a renamed folder).
+    if (!(await this.folderIsHere())) return;
     await this.walk(this.options.folder, '', seen);
-    if (this.closed) return;
+    if (this.closed || !(await this.folderIsHere())) return;
     for (const [relativePath, stat] of seen) this.report(relativePath, stat);
     for (const relativePath of [...this.known.keys()]) {
       if (seen.has(relativePath)) continue;
@@ -148,7 +190,11 @@ class FolderWatch implements FolderWatcher {
       this.guard(this.rescan());
       return;
     }
-    this.hinted.add(path.resolve(watchedPath, name));
+    this.hint(path.resolve(watchedPath, name));
+  }
+
+  private hint(absolutePath: string): void {
+    this.hinted.add(absolutePath);
     this.hintTimer ??= setTimeout(() => {
       this.hintTimer = undefined;
       this.guard(this.checkHints());
@@ -160,6 +206,8 @@ class FolderWatch implements FolderWatcher {
   private async checkHints(): Promise<void> {
     const paths = [...this.hinted];
     this.hinted.clear();
+    // A name gone with its whole folder is not a file deleted (see folderIsHere).
+    if (!(await this.folderIsHere())) return;
     for (const absolutePath of paths) {
       if (this.closed) return;
       const relativePath = this.inside(absolutePath);
@@ -170,8 +218,8 @@ class FolderWatch implements FolderWatcher {
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
-        // Gone: a file that was known is reported removed (a folder's files go with unlinkDir).
-        this.forget(relativePath);
+        // Gone: a file that was known is reported removed, and so is every file of a folder that was.
+        this.forgetTree(relativePath);
         continue;
       }
       if (stats.isFile()) this.report(relativePath, { size: stats.size, mtimeMs: stats.mtimeMs });
@@ -188,10 +236,21 @@ class FolderWatch implements FolderWatcher {
     for (const [relativePath, stat] of seen) this.report(relativePath, stat);
   }
 
+  /** A folder was removed: looked at with the other hints, once it is sure the sync folder is still there. */
   private onUnlinkedFolder(absolutePath: string): void {
-    const prefix = `${toRelativePath(this.options.folder, absolutePath)}/`;
-    for (const relativePath of [...this.known.keys()]) {
-      if (relativePath.startsWith(prefix)) this.forget(relativePath);
+    if (this.closed) return;
+    if (path.resolve(absolutePath) === path.resolve(this.options.folder)) {
+      this.guard(this.folderIsHere().then(() => undefined));
+      return;
+    }
+    this.hint(path.resolve(absolutePath));
+  }
+
+  private forgetTree(relativePath: string): void {
+    this.forget(relativePath);
+    const prefix = `${relativePath}/`;
+    for (const knownPath of [...this.known.keys()]) {
+      if (knownPath.startsWith(prefix)) this.forget(knownPath);
     }
   }
 

@@ -38,6 +38,7 @@ export async function startEngine(
     backoff: { baseMs: options.backoffMs ?? 200, maxMs: 2000 },
     publishEveryMs: options.publishEveryMs ?? 50,
     idlePollMs: 500,
+    folderCheckMs: 200,
   });
   const pair: SyncPair = { id: 'pair-1', folder, patientId: PATIENT, patientName: 'Jane Roe', remoteBasePath: options.remoteBasePath ?? '/scans', paused: false };
   await engine.start([pair]);
