@@ -78,4 +78,12 @@ describe('a sync folder that goes away and comes back', () => {
     expect(pairView().lastError).toBeNull();
     expect(await remoteNames('/late')).toEqual(['scan.ply']);
   });
+
+  it('takes a file given as its folder (settings from an older version) as a missing folder, without crashing', async () => {
+    const file = writeFile(parent, 'not-a-folder.txt', 'notes');
+    sut = await startEngine(server.url, { folder: file, remoteBasePath: '/file' });
+    expect(pairView().lastError?.code).toBe('FOLDER_MISSING');
+    await sut.engine.rescan();
+    expect(pairView().lastError?.code).toBe('FOLDER_MISSING');
+  });
 });

@@ -79,7 +79,7 @@ export class PairWatch {
           .map((record) => [record.relativePath, { size: record.size, mtimeMs: record.mtimeMs }] as const);
     const isIgnored = createIgnoreMatcher(this.options.ignorePatterns);
     let gone = false;
-    let watcher: FolderWatcher;
+    let watcher: FolderWatcher | undefined;
     try {
       watcher = await watchFolder({
         folder: pair.folder,
@@ -92,7 +92,8 @@ export class PairWatch {
         onError: this.options.onError,
         onFolderGone: () => {
           gone = true;
-          if (this.watcher === watcher) void this.onFolderGone(watcher);
+          // During the first scan the watch is not ours yet: handled once watchFolder returns.
+          if (watcher !== undefined && this.watcher === watcher) this.onFolderGone(watcher).catch(this.options.onError);
         },
       });
     } catch (error) {
