@@ -4,16 +4,18 @@
  * between them (the embedded server, the shell) by their composition roots.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AddPairInput, AppMode, AppStatus, BridgeEvent, RemoteSetupInput, SettingsPatch, SettingsView } from '../../shared/bridge.js';
 import { checkPath } from '../../shared/names.js';
 import type { ApiClient } from './api-client.js';
 import { BandwidthLimiter } from './bandwidth.js';
-import { BridgeError } from './bridge-error.js';
+import { ApiProblemError } from './api-errors.js';
+import { BridgeError, toCodedError } from './bridge-error.js';
 import { CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, testConnection, type ConnectionSettings } from './connection.js';
 import { SyncEngine, type EngineEvent, type EngineOptions } from './engine.js';
 import { openJournal, type Journal } from './journal.js';
+import { describeOverlap, overlappingPair } from './pair-folders.js';
 import type { SecretStore } from './secrets.js';
 import type { SettingsStore, SyncPair, SyncSettings } from './settings.js';
 import { WebhookWiring } from './webhooks.js';
@@ -196,17 +198,36 @@ export class SyncApp {
   async addPair(input: AddPairInput): Promise<SyncPair> {
     const folder = path.resolve(input.folder);
     if (!existsSync(folder)) throw new BridgeError('FOLDER_MISSING', `'${folder}' does not exist`);
+    if (!statSync(folder).isDirectory()) throw new BridgeError('FOLDER_MISSING', `'${folder}' is a file, not a folder`);
+    if (path.parse(folder).root === folder) throw new BridgeError('INVALID_INPUT', `'${folder}' is a whole drive; choose the folder the scanner exports to`);
     const base = checkPath(input.remoteBasePath?.trim() || '/', 'path');
     if (!base.ok) throw new BridgeError('INVALID_NAME', `remote path: ${base.rule}`);
     const pairs = this.settings.get('pairs');
-    if (pairs.some((pair) => path.resolve(pair.folder) === folder && pair.patientId === input.patientId.toLowerCase())) {
-      throw new BridgeError('CONFLICT', `'${folder}' already syncs to this patient`);
-    }
+    const overlap = overlappingPair(pairs, folder);
+    if (overlap) throw new BridgeError('CONFLICT', describeOverlap(folder, overlap));
+    await this.checkPatient(input.patientId);
     const pair: SyncPair = { id: randomUUID(), folder, patientId: input.patientId.toLowerCase(), remoteBasePath: base.value, paused: false };
     if (input.patientName) pair.patientName = input.patientName;
     this.settings.set('pairs', [...pairs, pair]);
     if (this.started) await this.engine.addPair(pair);
     return pair;
+  }
+
+  /**
+   * A pair for a patient the server does not know, or may not share with this clinic, would fail
+   * every file: say so now. When the server cannot be reached the pair is kept (files wait).
+   */
+  private async checkPatient(patientId: string): Promise<void> {
+    if (!this.api) await this.connect();
+    if (!this.api) return;
+    try {
+      await this.api.search(patientId.toLowerCase(), { offset: 0, limit: 1 });
+    } catch (error) {
+      if (error instanceof ApiProblemError && [400, 403, 404].includes(error.status)) {
+        const coded = toCodedError(error);
+        throw new BridgeError(coded.code, coded.detail);
+      }
+    }
   }
 
   async removePair(pairId: string): Promise<void> {

@@ -1,0 +1,39 @@
+/**
+ * Which folders may become sync folders. A scan must go to one patient, once: a folder already
+ * synced, or one inside or around a synced folder, would send the same file to two patients (or to
+ * one patient twice, under two paths).
+ */
+import path from 'node:path';
+import type { SyncPair } from './settings.js';
+
+export interface FolderOverlap {
+  pair: SyncPair;
+  /** How the new folder stands to the pair's: the same folder, inside it, or around it. */
+  relation: 'same' | 'inside' | 'contains';
+}
+
+/** The parts of `node:path` used; `path.win32` lets tests speak Windows (where case does not matter). */
+export type FolderPathFlavour = Pick<typeof path, 'relative' | 'resolve' | 'isAbsolute' | 'sep'>;
+
+const within = (parent: string, child: string, flavour: FolderPathFlavour) => {
+  const relative = flavour.relative(parent, child);
+  return relative === '' ? 'same' : relative !== '..' && !relative.startsWith(`..${flavour.sep}`) && !flavour.isAbsolute(relative) ? 'inside' : null;
+};
+
+export function overlappingPair(pairs: readonly SyncPair[], folder: string, flavour: FolderPathFlavour = path): FolderOverlap | undefined {
+  const candidate = flavour.resolve(folder);
+  for (const pair of pairs) {
+    const existing = flavour.resolve(pair.folder);
+    const inside = within(existing, candidate, flavour);
+    if (inside) return { pair, relation: inside };
+    if (within(candidate, existing, flavour)) return { pair, relation: 'contains' };
+  }
+  return undefined;
+}
+
+/** A plain sentence for the refusal. */
+export function describeOverlap(folder: string, { pair, relation }: FolderOverlap): string {
+  const patient = pair.patientName ?? `patient ${pair.patientId}`;
+  const where = relation === 'same' ? `'${folder}' already syncs` : relation === 'inside' ? `'${folder}' is inside '${pair.folder}', which already syncs` : `'${folder}' holds '${pair.folder}', which already syncs`;
+  return `${where} to ${patient} (${pair.remoteBasePath}); a folder can sync to one place only, so each scan goes to one patient once`;
+}
