@@ -7,6 +7,7 @@
  *   config [--concurrency N] [--settle-ms N] [--rescan-minutes N] [--bandwidth BYTES_PER_S] [--ignore PATTERN]...
  *   run [--once] [--timeout SECONDS]
  *   status [--json]
+ *   retry
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
@@ -24,6 +25,7 @@ const USAGE = `usage: patient-docs-sync <command> [options]
   config   [--concurrency N] [--settle-ms MS] [--rescan-minutes N] [--bandwidth BYTES_PER_SECOND] [--ignore PATTERN ...]
   run      [--once] [--timeout SECONDS]   watch and sync; --once: sync what is there, exit 0 when all verified
   status   [--json]                       pairs and per-file states
+  retry                                   failed files are tried again at the next run
 State lives in PATIENT_DOCS_SYNC_HOME (now: ${defaultSyncHome()}).`;
 
 class UsageError extends Error {}
@@ -41,6 +43,8 @@ async function main(argv: string[]): Promise<number> {
       return run(rest);
     case 'status':
       return status(rest);
+    case 'retry':
+      return retry(rest);
     case undefined:
     case 'help':
     case '--help':
@@ -165,6 +169,7 @@ async function run(args: string[]): Promise<number> {
     console.log(`watching ${app.settings.get('pairs').length} folder(s); Ctrl+C stops`);
     await new Promise<never>(() => undefined);
   }
+  app.engine.onEngineError((message) => console.error(`problem  ${message}`));
   const deadline = Date.now() + (values.timeout ? integer(values.timeout, 'timeout') * 1000 : 30 * 60_000);
   // Settled twice in a row: a file released by the stability gate between two looks is not missed.
   let settledLooks = 0;
@@ -172,15 +177,47 @@ async function run(args: string[]): Promise<number> {
     await new Promise((resolve) => setTimeout(resolve, 250));
     settledLooks = app.engine.isSettled() ? settledLooks + 1 : 0;
   }
-  const problems = app.engine.pairViews().flatMap((pair) => app.engine.fileViews(pair.id).filter((file) => file.state !== 'synced').map((file) => ({ pair, file })));
+  const timedOut = settledLooks < 2;
+  const pairs = app.engine.pairViews();
+  const lines: string[] = [];
+  let notSynced = 0;
+  for (const pair of pairs) {
+    const folderError = app.engine.folderError(pair.id);
+    if (folderError) lines.push(`folder not synced  ${pair.folder}: ${folderError}`);
+    const settling = app.engine.settlingCount(pair.id);
+    if (settling > 0) lines.push(`still being written  ${settling} file(s) in ${pair.folder} did not stop changing or could not be opened`);
+    notSynced += settling;
+    for (const file of app.engine.fileViews(pair.id).filter((view) => view.state !== 'synced')) {
+      notSynced += 1;
+      lines.push(`not synced  ${file.relativePath}  [${file.state}]  ${describeError(file)}`);
+    }
+  }
   await stop();
-  if (problems.length === 0) {
+  if (pairs.length === 0) {
+    console.log('no folder to sync: add one with `patient-docs-sync add-pair`');
+    return 2;
+  }
+  if (lines.length === 0 && !timedOut) {
     console.log('every file is synced and verified');
     return 0;
   }
-  for (const { file } of problems) console.log(`not synced  ${file.relativePath}  [${file.state}]  ${describeError(file)}`);
-  console.log(`${problems.length} file(s) not synced`);
+  for (const line of lines) console.log(line);
+  if (timedOut) console.log(`stopped after the --timeout with work still under way`);
+  console.log(`${notSynced} file(s) not synced${lines.some((line) => line.startsWith('folder')) ? ', and a folder could not be read' : ''}`);
   return 2;
+}
+
+/** Failed files are tried again at the next run (after the cause was fixed: consent, a name, space on the server). */
+async function retry(args: string[]): Promise<number> {
+  parseArgs({ args, options: {}, strict: true });
+  const app = await openApp({ webhooks: false });
+  try {
+    const count = app.engine.retryFailed();
+    console.log(count === 0 ? 'no failed file' : `${count} failed file(s) will be tried again at the next run`);
+    return 0;
+  } finally {
+    await app.stop();
+  }
 }
 
 async function status(args: string[]): Promise<number> {
@@ -243,7 +280,13 @@ function version(): string {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    if (error instanceof UsageError || (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const code = (error as { code?: string }).code;
+    if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') {
+      // Not echoed: a secret typed as an argument must not land in a log or a terminal scrollback.
+      console.error(`patient-docs-sync: unexpected argument (not shown; a secret is read from stdin or PATIENT_DOCS_CLIENT_SECRET, never from an argument)\n\n${USAGE}`);
+      process.exit(64);
+    }
+    if (error instanceof UsageError || code?.startsWith('ERR_PARSE_ARGS_')) {
       console.error(`patient-docs-sync: ${(error as Error).message}\n\n${USAGE}`);
       process.exit(64);
     }

@@ -66,6 +66,7 @@ export class SyncEngine {
   private readonly running = new Map<number, RunningFile>();
   private readonly listeners = new Set<(event: EngineEvent) => void>();
   private readonly settledListeners = new Set<(event: SettledFileEvent) => void>();
+  private readonly errorListeners = new Set<(message: string) => void>();
   private readonly changedFiles = new Map<string, Set<number>>();
   /** The state each file was last published in, so every transition is published exactly once. */
   private readonly publishedStates = new Map<number, FileState>();
@@ -101,6 +102,12 @@ export class SyncEngine {
   onDidSettleFile(listener: (event: SettledFileEvent) => void): () => void {
     this.settledListeners.add(listener);
     return () => this.settledListeners.delete(listener);
+  }
+
+  /** Errors that are no file's (a folder that cannot be read): cheap, like onDidSettleFile. */
+  onEngineError(listener: (message: string) => void): () => void {
+    this.errorListeners.add(listener);
+    return () => this.errorListeners.delete(listener);
   }
 
   get isOnline(): boolean {
@@ -213,6 +220,16 @@ export class SyncEngine {
       .filter((record) => !states || states.includes(record.state))
       .filter((record) => !record.deletedLocally || record.state === 'synced')
       .map((record) => toFileView(record, this.progress));
+  }
+
+  /** Why a pair's folder is not being watched (missing, unreadable), or null while it is. */
+  folderError(pairId: string): string | null {
+    return this.watches.get(pairId)?.folderError ?? null;
+  }
+
+  /** Files of a pair seen but not yet stable (still being written, or not readable yet). */
+  settlingCount(pairId: string): number {
+    return this.watches.get(pairId)?.settling ?? 0;
   }
 
   /** True when nothing is settling, due, running or waiting for a retry. */
@@ -429,5 +446,6 @@ export class SyncEngine {
 
   private emit(event: EngineEvent): void {
     for (const listener of this.listeners) listener(event);
+    if (event.type === 'engine-error') for (const listener of this.errorListeners) listener(event.message);
   }
 }
