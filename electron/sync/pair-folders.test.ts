@@ -29,7 +29,7 @@ describe('sync folders that overlap', () => {
 
   it('says which patient the folder already syncs to', () => {
     expect(describeOverlap('/exports', overlappingPair(pairs, '/exports')!)).toBe(
-      "'/exports' holds '/exports/chair-1', which already syncs to Jane Roe (/scans); a folder can sync to one place only, so each scan goes to one patient once",
+      "'/exports' holds '/exports/chair-1', which already syncs to Jane Roe (/scans). A folder can sync to one place only, so that each scan goes to one patient, once.",
     );
   });
 });

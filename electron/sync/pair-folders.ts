@@ -35,5 +35,5 @@ export function overlappingPair(pairs: readonly SyncPair[], folder: string, flav
 export function describeOverlap(folder: string, { pair, relation }: FolderOverlap): string {
   const patient = pair.patientName ?? `patient ${pair.patientId}`;
   const where = relation === 'same' ? `'${folder}' already syncs` : relation === 'inside' ? `'${folder}' is inside '${pair.folder}', which already syncs` : `'${folder}' holds '${pair.folder}', which already syncs`;
-  return `${where} to ${patient} (${pair.remoteBasePath}); a folder can sync to one place only, so each scan goes to one patient once`;
+  return `${where} to ${patient} (${pair.remoteBasePath}). A folder can sync to one place only, so that each scan goes to one patient, once.`;
 }

@@ -198,13 +198,13 @@ export class SyncApp {
   async addPair(input: AddPairInput): Promise<SyncPair> {
     const folder = path.resolve(input.folder);
     if (!existsSync(folder)) throw new BridgeError('FOLDER_MISSING', `'${folder}' does not exist`);
-    if (!statSync(folder).isDirectory()) throw new BridgeError('FOLDER_MISSING', `'${folder}' is a file, not a folder`);
-    if (path.parse(folder).root === folder) throw new BridgeError('INVALID_INPUT', `'${folder}' is a whole drive; choose the folder the scanner exports to`);
+    if (!statSync(folder).isDirectory()) throw new BridgeError('FOLDER_MISSING', undefined, `'${folder}' is a file, not a folder: choose the folder the scanner exports to.`);
+    if (path.parse(folder).root === folder) throw new BridgeError('INVALID_INPUT', undefined, `'${folder}' is a whole drive: choose the folder the scanner exports to.`);
     const base = checkPath(input.remoteBasePath?.trim() || '/', 'path');
     if (!base.ok) throw new BridgeError('INVALID_NAME', `remote path: ${base.rule}`);
     const pairs = this.settings.get('pairs');
     const overlap = overlappingPair(pairs, folder);
-    if (overlap) throw new BridgeError('CONFLICT', describeOverlap(folder, overlap));
+    if (overlap) throw new BridgeError('CONFLICT', undefined, describeOverlap(folder, overlap));
     await this.checkPatient(input.patientId);
     const pair: SyncPair = { id: randomUUID(), folder, patientId: input.patientId.toLowerCase(), remoteBasePath: base.value, paused: false };
     if (input.patientName) pair.patientName = input.patientName;
