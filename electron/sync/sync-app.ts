@@ -124,6 +124,11 @@ export class SyncApp {
         this.settings.set('tokenUrl', info.tokenUrl);
         writeFileSync(path.join(this.options.home, EMBEDDED_MARKER), JSON.stringify({ serverUrl: info.url }));
       }
+      // The bundled server's secret may have been made again (its old one was in a keychain that
+      // is not usable now): the connection uses whatever the server was seeded with.
+      if (info.clientId === this.settings.get('clientId') && (await this.secrets.get(CLIENT_SECRET_ACCOUNT)) !== info.clientSecret) {
+        await this.secrets.set(CLIENT_SECRET_ACCOUNT, info.clientSecret);
+      }
     }
     await this.connect();
     await this.engine.start(this.settings.get('pairs'));
@@ -166,8 +171,9 @@ export class SyncApp {
             organizationName: this.embeddedInfo?.organizationId === connection.organizationId ? this.embeddedInfo.organizationName : null,
           }
         : null,
-      online: this.engine.isOnline,
-      secrets: { backend: this.secrets.backend, warning: this.secrets.warning ?? null },
+      // Without a client secret nothing can reach the server, whatever the last request did.
+      online: this.engine.isOnline && this.api !== null,
+      secrets: { backend: this.secrets.backend, warning: this.secrets.warning ?? null, clientSecretMissing: connection !== null && this.api === null },
       webhook: { ...webhook, publicUrl: this.settings.get('webhook').publicUrl ?? null },
       version: this.options.version,
     };

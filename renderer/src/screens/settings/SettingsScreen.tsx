@@ -144,6 +144,7 @@ function ServerSection({ status, maskedSecret, clientSecret, onSecretChange }: {
         </div>
         <span className="field-hint">{status.secrets.backend === 'keychain' ? 'Stored in the operating system’s keychain.' : 'Stored in an encrypted file on this computer.'}</span>
       </div>
+      {status.secrets.clientSecretMissing ? <InfoNotice tone="warning">The client secret is not stored on this computer any more, so nothing is uploaded. Enter it above and save.</InfoNotice> : null}
       {status.secrets.warning ? <InfoNotice tone="warning">{status.secrets.warning}</InfoNotice> : null}
     </SettingsSection>
   );
