@@ -11,7 +11,7 @@ import { checkPath } from '../../shared/names.js';
 import type { ApiClient } from './api-client.js';
 import { BandwidthLimiter } from './bandwidth.js';
 import { BridgeError } from './bridge-error.js';
-import { CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, testConnection, type ConnectionSettings } from './connection.js';
+import { CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, insecureAddress, testConnection, type ConnectionSettings } from './connection.js';
 import { SyncEngine, type EngineEvent, type EngineOptions } from './engine.js';
 import { openJournal, type Journal } from './journal.js';
 import type { SecretStore } from './secrets.js';
@@ -59,6 +59,7 @@ export class SyncApp {
   private readonly webhooks: WebhookWiring;
   private readonly listeners = new Set<(event: BridgeEvent) => void>();
   private api: ApiClient | null = null;
+  private clientSecretMissing = false;
   private embeddedInfo: EmbeddedServerInfo | null = null;
   private started = false;
   private stopForwarding: (() => void) | undefined;
@@ -173,7 +174,7 @@ export class SyncApp {
         : null,
       // Without a client secret nothing can reach the server, whatever the last request did.
       online: this.engine.isOnline && this.api !== null,
-      secrets: { backend: this.secrets.backend, warning: this.secrets.warning ?? null, clientSecretMissing: connection !== null && this.api === null },
+      secrets: { backend: this.secrets.backend, warning: this.secrets.warning ?? null, clientSecretMissing: this.clientSecretMissing },
       webhook: { ...webhook, publicUrl: this.settings.get('webhook').publicUrl ?? null },
       version: this.options.version,
     };
@@ -310,7 +311,10 @@ export class SyncApp {
   private async connect(): Promise<void> {
     const connection = this.connection();
     const secret = connection ? await this.secrets.get(CLIENT_SECRET_ACCOUNT) : undefined;
-    this.api = connection && secret ? createApiClient(connection, secret, { limiter: this.limiter, ...(this.options.resumableThreshold !== undefined ? { resumableThreshold: this.options.resumableThreshold } : {}) }) : null;
+    this.clientSecretMissing = connection !== null && !secret;
+    // A server address saved by an older version that would carry the secret in clear text is not used.
+    const insecure = connection ? (insecureAddress(connection.serverUrl) ?? insecureAddress(connection.tokenUrl)) : null;
+    this.api = connection && secret && !insecure ? createApiClient(connection, secret, { limiter: this.limiter, ...(this.options.resumableThreshold !== undefined ? { resumableThreshold: this.options.resumableThreshold } : {}) }) : null;
     this.engine.setApi(this.api);
   }
 
