@@ -86,6 +86,8 @@ describe('webhook listener', () => {
     const { url, port } = await start();
     expect(url).toBe(`http://127.0.0.1:${port}/webhooks/patient-docs`);
     expect((await send(`http://127.0.0.1:${port}/other`)).status).toBe(404);
+    // A request on another path (a tunnel forwarding to the wrong place) shows in the activity.
+    expect(journal.webhookActivity(1)[0]).toMatchObject({ verdict: 'rejected', reason: expect.stringMatching(/^not found: POST \/other \(this listener serves \/webhooks\/patient-docs\)/) });
     expect((await send(url, { method: 'GET' })).status).toBe(405);
   });
 

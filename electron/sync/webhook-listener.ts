@@ -97,7 +97,9 @@ export async function startWebhookListener(options: WebhookListenerOptions): Pro
 }
 
 async function handle(request: IncomingMessage, response: ServerResponse, options: WebhookListenerOptions, path: string): Promise<void> {
-  if ((request.url ?? '').split('?')[0] !== path) return answer(response, { status: 404, reason: 'not found' });
+  const requested = (request.url ?? '').split('?')[0]!;
+  // Recorded: a tunnel forwarding to another path is a misconfiguration the user must be able to see.
+  if (requested !== path) return refuse(response, options, { status: 404, reason: `not found: ${request.method ?? ''} ${requested.slice(0, 200)} (this listener serves ${path})` });
   if (request.method !== 'POST') {
     response.setHeader('allow', 'POST');
     return answer(response, { status: 405, reason: 'only POST is accepted' });

@@ -161,7 +161,7 @@ function WebhookSection({ status, port, publicUrl, onPortChange, onPublicUrlChan
         </div>
         <div className="field">
           <label htmlFor="settings-webhook-url">Public address</label>
-          <input id="settings-webhook-url" type="url" value={publicUrl} onChange={(event) => onPublicUrlChange(event.target.value)} placeholder="https://clinic-tunnel.example/hooks" spellCheck={false} />
+          <input id="settings-webhook-url" type="url" value={publicUrl} onChange={(event) => onPublicUrlChange(event.target.value)} placeholder="https://clinic-tunnel.example" spellCheck={false} />
         </div>
       </div>
       <p className="small listener-status">
