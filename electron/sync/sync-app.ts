@@ -15,7 +15,7 @@ import { CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, insecureAddress
 import { SyncEngine, type EngineEvent, type EngineOptions } from './engine.js';
 import { openJournal, type Journal } from './journal.js';
 import type { SecretStore } from './secrets.js';
-import type { SettingsStore, SyncPair, SyncSettings } from './settings.js';
+import type { SettingsStore, SyncPair, SyncSettings, WebhookSettings } from './settings.js';
 import { WebhookWiring } from './webhooks.js';
 
 /** What the embedded server hands back once it runs (the demo organization, patient and client). */
@@ -250,6 +250,8 @@ export class SyncApp {
 
   async updateSettings(patch: SettingsPatch): Promise<SettingsView> {
     const settings = this.settings;
+    // Checked as a whole before anything is saved: a refused patch changes nothing.
+    const webhook = patch.webhook ? this.nextWebhookSettings(patch.webhook) : undefined;
     if (patch.concurrency !== undefined) settings.set('concurrency', patch.concurrency);
     if (patch.settleMs !== undefined) settings.set('settleMs', patch.settleMs);
     if (patch.rescanMinutes !== undefined) settings.set('rescanMinutes', patch.rescanMinutes);
@@ -258,17 +260,7 @@ export class SyncApp {
       settings.set('bandwidthLimit', patch.bandwidthLimitBytesPerSecond);
       this.limiter.setLimit(patch.bandwidthLimitBytesPerSecond);
     }
-    if (patch.webhook) {
-      const current = settings.get('webhook');
-      const next = { ...current, ...(patch.webhook.port !== undefined ? { port: patch.webhook.port } : {}) };
-      if (patch.webhook.publicUrl !== undefined) {
-        const url = patch.webhook.publicUrl?.trim();
-        if (url && !/^https?:\/\//.test(url)) throw new BridgeError('INVALID_INPUT', 'the public URL must start with https://');
-        if (url) next.publicUrl = url;
-        else delete next.publicUrl;
-      }
-      settings.set('webhook', next);
-    }
+    if (webhook) settings.set('webhook', webhook);
     if (patch.clientSecret !== undefined) {
       await this.secrets.set(CLIENT_SECRET_ACCOUNT, patch.clientSecret);
       await this.connect();
@@ -277,6 +269,27 @@ export class SyncApp {
     if (patch.webhook && this.started) await this.startWebhooks();
     this.emitStatus();
     return this.settingsView();
+  }
+
+  /** The server calls only https callbacks (SPEC §5.7), so an http public URL could never work. */
+  private nextWebhookSettings(patch: NonNullable<SettingsPatch['webhook']>): WebhookSettings {
+    const next: WebhookSettings = { ...this.settings.get('webhook'), ...(patch.port !== undefined ? { port: patch.port } : {}) };
+    if (patch.publicUrl === undefined) return next;
+    const url = patch.publicUrl?.trim();
+    if (!url) {
+      delete next.publicUrl;
+      return next;
+    }
+    let parsed: URL;
+    try {
+      if (/\s/.test(url)) throw new Error('spaces');
+      parsed = new URL(url);
+    } catch {
+      throw new BridgeError('INVALID_INPUT', `the public URL '${url}' is not a valid address`);
+    }
+    if (parsed.protocol !== 'https:') throw new BridgeError('INVALID_INPUT', 'the public URL must start with https:// (the server calls only https addresses)');
+    next.publicUrl = url;
+    return next;
   }
 
   emitStatus(): void {
@@ -328,7 +341,9 @@ export class SyncApp {
     if (this.options.webhooks === false) return;
     const webhook = this.settings.get('webhook');
     const subscriptionId = await this.webhooks.start({ port: webhook.port, publicUrl: webhook.publicUrl ?? null, subscriptionId: webhook.subscriptionId ?? null, api: this.api });
-    if (subscriptionId && subscriptionId !== webhook.subscriptionId) this.settings.set('webhook', { ...this.settings.get('webhook'), subscriptionId });
+    if (subscriptionId === (webhook.subscriptionId ?? null)) return;
+    const { subscriptionId: _old, ...rest } = this.settings.get('webhook');
+    this.settings.set('webhook', subscriptionId ? { ...rest, subscriptionId } : rest);
   }
 
   private async startEmbedded(): Promise<EmbeddedServerInfo> {
