@@ -71,6 +71,8 @@ describe('secrets missing or unreadable at start (no keychain)', () => {
   it('the bundled server, secrets file without its key: starts and syncs with the server seeded anew', async () => {
     headless = await launchHeadless({ home, rendererDir: null, log: () => undefined });
     await headless.stop();
+    // What names the demo clinic and patient is for this user only, like the settings.
+    for (const name of ['embedded-server.json', 'settings.json']) expect(fs.statSync(path.join(home, name)).mode & 0o777, name).toBe(0o600);
     fs.rmSync(path.join(home, 'secrets.enc.key'));
 
     headless = await launchHeadless({ home, rendererDir: null, log: () => undefined });
