@@ -78,7 +78,8 @@ export interface AppStatus {
   shell: 'desktop' | 'headless';
   server: { url: string; tokenUrl: string; clientId: string; organizationId: string; organizationName: string | null } | null;
   online: boolean;
-  secrets: { backend: 'keychain' | 'encrypted-file'; warning: string | null };
+  /** `clientSecretMissing`: a server is configured but its client secret is in neither store (enter it again). */
+  secrets: { backend: 'keychain' | 'encrypted-file'; warning: string | null; clientSecretMissing: boolean };
   webhook: { listening: boolean; localUrl: string | null; publicUrl: string | null; subscribed: boolean; error: string | null };
   version: string;
 }

@@ -137,4 +137,13 @@ describe('headless app and its bridge', () => {
     expect(await test({ clientId: READ_ONLY_CLIENT.id, clientSecret: READ_ONLY_CLIENT.secret })).toMatchObject({ ok: false, step: 'scope', error: { code: 'MISSING_SCOPE' } });
     expect(await test({ organizationId: OTHER_ORG })).toMatchObject({ ok: false, step: 'organization', error: { code: 'WRONG_ORGANIZATION' } });
   });
+
+  it('refuses a webhook public URL the server could never call, and a refused patch saves nothing', async () => {
+    const before = await value<{ concurrency: number; webhook: { publicUrl: string | null } }>('getSettings');
+    const plain = await call('updateSettings', [{ webhook: { publicUrl: 'http://clinic-tunnel.example' } }]);
+    expect(plain.envelope).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT', detail: expect.stringMatching(/https:\/\//) } });
+    const garbled = await call('updateSettings', [{ concurrency: before.concurrency + 1, webhook: { publicUrl: 'https://exa mple.com' } }]);
+    expect(garbled.envelope).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT', detail: expect.stringMatching(/not a valid address/) } });
+    expect(await value('getSettings')).toEqual(before);
+  });
 });

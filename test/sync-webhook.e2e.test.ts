@@ -15,7 +15,7 @@ import { ApiClient } from '../electron/sync/api-client.js';
 import { openJournal, type Journal } from '../electron/sync/journal.js';
 import type { SecretStore } from '../electron/sync/secrets.js';
 import { WEBHOOK_HMAC_ACCOUNT, WebhookWiring } from '../electron/sync/webhooks.js';
-import { startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { freePort, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { waitFor } from './helpers/sync.js';
 
@@ -139,4 +139,47 @@ describe('webhook listener behind a tunnel', () => {
     expect(verdicts.filter((verdict) => verdict === 'rejected')).toHaveLength(3);
     expect(activity).toBe(verdicts.length);
   }, 60_000);
+
+  const subscriptions = () => api.json<Array<{ id: string; callback: string; status: string }>>({ method: 'GET', url: `${server.url}/v1/webhooks`, organization: true });
+
+  it('takes the bare tunnel address: the callback gets the listener path; a path the user gives is served instead', async () => {
+    const bare = await wiring.start({ port: 0, publicUrl: tunnel.url, subscriptionId: null, api });
+    expect(wiring.current()).toMatchObject({ listening: true, subscribed: true, error: null });
+    tunnel.state.target = new URL(wiring.current().localUrl!).origin;
+    expect((await subscriptions()).find((subscription) => subscription.id === bare)?.callback).toBe(`${tunnel.url}/webhooks/patient-docs`);
+    let before = changed.length;
+    await api.createDocument(PATIENT, 'via-bare-tunnel.pdf', '/webhooks');
+    await waitFor('a delivery through the bare tunnel address', () => changed.length > before, 30_000, 100);
+
+    const withPath = `${tunnel.url}/hooks`;
+    const custom = await wiring.start({ port: 0, publicUrl: withPath, subscriptionId: bare, api });
+    expect(wiring.current().localUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/hooks$/);
+    tunnel.state.target = new URL(wiring.current().localUrl!).origin;
+    expect((await subscriptions()).map((subscription) => subscription.callback)).toEqual([withPath]);
+    before = changed.length;
+    await api.createDocument(PATIENT, 'via-tunnel-path.pdf', '/webhooks');
+    await waitFor('a delivery to the path the user gave', () => changed.length > before, 30_000, 100);
+    expect(custom).not.toBe(bare);
+  }, 60_000);
+
+  it('a request the listener does not serve (wrong path) shows in the activity', async () => {
+    await sendThroughTunnel(`${tunnel.url}/somewhere-else`, fs.readFileSync(tls.caFile), Buffer.from('{}'), {}).catch(() => 0);
+    expect(journal.webhookActivity(1)[0]).toMatchObject({ verdict: 'rejected', reason: expect.stringMatching(/^not found: POST \/somewhere-else/) });
+  });
+
+  it('clearing the public URL removes the subscription from the server', async () => {
+    const id = await wiring.start({ port: 0, publicUrl: `${tunnel.url}/webhooks/patient-docs`, subscriptionId: null, api });
+    expect((await subscriptions()).some((subscription) => subscription.id === id && subscription.status === 'active')).toBe(true);
+    expect(await wiring.start({ port: 0, publicUrl: null, subscriptionId: id, api })).toBeNull();
+    expect((await subscriptions()).filter((subscription) => subscription.id === id && subscription.status === 'active')).toEqual([]);
+    expect(wiring.current()).toMatchObject({ listening: true, subscribed: false, error: null });
+  });
+
+  it('two restarts at once (two quick saves) leave one listener on the port, and none after stop', async () => {
+    const port = await freePort();
+    await Promise.all([wiring.start({ port, publicUrl: null, subscriptionId: null, api: null }), wiring.start({ port, publicUrl: null, subscriptionId: null, api: null })]);
+    expect(wiring.current()).toMatchObject({ listening: true, error: null, localUrl: `http://127.0.0.1:${port}/webhooks/patient-docs` });
+    await wiring.stop();
+    await expect(fetch(`http://127.0.0.1:${port}/webhooks/patient-docs`, { method: 'POST', body: '{}' })).rejects.toThrow();
+  });
 });

@@ -66,3 +66,31 @@ describe('headless UI files', () => {
     expect((await get('/', 'evil.example')).status).toBe(421);
   });
 });
+
+describe('bridge calls', () => {
+  /** A bridge call over a kept-alive connection, as the UI's fetch makes them. */
+  function call(agent: http.Agent, body: Buffer | string): Promise<{ status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      http
+        .request({ host: '127.0.0.1', port: bridge.port, path: '/bridge/call/getStatus', method: 'POST', agent, headers: { host: `127.0.0.1:${bridge.port}`, authorization: 'Bearer launch-token' } }, (response) => {
+          let text = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => (text += chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }));
+        })
+        .on('error', reject)
+        .end(body);
+    });
+  }
+
+  it('refuses a body over 1 MiB and the next call on the same kept-alive agent still works', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const refused = await call(agent, Buffer.alloc(3 * 1024 * 1024, 0x20));
+      expect(JSON.parse(refused.body)).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT', detail: 'the body is too large' } });
+      expect(await call(agent, '[]')).toMatchObject({ status: 200, body: JSON.stringify({ ok: true, value: null }) });
+    } finally {
+      agent.destroy();
+    }
+  });
+});

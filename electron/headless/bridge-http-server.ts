@@ -87,7 +87,8 @@ export async function startBridgeHttpServer(options: BridgeHttpServerOptions): P
     const envelope = refusal
       ? { ok: false, error: { code: 'INVALID_INPUT', message: 'The request was not valid.', detail: refusal } }
       : await options.dispatcher.call(name!, args);
-    send(response, 200, 'application/json', JSON.stringify(envelope));
+    // After an oversized body the connection is not reused: the caller's next call gets a fresh one.
+    send(response, 200, 'application/json', JSON.stringify(envelope), body === null ? { connection: 'close' } : {});
   };
 
   const events = async (request: IncomingMessage, response: ServerResponse, token: string | null): Promise<void> => {
@@ -171,16 +172,18 @@ function tokenMatches(given: string | undefined, expected: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-/** The body as text, or null when it is larger than allowed. */
+/**
+ * The body as text, or null when it is larger than allowed. An oversized body is still read to
+ * its end (and dropped), so the answer reaches the caller instead of a reset mid-upload.
+ */
 async function readBody(request: IncomingMessage): Promise<string | null> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request) {
     size += (chunk as Buffer).length;
-    if (size > MAX_CALL_BYTES) return null;
-    chunks.push(chunk as Buffer);
+    if (size <= MAX_CALL_BYTES) chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return size > MAX_CALL_BYTES ? null : Buffer.concat(chunks).toString('utf8');
 }
 
 function send(response: ServerResponse, status: number, contentType: string, body: string, headers: Record<string, string> = {}): void {

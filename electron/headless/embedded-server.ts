@@ -49,7 +49,7 @@ export class EmbeddedServer implements EmbeddedServerHost {
       await this.secrets.set(SECRET_ACCOUNT, clientSecret);
       seedFile = path.join(dataDir, `seed-${randomUUID()}.json`);
       writeFileSync(seedFile, JSON.stringify(seedFor(identity, clientSecret)), { mode: 0o600 });
-      writeFileSync(identityFile, JSON.stringify(identity, null, 2));
+      writeFileSync(identityFile, JSON.stringify(identity, null, 2), { mode: 0o600 });
     }
     try {
       this.running = await this.listen(dataDir, preferredPort(preferredUrl), seedFile);

@@ -32,7 +32,31 @@ export function connectionFrom(input: RemoteSetupInput): ConnectionSettings {
   return { serverUrl, tokenUrl, clientId: input.clientId.trim(), organizationId: input.organizationId.toLowerCase() };
 }
 
+/**
+ * Why an address may not carry the client secret, or null when it may: https, or plain http to
+ * this computer only (the bundled server). Anything else sends the secret readable on the wire.
+ */
+export function insecureAddress(address: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(address);
+  } catch {
+    return `'${address}' is not an http(s) address`;
+  }
+  if (url.protocol === 'https:') return null;
+  if (url.protocol !== 'http:') return `'${address}' is not an http(s) address`;
+  if (isLoopback(url.hostname)) return null;
+  return `'${address}' uses plain http, which would send the client secret unencrypted over the network: use its https:// address (plain http is only for a server on this computer: localhost, 127.0.0.1, ::1)`;
+}
+
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
+}
+
+/** Throws when the server or token address would expose the client secret (see insecureAddress). */
 export function createApiClient(connection: ConnectionSettings, clientSecret: string, options: { limiter?: BandwidthLimiter; resumableThreshold?: number } = {}): ApiClient {
+  const insecure = insecureAddress(connection.serverUrl) ?? insecureAddress(connection.tokenUrl);
+  if (insecure) throw new Error(insecure);
   return new ApiClient({
     serverUrl: connection.serverUrl,
     organizationId: connection.organizationId,
@@ -44,14 +68,9 @@ export function createApiClient(connection: ConnectionSettings, clientSecret: st
 
 export async function testConnection(input: RemoteSetupInput): Promise<ConnectionTestResult> {
   const connection = connectionFrom(input);
-  let url: URL;
-  try {
-    url = new URL(connection.serverUrl);
-    new URL(connection.tokenUrl);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('scheme');
-  } catch {
-    return refused('reach', 'UNREACHABLE', `'${input.serverUrl}' is not an http(s) address`);
-  }
+  // Checked before anything is sent: the secret must not leave in clear text even once.
+  const insecure = insecureAddress(connection.serverUrl) ?? insecureAddress(connection.tokenUrl);
+  if (insecure) return refused('reach', insecure.includes('plain http') ? 'INVALID_INPUT' : 'UNREACHABLE', insecure);
   try {
     await got.get(connection.serverUrl, { throwHttpErrors: false, retry: { limit: 0 }, timeout: { request: 10_000 }, followRedirect: false });
   } catch (error) {

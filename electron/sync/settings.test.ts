@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -59,5 +59,11 @@ describe('settings', () => {
     const settings = openSettings(directory);
     const untyped = settings as unknown as { set(key: string, value: unknown): void };
     expect(() => untyped.set('clientSecret', 'hunter2')).toThrow(/additional properties/);
+  });
+
+  it('writes the settings file readable by this user only', async () => {
+    const settings = openSettings(directory);
+    settings.set('concurrency', 4);
+    expect((await stat(settings.path)).mode & 0o777).toBe(0o600);
   });
 });

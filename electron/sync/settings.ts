@@ -101,6 +101,8 @@ export const settingsOptions = {
   // Unknown keys are refused, so a secret cannot end up in this plain file by mistake.
   // `__internal__` is where conf and electron-store keep their own bookkeeping.
   rootSchema: { additionalProperties: false, patternProperties: { '^__internal__$': {} } },
+  // Folder paths, patient ids and the server address: for this user only, like the rest of the home.
+  configFileMode: 0o600,
 } satisfies Partial<Options<SyncSettings>>;
 
 /** What the engine needs of a settings store; conf and electron-store both provide it. */

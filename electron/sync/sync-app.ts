@@ -12,12 +12,12 @@ import type { ApiClient } from './api-client.js';
 import { BandwidthLimiter } from './bandwidth.js';
 import { ApiProblemError } from './api-errors.js';
 import { BridgeError, toCodedError } from './bridge-error.js';
-import { CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, testConnection, type ConnectionSettings } from './connection.js';
+import { CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, insecureAddress, testConnection, type ConnectionSettings } from './connection.js';
 import { SyncEngine, type EngineEvent, type EngineOptions } from './engine.js';
 import { openJournal, type Journal } from './journal.js';
 import { describeOverlap, overlappingPair } from './pair-folders.js';
 import type { SecretStore } from './secrets.js';
-import type { SettingsStore, SyncPair, SyncSettings } from './settings.js';
+import type { SettingsStore, SyncPair, SyncSettings, WebhookSettings } from './settings.js';
 import { WebhookWiring } from './webhooks.js';
 
 /** What the embedded server hands back once it runs (the demo organization, patient and client). */
@@ -61,6 +61,7 @@ export class SyncApp {
   private readonly webhooks: WebhookWiring;
   private readonly listeners = new Set<(event: BridgeEvent) => void>();
   private api: ApiClient | null = null;
+  private clientSecretMissing = false;
   private embeddedInfo: EmbeddedServerInfo | null = null;
   private started = false;
   private stopForwarding: (() => void) | undefined;
@@ -126,6 +127,11 @@ export class SyncApp {
         this.settings.set('tokenUrl', info.tokenUrl);
         writeFileSync(path.join(this.options.home, EMBEDDED_MARKER), JSON.stringify({ serverUrl: info.url }));
       }
+      // The bundled server's secret may have been made again (its old one was in a keychain that
+      // is not usable now): the connection uses whatever the server was seeded with.
+      if (info.clientId === this.settings.get('clientId') && (await this.secrets.get(CLIENT_SECRET_ACCOUNT)) !== info.clientSecret) {
+        await this.secrets.set(CLIENT_SECRET_ACCOUNT, info.clientSecret);
+      }
     }
     await this.connect();
     await this.engine.start(this.settings.get('pairs'));
@@ -168,8 +174,9 @@ export class SyncApp {
             organizationName: this.embeddedInfo?.organizationId === connection.organizationId ? this.embeddedInfo.organizationName : null,
           }
         : null,
-      online: this.engine.isOnline,
-      secrets: { backend: this.secrets.backend, warning: this.secrets.warning ?? null },
+      // Without a client secret nothing can reach the server, whatever the last request did.
+      online: this.engine.isOnline && this.api !== null,
+      secrets: { backend: this.secrets.backend, warning: this.secrets.warning ?? null, clientSecretMissing: this.clientSecretMissing },
       webhook: { ...webhook, publicUrl: this.settings.get('webhook').publicUrl ?? null },
       version: this.options.version,
     };
@@ -264,6 +271,8 @@ export class SyncApp {
 
   async updateSettings(patch: SettingsPatch): Promise<SettingsView> {
     const settings = this.settings;
+    // Checked as a whole before anything is saved: a refused patch changes nothing.
+    const webhook = patch.webhook ? this.nextWebhookSettings(patch.webhook) : undefined;
     if (patch.concurrency !== undefined) settings.set('concurrency', patch.concurrency);
     if (patch.settleMs !== undefined) settings.set('settleMs', patch.settleMs);
     if (patch.rescanMinutes !== undefined) settings.set('rescanMinutes', patch.rescanMinutes);
@@ -272,17 +281,7 @@ export class SyncApp {
       settings.set('bandwidthLimit', patch.bandwidthLimitBytesPerSecond);
       this.limiter.setLimit(patch.bandwidthLimitBytesPerSecond);
     }
-    if (patch.webhook) {
-      const current = settings.get('webhook');
-      const next = { ...current, ...(patch.webhook.port !== undefined ? { port: patch.webhook.port } : {}) };
-      if (patch.webhook.publicUrl !== undefined) {
-        const url = patch.webhook.publicUrl?.trim();
-        if (url && !/^https?:\/\//.test(url)) throw new BridgeError('INVALID_INPUT', 'the public URL must start with https://');
-        if (url) next.publicUrl = url;
-        else delete next.publicUrl;
-      }
-      settings.set('webhook', next);
-    }
+    if (webhook) settings.set('webhook', webhook);
     if (patch.clientSecret !== undefined) {
       await this.secrets.set(CLIENT_SECRET_ACCOUNT, patch.clientSecret);
       await this.connect();
@@ -291,6 +290,27 @@ export class SyncApp {
     if (patch.webhook && this.started) await this.startWebhooks();
     this.emitStatus();
     return this.settingsView();
+  }
+
+  /** The server calls only https callbacks (SPEC §5.7), so an http public URL could never work. */
+  private nextWebhookSettings(patch: NonNullable<SettingsPatch['webhook']>): WebhookSettings {
+    const next: WebhookSettings = { ...this.settings.get('webhook'), ...(patch.port !== undefined ? { port: patch.port } : {}) };
+    if (patch.publicUrl === undefined) return next;
+    const url = patch.publicUrl?.trim();
+    if (!url) {
+      delete next.publicUrl;
+      return next;
+    }
+    let parsed: URL;
+    try {
+      if (/\s/.test(url)) throw new Error('spaces');
+      parsed = new URL(url);
+    } catch {
+      throw new BridgeError('INVALID_INPUT', `the public URL '${url}' is not a valid address`);
+    }
+    if (parsed.protocol !== 'https:') throw new BridgeError('INVALID_INPUT', 'the public URL must start with https:// (the server calls only https addresses)');
+    next.publicUrl = url;
+    return next;
   }
 
   emitStatus(): void {
@@ -325,7 +345,10 @@ export class SyncApp {
   private async connect(): Promise<void> {
     const connection = this.connection();
     const secret = connection ? await this.secrets.get(CLIENT_SECRET_ACCOUNT) : undefined;
-    this.api = connection && secret ? createApiClient(connection, secret, { limiter: this.limiter, ...(this.options.resumableThreshold !== undefined ? { resumableThreshold: this.options.resumableThreshold } : {}) }) : null;
+    this.clientSecretMissing = connection !== null && !secret;
+    // A server address saved by an older version that would carry the secret in clear text is not used.
+    const insecure = connection ? (insecureAddress(connection.serverUrl) ?? insecureAddress(connection.tokenUrl)) : null;
+    this.api = connection && secret && !insecure ? createApiClient(connection, secret, { limiter: this.limiter, ...(this.options.resumableThreshold !== undefined ? { resumableThreshold: this.options.resumableThreshold } : {}) }) : null;
     this.engine.setApi(this.api);
   }
 
@@ -339,7 +362,9 @@ export class SyncApp {
     if (this.options.webhooks === false) return;
     const webhook = this.settings.get('webhook');
     const subscriptionId = await this.webhooks.start({ port: webhook.port, publicUrl: webhook.publicUrl ?? null, subscriptionId: webhook.subscriptionId ?? null, api: this.api });
-    if (subscriptionId && subscriptionId !== webhook.subscriptionId) this.settings.set('webhook', { ...this.settings.get('webhook'), subscriptionId });
+    if (subscriptionId === (webhook.subscriptionId ?? null)) return;
+    const { subscriptionId: _old, ...rest } = this.settings.get('webhook');
+    this.settings.set('webhook', subscriptionId ? { ...rest, subscriptionId } : rest);
   }
 
   private async startEmbedded(): Promise<EmbeddedServerInfo> {

@@ -4,7 +4,7 @@
  * workstation with the CLI and the app sees the same pairs.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openSecretStore, type SecretStore } from './secrets.js';
@@ -24,9 +24,41 @@ export interface SyncHome {
   secrets: SecretStore;
 }
 
-/** One keychain service per installation (per home), so two installs never share a secret. */
+const INSTALLATION_ID_FILE = 'installation-id';
+
+/**
+ * One keychain service per installation (per home), so two installs never share a secret. The name
+ * also authenticates the encrypted secrets file, so it must survive the home folder being moved:
+ * it comes from an id kept in the home, not from the folder's path.
+ */
 export function serviceName(directory: string): string {
-  return `Patient Docs (${createHash('sha256').update(path.resolve(directory)).digest('hex').slice(0, 12)})`;
+  return `Patient Docs (${installationId(directory)})`;
+}
+
+function installationId(directory: string): string {
+  const file = path.join(directory, INSTALLATION_ID_FILE);
+  const stored = readId(file);
+  if (stored) return stored;
+  // The first id is the one the path gave before ids were kept, so a home made by an earlier
+  // version keeps its keychain entries and its encrypted file readable.
+  const id = createHash('sha256').update(path.resolve(directory)).digest('hex').slice(0, 12);
+  try {
+    writeFileSync(file, `${id}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    // Another process (the CLI next to the app) wrote it first: use theirs.
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return readId(file) ?? id;
+    throw error;
+  }
+  return id;
+}
+
+function readId(file: string): string | undefined {
+  try {
+    const id = readFileSync(file, 'utf8').trim();
+    return /^[0-9a-f]{12}$/.test(id) ? id : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export async function openSyncHome(directory: string): Promise<SyncHome> {

@@ -1,13 +1,14 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openJournal } from './journal.js';
 import type { Journal } from './journal.js';
-import { startWebhookListener } from './webhook-listener.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_WEBHOOK_PATH, MAX_CONNECTIONS, REQUEST_TIMEOUT_MS, startWebhookListener } from './webhook-listener.js';
 import type { WebhookListener, WebhookListenerOptions, WebhookMessage } from './webhook-listener.js';
 
 const HMAC = 'subscription-hmac-secret';
@@ -85,6 +86,8 @@ describe('webhook listener', () => {
     const { url, port } = await start();
     expect(url).toBe(`http://127.0.0.1:${port}/webhooks/patient-docs`);
     expect((await send(`http://127.0.0.1:${port}/other`)).status).toBe(404);
+    // A request on another path (a tunnel forwarding to the wrong place) shows in the activity.
+    expect(journal.webhookActivity(1)[0]).toMatchObject({ verdict: 'rejected', reason: expect.stringMatching(/^not found: POST \/other \(this listener serves \/webhooks\/patient-docs\)/) });
     expect((await send(url, { method: 'GET' })).status).toBe(405);
   });
 
@@ -159,6 +162,44 @@ describe('webhook listener', () => {
     expect(events).toEqual([]);
     expect(journal.webhookActivity(10).map((entry) => entry.reason)).toEqual(['body is larger than allowed', 'body is larger than allowed']);
   });
+
+  it('bounds what unauthenticated clients can hold: a small body cap, a connection limit, and trickled requests cut off in time', async () => {
+    const { url, port } = await start();
+    // A real server message is well under the default cap; one over it is refused before it is buffered.
+    expect((await post(url, messageBody({ data: { patient: { name: 'x'.repeat(2000) } } }))).status).toBe(200);
+    expect(DEFAULT_MAX_BODY_BYTES).toBeLessThanOrEqual(64 * 1024);
+    expect((await post(url, 'x'.repeat(DEFAULT_MAX_BODY_BYTES + 1))).status).toBe(413);
+
+    // Open more connections than allowed, each sending headers and part of a body, then stalling.
+    const opened: Socket[] = [];
+    const closedAt = new Map<Socket, number>();
+    const began = Date.now();
+    await Promise.all(
+      Array.from({ length: MAX_CONNECTIONS + 20 }, () => new Promise<void>((resolve) => {
+        const socket = connect(port, '127.0.0.1', () => {
+          socket.write(`POST ${DEFAULT_WEBHOOK_PATH} HTTP/1.1\r\nHost: x\r\nContent-Length: 60000\r\n\r\n${'a'.repeat(1000)}`, () => resolve());
+        });
+        socket.on('error', () => resolve());
+        socket.on('close', () => closedAt.set(socket, Date.now() - began));
+        socket.resume();
+        opened.push(socket);
+      })),
+    );
+    try {
+      await sleep(500);
+      // Past the limit, connections are dropped at once.
+      expect(closedAt.size).toBeGreaterThanOrEqual(20);
+      // The stalled ones are cut off after the request timeout, not Node's default 30 s check.
+      const deadline = Date.now() + REQUEST_TIMEOUT_MS + 5_000;
+      while (closedAt.size < opened.length && Date.now() < deadline) await sleep(100);
+      expect(closedAt.size).toBe(opened.length);
+      expect(Math.max(...closedAt.values())).toBeLessThan(REQUEST_TIMEOUT_MS + 3_000);
+    } finally {
+      for (const socket of opened) socket.destroy();
+    }
+    // And the listener still serves the server afterwards.
+    expect((await post(url, messageBody())).status).toBe(200);
+  }, 30_000);
 
   it('refuses signed bodies that are not webhook messages', async () => {
     const { url } = await start();

@@ -51,7 +51,12 @@ export interface WebhookListener {
 }
 
 export const DEFAULT_WEBHOOK_PATH = '/webhooks/patient-docs';
-export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
+/** A real message is well under 2 KB (an event, ids, a patient's name); 64 KiB leaves room. */
+export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
+/** The server opens at most 16 connections per callback; anything past this is not the server. */
+export const MAX_CONNECTIONS = 64;
+/** A client that trickles its request is cut off after this long. */
+export const REQUEST_TIMEOUT_MS = 10_000;
 /** Standard Webhooks: a delivery whose timestamp is further off than this is a replay. */
 export const TIMESTAMP_TOLERANCE_MS = 5 * 60 * 1000;
 
@@ -62,15 +67,16 @@ type Outcome = { status: number; reason?: string };
 export async function startWebhookListener(options: WebhookListenerOptions): Promise<WebhookListener> {
   const host = options.host ?? '127.0.0.1';
   const path = options.path ?? DEFAULT_WEBHOOK_PATH;
-  const server = createServer((request, response) => {
+  // Anyone who can reach the port (through the tunnel: anyone) may connect, before any signature
+  // is checked: so memory per connection is capped by the body limit, connections by their number,
+  // and time by the timeouts, which Node checks every connectionsCheckingInterval (30 s by default).
+  const server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1000 }, (request, response) => {
     handle(request, response, options, path).catch((error: unknown) => {
       options.onError?.(error);
       if (!response.headersSent) answer(response, { status: 500, reason: 'internal error' });
     });
   });
-  // A client that trickles its request must not hold a connection forever.
-  server.requestTimeout = 10_000;
-  server.headersTimeout = 10_000;
+  server.maxConnections = MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, host, () => {
@@ -91,7 +97,9 @@ export async function startWebhookListener(options: WebhookListenerOptions): Pro
 }
 
 async function handle(request: IncomingMessage, response: ServerResponse, options: WebhookListenerOptions, path: string): Promise<void> {
-  if ((request.url ?? '').split('?')[0] !== path) return answer(response, { status: 404, reason: 'not found' });
+  const requested = (request.url ?? '').split('?')[0]!;
+  // Recorded: a tunnel forwarding to another path is a misconfiguration the user must be able to see.
+  if (requested !== path) return refuse(response, options, { status: 404, reason: `not found: ${request.method ?? ''} ${requested.slice(0, 200)} (this listener serves ${path})` });
   if (request.method !== 'POST') {
     response.setHeader('allow', 'POST');
     return answer(response, { status: 405, reason: 'only POST is accepted' });

@@ -7,9 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import type { SubscriptionDto } from '../../shared/schemas.js';
 import type { ApiClient } from './api-client.js';
+import { ApiProblemError } from './api-errors.js';
 import type { Journal, WebhookRecord } from './journal.js';
 import type { SecretStore } from './secrets.js';
-import { startWebhookListener, type WebhookListener, type WebhookMessage } from './webhook-listener.js';
+import { DEFAULT_WEBHOOK_PATH, startWebhookListener, type WebhookListener, type WebhookMessage } from './webhook-listener.js';
 
 export const WEBHOOK_HMAC_ACCOUNT = 'webhook-hmac';
 export const SUBSCRIBED_EVENTS = ['document.all', 'patient.all'];
@@ -43,6 +44,7 @@ export class WebhookWiring {
   private listener: WebhookListener | undefined;
   private hmac: string | undefined;
   private status: WebhookStatus = { listening: false, localUrl: null, publicUrl: null, subscribed: false, error: null };
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly options: WebhookWiringOptions) {}
 
@@ -50,9 +52,27 @@ export class WebhookWiring {
     return { ...this.status };
   }
 
-  /** (Re)starts the listener and makes sure the subscription exists. Returns the subscription id. */
-  async start(input: WebhookStartInput): Promise<string | null> {
-    await this.stop();
+  /**
+   * (Re)starts the listener and makes sure the subscription exists, or, with no public URL, that
+   * none is left delivering to the old one. Returns the subscription id (null when there is none).
+   */
+  start(input: WebhookStartInput): Promise<string | null> {
+    return this.serially(() => this.restart(input));
+  }
+
+  stop(): Promise<void> {
+    return this.serially(() => this.close());
+  }
+
+  /** Two quick saves in Settings must not run two listeners, or race for one port. */
+  private serially<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(work);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async restart(input: WebhookStartInput): Promise<string | null> {
+    await this.close();
     this.hmac = await this.options.secrets.get(WEBHOOK_HMAC_ACCOUNT);
     const ledger = {
       seenMessage: (messageId: string) => this.options.journal.seenMessage(messageId),
@@ -61,23 +81,28 @@ export class WebhookWiring {
         this.options.onActivity();
       },
     };
+    const callback = input.publicUrl ? callbackUrl(input.publicUrl) : null;
     try {
       this.listener = await startWebhookListener({
         host: this.options.host ?? '127.0.0.1',
         port: input.port,
+        // A tunnel passes the path on unchanged: serve the one the server is told to call.
+        path: callback ? new URL(callback).pathname : DEFAULT_WEBHOOK_PATH,
         getSecret: () => this.hmac,
         journal: ledger,
         onEvent: (message) => this.onMessage(message),
         ...(this.options.onError ? { onError: this.options.onError } : {}),
       });
     } catch (error) {
+      this.listener = undefined;
       this.status = { listening: false, localUrl: null, publicUrl: input.publicUrl, subscribed: false, error: `The webhook listener could not start: ${describe(error)}` };
       return input.subscriptionId;
     }
     this.status = { listening: true, localUrl: this.listener.url, publicUrl: input.publicUrl, subscribed: false, error: null };
-    if (!input.publicUrl || !input.api) return input.subscriptionId;
+    if (!input.api) return input.subscriptionId;
+    if (!callback) return this.unsubscribe(input.api, input.subscriptionId);
     try {
-      const id = await this.ensureSubscription(input.api, input.publicUrl, input.subscriptionId);
+      const id = await this.ensureSubscription(input.api, callback, input.subscriptionId);
       this.status.subscribed = true;
       return id;
     } catch (error) {
@@ -86,10 +111,23 @@ export class WebhookWiring {
     }
   }
 
-  async stop(): Promise<void> {
+  private async close(): Promise<void> {
     await this.listener?.close();
     this.listener = undefined;
     this.status = { ...this.status, listening: false, localUrl: null };
+  }
+
+  /** The public URL was cleared: the server must stop delivering patient events to the old one. */
+  private async unsubscribe(api: ApiClient, subscriptionId: string | null): Promise<string | null> {
+    if (!subscriptionId) return null;
+    try {
+      await api.json({ method: 'DELETE', url: `${apiBase(api)}/v1/webhooks/${subscriptionId}`, organization: true });
+      return null;
+    } catch (error) {
+      if (error instanceof ApiProblemError && error.status === 404) return null;
+      this.status.error = `The old webhook subscription could not be removed: ${describe(error)}`;
+      return subscriptionId;
+    }
   }
 
   private async ensureSubscription(api: ApiClient, publicUrl: string, subscriptionId: string | null): Promise<string> {
@@ -115,6 +153,16 @@ export class WebhookWiring {
   private onMessage(message: WebhookMessage): void {
     if (message.eventType.startsWith('document.')) this.options.onDocumentsChanged(message.patientId ?? null);
   }
+}
+
+/**
+ * What the server calls: the public URL as given, or, for a bare address (a tunnel's origin), that
+ * address with the listener's own path, which is what the tunnel will then forward to.
+ */
+export function callbackUrl(publicUrl: string): string {
+  const url = new URL(publicUrl);
+  if (url.pathname === '/' || url.pathname === '') url.pathname = DEFAULT_WEBHOOK_PATH;
+  return url.toString();
 }
 
 function apiBase(api: ApiClient): string {

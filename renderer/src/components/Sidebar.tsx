@@ -45,7 +45,7 @@ function ConnectionSummary({ status }: { status: AppStatus }) {
       <div className="connection-text">
         <div className="connection-organization">{organization}</div>
         <div className="connection-detail truncate" title={server?.url}>
-          {status.online ? where : 'Offline — will retry'}
+          {status.online ? where : status.secrets.clientSecretMissing ? 'Client secret missing — enter it in Settings' : 'Offline — will retry'}
         </div>
         {server && !server.organizationName ? (
           <div className="connection-detail truncate" title={`Organization ${server.organizationId}`}>

@@ -144,6 +144,7 @@ function ServerSection({ status, maskedSecret, clientSecret, onSecretChange }: {
         </div>
         <span className="field-hint">{status.secrets.backend === 'keychain' ? 'Stored in the operating system’s keychain.' : 'Stored in an encrypted file on this computer.'}</span>
       </div>
+      {status.secrets.clientSecretMissing ? <InfoNotice tone="warning">The client secret is not stored on this computer any more, so nothing is uploaded. Enter it above and save.</InfoNotice> : null}
       {status.secrets.warning ? <InfoNotice tone="warning">{status.secrets.warning}</InfoNotice> : null}
     </SettingsSection>
   );
@@ -160,7 +161,7 @@ function WebhookSection({ status, port, publicUrl, onPortChange, onPublicUrlChan
         </div>
         <div className="field">
           <label htmlFor="settings-webhook-url">Public address</label>
-          <input id="settings-webhook-url" type="url" value={publicUrl} onChange={(event) => onPublicUrlChange(event.target.value)} placeholder="https://clinic-tunnel.example/hooks" spellCheck={false} />
+          <input id="settings-webhook-url" type="url" value={publicUrl} onChange={(event) => onPublicUrlChange(event.target.value)} placeholder="https://clinic-tunnel.example" spellCheck={false} />
         </div>
       </div>
       <p className="small listener-status">
