@@ -15,7 +15,7 @@ export type { StateCounts, WebhookVerdict };
 export interface FileRecord {
   id: number;
   pairId: string;
-  /** Posix separators, NFC. */
+  /** Posix separators, spelled as on disk (the file is opened by it; see mapping.ts toRelativePath). */
   relativePath: string;
   remotePath: string;
   fileName: string;

@@ -5,7 +5,7 @@
  * lock while it writes). Files in one folder settle as a group, because a DICOM series arrives as
  * hundreds of files and uploading the first half of a series is worse than waiting for all of it.
  */
-import { open, stat as statFile } from 'node:fs/promises';
+import { lstat, open, stat as statFile } from 'node:fs/promises';
 import path from 'node:path';
 
 export interface FileStat {
@@ -46,6 +46,19 @@ export async function statIfPresent(absolutePath: string): Promise<FileStat | un
   } catch (error) {
     if (isMissing(error)) return undefined;
     throw error;
+  }
+}
+
+/**
+ * Device and inode as one string, undefined when the file is gone: tells whether two spellings of
+ * a name (case, Unicode normalization) open one file or two. Bigint: NTFS file ids exceed 2^53.
+ */
+export async function fileIdentity(absolutePath: string): Promise<string | undefined> {
+  try {
+    const stats = await lstat(absolutePath, { bigint: true });
+    return `${stats.dev}:${stats.ino}`;
+  } catch {
+    return undefined;
   }
 }
 

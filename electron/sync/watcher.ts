@@ -15,14 +15,14 @@ import { lstat, opendir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { watch } from 'chokidar';
 import type { FSWatcher } from 'chokidar';
-import { toRelativePath } from './mapping.js';
-import { statIfPresent } from './stability.js';
+import { serverNameKey, toRelativePath } from './mapping.js';
+import { fileIdentity, statIfPresent } from './stability.js';
 import type { FileStat } from './stability.js';
 
 export interface FolderWatcherOptions {
   folder: string;
   isIgnored: (relativePath: string) => boolean;
-  /** A file appeared or changed (relative path with posix separators, NFC). */
+  /** A file appeared or changed (relative path with posix separators, spelled as on disk). */
   onCandidate: (relativePath: string, stat: FileStat) => void;
   /** A file known to be there is gone. */
   onRemoved: (relativePath: string) => void;
@@ -151,12 +151,37 @@ class FolderWatch implements FolderWatcher {
     await this.walk(this.options.folder, '', seen);
     if (this.closed || !(await this.folderIsHere())) return;
     for (const [relativePath, stat] of seen) this.report(relativePath, stat);
+    const seenNames = new Map<string, string[]>();
+    for (const relativePath of seen.keys()) {
+      const key = serverNameKey(relativePath);
+      seenNames.set(key, [...(seenNames.get(key) ?? []), relativePath]);
+    }
     for (const relativePath of [...this.known.keys()]) {
       if (seen.has(relativePath)) continue;
       // The watcher may have reported a file the walk passed before it was written.
-      const stat = await statIfPresent(path.join(this.options.folder, ...relativePath.split('/')));
-      if (!stat) this.forget(relativePath);
+      const stat = await statIfPresent(this.absolute(relativePath));
+      if (!stat || (await this.isAliasOfSeen(relativePath, seenNames.get(serverNameKey(relativePath)) ?? []))) this.forget(relativePath);
     }
+  }
+
+  /**
+   * A name the walk did not list can still open a file where the file system ignores case or
+   * normalization (Windows, macOS): `scan.stl` after a rename to `SCAN.STL`, or a journal key
+   * written in NFC before keys were kept as on disk. When it opens the very file the walk listed
+   * under another spelling, that spelling is the file's name now and the old one is gone.
+   */
+  private async isAliasOfSeen(relativePath: string, sameServerName: readonly string[]): Promise<boolean> {
+    if (sameServerName.length === 0) return false;
+    const identity = await fileIdentity(this.absolute(relativePath));
+    if (identity === undefined) return false;
+    for (const other of sameServerName) {
+      if ((await fileIdentity(this.absolute(other))) === identity) return true;
+    }
+    return false;
+  }
+
+  private absolute(relativePath: string): string {
+    return path.join(this.options.folder, ...relativePath.split('/'));
   }
 
   private async walk(absoluteFolder: string, relativeFolder: string, seen: Map<string, FileStat>): Promise<void> {
@@ -169,8 +194,8 @@ class FolderWatch implements FolderWatcher {
       return;
     }
     for await (const entry of folder) {
-      const name = entry.name.normalize('NFC');
-      const relativePath = relativeFolder === '' ? name : `${relativeFolder}/${name}`;
+      // As on disk, not normalized: the file is opened by this name (see toRelativePath).
+      const relativePath = relativeFolder === '' ? entry.name : `${relativeFolder}/${entry.name}`;
       if (this.options.isIgnored(relativePath)) continue;
       const absolutePath = path.join(absoluteFolder, entry.name);
       // Symbolic links are not followed: a link to a large tree or a loop must not be uploaded by accident.
