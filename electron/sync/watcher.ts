@@ -235,20 +235,26 @@ class FolderWatch implements FolderWatcher {
     if (!(await this.folderIsHere())) return;
     for (const absolutePath of paths) {
       if (this.closed) return;
-      const relativePath = this.inside(absolutePath);
-      if (relativePath === null || this.options.isIgnored(relativePath)) continue;
-      let stats;
-      try {
-        stats = await lstat(absolutePath);
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
-        // Gone: a file that was known is reported removed, and so is every file of a folder that was.
-        this.forgetTree(relativePath);
-        continue;
-      }
-      if (stats.isFile()) this.report(relativePath, { size: stats.size, mtimeMs: stats.mtimeMs });
+      // One name that cannot be looked at (EACCES, ENAMETOOLONG, ELOOP) is told, and the other
+      // names of the batch are still looked at; the next scan looks at it again.
+      await this.checkHint(absolutePath).catch((error: unknown) => this.options.onError?.(error));
     }
+  }
+
+  private async checkHint(absolutePath: string): Promise<void> {
+    const relativePath = this.inside(absolutePath);
+    if (relativePath === null || this.options.isIgnored(relativePath)) return;
+    let stats;
+    try {
+      stats = await lstat(absolutePath);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
+      // Gone: a file that was known is reported removed, and so is every file of a folder that was.
+      this.forgetTree(relativePath);
+      return;
+    }
+    if (stats.isFile()) this.report(relativePath, { size: stats.size, mtimeMs: stats.mtimeMs });
   }
 
   /** A folder appeared (created, or moved in whole): its files are not announced one by one. */
