@@ -8,7 +8,7 @@ import path from 'node:path';
 import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { visibleName } from '../../shared/names.js';
 import { createIgnoreMatcher } from './ignore.js';
-import type { FileRecord, ObservedFile } from './journal.js';
+import type { FileRecord, HistoryNote, ObservedFile } from './journal.js';
 import { mapToRemote, serverNameKey } from './mapping.js';
 import type { SyncPair } from './settings.js';
 import { fileIdentity, StabilityGate, type FileStat } from './stability.js';
@@ -23,7 +23,7 @@ export interface WatchJournal {
   observe(pairId: string, relativePath: string, observed: ObservedFile): FileRecord;
   /** Many observations in one transaction (optional: `observe` one by one otherwise). */
   observeMany?(pairId: string, files: ReadonlyArray<{ relativePath: string; observed: ObservedFile }>): FileRecord[];
-  markDeletedLocally(pairId: string, relativePath: string): FileRecord | undefined;
+  markDeletedLocally(pairId: string, relativePath: string, note?: HistoryNote): FileRecord | undefined;
   transition: (id: number, state: 'failed', patch: { errorCode: string; errorMessage: string; errorDetail: string | null }) => FileRecord;
 }
 
@@ -78,15 +78,18 @@ export class PairWatch {
       this.folderMissing();
       return;
     }
-    const known = journal.knownFiles
-      ? journal.knownFiles(pair.id)
-      : journal
-          .byPair(pair.id)
-          .filter((record) => !record.deletedLocally)
-          .map((record) => [record.relativePath, { size: record.size, mtimeMs: record.mtimeMs }] as const);
+    const isIgnored = createIgnoreMatcher(this.options.ignorePatterns);
+    const known = this.dropIgnored(
+      journal.knownFiles
+        ? journal.knownFiles(pair.id)
+        : journal
+            .byPair(pair.id)
+            .filter((record) => !record.deletedLocally)
+            .map((record) => [record.relativePath, { size: record.size, mtimeMs: record.mtimeMs }] as const),
+      isIgnored,
+    );
     this.names.clear();
     for (const [relativePath] of known) this.addName(relativePath);
-    const isIgnored = createIgnoreMatcher(this.options.ignorePatterns);
     let gone = false;
     let watcher: FolderWatcher;
     try {
@@ -117,6 +120,25 @@ export class PairWatch {
       this.folderError = null;
       this.options.onFolderChanged?.();
     }
+  }
+
+  /**
+   * Files of the journal that an ignore pattern added since covers: the scan passes them by, so
+   * they would stay queued or failed forever and keep a run from finishing green. They leave the
+   * views like a deleted file (a synced one stays as history); should the pattern go, the scan
+   * finds them again and a file that was waiting is queued again.
+   */
+  private dropIgnored(known: ReadonlyArray<readonly [string, FileStat]>, isIgnored: (relativePath: string) => boolean): Array<readonly [string, FileStat]> {
+    const kept: Array<readonly [string, FileStat]> = [];
+    for (const entry of known) {
+      if (!isIgnored(entry[0])) {
+        kept.push(entry);
+        continue;
+      }
+      const record = this.options.journal.markDeletedLocally(this.options.pair.id, entry[0], { event: 'ignored', detail: 'an ignore pattern covers it' });
+      if (record) this.options.onFileChanged(record);
+    }
+    return kept;
   }
 
   /**
