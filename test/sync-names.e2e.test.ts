@@ -50,7 +50,7 @@ describe('file names as written on disk', () => {
     const failed = rows().filter((row) => row.state === 'failed');
     expect(synced).toHaveLength(1);
     expect(failed).toHaveLength(1);
-    expect(failed[0]).toMatchObject({ errorCode: 'INVALID_NAME', documentId: null });
+    expect(failed[0]).toMatchObject({ errorCode: 'CONFLICT', documentId: null });
     expect(failed[0]!.errorMessage).toMatch(/same name on the server.*not uploaded.*rename one of the two/s);
     // The run's answer names it: what the CLI lists as not synced.
     expect(sut.engine.fileViews(sut.pair.id, ['failed']).map((file) => file.relativePath)).toEqual([failed[0]!.relativePath]);
@@ -67,6 +67,7 @@ describe('file names as written on disk', () => {
 
     await waitFor('both settled', () => settled() && rows().length === 2);
     expect(rows().map((row) => row.state).sort()).toEqual(['failed', 'synced']);
+    expect(rows().find((row) => row.state === 'failed')).toMatchObject({ errorCode: 'CONFLICT', documentId: null });
     const documents = await allDocuments(sut.api, undefined, '/case-twins');
     expect(documents).toHaveLength(1);
     expect(documents[0]!.version).toBe(1);

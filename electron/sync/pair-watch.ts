@@ -226,9 +226,10 @@ export class PairWatch {
       : observed.map((file) => journal.observe(pair.id, file.relativePath, file.observed));
     records.forEach((record, index) => {
       const mapping = mappings[index]!;
-      const reason = mapping.ok ? clashes.get(record.relativePath) : mapping.reason;
-      if (reason === undefined || record.state === 'failed') return this.options.onFileChanged(record);
-      this.options.onFileChanged(journal.transition(record.id, 'failed', { errorCode: 'INVALID_NAME', errorMessage: reason, errorDetail: null }));
+      const clash = mapping.ok ? clashes.get(record.relativePath) : undefined;
+      if ((mapping.ok && clash === undefined) || record.state === 'failed') return this.options.onFileChanged(record);
+      const failure = mapping.ok ? { errorCode: 'CONFLICT', errorMessage: clash! } : { errorCode: 'INVALID_NAME', errorMessage: mapping.reason };
+      this.options.onFileChanged(journal.transition(record.id, 'failed', { ...failure, errorDetail: null }));
     });
   }
 
@@ -250,8 +251,8 @@ export class PairWatch {
       if (own && (own.documentId !== null || (own.state !== 'queued' && own.state !== 'failed'))) continue;
       for (const other of others) {
         const row = journal.find(pair.id, other);
-        // A file that failed for its name holds no name on the server.
-        if (row && (row.deletedLocally || (row.state === 'failed' && row.errorCode === 'INVALID_NAME' && row.documentId === null))) continue;
+        // A file that failed for its name, or for this very clash, holds no name on the server.
+        if (row && (row.deletedLocally || (row.state === 'failed' && row.documentId === null && (row.errorCode === 'INVALID_NAME' || row.errorCode === 'CONFLICT')))) continue;
         const [mine, theirs] = await Promise.all([fileIdentity(this.absolute(relativePath)), fileIdentity(this.absolute(other))]);
         // One file under two spellings (a disk that ignores case or normalization) is no clash.
         if (mine === undefined || theirs === undefined || mine === theirs) continue;
