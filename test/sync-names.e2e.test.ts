@@ -5,8 +5,10 @@
  * twins, names differing only in case) never become one document silently.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { tempDir } from './helpers/server.js';
 import { allDocuments, startEngine, waitFor, writeFile, type EngineUnderTest } from './helpers/sync.js';
 
 const COMPOSED = 'Ren\u00e9.stl';
@@ -71,5 +73,24 @@ describe('file names as written on disk', () => {
     const documents = await allDocuments(sut.api, undefined, '/case-twins');
     expect(documents).toHaveLength(1);
     expect(documents[0]!.version).toBe(1);
+  });
+
+  it('tells of a symbolic link instead of skipping it without a word, and uploads nothing through it', async () => {
+    sut = await startEngine(server.url, { remoteBasePath: '/links' });
+    const outside = tempDir('outside');
+    writeFile(outside, 'elsewhere.stl', 'not in the sync folder');
+    writeFile(sut.folder, 'case/real.stl', 'the real scan');
+    fs.symlinkSync(path.join(sut.folder, 'case/real.stl'), path.join(sut.folder, 'case/shortcut.stl'));
+    fs.symlinkSync(outside, path.join(sut.folder, 'case/linked folder'));
+
+    await waitFor('every entry settled', () => settled() && rows().length === 3);
+    expect(rows().map((row) => [row.relativePath, row.state])).toEqual([
+      ['case/linked folder', 'failed'],
+      ['case/real.stl', 'synced'],
+      ['case/shortcut.stl', 'failed'],
+    ]);
+    for (const row of rows().filter((entry) => entry.state === 'failed')) expect(row.errorMessage).toMatch(/link.*not followed/);
+    expect((await allDocuments(sut.api, undefined, '/links')).map((document) => document.fileName)).toEqual(['real.stl']);
+    fs.rmSync(outside, { recursive: true, force: true });
   });
 });

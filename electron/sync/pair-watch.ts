@@ -100,6 +100,7 @@ export class PairWatch {
         rescanMinutes: this.options.rescanMinutes,
         ...(this.options.folderCheckMs === undefined ? {} : { folderCheckMs: this.options.folderCheckMs }),
         onCandidate: (relativePath, stat) => this.gate.observe(relativePath, stat),
+        onLink: (relativePath, stat) => this.onLink(relativePath, stat),
         onRemoved: (relativePath) => this.onRemoved(relativePath),
         onError: this.options.onError,
         onFolderGone: () => {
@@ -251,8 +252,9 @@ export class PairWatch {
       if (own && (own.documentId !== null || (own.state !== 'queued' && own.state !== 'failed'))) continue;
       for (const other of others) {
         const row = journal.find(pair.id, other);
-        // A file that failed for its name, or for this very clash, holds no name on the server.
-        if (row && (row.deletedLocally || (row.state === 'failed' && row.documentId === null && (row.errorCode === 'INVALID_NAME' || row.errorCode === 'CONFLICT')))) continue;
+        // A file that failed before it had a document (for its name, for this very clash, a link)
+        // holds no name on the server.
+        if (row && (row.deletedLocally || (row.state === 'failed' && row.documentId === null))) continue;
         const [mine, theirs] = await Promise.all([fileIdentity(this.absolute(relativePath)), fileIdentity(this.absolute(other))]);
         // One file under two spellings (a disk that ignores case or normalization) is no clash.
         if (mine === undefined || theirs === undefined || mine === theirs) continue;
@@ -276,6 +278,27 @@ export class PairWatch {
     return path.join(this.options.pair.folder, ...relativePath.split('/'));
   }
 
+  /**
+   * A symbolic link in the folder: not followed (see watcher.ts), but given a failed row with the
+   * reason, so that a scan saved as a link is not skipped without a word.
+   */
+  private onLink(relativePath: string, stat: FileStat): void {
+    if (this.closed) return;
+    this.gate.forget(relativePath);
+    const { pair, journal } = this.options;
+    // Journaled in turn with the stable files, whose name check reads the rows before it.
+    this.flushing = this.flushing
+      .then(() => {
+        if (this.closed) return;
+        const mapping = mapToRemote(pair, relativePath);
+        const fileName = mapping.ok ? mapping.fileName : relativePath.slice(relativePath.lastIndexOf('/') + 1);
+        const record = journal.observe(pair.id, relativePath, { ...stat, remotePath: mapping.ok ? mapping.remotePath : pair.remoteBasePath, fileName });
+        if (record.state !== 'queued') return this.options.onFileChanged(record);
+        this.options.onFileChanged(journal.transition(record.id, 'failed', { errorCode: 'UNAVAILABLE', errorMessage: LINK_REASON, errorDetail: null }));
+      })
+      .catch(this.options.onError);
+  }
+
   private onRemoved(relativePath: string): void {
     const key = serverNameKey(relativePath);
     const sharing = this.names.get(key);
@@ -291,3 +314,6 @@ function nameClashReason(other: string): string {
   const shown = visibleName(other.normalize('NFC'));
   return `Another file, '${shown}', has the same name on the server, which does not tell apart upper and lower case or the two ways of writing an accented letter (as one character, or a letter and an accent as macOS writes it). This file was not uploaded, so that it does not replace the other one: rename one of the two.`;
 }
+
+const LINK_REASON =
+  'This is a link (shortcut) to another file or folder. Links are not followed, so nothing was uploaded for it: copy the file itself into the folder to sync it.';

@@ -24,6 +24,11 @@ export interface FolderWatcherOptions {
   isIgnored: (relativePath: string) => boolean;
   /** A file appeared or changed (relative path with posix separators, spelled as on disk). */
   onCandidate: (relativePath: string, stat: FileStat) => void;
+  /**
+   * A symbolic link (to a file or a folder). Links are not followed — a link to a large tree or a
+   * loop must not be uploaded by accident — but told, so that the user learns why nothing went up.
+   */
+  onLink?: (relativePath: string, stat: FileStat) => void;
   /** A file known to be there is gone. */
   onRemoved: (relativePath: string) => void;
   onError?: (error: unknown) => void;
@@ -53,6 +58,13 @@ export interface FolderWatcher {
 }
 
 export const DEFAULT_RESCAN_MINUTES = 10;
+
+/** What the walk or a hint found under a name: a file, or a symbolic link (never followed). */
+type Observed = FileStat & { link?: true };
+
+function linkStat(stats: { size: number; mtimeMs: number }): Observed {
+  return { size: stats.size, mtimeMs: stats.mtimeMs, link: true };
+}
 export const DEFAULT_FOLDER_CHECK_MS = 5000;
 
 /** Starts watching; resolves once the watch is live and the first scan has been reported. */
@@ -145,7 +157,7 @@ class FolderWatch implements FolderWatcher {
   }
 
   private async scan(): Promise<void> {
-    const seen = new Map<string, FileStat>();
+    const seen = new Map<string, Observed>();
     // Not one file is known gone while the folder itself is (an unmounted share, a renamed folder).
     if (!(await this.folderIsHere())) return;
     await this.walk(this.options.folder, '', seen);
@@ -184,7 +196,7 @@ class FolderWatch implements FolderWatcher {
     return path.join(this.options.folder, ...relativePath.split('/'));
   }
 
-  private async walk(absoluteFolder: string, relativeFolder: string, seen: Map<string, FileStat>): Promise<void> {
+  private async walk(absoluteFolder: string, relativeFolder: string, seen: Map<string, Observed>): Promise<void> {
     let folder;
     try {
       folder = await opendir(absoluteFolder);
@@ -198,11 +210,13 @@ class FolderWatch implements FolderWatcher {
       const relativePath = relativeFolder === '' ? entry.name : `${relativeFolder}/${entry.name}`;
       if (this.options.isIgnored(relativePath)) continue;
       const absolutePath = path.join(absoluteFolder, entry.name);
-      // Symbolic links are not followed: a link to a large tree or a loop must not be uploaded by accident.
       if (entry.isDirectory()) await this.walk(absolutePath, relativePath, seen);
       else if (entry.isFile()) {
         const stat = await statIfPresent(absolutePath);
         if (stat) seen.set(relativePath, stat);
+      } else if (entry.isSymbolicLink()) {
+        const stat = await lstat(absolutePath).catch(() => undefined);
+        if (stat) seen.set(relativePath, linkStat(stat));
       }
     }
   }
@@ -255,6 +269,7 @@ class FolderWatch implements FolderWatcher {
       return;
     }
     if (stats.isFile()) this.report(relativePath, { size: stats.size, mtimeMs: stats.mtimeMs });
+    else if (stats.isSymbolicLink()) this.report(relativePath, linkStat(stats));
   }
 
   /** A folder appeared (created, or moved in whole): its files are not announced one by one. */
@@ -262,7 +277,7 @@ class FolderWatch implements FolderWatcher {
     if (this.closed) return;
     const relativeFolder = this.inside(absolutePath);
     if (relativeFolder === null) return;
-    const seen = new Map<string, FileStat>();
+    const seen = new Map<string, Observed>();
     await this.walk(absolutePath, relativeFolder, seen);
     for (const [relativePath, stat] of seen) this.report(relativePath, stat);
   }
@@ -286,12 +301,13 @@ class FolderWatch implements FolderWatcher {
   }
 
   /** Reports a file only when it is new or differs from what was last reported. */
-  private report(relativePath: string, stat: FileStat): void {
+  private report(relativePath: string, stat: Observed): void {
     if (this.closed) return;
     const known = this.known.get(relativePath);
     if (known && known.size === stat.size && known.mtimeMs === stat.mtimeMs) return;
     this.known.set(relativePath, stat);
-    this.options.onCandidate(relativePath, stat);
+    if (stat.link) this.options.onLink?.(relativePath, { size: stat.size, mtimeMs: stat.mtimeMs });
+    else this.options.onCandidate(relativePath, stat);
   }
 
   private forget(relativePath: string): void {
