@@ -29,4 +29,9 @@ describe('ignore rules', () => {
     expect(ignored('case/raw/IM0001')).toBe(false);
     expect(ignored('case/jaw.stl')).toBe(false);
   });
+
+  it('matches a decomposed name on disk (macOS) with a pattern typed composed, and the other way round', () => {
+    expect(createIgnoreMatcher(['M\u00fcller*'])('Mu\u0308ller-notes.pdf')).toBe(true);
+    expect(createIgnoreMatcher(['Mu\u0308ller*'])('case/M\u00fcller-notes.pdf')).toBe(true);
+  });
 });

@@ -36,7 +36,8 @@ export function isBuiltInIgnoredName(name: string): boolean {
  * .gitignore; one with `/` (`exports/raw/**`) matches from the sync folder down.
  */
 export function createIgnoreMatcher(userPatterns: readonly string[] = []): (relativePath: string) => boolean {
-  const patterns = userPatterns.map((pattern) => pattern.trim().replace(/\\/g, '/')).filter((pattern) => pattern.length > 0);
+  // NFC on both sides: a name on disk may be decomposed (macOS) while the pattern was typed composed.
+  const patterns = userPatterns.map((pattern) => pattern.trim().replace(/\\/g, '/').normalize('NFC')).filter((pattern) => pattern.length > 0);
   const options = { nocase: true, dot: true };
   const nameMatches = compile(patterns.filter((pattern) => !pattern.includes('/')), options);
   const pathMatches = compile(
@@ -45,7 +46,7 @@ export function createIgnoreMatcher(userPatterns: readonly string[] = []): (rela
   );
 
   return (relativePath) => {
-    const segments = relativePath.replace(/\\/g, '/').split('/').filter((segment) => segment.length > 0);
+    const segments = relativePath.normalize('NFC').replace(/\\/g, '/').split('/').filter((segment) => segment.length > 0);
     return segments.some((segment, index) => {
       if (isBuiltInIgnoredName(segment) || nameMatches(segment)) return true;
       return pathMatches(segments.slice(0, index + 1).join('/'));

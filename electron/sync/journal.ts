@@ -15,7 +15,7 @@ export type { StateCounts, WebhookVerdict };
 export interface FileRecord {
   id: number;
   pairId: string;
-  /** Posix separators, NFC. */
+  /** Posix separators, spelled as on disk (the file is opened by it; see mapping.ts toRelativePath). */
   relativePath: string;
   remotePath: string;
   fileName: string;
@@ -425,14 +425,15 @@ export class Journal {
    * The file is gone from the folder. The row stays (the server keeps the document; the history
    * stays for the record). A file that was still waiting to start cannot be uploaded any more, so
    * it fails with a reason; a step already under way is left to the pipeline, which may hold the
-   * file open.
+   * file open. Also for a file an ignore pattern now covers (`note`: the history entry to write):
+   * either way the folder no longer syncs it, and only a synced row is still shown, as history.
    */
-  markDeletedLocally(pairId: string, relativePath: string): FileRecord | undefined {
+  markDeletedLocally(pairId: string, relativePath: string, note?: HistoryNote): FileRecord | undefined {
     return this.database.transaction(() => {
       const existing = this.find(pairId, relativePath);
       if (!existing || existing.deletedLocally) return existing;
       this.database.prepare('UPDATE files SET deleted_locally = 1 WHERE id = ?').run(existing.id);
-      this.addHistory(existing, 'deleted-locally', undefined);
+      this.addHistory(existing, note?.event ?? 'deleted-locally', note?.detail);
       if (existing.state !== 'queued' && existing.state !== 'waiting') return this.get(existing.id);
       return this.write(
         existing,

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { mapLocalFile, mapToRemote, toRelativePath } from './mapping.js';
+import { mapLocalFile, mapToRemote, serverNameKey, toRelativePath } from './mapping.js';
 
 const pair = { folder: '/home/clinic/scans', remoteBasePath: '/Scans/Intraoral' };
 
@@ -29,10 +29,16 @@ describe('local file to server location', () => {
     });
   });
 
-  it('gives the same key and name to a decomposed (macOS) and a composed name', () => {
+  it('keeps a decomposed (macOS) name as on disk, to open it by, and gives the server its composed form', () => {
     const decomposed = 'Mu\u0308ller/Ro\u0308ntgen.pdf';
     const mapped = mapLocalFile(pair, `/home/clinic/scans/${decomposed}`);
-    expect(mapped).toMatchObject({ ok: true, relativePath: 'M\u00fcller/R\u00f6ntgen.pdf', fileName: 'R\u00f6ntgen.pdf' });
+    expect(mapped).toMatchObject({ ok: true, relativePath: decomposed, remotePath: '/Scans/Intraoral/M\u00fcller', fileName: 'R\u00f6ntgen.pdf' });
+  });
+
+  it('gives one server-name key to names the server holds as one (NFC and NFD, upper and lower case), another to other names', () => {
+    expect(serverNameKey('Mu\u0308ller/Ro\u0308ntgen.pdf')).toBe(serverNameKey('M\u00fcller/R\u00f6ntgen.pdf'));
+    expect(serverNameKey('CASE 7/Jaw.STL')).toBe(serverNameKey('case 7/jaw.stl'));
+    expect(serverNameKey('case 7/jaw.stl')).not.toBe(serverNameKey('case 8/jaw.stl'));
   });
 
   it('explains in plain words which folder or file name the server would refuse', () => {

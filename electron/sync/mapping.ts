@@ -5,7 +5,7 @@
  * instead of silently skipping the file.
  */
 import path from 'node:path';
-import { checkName, checkPath, joinPath, visibleName } from '../../shared/names.js';
+import { checkName, checkPath, foldKey, joinPath, visibleName } from '../../shared/names.js';
 
 export interface PairLocation {
   folder: string;
@@ -20,21 +20,35 @@ export type RemoteMapping =
 export type PathFlavour = Pick<typeof path, 'relative' | 'sep' | 'isAbsolute'>;
 
 /**
- * The journal's key for a file: relative to the sync folder, posix separators, NFC (macOS hands
- * out decomposed names; the same file must not get two rows).
+ * The journal's key for a file: relative to the sync folder, posix separators, spelled as on disk.
+ * Not normalized: `René.stl` written decomposed (macOS, and copies of its files to NTFS or Linux)
+ * is opened by that spelling only, and a composed `René.stl` beside it is another file. The server
+ * name (NFC) comes from mapToRemote; two files that the server would take for one are told apart
+ * by serverNameKey.
  */
 export function toRelativePath(folder: string, absolutePath: string, flavour: PathFlavour = path): string {
   const relative = flavour.relative(folder, absolutePath);
   if (relative === '' || relative === '..' || relative.startsWith(`..${flavour.sep}`) || flavour.isAbsolute(relative)) {
     throw new Error(`'${absolutePath}' is not inside the sync folder '${folder}'`);
   }
-  return relative.split(flavour.sep).join('/').normalize('NFC');
+  return relative.split(flavour.sep).join('/');
 }
 
-/** Maps a file given by its path relative to the sync folder (posix separators). */
+/**
+ * Equal for two relative paths exactly when the server would hold them as one document of the
+ * pair: it compares folder path and name NFC and case folded (shared/names.ts foldKey).
+ */
+export function serverNameKey(relativePath: string): string {
+  return foldKey(relativePath);
+}
+
+/**
+ * Maps a file given by its path relative to the sync folder (posix separators). The remote folder
+ * and name are NFC, as the server stores them; `relativePath` stays as given.
+ */
 export function mapToRemote(pair: Pick<PairLocation, 'remoteBasePath'>, relativePath: string): RemoteMapping {
   const normalized = relativePath.normalize('NFC');
-  const refuse = (reason: string): RemoteMapping => ({ ok: false, relativePath: normalized, reason });
+  const refuse = (reason: string): RemoteMapping => ({ ok: false, relativePath, reason });
 
   const base = checkPath(pair.remoteBasePath, 'path');
   if (!base.ok) {
@@ -54,7 +68,7 @@ export function mapToRemote(pair: Pick<PairLocation, 'remoteBasePath'>, relative
   const joined = joinPath(base.value, ...folders);
   const remotePath = checkPath(joined, 'path');
   if (!remotePath.ok) return refuse(`The folder path '${visibleName(joined)}' cannot be used on the server: it ${ruleText(remotePath.rule, 'path')}.`);
-  return { ok: true, relativePath: normalized, remotePath: remotePath.value, fileName: fileName.value };
+  return { ok: true, relativePath, remotePath: remotePath.value, fileName: fileName.value };
 }
 
 /** Maps a file given by its absolute local path. */

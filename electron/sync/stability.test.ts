@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { StabilityGate } from './stability.js';
+import { FOLDER_WAIT_SETTLE_PERIODS, StabilityGate } from './stability.js';
 import type { FileStat } from './stability.js';
 
 /** A folder whose files the test grows by hand, on a clock the test moves. */
@@ -68,6 +68,35 @@ describe('stability gate (controlled clock)', () => {
     expect(await at(2000)).toEqual(['case/a.stl']);
     locked.delete('case/b.stl');
     expect(await at(2100)).toEqual(['case/a.stl', 'case/b.stl']);
+  });
+
+  it('stops holding a folder for a sibling that never stops changing (a log the scanner appends to)', async () => {
+    const { files, gate, at } = fakeFolder();
+    files.set('export/scan.stl', { size: 5, mtimeMs: 1 });
+    gate.observe('export/scan.stl', { size: 5, mtimeMs: 1 });
+    let released: string[] = [];
+    for (let time = 0, size = 1; time <= 20_000; time += 200, size += 1) {
+      await at(time);
+      files.set('export/export.log', { size, mtimeMs: time });
+      gate.observe('export/export.log', { size, mtimeMs: time });
+      released = await at(time);
+      if (time < 2000 * FOLDER_WAIT_SETTLE_PERIODS) expect(released, `at ${time} ms`).toEqual([]);
+    }
+    expect(released).toEqual(['export/scan.stl']);
+    expect(gate.pendingCount).toBe(1);
+  });
+
+  it('still holds a series while new files of it keep arriving, however long it takes', async () => {
+    const { files, gate, at } = fakeFolder();
+    const last = 3 * FOLDER_WAIT_SETTLE_PERIODS;
+    for (let index = 0; index <= last; index += 1) {
+      await at(index * 1000);
+      files.set(`series/IM${index}`, { size: 5, mtimeMs: index });
+      gate.observe(`series/IM${index}`, { size: 5, mtimeMs: index });
+      expect(await at(index * 1000), `at ${index} s`).toEqual([]);
+    }
+    expect(await at(last * 1000 + 1999)).toEqual([]);
+    expect(await at(last * 1000 + 2000)).toHaveLength(last + 1);
   });
 
   it('stops waiting for a file that disappeared', async () => {

@@ -4,8 +4,11 @@
  * a settle interval AND it can be opened for reading (Windows scanner software holds an exclusive
  * lock while it writes). Files in one folder settle as a group, because a DICOM series arrives as
  * hundreds of files and uploading the first half of a series is worse than waiting for all of it.
+ * The wait has a bound: a sibling that has kept changing for FOLDER_WAIT_SETTLE_PERIODS settle
+ * intervals (a log the scanner appends to, a file written for minutes) no longer holds back the
+ * files beside it that are done. A series still arriving keeps holding: each new file is young.
  */
-import { open, stat as statFile } from 'node:fs/promises';
+import { lstat, open, stat as statFile } from 'node:fs/promises';
 import path from 'node:path';
 
 export interface FileStat {
@@ -29,12 +32,16 @@ export interface StabilityOptions {
 }
 
 export const DEFAULT_SETTLE_MS = 2000;
+/** How many settle intervals a changing file may hold back its stable siblings (see above). */
+export const FOLDER_WAIT_SETTLE_PERIODS = 5;
 
 interface PendingFile {
   size: number;
   mtimeMs: number;
   /** When the file was last seen changing. */
   changedAt: number;
+  /** When the gate began waiting for it. */
+  firstSeenAt: number;
   /** When size and mtime were last taken from the disk (-Infinity: not yet). */
   statAt: number;
 }
@@ -46,6 +53,19 @@ export async function statIfPresent(absolutePath: string): Promise<FileStat | un
   } catch (error) {
     if (isMissing(error)) return undefined;
     throw error;
+  }
+}
+
+/**
+ * Device and inode as one string, undefined when the file is gone: tells whether two spellings of
+ * a name (case, Unicode normalization) open one file or two. Bigint: NTFS file ids exceed 2^53.
+ */
+export async function fileIdentity(absolutePath: string): Promise<string | undefined> {
+  try {
+    const stats = await lstat(absolutePath, { bigint: true });
+    return `${stats.dev}:${stats.ino}`;
+  } catch {
+    return undefined;
   }
 }
 
@@ -93,6 +113,7 @@ export class StabilityGate {
       size: stat?.size ?? known?.size ?? -1,
       mtimeMs: stat?.mtimeMs ?? known?.mtimeMs ?? -1,
       changedAt: now,
+      firstSeenAt: known?.firstSeenAt ?? now,
       statAt: stat ? now : -Infinity,
     });
     this.schedule();
@@ -141,7 +162,7 @@ export class StabilityGate {
     }
     await eachLimited(due, IO_PARALLEL, ([relativePath, entry]) => this.refresh(relativePath, entry));
     for (const [, members] of this.groupByFolder()) {
-      if (!members.every(([, entry]) => this.isSettled(entry))) continue;
+      if (!members.every(([, entry]) => this.holdsNoSibling(entry))) continue;
       const openable: Array<[string, PendingFile]> = [];
       await eachLimited(members, IO_PARALLEL, async (member) => {
         if (await this.canOpen(this.absolute(member[0]))) openable.push(member);
@@ -189,9 +210,14 @@ export class StabilityGate {
 
   private folderSettled(folder: string): boolean {
     for (const [relativePath, entry] of this.pending) {
-      if (path.posix.dirname(relativePath) === folder && !this.isSettled(entry)) return false;
+      if (path.posix.dirname(relativePath) === folder && !this.holdsNoSibling(entry)) return false;
     }
     return true;
+  }
+
+  /** Settled, or changing for so long that its siblings are not kept waiting for it any more. */
+  private holdsNoSibling(entry: PendingFile): boolean {
+    return this.isSettled(entry) || this.now() - entry.firstSeenAt >= this.settleMs * FOLDER_WAIT_SETTLE_PERIODS;
   }
 
   private isSettled(entry: PendingFile): boolean {

@@ -12,7 +12,7 @@ export { FILE_STATES, type FileState };
 /** States in which a step was under way; after a crash, a restart resumes them. */
 export const IN_FLIGHT_STATES: readonly FileState[] = ['creating', 'uploading', 'verifying'];
 
-export const HISTORY_EVENTS = ['queued', 'uploaded', 'verified', 'failed', 'version', 'adopted', 'deleted-locally'] as const;
+export const HISTORY_EVENTS = ['queued', 'uploaded', 'verified', 'failed', 'version', 'adopted', 'deleted-locally', 'ignored'] as const;
 export type HistoryEvent = (typeof HISTORY_EVENTS)[number];
 
 // Every working state may fall back to `queued` (the file changed under it), to `waiting` (retry

@@ -1,12 +1,24 @@
 import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
+import type * as FsPromises from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createIgnoreMatcher } from './ignore.js';
 import { watchFolder } from './watcher.js';
 import type { FileStat } from './stability.js';
 import type { FolderWatcher } from './watcher.js';
+
+/** Paths whose lstat fails as an unreadable entry does (EACCES cannot be staged as root). */
+const unreadable = new Set<string>();
+vi.mock('node:fs/promises', async (importOriginal) => {
+  const actual = await importOriginal<typeof FsPromises>();
+  const lstat = ((target: string, ...rest: unknown[]) => {
+    if (unreadable.has(target)) return Promise.reject(Object.assign(new Error(`EACCES: permission denied, lstat '${target}'`), { code: 'EACCES' }));
+    return (actual.lstat as (...args: unknown[]) => unknown)(target, ...rest);
+  }) as typeof actual.lstat;
+  return { ...actual, lstat };
+});
 
 async function until(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -64,7 +76,8 @@ describe('folder watcher', () => {
     await writeFile(path.join(folder, 'Ro\u0308ntgen.pdf'), 'pdf');
 
     watcher = await start();
-    expect(candidates.sort()).toEqual(['R\u00f6ntgen.pdf', 'case 7/jaw.stl', 'case 7/series/IM1']);
+    // A decomposed name is reported as on disk: the file is opened by it (the server gets NFC).
+    expect(candidates.sort()).toEqual(['Ro\u0308ntgen.pdf', 'case 7/jaw.stl', 'case 7/series/IM1']);
   });
 
   it('reports new, changed and deleted files while running, and nothing for an unchanged rescan', async () => {
@@ -106,6 +119,22 @@ describe('folder watcher', () => {
     watcher = await start(known);
     expect(candidates).toEqual(['edited.stl']);
     expect(removed).toEqual(['deleted.stl']);
+  });
+
+  it('tells of an entry it cannot look at and still reports the other files changed at the same moment', async () => {
+    watcher = await start();
+    const locked = path.join(folder, 'a-locked.stl');
+    unreadable.add(locked);
+    try {
+      await writeFile(locked, 'locked');
+      await writeFile(path.join(folder, 'b.stl'), 'b');
+      await writeFile(path.join(folder, 'c.stl'), 'c');
+      await until(() => candidates.includes('b.stl') && candidates.includes('c.stl'), 'the files hinted with the unreadable one', 2000);
+      expect(errors).toEqual([expect.objectContaining({ code: 'EACCES' })]);
+      errors = [];
+    } finally {
+      unreadable.delete(locked);
+    }
   });
 
   it('stops reporting once closed', async () => {

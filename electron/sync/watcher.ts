@@ -15,15 +15,20 @@ import { lstat, opendir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { watch } from 'chokidar';
 import type { FSWatcher } from 'chokidar';
-import { toRelativePath } from './mapping.js';
-import { statIfPresent } from './stability.js';
+import { serverNameKey, toRelativePath } from './mapping.js';
+import { fileIdentity, statIfPresent } from './stability.js';
 import type { FileStat } from './stability.js';
 
 export interface FolderWatcherOptions {
   folder: string;
   isIgnored: (relativePath: string) => boolean;
-  /** A file appeared or changed (relative path with posix separators, NFC). */
+  /** A file appeared or changed (relative path with posix separators, spelled as on disk). */
   onCandidate: (relativePath: string, stat: FileStat) => void;
+  /**
+   * A symbolic link (to a file or a folder). Links are not followed — a link to a large tree or a
+   * loop must not be uploaded by accident — but told, so that the user learns why nothing went up.
+   */
+  onLink?: (relativePath: string, stat: FileStat) => void;
   /** A file known to be there is gone. */
   onRemoved: (relativePath: string) => void;
   onError?: (error: unknown) => void;
@@ -53,6 +58,13 @@ export interface FolderWatcher {
 }
 
 export const DEFAULT_RESCAN_MINUTES = 10;
+
+/** What the walk or a hint found under a name: a file, or a symbolic link (never followed). */
+type Observed = FileStat & { link?: true };
+
+function linkStat(stats: { size: number; mtimeMs: number }): Observed {
+  return { size: stats.size, mtimeMs: stats.mtimeMs, link: true };
+}
 export const DEFAULT_FOLDER_CHECK_MS = 5000;
 
 /** Starts watching; resolves once the watch is live and the first scan has been reported. */
@@ -145,21 +157,46 @@ class FolderWatch implements FolderWatcher {
   }
 
   private async scan(): Promise<void> {
-    const seen = new Map<string, FileStat>();
+    const seen = new Map<string, Observed>();
     // Not one file is known gone while the folder itself is (an unmounted share, a renamed folder).
     if (!(await this.folderIsHere())) return;
     await this.walk(this.options.folder, '', seen);
     if (this.closed || !(await this.folderIsHere())) return;
     for (const [relativePath, stat] of seen) this.report(relativePath, stat);
+    const seenNames = new Map<string, string[]>();
+    for (const relativePath of seen.keys()) {
+      const key = serverNameKey(relativePath);
+      seenNames.set(key, [...(seenNames.get(key) ?? []), relativePath]);
+    }
     for (const relativePath of [...this.known.keys()]) {
       if (seen.has(relativePath)) continue;
       // The watcher may have reported a file the walk passed before it was written.
-      const stat = await statIfPresent(path.join(this.options.folder, ...relativePath.split('/')));
-      if (!stat) this.forget(relativePath);
+      const stat = await statIfPresent(this.absolute(relativePath));
+      if (!stat || (await this.isAliasOfSeen(relativePath, seenNames.get(serverNameKey(relativePath)) ?? []))) this.forget(relativePath);
     }
   }
 
-  private async walk(absoluteFolder: string, relativeFolder: string, seen: Map<string, FileStat>): Promise<void> {
+  /**
+   * A name the walk did not list can still open a file where the file system ignores case or
+   * normalization (Windows, macOS): `scan.stl` after a rename to `SCAN.STL`, or a journal key
+   * written in NFC before keys were kept as on disk. When it opens the very file the walk listed
+   * under another spelling, that spelling is the file's name now and the old one is gone.
+   */
+  private async isAliasOfSeen(relativePath: string, sameServerName: readonly string[]): Promise<boolean> {
+    if (sameServerName.length === 0) return false;
+    const identity = await fileIdentity(this.absolute(relativePath));
+    if (identity === undefined) return false;
+    for (const other of sameServerName) {
+      if ((await fileIdentity(this.absolute(other))) === identity) return true;
+    }
+    return false;
+  }
+
+  private absolute(relativePath: string): string {
+    return path.join(this.options.folder, ...relativePath.split('/'));
+  }
+
+  private async walk(absoluteFolder: string, relativeFolder: string, seen: Map<string, Observed>): Promise<void> {
     let folder;
     try {
       folder = await opendir(absoluteFolder);
@@ -169,15 +206,17 @@ class FolderWatch implements FolderWatcher {
       return;
     }
     for await (const entry of folder) {
-      const name = entry.name.normalize('NFC');
-      const relativePath = relativeFolder === '' ? name : `${relativeFolder}/${name}`;
+      // As on disk, not normalized: the file is opened by this name (see toRelativePath).
+      const relativePath = relativeFolder === '' ? entry.name : `${relativeFolder}/${entry.name}`;
       if (this.options.isIgnored(relativePath)) continue;
       const absolutePath = path.join(absoluteFolder, entry.name);
-      // Symbolic links are not followed: a link to a large tree or a loop must not be uploaded by accident.
       if (entry.isDirectory()) await this.walk(absolutePath, relativePath, seen);
       else if (entry.isFile()) {
         const stat = await statIfPresent(absolutePath);
         if (stat) seen.set(relativePath, stat);
+      } else if (entry.isSymbolicLink()) {
+        const stat = await lstat(absolutePath).catch(() => undefined);
+        if (stat) seen.set(relativePath, linkStat(stat));
       }
     }
   }
@@ -210,20 +249,27 @@ class FolderWatch implements FolderWatcher {
     if (!(await this.folderIsHere())) return;
     for (const absolutePath of paths) {
       if (this.closed) return;
-      const relativePath = this.inside(absolutePath);
-      if (relativePath === null || this.options.isIgnored(relativePath)) continue;
-      let stats;
-      try {
-        stats = await lstat(absolutePath);
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
-        // Gone: a file that was known is reported removed, and so is every file of a folder that was.
-        this.forgetTree(relativePath);
-        continue;
-      }
-      if (stats.isFile()) this.report(relativePath, { size: stats.size, mtimeMs: stats.mtimeMs });
+      // One name that cannot be looked at (EACCES, ENAMETOOLONG, ELOOP) is told, and the other
+      // names of the batch are still looked at; the next scan looks at it again.
+      await this.checkHint(absolutePath).catch((error: unknown) => this.options.onError?.(error));
     }
+  }
+
+  private async checkHint(absolutePath: string): Promise<void> {
+    const relativePath = this.inside(absolutePath);
+    if (relativePath === null || this.options.isIgnored(relativePath)) return;
+    let stats;
+    try {
+      stats = await lstat(absolutePath);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
+      // Gone: a file that was known is reported removed, and so is every file of a folder that was.
+      this.forgetTree(relativePath);
+      return;
+    }
+    if (stats.isFile()) this.report(relativePath, { size: stats.size, mtimeMs: stats.mtimeMs });
+    else if (stats.isSymbolicLink()) this.report(relativePath, linkStat(stats));
   }
 
   /** A folder appeared (created, or moved in whole): its files are not announced one by one. */
@@ -231,7 +277,7 @@ class FolderWatch implements FolderWatcher {
     if (this.closed) return;
     const relativeFolder = this.inside(absolutePath);
     if (relativeFolder === null) return;
-    const seen = new Map<string, FileStat>();
+    const seen = new Map<string, Observed>();
     await this.walk(absolutePath, relativeFolder, seen);
     for (const [relativePath, stat] of seen) this.report(relativePath, stat);
   }
@@ -255,12 +301,13 @@ class FolderWatch implements FolderWatcher {
   }
 
   /** Reports a file only when it is new or differs from what was last reported. */
-  private report(relativePath: string, stat: FileStat): void {
+  private report(relativePath: string, stat: Observed): void {
     if (this.closed) return;
     const known = this.known.get(relativePath);
     if (known && known.size === stat.size && known.mtimeMs === stat.mtimeMs) return;
     this.known.set(relativePath, stat);
-    this.options.onCandidate(relativePath, stat);
+    if (stat.link) this.options.onLink?.(relativePath, { size: stat.size, mtimeMs: stat.mtimeMs });
+    else this.options.onCandidate(relativePath, stat);
   }
 
   private forget(relativePath: string): void {
