@@ -67,7 +67,19 @@ export interface PairView {
   rateBytesPerSecond: number;
   etaSeconds: number | null;
   cases: CaseView[];
+  /** Why the pair needs attention, for a one-line notice: the folder's problem, else the newest failure. */
   lastError: FileError | null;
+  /** The failed files' reasons, one entry per code, most files first. */
+  failureReasons: FailureReason[];
+  /** The newest reason a file is waiting to be retried (not a failure: it is retried on its own). */
+  retryReason: FileError | null;
+  /** The folder is missing or unreadable; it is looked for again until it is back. */
+  folderError: FileError | null;
+}
+
+export interface FailureReason extends FileError {
+  /** How many failed files have this reason. */
+  count: number;
 }
 
 export type AppMode = 'unconfigured' | 'embedded' | 'remote';

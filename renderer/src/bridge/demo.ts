@@ -260,6 +260,9 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
       etaSeconds: rate > 0 ? Math.round((bytesTotal - bytesDone - (failed?.size ?? 0)) / rate) : null,
       cases: [...cases.values()],
       lastError: failed?.error ?? null,
+      failureReasons: failed?.error ? [{ ...failed.error, count: counts.failed }] : [],
+      retryReason: pairFiles.find((file) => file.state === 'waiting')?.error ?? null,
+      folderError: null,
     };
   };
   const pairs = (): PairView[] => Object.keys(pairMeta).map(pairView);
