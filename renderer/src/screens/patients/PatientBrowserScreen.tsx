@@ -124,8 +124,8 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
         {listWalk.error ? <ErrorNotice error={listWalk.error} title="The files cannot be listed" /> : null}
         {actionError ? <ErrorNotice error={actionError} title="The file cannot be downloaded" /> : null}
         {listWalk.done && listWalk.total === 0 && !listWalk.error ? (
-          <EmptyState icon="file" title={filters === NO_FILTERS && folder === '/' ? 'No files for this patient yet' : 'No file matches'}>
-            {filters === NO_FILTERS && folder === '/' ? 'Files appear here once a synced scan folder uploads them.' : 'Try another name or type, or clear the filters.'}
+          <EmptyState icon="file" title={!filtering(filters) && folder === '/' ? 'No files for this patient yet' : 'No file matches'}>
+            {!filtering(filters) && folder === '/' ? 'Files appear here once a synced scan folder uploads them.' : 'Try another name or type, or clear the filters.'}
           </EmptyState>
         ) : (
           <DocumentTable documents={listWalk.documents} sort={sort} onSort={setSort} onOpen={setSelected} onDownload={downloadRow} selectedId={selected?.id ?? null} />
@@ -144,6 +144,11 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
       {selected && preview ? <PreviewDialog patientId={patient.id} document={selected} kind={preview} onClose={() => setPreview(null)} /> : null}
     </>
   );
+}
+
+/** Whether any filter narrows the list (by value: a filter typed and cleared again narrows nothing). */
+function filtering(filters: DocumentFilters): boolean {
+  return filters.fileName.trim() !== '' || filters.fileType !== '' || filters.hasContent;
 }
 
 /** Marks for the benchmark (bench/ui.mjs): when the first rows and the complete tree are on screen. */
