@@ -4,7 +4,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLAIN_MESSAGES } from '../shared/bridge-errors.js';
 import type { DocumentDto, SearchBody } from '../shared/schemas.js';
-import { counts, documentDto, fileView, launchBrowser, openRenderer, pairView, patient, type Handlers } from './helpers/renderer-page.js';
+import { counts, documentDto, fileView, launchBrowser, openRenderer, pairView, patient, Refusal, STATUS, type Handlers } from './helpers/renderer-page.js';
 
 let browser: Browser;
 beforeAll(async () => {
@@ -257,6 +257,56 @@ describe('activity', () => {
       expect(await page.evaluate(() => document.activeElement?.id)).toBe('tab-history');
       await page.keyboard.press('ArrowLeft');
       expect(await page.evaluate(() => document.activeElement?.id)).toBe('tab-webhooks');
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('forms say what is wrong in staff’s words', () => {
+  it('the connection form names each empty field beside it and sends nothing; the first-run promises are ones the app keeps', async () => {
+    const app = await openRenderer(browser, { getStatus: () => ({ ...STATUS, mode: 'unconfigured', server: null }) });
+    try {
+      const page = app.page;
+      await page.getByText('This computer runs the server').click();
+      const embedded = await page.locator('.first-run').innerText();
+      expect(embedded).not.toContain('later in Settings');
+      expect(embedded).not.toContain('right away');
+      await page.getByText('Connect to a server').click();
+      await page.getByRole('button', { name: 'Test connection' }).click();
+      expect(await page.locator('.field-error').allInnerTexts()).toEqual(['Enter the server address your IT contact gave you.', 'Enter the client ID.', 'Enter the client secret.', 'Enter the organization ID.']);
+      expect(await page.evaluate(() => document.activeElement?.id)).toBe('field-server-address');
+      expect(await page.getByLabel('Server address', { exact: true }).getAttribute('aria-invalid')).toBe('true');
+      expect(await page.locator('.first-run').innerText()).not.toMatch(/Server said|argument/);
+      expect(app.calls.filter((call) => call.method === 'testConnection')).toEqual([]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('settings: 0 files at once is named beside the field, and a refusal of the app’s own check is never "Server said"', async () => {
+    let refuse = false;
+    const app = await openRenderer(browser, {
+      updateSettings: () => {
+        if (refuse) throw new Refusal('INVALID_INPUT', 'The request was not valid.', 'updateSettings: argument /0/webhook/port must be <= 65535');
+        throw new Refusal('INTERNAL');
+      },
+    });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Settings', exact: true }).click();
+      await page.getByLabel('Files at once').fill('0');
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      expect(await page.locator('.field-error').allInnerTexts()).toEqual(['Enter a whole number from 1 to 16.']);
+      expect(app.calls.filter((call) => call.method === 'updateSettings')).toEqual([]);
+      await page.getByLabel('Files at once').fill('2');
+      expect(await page.locator('.field-error').count()).toBe(0);
+      refuse = true;
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      const notice = page.locator('.notice-danger');
+      await notice.waitFor();
+      expect(await notice.innerText()).not.toContain('Server said');
+      expect(await notice.innerText()).toContain('Details:');
     } finally {
       await app.close();
     }
