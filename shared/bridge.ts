@@ -107,6 +107,14 @@ export interface WebhookActivityView {
   reason: string | null;
 }
 
+/** A file of the upload record, also of a folder no longer synced, with the folder and patient it went from and to. */
+export interface HistoryFileView extends FileView {
+  folder: string;
+  patientName: string;
+  /** The folder was removed with "Stop syncing"; its record stays. */
+  pairRemoved: boolean;
+}
+
 export interface HistoryEntryView {
   fileId: number;
   at: number;
@@ -201,6 +209,7 @@ export const BRIDGE_METHODS = {
   retryFailed: Type.Tuple([RetryTarget]),
   listFiles: Type.Tuple([FileListInput]),
   fileHistory: Type.Tuple([Type.Integer({ minimum: 1 })]),
+  historyFiles: Type.Tuple([Type.Integer({ minimum: 1, maximum: 100_000 })]),
   openFolder: Type.Tuple([PairId]),
   chooseFolder: Type.Tuple([]),
   listPatients: Type.Tuple([PatientQuery]),
@@ -230,6 +239,8 @@ export interface BridgeApi {
   retryFailed(target: Static<typeof RetryTarget>): Promise<number>;
   listFiles(input: Static<typeof FileListInput>): Promise<{ files: FileView[]; total: number }>;
   fileHistory(fileId: number): Promise<HistoryEntryView[]>;
+  /** Every file of the upload record, newest first (synced pairs and pairs no longer synced). */
+  historyFiles(limit: number): Promise<HistoryFileView[]>;
   /** Opens the folder in the OS file manager (desktop); returns the path. */
   openFolder(pairId: string): Promise<string>;
   /** Native folder picker on the desktop; null headless (the UI then asks for a typed path). */
