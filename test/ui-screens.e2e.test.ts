@@ -246,6 +246,23 @@ describe('patient browser', () => {
 });
 
 describe('activity', () => {
+  it('sync history keeps the files of a folder no longer synced, with the folder and patient they went from and to', async () => {
+    const kept = { ...fileView({ relativePath: 'case/upper-arch.stl', pairId: 'pair-gone' }), folder: '/scans/chair 2', patientName: 'John Doe', pairRemoved: true };
+    const current = { ...fileView({ relativePath: 'case/lower-arch.stl' }), folder: '/scans/chair 1', patientName: 'Jane Roe', pairRemoved: false };
+    const app = await openRenderer(browser, { listPairs: () => [pairView()], historyFiles: () => [current, kept] });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Activity', exact: true }).click();
+      await page.getByRole('tab', { name: 'Sync history' }).click();
+      const row = page.locator('tr', { has: page.getByRole('button', { name: 'case/upper-arch.stl' }) });
+      await row.waitFor();
+      expect(await row.locator('.history-folder').innerText()).toBe('/scans/chair 2 to John Doe · no longer synced');
+      expect(app.calls.some((call) => call.method === 'historyFiles')).toBe(true);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('the arrow keys move the focus with the selected tab', async () => {
     const app = await openRenderer(browser, {});
     try {
