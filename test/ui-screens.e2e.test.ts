@@ -147,6 +147,22 @@ describe('patient browser', () => {
     }
   });
 
+  it('shows a file this computer has just synced for the open patient, without a webhook', async () => {
+    const documents: DocumentDto[] = [];
+    const app = await openRenderer(browser, { ...records(documents, ['Jane Roe']), listPairs: () => [pairView()] });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Patients', exact: true }).click();
+      await page.locator('.browser-patients').getByRole('button', { name: /Jane Roe/ }).click();
+      await page.getByText('No files for this patient yet').waitFor();
+      documents.push(documentDto({ fileName: 'upper-arch.stl', path: '/scans' }, 1));
+      await app.emit([{ type: 'files', pairId: 'pair-1', files: [fileView({ relativePath: 'upper-arch.stl', state: 'synced' })] }]);
+      await page.getByTestId('document-count').filter({ hasText: /^1 file$/ }).waitFor({ timeout: 10_000 });
+    } finally {
+      await app.close();
+    }
+  });
+
   it('a patient with no files says so again after a filter is typed and cleared', async () => {
     const app = await openRenderer(browser, records([], ['Jane Roe']));
     try {
