@@ -67,7 +67,19 @@ export interface PairView {
   rateBytesPerSecond: number;
   etaSeconds: number | null;
   cases: CaseView[];
+  /** Why the pair needs attention, for a one-line notice: the folder's problem, else the newest failure. */
   lastError: FileError | null;
+  /** The failed files' reasons, one entry per code, most files first. */
+  failureReasons: FailureReason[];
+  /** The newest reason a file is waiting to be retried (not a failure: it is retried on its own). */
+  retryReason: FileError | null;
+  /** The folder is missing or unreadable; it is looked for again until it is back. */
+  folderError: FileError | null;
+}
+
+export interface FailureReason extends FileError {
+  /** How many failed files have this reason. */
+  count: number;
 }
 
 export type AppMode = 'unconfigured' | 'embedded' | 'remote';
@@ -94,6 +106,14 @@ export interface WebhookActivityView {
   eventType: string | null;
   patientId: string | null;
   reason: string | null;
+}
+
+/** A file of the upload record, also of a folder no longer synced, with the folder and patient it went from and to. */
+export interface HistoryFileView extends FileView {
+  folder: string;
+  patientName: string;
+  /** The folder was removed with "Stop syncing"; its record stays. */
+  pairRemoved: boolean;
 }
 
 export interface HistoryEntryView {
@@ -190,6 +210,7 @@ export const BRIDGE_METHODS = {
   retryFailed: Type.Tuple([RetryTarget]),
   listFiles: Type.Tuple([FileListInput]),
   fileHistory: Type.Tuple([Type.Integer({ minimum: 1 })]),
+  historyFiles: Type.Tuple([Type.Integer({ minimum: 1, maximum: 100_000 })]),
   openFolder: Type.Tuple([PairId]),
   chooseFolder: Type.Tuple([]),
   listPatients: Type.Tuple([PatientQuery]),
@@ -219,6 +240,8 @@ export interface BridgeApi {
   retryFailed(target: Static<typeof RetryTarget>): Promise<number>;
   listFiles(input: Static<typeof FileListInput>): Promise<{ files: FileView[]; total: number }>;
   fileHistory(fileId: number): Promise<HistoryEntryView[]>;
+  /** Every file of the upload record, newest first (synced pairs and pairs no longer synced). */
+  historyFiles(limit: number): Promise<HistoryFileView[]>;
   /** Opens the folder in the OS file manager (desktop); returns the path. */
   openFolder(pairId: string): Promise<string>;
   /** Native folder picker on the desktop; null headless (the UI then asks for a typed path). */

@@ -23,6 +23,7 @@ const METHODS = [
   'retryFailed',
   'listFiles',
   'fileHistory',
+  'historyFiles',
   'openFolder',
   'chooseFolder',
   'listPatients',

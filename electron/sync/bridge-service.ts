@@ -12,6 +12,7 @@ import type {
   ConnectionTestResult,
   FileView,
   HistoryEntryView,
+  HistoryFileView,
   PairView,
   RemoteSetupInput,
   SettingsPatch,
@@ -22,7 +23,7 @@ import { createBridgeCallValidator } from '../../shared/bridge-validation.js';
 import type { PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
 import { BridgeError, toCodedError } from './bridge-error.js';
 import { testConnection } from './connection.js';
-import { historyCsv } from './history-csv.js';
+import { historyCsv, pairLabels } from './history-csv.js';
 import type { SyncApp } from './sync-app.js';
 
 /** What only a shell can do (dialogs, the file manager). Headless leaves them out. */
@@ -65,8 +66,12 @@ export class BridgeService implements BridgeApi {
     return this.pairView(pair.id);
   }
 
-  removePair(pairId: string): Promise<void> {
-    return this.app.removePair(pairId);
+  async removePair(pairId: string): Promise<void> {
+    const pair = this.app.requirePair(pairId);
+    await this.app.removePair(pairId);
+    // The journal keeps the folder's rows; this keeps what they belonged to, for the history.
+    const removed = this.app.settings.get('removedPairs').filter((entry) => entry.id !== pairId);
+    this.app.settings.set('removedPairs', [...removed, { ...pair, removedAt: Date.now() }]);
   }
 
   async pausePair(pairId: string): Promise<PairView> {
@@ -95,6 +100,15 @@ export class BridgeService implements BridgeApi {
   async fileHistory(fileId: number): Promise<HistoryEntryView[]> {
     if (!this.app.journal.get(fileId)) throw new BridgeError('NOT_FOUND', `no file with id ${fileId}`);
     return this.app.journal.history(fileId).map((entry) => ({ fileId, ...entry }));
+  }
+
+  async historyFiles(limit: number): Promise<HistoryFileView[]> {
+    const labels = pairLabels(this.app.journal.pairIds(), this.app.settings.get('pairs'), this.app.settings.get('removedPairs'));
+    const files: HistoryFileView[] = [];
+    for (const [pairId, label] of labels) {
+      for (const file of this.app.engine.fileViews(pairId)) files.push({ ...file, folder: label.folder, patientName: label.patient, pairRemoved: label.removed });
+    }
+    return files.sort((a, b) => (b.syncedAt ?? b.updatedAt) - (a.syncedAt ?? a.updatedAt)).slice(0, limit);
   }
 
   async openFolder(pairId: string): Promise<string> {
@@ -127,7 +141,7 @@ export class BridgeService implements BridgeApi {
   }
 
   async exportHistoryCsv(): Promise<string> {
-    return historyCsv(this.app.journal, this.app.settings.get('pairs'));
+    return historyCsv(this.app.journal, this.app.settings.get('pairs'), this.app.settings.get('removedPairs'));
   }
 
   getSettings(): Promise<SettingsView> {

@@ -83,6 +83,7 @@ export async function testConnection(input: RemoteSetupInput): Promise<Connectio
   } catch (error) {
     if (error instanceof TokenError) {
       if (error.status === 429) return refused('authenticate', 'RATE_LIMITED', error.message);
+      if (!answeredAsTokenEndpoint(error)) return refused('reach', error.status >= 500 ? 'SERVER_ERROR' : 'NOT_PATIENT_DOCS', `the token address ${connection.tokenUrl} answered ${error.status} without an OAuth error`);
       return refused('authenticate', 'BAD_CREDENTIALS', error.description ?? error.message);
     }
     return refused('reach', 'UNREACHABLE', `the token endpoint ${connection.tokenUrl}: ${describe(error)}`);
@@ -104,6 +105,15 @@ export async function testConnection(input: RemoteSetupInput): Promise<Connectio
     return refused('reach', 'UNREACHABLE', describe(error));
   }
   return { ok: true, step: null, error: null, organizationName: null };
+}
+
+/**
+ * A token endpoint refusing credentials answers with an OAuth error document ({"error": "invalid_client"}).
+ * A 404, a 405 or an HTML page from the token address means the address is not a Patient Docs
+ * server (or its token address is wrong), which new credentials would not change.
+ */
+function answeredAsTokenEndpoint(error: TokenError): boolean {
+  return !/^http_\d+$/.test(error.oauthError);
 }
 
 function refused(step: NonNullable<ConnectionTestResult['step']>, code: BridgeErrorCode, detail: string): ConnectionTestResult {

@@ -207,11 +207,7 @@ export class SyncEngine {
   pairView(pairId: string): PairView | undefined {
     const pair = this.pairs.get(pairId);
     if (!pair) return undefined;
-    const view = buildPairView({ pair, records: this.journal.byPair(pairId), progress: this.progress, online: this.online });
-    const folderError = this.watches.get(pairId)?.folderError;
-    if (folderError && !view.lastError) view.lastError = { code: 'FOLDER_MISSING', message: folderError };
-    if (folderError && view.state === 'idle') view.state = 'attention';
-    return view;
+    return buildPairView({ pair, records: this.journal.byPair(pairId), progress: this.progress, online: this.online, folderError: this.watches.get(pairId)?.folderError ?? null });
   }
 
   fileViews(pairId: string, states?: readonly FileState[]): FileView[] {

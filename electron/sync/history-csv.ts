@@ -1,18 +1,45 @@
 /** The sync history of every file as CSV, for the clinic's records (RFC 4180 quoting). */
 import type { Journal } from './journal.js';
-import type { SyncPair } from './settings.js';
+import type { RemovedPair, SyncPair } from './settings.js';
 
 const HEADER = ['time', 'folder', 'patient', 'file', 'server path', 'event', 'version', 'sha256', 'detail'];
 
-export function historyCsv(journal: Pick<Journal, 'byPair' | 'history'>, pairs: readonly SyncPair[]): string {
+const UNKNOWN_FOLDER = 'a folder no longer synced';
+
+export interface PairLabel {
+  folder: string;
+  patient: string;
+  /** The folder is no longer synced ("Stop syncing"); its rows stay in the journal for the record. */
+  removed: boolean;
+}
+
+/**
+ * How a pair's rows are labelled: by the pair while it is synced, by what was recorded when it
+ * stopped, and for a pair stopped before that was recorded, as an unknown folder.
+ */
+export function pairLabels(pairIds: readonly string[], pairs: readonly SyncPair[], removedPairs: readonly RemovedPair[] = []): Map<string, PairLabel> {
+  const current = new Map(pairs.map((pair) => [pair.id, pair]));
+  const removed = new Map(removedPairs.map((pair) => [pair.id, pair]));
+  return new Map(
+    pairIds.map((pairId) => {
+      const pair = current.get(pairId) ?? removed.get(pairId);
+      const label: PairLabel = pair
+        ? { folder: pair.folder, patient: pair.patientName ?? pair.patientId, removed: !current.has(pairId) }
+        : { folder: UNKNOWN_FOLDER, patient: '', removed: true };
+      return [pairId, label];
+    }),
+  );
+}
+
+export function historyCsv(journal: Pick<Journal, 'byPair' | 'history' | 'pairIds'>, pairs: readonly SyncPair[], removedPairs: readonly RemovedPair[] = []): string {
   const rows: string[][] = [];
-  for (const pair of pairs) {
-    for (const file of journal.byPair(pair.id)) {
+  for (const [pairId, label] of pairLabels(journal.pairIds(), pairs, removedPairs)) {
+    for (const file of journal.byPair(pairId)) {
       for (const entry of journal.history(file.id)) {
         rows.push([
           new Date(entry.at).toISOString(),
-          pair.folder,
-          pair.patientName ?? pair.patientId,
+          label.removed && namesRealFolder(label) ? `${label.folder} (no longer synced)` : label.folder,
+          label.patient,
           file.relativePath,
           `${file.remotePath === '/' ? '' : file.remotePath}/${file.fileName}`,
           entry.event,
@@ -25,6 +52,11 @@ export function historyCsv(journal: Pick<Journal, 'byPair' | 'history'>, pairs: 
   }
   rows.sort((a, b) => (a[0]! < b[0]! ? -1 : a[0]! > b[0]! ? 1 : 0));
   return [HEADER, ...rows].map((row) => row.map(csvField).join(',')).join('\r\n') + '\r\n';
+}
+
+/** A label naming a real folder (not the stand-in for a folder stopped before folders were recorded). */
+function namesRealFolder(label: PairLabel): boolean {
+  return label.folder !== UNKNOWN_FOLDER;
 }
 
 function csvField(value: string): string {

@@ -332,6 +332,11 @@ export class Journal {
     return row && toRecord(row);
   }
 
+  /** Every pair with rows, also pairs no longer synced (their rows stay for the record). */
+  pairIds(): string[] {
+    return this.database.prepare('SELECT DISTINCT pair_id FROM files ORDER BY pair_id').pluck().all() as string[];
+  }
+
   byPair(pairId: string): FileRecord[] {
     const rows = this.database
       .prepare(`SELECT ${FILE_COLUMNS} FROM files WHERE pair_id = ? ORDER BY relative_path`)

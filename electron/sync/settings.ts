@@ -15,6 +15,11 @@ export interface SyncPair {
   paused: boolean;
 }
 
+/** A pair no longer synced, kept so its upload history still names its folder and patient. */
+export interface RemovedPair extends SyncPair {
+  removedAt: number;
+}
+
 export interface WebhookSettings {
   /** Port of the loopback listener; 0 picks a free one. */
   port: number;
@@ -30,6 +35,7 @@ export type SyncSettings = {
   clientId?: string;
   organizationId?: string;
   pairs: SyncPair[];
+  removedPairs: RemovedPair[];
   /** Files uploaded at once. */
   concurrency: number;
   /** How long a file must stay unchanged before it is uploaded. */
@@ -44,6 +50,7 @@ export type SyncSettings = {
 
 export const SETTINGS_DEFAULTS: SyncSettings = {
   pairs: [],
+  removedPairs: [],
   concurrency: 3,
   settleMs: 2000,
   rescanMinutes: 10,
@@ -73,6 +80,23 @@ export const settingsSchema: Schema<SyncSettings> = {
         patientName: { type: 'string' },
         remoteBasePath: { type: 'string', pattern: '^/', maxLength: 1024 },
         paused: { type: 'boolean' },
+      },
+    },
+  },
+  removedPairs: {
+    type: 'array',
+    items: {
+      type: 'object',
+      required: ['id', 'folder', 'patientId', 'remoteBasePath', 'paused', 'removedAt'],
+      additionalProperties: false,
+      properties: {
+        id: { type: 'string', minLength: 1 },
+        folder: { type: 'string', minLength: 1 },
+        patientId: UUID,
+        patientName: { type: 'string' },
+        remoteBasePath: { type: 'string' },
+        paused: { type: 'boolean' },
+        removedAt: { type: 'integer', minimum: 0 },
       },
     },
   },

@@ -1,5 +1,5 @@
 /** Journal rows → the views of the bridge contract (FileView, CaseView, PairView). Pure. */
-import type { CaseView, FileError, FileView, PairState, PairView, StateCounts } from '../../shared/bridge.js';
+import type { CaseView, FailureReason, FileError, FileView, PairState, PairView, StateCounts } from '../../shared/bridge.js';
 import { FILE_STATES } from '../../shared/bridge.js';
 import { isBridgeErrorCode, PLAIN_MESSAGES, type BridgeErrorCode } from '../../shared/bridge-errors.js';
 import { DELETED_LOCALLY_CODE, type FileRecord } from './journal.js';
@@ -53,14 +53,18 @@ export interface PairViewInput {
   records: readonly FileRecord[];
   progress: ProgressTracker;
   online: boolean;
+  /** Why the pair's folder is not watched (missing, unreadable), or null/absent while it is. */
+  folderError?: string | null;
 }
 
-export function buildPairView({ pair, records, progress, online }: PairViewInput): PairView {
+export function buildPairView({ pair, records, progress, online, folderError = null }: PairViewInput): PairView {
   const counts = emptyCounts();
   const cases = new Map<string, CaseView>();
   let bytesDone = 0;
   let bytesTotal = 0;
-  let lastError: { at: number; error: FileError } | null = null;
+  const failures = new Map<string, FailureReason & { at: number }>();
+  let lastFailure: { at: number; error: FileError } | null = null;
+  let retryReason: { at: number; error: FileError } | null = null;
   for (const record of records) {
     if (record.deletedLocally && record.state !== 'synced') continue;
     const view = toFileView(record, progress);
@@ -73,10 +77,20 @@ export function buildPairView({ pair, records, progress, online }: PairViewInput
     entry.bytesDone += view.bytesDone;
     entry.bytesTotal += record.size;
     cases.set(key, entry);
-    if (view.error && (record.state === 'failed' || record.state === 'waiting') && (!lastError || record.updatedAt > lastError.at)) {
-      lastError = { at: record.updatedAt, error: view.error };
+    if (view.error && record.state === 'failed') {
+      if (!lastFailure || record.updatedAt > lastFailure.at) lastFailure = { at: record.updatedAt, error: view.error };
+      const reason = failures.get(view.error.code);
+      if (!reason) failures.set(view.error.code, { ...view.error, count: 1, at: record.updatedAt });
+      else {
+        reason.count += 1;
+        // Each reason is told in the words of its newest file.
+        if (record.updatedAt > reason.at) Object.assign(reason, { message: view.error.message, detail: view.error.detail, at: record.updatedAt });
+      }
     }
+    if (view.error && record.state === 'waiting' && (!retryReason || record.updatedAt > retryReason.at)) retryReason = { at: record.updatedAt, error: view.error };
   }
+  const folderProblem: FileError | null = folderError ? { code: 'FOLDER_MISSING', message: folderError } : null;
+  const state = pairState(pair, counts, online);
   const rate = progress.pairRate(pair.id);
   const remaining = bytesTotal - bytesDone;
   return {
@@ -86,14 +100,17 @@ export function buildPairView({ pair, records, progress, online }: PairViewInput
     patientName: pair.patientName ?? null,
     remoteBasePath: pair.remoteBasePath,
     paused: pair.paused,
-    state: pairState(pair, counts, online),
+    state: folderProblem && state === 'idle' ? 'attention' : state,
     counts,
     bytesDone,
     bytesTotal,
     rateBytesPerSecond: Math.round(rate),
     etaSeconds: rate > 0 && remaining > 0 ? Math.ceil(remaining / rate) : remaining <= 0 ? 0 : null,
     cases: [...cases.values()].sort((a, b) => a.path.localeCompare(b.path)),
-    lastError: lastError?.error ?? null,
+    lastError: folderProblem ?? lastFailure?.error ?? null,
+    failureReasons: [...failures.values()].sort((a, b) => b.count - a.count || b.at - a.at).map(({ at: _at, ...reason }) => reason),
+    retryReason: retryReason?.error ?? null,
+    folderError: folderProblem,
   };
 }
 

@@ -75,3 +75,8 @@ export function percent(done: number, total: number): number {
   if (total <= 0) return 0;
   return Math.min(100, Math.max(0, (done / total) * 100));
 }
+
+/** "1 file", "2 files", "1,200 files". */
+export function formatFileCount(count: number): string {
+  return `${formatCount(count)} ${count === 1 ? 'file' : 'files'}`;
+}

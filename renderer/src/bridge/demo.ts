@@ -260,6 +260,9 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
       etaSeconds: rate > 0 ? Math.round((bytesTotal - bytesDone - (failed?.size ?? 0)) / rate) : null,
       cases: [...cases.values()],
       lastError: failed?.error ?? null,
+      failureReasons: failed?.error ? [{ ...failed.error, count: counts.failed }] : [],
+      retryReason: pairFiles.find((file) => file.state === 'waiting')?.error ?? null,
+      folderError: null,
     };
   };
   const pairs = (): PairView[] => Object.keys(pairMeta).map(pairView);
@@ -368,6 +371,13 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
     },
     saveDocument: async () => null,
     webhookActivity: async (limit) => wait(activity.slice(0, limit)),
+    historyFiles: async (limit) =>
+      wait(
+        Object.values(files)
+          .flat()
+          .map((file) => ({ ...file, folder: pairMeta[file.pairId]?.folder ?? 'a folder no longer synced', patientName: patients[pairMeta[file.pairId]?.patientIndex ?? 0]!.name, pairRemoved: false }))
+          .slice(0, limit),
+      ),
     exportHistoryCsv: async () => 'file,event,at,version,sha256\r\nupper-arch.stl,synced,2026-03-12T10:28:00.000Z,1,abab\r\n',
     getSettings: async () => wait(settings),
     updateSettings: async (patch) => {

@@ -40,3 +40,19 @@ export function isEnvelope(value: unknown): value is BridgeEnvelope<unknown> {
   const error = (value as { error: unknown }).error;
   return typeof error === 'object' && error !== null && typeof (error as { code?: unknown }).code === 'string';
 }
+
+/** Codes whose detail is the server's own answer (a problem document or the token endpoint's words). */
+const SERVER_DETAIL_CODES: ReadonlySet<BridgeErrorCode> = new Set(['BAD_CREDENTIALS', 'MISSING_SCOPE', 'WRONG_ORGANIZATION', 'NO_CONSENT', 'NO_ACCESS', 'NOT_FOUND', 'INVALID_INPUT', 'INVALID_NAME', 'CONFLICT', 'TOO_LARGE', 'RATE_LIMITED', 'SERVER_ERROR', 'VERIFY_FAILED']);
+
+/**
+ * The engine's own check of a bridge call (shared/bridge-validation.ts) words its refusal for
+ * developers ("updateSettings: argument /0/concurrency must be >= 1"); it never came from the server.
+ */
+export function isBridgeCallRefusal(error: { code?: string; detail?: string | undefined }): boolean {
+  return error.code === 'INVALID_INPUT' && /^(\w+: argument |\w+: arguments must be a list$|unknown method )/.test(error.detail ?? '');
+}
+
+/** How a detail is introduced: the server's words as such, anything else (a network error, the app's own check) as detail. */
+export function detailLabel(error: { code?: BridgeErrorCode | undefined; detail?: string | undefined }): string {
+  return error.code && SERVER_DETAIL_CODES.has(error.code) && !isBridgeCallRefusal(error) ? 'Server said:' : 'Details:';
+}

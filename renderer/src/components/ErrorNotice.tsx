@@ -1,18 +1,21 @@
 import type { FileError } from '../../../shared/bridge.js';
 import type { ReactNode } from 'react';
+import { detailLabel } from '../bridge/errors.js';
 import { Icon } from './Icon.js';
 
-/** A failure in plain language first, the server's own words underneath for IT. */
-export function ErrorNotice({ error, title, action }: { error: Pick<FileError, 'message' | 'detail'>; title?: string; action?: ReactNode }) {
+/** A failure in plain language first, the detail underneath for IT ("Server said:" only for the server's own words). */
+export function ErrorNotice({ error, title, action, children }: { error: Pick<FileError, 'message' | 'detail'> & { code?: FileError['code'] }; title?: string; action?: ReactNode; children?: ReactNode }) {
+  const label = error.detail ? detailLabel(error) : null;
   return (
     <div className="notice notice-danger" role="alert">
       <Icon name="alert" size={18} />
       <div className="notice-body">
         {title ? <strong>{title}</strong> : null}
-        <p className="notice-message">{error.message}</p>
-        {error.detail ? (
+        {error.message ? <p className="notice-message">{error.message}</p> : null}
+        {children}
+        {label ? (
           <p className="notice-detail">
-            <span className="notice-detail-label">Server said:</span> {error.detail}
+            <span className="notice-detail-label">{label}</span> {error.detail}
           </p>
         ) : null}
       </div>

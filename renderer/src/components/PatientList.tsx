@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { visibleName } from '../../../shared/names.js';
 import type { PatientDto } from '../../../shared/schemas.js';
 import { useBridgeQuery } from '../bridge/context.js';
@@ -22,6 +22,19 @@ export function PatientList({ selectedId, onSelect, label = 'Find a patient', co
   const query = useDebounced(name.trim(), SEARCH_DELAY_MS);
   const patients = useBridgeQuery((client) => client.listPatients({ name: query || undefined, limit: 100 }), [query]);
   const inputId = `patient-search-${compact ? 'compact' : 'full'}`;
+  const listRef = useRef<HTMLUListElement>(null);
+  // ↑/↓ (and Home/End) move between the patients; ↓ from the search box goes into the list.
+  const moveFocus = (event: KeyboardEvent, from: 'search' | 'list') => {
+    const options = [...(listRef.current?.querySelectorAll<HTMLButtonElement>('.patient-option') ?? [])];
+    if (options.length === 0) return;
+    const current = options.indexOf(document.activeElement as HTMLButtonElement);
+    const targets: Record<string, number> = from === 'search' ? { ArrowDown: 0 } : { ArrowDown: current + 1, ArrowUp: current - 1, Home: 0, End: options.length - 1 };
+    if (!(event.key in targets)) return;
+    event.preventDefault();
+    const next = targets[event.key]!;
+    if (next < 0) document.getElementById(inputId)?.focus();
+    else options[Math.min(options.length - 1, next)]!.focus();
+  };
   return (
     <div className={compact ? 'patient-list compact' : 'patient-list'}>
       <label htmlFor={inputId} className="visually-hidden">
@@ -29,17 +42,19 @@ export function PatientList({ selectedId, onSelect, label = 'Find a patient', co
       </label>
       <div className="search-input">
         <Icon name="search" size={16} />
-        <input id={inputId} type="search" placeholder={label} value={name} onChange={(event) => setName(event.target.value)} autoComplete="off" />
+        <input id={inputId} type="search" placeholder={label} value={name} onChange={(event) => setName(event.target.value)} onKeyDown={(event) => moveFocus(event, 'search')} autoComplete="off" />
       </div>
       {patients.error ? <ErrorNotice error={patients.error} /> : null}
-      <ul className="patient-options" role="listbox" aria-label="Patients">
+      <ul ref={listRef} className="patient-options" role="listbox" aria-label="Patients" onKeyDown={(event) => moveFocus(event, 'list')}>
         {patients.data?.patients.map((patient) => (
           <li key={patient.id} role="option" aria-selected={patient.id === selectedId}>
             <button type="button" className={patient.id === selectedId ? 'patient-option selected' : 'patient-option'} onClick={() => onSelect(patient)}>
               <span className="avatar" aria-hidden="true">
                 {initials(patient.name)}
               </span>
-              <span className="truncate">{visibleName(patient.name)}</span>
+              <span className="truncate" title={visibleName(patient.name)}>
+                {visibleName(patient.name)}
+              </span>
             </button>
           </li>
         ))}

@@ -49,7 +49,12 @@ function TabButton({ tab, current, onSelect, label }: { tab: Tab; current: Tab; 
   return (
     <button type="button" role="tab" id={`tab-${tab}`} aria-selected={tab === current} aria-controls={`panel-${tab}`} tabIndex={tab === current ? 0 : -1} className="tab" onClick={() => onSelect(tab)}
       onKeyDown={(event) => {
-        if (event.key === 'ArrowRight' || event.key === 'ArrowLeft') onSelect(tab === 'webhooks' ? 'history' : 'webhooks');
+        if (event.key !== 'ArrowRight' && event.key !== 'ArrowLeft' && event.key !== 'Home' && event.key !== 'End') return;
+        event.preventDefault();
+        const next: Tab = event.key === 'Home' ? 'webhooks' : event.key === 'End' ? 'history' : tab === 'webhooks' ? 'history' : 'webhooks';
+        onSelect(next);
+        // The focus goes with the selection (WAI-ARIA tabs), or it stays on the tab just left.
+        document.getElementById(`tab-${next}`)?.focus();
       }}
     >
       {label}

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import type { FileView } from '../../../../shared/bridge.js';
+import type { HistoryFileView } from '../../../../shared/bridge.js';
 import { visibleName } from '../../../../shared/names.js';
 import { useBridgeQuery } from '../../bridge/context.js';
 import { EmptyState } from '../../components/EmptyState.js';
@@ -7,16 +7,13 @@ import { ErrorNotice } from '../../components/ErrorNotice.js';
 import { FileStateBadge } from '../../components/StateBadge.js';
 import { formatBytes, formatDateTime } from '../../format.js';
 
-const FILES_PER_PAIR = 1000;
+const HISTORY_LIMIT = 5000;
 
 /** Every synced file and, for the one chosen, each step it went through (when, which version, verified). */
 export function SyncHistory() {
-  const files = useBridgeQuery(async (client) => {
-    const pairs = await client.listPairs();
-    const lists = await Promise.all(pairs.map((pair) => client.listFiles({ pairId: pair.id, limit: FILES_PER_PAIR })));
-    return lists.flatMap((list) => list.files).sort((a, b) => (b.syncedAt ?? b.updatedAt) - (a.syncedAt ?? a.updatedAt));
-  }, []);
-  const [selected, setSelected] = useState<FileView | null>(null);
+  // The whole record, also of folders no longer synced ("Stop syncing" keeps what was uploaded).
+  const files = useBridgeQuery((client) => client.historyFiles(HISTORY_LIMIT), []);
+  const [selected, setSelected] = useState<HistoryFileView | null>(null);
   if (files.error) return <ErrorNotice error={files.error} />;
   if (files.data && files.data.length === 0) {
     return (
@@ -31,6 +28,7 @@ export function SyncHistory() {
         <thead>
           <tr>
             <th scope="col">File</th>
+            <th scope="col">From folder</th>
             <th scope="col">State</th>
             <th scope="col">Size</th>
             <th scope="col">Version</th>
@@ -44,6 +42,13 @@ export function SyncHistory() {
                 <button type="button" className="link-button" onClick={() => setSelected(file)} aria-pressed={selected?.id === file.id}>
                   {visibleName(file.relativePath)}
                 </button>
+              </td>
+              <td className="history-folder">
+                <span className="break">{file.folder}</span>
+                <span className="muted small">
+                  {file.patientName ? ` to ${visibleName(file.patientName)}` : ''}
+                  {file.pairRemoved ? ' · no longer synced' : ''}
+                </span>
               </td>
               <td>
                 <FileStateBadge state={file.state} />
@@ -60,7 +65,7 @@ export function SyncHistory() {
   );
 }
 
-function FileTimeline({ file }: { file: FileView }) {
+function FileTimeline({ file }: { file: HistoryFileView }) {
   const history = useBridgeQuery((client) => client.fileHistory(file.id), [file.id]);
   return (
     <section className="card timeline" aria-label={`History of ${file.fileName}`}>

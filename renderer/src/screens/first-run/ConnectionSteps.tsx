@@ -1,4 +1,5 @@
 import type { ConnectionTestResult } from '../../../../shared/bridge.js';
+import { detailLabel } from '../../bridge/errors.js';
 import { Icon } from '../../components/Icon.js';
 
 type Step = NonNullable<ConnectionTestResult['step']>;
@@ -30,7 +31,11 @@ export function ConnectionSteps({ result }: { result: ConnectionTestResult }) {
               {outcome === 'failed' && result.error ? (
                 <span className="connection-step-error">
                   <span className="connection-error-message">{result.error.message}</span>
-                  {result.error.detail ? <span className="connection-error-detail">Server said: {result.error.detail}</span> : null}
+                  {result.error.detail ? (
+                    <span className="connection-error-detail">
+                      {detailLabel(result.error)} {result.error.detail}
+                    </span>
+                  ) : null}
                 </span>
               ) : null}
             </li>

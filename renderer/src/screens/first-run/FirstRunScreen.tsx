@@ -28,7 +28,7 @@ export function FirstRunScreen({ onConfigured }: { onConfigured: (status: AppSta
             onSelect={() => setChoice('embedded')}
             icon="computer"
             title="This computer runs the server"
-            description="Start the bundled server here, with a demo clinic, patient and scanner, so you can try a folder sync right away."
+            description="Start the bundled server here, with a demo clinic, patient and scanner client. Then add a scan folder for the demo patient to try a folder sync."
           />
           <ChoiceCard
             selected={choice === 'remote'}
@@ -87,7 +87,7 @@ function EmbeddedSetup({ onConfigured }: { onConfigured: (status: AppStatus) => 
           <Icon name="check" size={16} /> A demo clinic, patient and scanner client are created for you.
         </li>
         <li>
-          <Icon name="check" size={16} /> You can connect to your clinic’s server later in Settings.
+          <Icon name="check" size={16} /> To move to your clinic’s server later, IT connects this computer to it (<code>patient-docs-sync connect</code>); Settings shows the connection.
         </li>
       </ul>
       {error ? <ErrorNotice error={error} title="The server could not start" /> : null}

@@ -4,6 +4,7 @@ import { useBridge } from '../../bridge/context.js';
 import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
 import { ErrorNotice } from '../../components/ErrorNotice.js';
 import { Icon } from '../../components/Icon.js';
+import { validateRemoteSetup, type FieldErrors } from '../../forms/validate.js';
 import { ConnectionSteps } from './ConnectionSteps.js';
 
 const UUID_PATTERN = '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}';
@@ -15,14 +16,25 @@ export function RemoteServerForm({ onConfigured }: { onConfigured: (status: AppS
   const [saving, setSaving] = useState(false);
   const [result, setResult] = useState<ConnectionTestResult | null>(null);
   const [error, setError] = useState<BridgeError | null>(null);
+  const [fieldErrors, setFieldErrors] = useState<FieldErrors<keyof RemoteSetupInput>>({});
 
   const payload = (): RemoteSetupInput => ({ ...input, serverUrl: input.serverUrl.trim(), clientId: input.clientId.trim(), organizationId: input.organizationId.trim(), tokenUrl: input.tokenUrl?.trim() || undefined });
   const update = (field: keyof RemoteSetupInput) => (value: string) => {
     setInput((current) => ({ ...current, [field]: value }));
     setResult(null);
+    setFieldErrors((current) => (current[field] ? { ...current, [field]: undefined } : current));
+  };
+  /** The form's own check first: a field left empty or mistyped is named beside it, nothing is sent. */
+  const checked = (): boolean => {
+    const errors = validateRemoteSetup(input);
+    setFieldErrors(errors);
+    const first = FIELD_ORDER.find((field) => errors[field]);
+    if (first) document.getElementById(FIELD_IDS[first])?.focus();
+    return first === undefined;
   };
 
   const test = async () => {
+    if (!checked()) return;
     setTesting(true);
     setError(null);
     try {
@@ -36,6 +48,7 @@ export function RemoteServerForm({ onConfigured }: { onConfigured: (status: AppS
 
   const connect = async (event: FormEvent) => {
     event.preventDefault();
+    if (!checked()) return;
     setSaving(true);
     setError(null);
     try {
@@ -50,14 +63,14 @@ export function RemoteServerForm({ onConfigured }: { onConfigured: (status: AppS
   };
 
   return (
-    <form className="setup-panel form" onSubmit={(event) => void connect(event)} aria-label="Connect to a server">
-      <TextField label="Server address" hint="For example https://docs.smile-clinic.example" value={input.serverUrl} onChange={update('serverUrl')} type="url" required autoComplete="url" />
-      <TextField label="Token address (optional)" hint="Leave empty when the server signs in its own clients" value={input.tokenUrl ?? ''} onChange={update('tokenUrl')} type="url" />
+    <form className="setup-panel form" noValidate onSubmit={(event) => void connect(event)} aria-label="Connect to a server">
+      <TextField label="Server address" hint="For example https://docs.smile-clinic.example" value={input.serverUrl} onChange={update('serverUrl')} error={fieldErrors.serverUrl} type="url" required autoComplete="url" />
+      <TextField label="Token address (optional)" hint="Leave empty when the server signs in its own clients" value={input.tokenUrl ?? ''} onChange={update('tokenUrl')} error={fieldErrors.tokenUrl} type="url" />
       <div className="form-row">
-        <TextField label="Client ID" value={input.clientId} onChange={update('clientId')} required autoComplete="username" />
-        <TextField label="Client secret" value={input.clientSecret} onChange={update('clientSecret')} type="password" required autoComplete="current-password" />
+        <TextField label="Client ID" value={input.clientId} onChange={update('clientId')} error={fieldErrors.clientId} required autoComplete="username" />
+        <TextField label="Client secret" value={input.clientSecret} onChange={update('clientSecret')} error={fieldErrors.clientSecret} type="password" required autoComplete="current-password" />
       </div>
-      <TextField label="Organization ID" hint="The clinic’s identifier, a UUID such as 0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01" value={input.organizationId} onChange={update('organizationId')} pattern={UUID_PATTERN} required />
+      <TextField label="Organization ID" hint="The clinic’s identifier, a UUID such as 0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01" value={input.organizationId} onChange={update('organizationId')} error={fieldErrors.organizationId} pattern={UUID_PATTERN} required />
       {result ? <ConnectionSteps result={result} /> : null}
       {error ? <ErrorNotice error={error} /> : null}
       <div className="form-actions">
@@ -74,17 +87,40 @@ export function RemoteServerForm({ onConfigured }: { onConfigured: (status: AppS
   );
 }
 
-export function TextField({ label, hint, value, onChange, ...rest }: { label: string; hint?: string; value: string; onChange: (value: string) => void } & Omit<InputHTMLAttributes<HTMLInputElement>, 'value' | 'onChange'>) {
-  const id = `field-${label.toLowerCase().replace(/\W+/g, '-')}`;
+function fieldId(label: string): string {
+  return `field-${label.toLowerCase().replace(/\W+/g, '-')}`;
+}
+
+const FIELD_ORDER: Array<keyof RemoteSetupInput> = ['serverUrl', 'tokenUrl', 'clientId', 'clientSecret', 'organizationId'];
+const FIELD_IDS: Record<keyof RemoteSetupInput, string> = {
+  serverUrl: fieldId('Server address'),
+  tokenUrl: fieldId('Token address (optional)'),
+  clientId: fieldId('Client ID'),
+  clientSecret: fieldId('Client secret'),
+  organizationId: fieldId('Organization ID'),
+};
+
+export function TextField({ label, hint, error, value, onChange, ...rest }: { label: string; hint?: string; error?: string | undefined; value: string; onChange: (value: string) => void } & Omit<InputHTMLAttributes<HTMLInputElement>, 'value' | 'onChange'>) {
+  const id = fieldId(label);
+  const describedBy = [error ? `${id}-error` : null, hint ? `${id}-hint` : null].filter(Boolean).join(' ') || undefined;
   return (
     <div className="field">
       <label htmlFor={id}>{label}</label>
-      <input id={id} value={value} onChange={(event) => onChange(event.target.value)} aria-describedby={hint ? `${id}-hint` : undefined} {...rest} />
+      <input id={id} value={value} onChange={(event) => onChange(event.target.value)} aria-describedby={describedBy} aria-invalid={error ? true : undefined} {...rest} />
+      {error ? <FieldError id={`${id}-error`}>{error}</FieldError> : null}
       {hint ? (
         <span className="field-hint" id={`${id}-hint`}>
           {hint}
         </span>
       ) : null}
     </div>
+  );
+}
+
+export function FieldError({ id, children }: { id: string; children: string }) {
+  return (
+    <span className="field-error" id={id}>
+      {children}
+    </span>
   );
 }

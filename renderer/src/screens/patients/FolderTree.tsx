@@ -9,6 +9,18 @@ const ROW_HEIGHT = 32;
 /** Rows rendered above and below the visible window, so a quick scroll shows no blank band. */
 const OVERSCAN = 8;
 
+/**
+ * How far a level is indented: a full step for the first levels, then a small one, so a folder
+ * twelve levels down still has room for its name in the narrow column (its whole path is the tooltip).
+ */
+export function treeIndent(level: number): number {
+  const depth = level - 1;
+  return 4 + Math.min(depth, 4) * 14 + Math.max(depth - 4, 0) * 4;
+}
+
+/** Room a row keeps beside its indent for the chevron, the icon, a readable name and the count. */
+const ROW_MIN_CONTENT = 190;
+
 /** The folders to open so `path` shows, added to `expanded` (the same set when nothing changes). */
 function withAncestors(expanded: ReadonlySet<string>, path: string): ReadonlySet<string> {
   const missing = ancestorPaths(path).filter((ancestor) => !expanded.has(ancestor));
@@ -39,6 +51,7 @@ export function FolderTree({ root, selectedPath, onSelect, loading }: { root: Fo
   const rows = useMemo(() => visibleFolders(root, expanded), [root, expanded]);
   const indexOf = useMemo(() => new Map(rows.map((row, index) => [row.node.path, index])), [rows]);
   const folderCount = useMemo(() => countFolders(root), [root]);
+  const deepestLevel = useMemo(() => rows.reduce((deepest, row) => Math.max(deepest, row.level), 1), [rows]);
 
   // The one row in the tab order: the last focused one while it is shown, else the selected one.
   const [focusedPath, setFocusedPath] = useState<string | null>(null);
@@ -57,6 +70,9 @@ export function FolderTree({ root, selectedPath, onSelect, loading }: { root: Fo
     const top = tabIndex * ROW_HEIGHT;
     if (top < viewport.scrollTop) viewport.scrollTop = top;
     else if (top + ROW_HEIGHT > viewport.scrollTop + viewport.clientHeight) viewport.scrollTop = top + ROW_HEIGHT - viewport.clientHeight;
+    // Sideways too, so a deep folder's name is in view (the tree scrolls when rows are wider than the column).
+    const indent = treeIndent(row.level);
+    if (indent < viewport.scrollLeft || indent + ROW_MIN_CONTENT > viewport.scrollLeft + viewport.clientWidth) viewport.scrollLeft = Math.max(0, indent + ROW_MIN_CONTENT - viewport.clientWidth);
     viewport.querySelector<HTMLElement>(`[role="treeitem"][data-path="${CSS.escape(row.node.path)}"]`)?.focus({ preventScroll: true });
   }, [focusRequest]);
 
@@ -128,7 +144,7 @@ export function FolderTree({ root, selectedPath, onSelect, loading }: { root: Fo
 
   return (
     <div ref={viewportRef} className="folder-tree" data-folder-count={folderCount} onScroll={onScroll}>
-      <ul role="tree" aria-label="Folders" aria-busy={loading} onKeyDown={onKeyDown} style={{ height: rows.length * ROW_HEIGHT }}>
+      <ul role="tree" aria-label="Folders" aria-busy={loading} onKeyDown={onKeyDown} style={{ height: rows.length * ROW_HEIGHT, minWidth: treeIndent(deepestLevel) + ROW_MIN_CONTENT }}>
         {shown.map((index) => {
           const row = rows[index]!;
           const { node, level } = row;
@@ -147,7 +163,8 @@ export function FolderTree({ root, selectedPath, onSelect, loading }: { root: Fo
               className={selected ? 'tree-label selected' : 'tree-label'}
               data-path={node.path}
               tabIndex={index === tabIndex ? 0 : -1}
-              style={{ transform: `translateY(${index * ROW_HEIGHT}px)`, paddingLeft: 4 + (level - 1) * 16 }}
+              style={{ transform: `translateY(${index * ROW_HEIGHT}px)`, paddingLeft: treeIndent(level) }}
+              title={visibleName(node.path)}
               onFocus={(event) => {
                 if (event.target === event.currentTarget) setFocusedPath(node.path);
               }}
@@ -164,7 +181,7 @@ export function FolderTree({ root, selectedPath, onSelect, loading }: { root: Fo
                 <span className="tree-twisty" aria-hidden="true" />
               )}
               <Icon name={level === 1 ? 'patients' : row.expanded ? 'folderOpen' : 'folder'} size={16} />
-              <span className="truncate tree-name" title={visibleName(node.path)}>
+              <span className="truncate tree-name">
                 {visibleName(node.name)}
               </span>
               <span className="tree-count" aria-hidden="true">

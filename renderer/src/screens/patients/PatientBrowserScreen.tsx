@@ -2,7 +2,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { visibleName } from '../../../../shared/names.js';
 import type { DocumentDto, PatientDto } from '../../../../shared/schemas.js';
 import { SEARCH_DEFAULTS } from '../../../../shared/schemas.js';
-import { useBridge, useBridgeEvent } from '../../bridge/context.js';
+import { useBridge, useBridgeEvent, useBridgeQuery } from '../../bridge/context.js';
 import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
 import { EmptyState } from '../../components/EmptyState.js';
 import { ErrorNotice } from '../../components/ErrorNotice.js';
@@ -67,6 +67,7 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
   useBridgeEvent((event) => {
     if (event.type === 'documents-changed' && (event.patientId === null || event.patientId === patient.id)) setGeneration((value) => value + 1);
   });
+  useRefreshOnSync(patient.id, () => setGeneration((value) => value + 1));
 
   const listQuery = useMemo<WalkQuery>(
     () => ({
@@ -124,8 +125,8 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
         {listWalk.error ? <ErrorNotice error={listWalk.error} title="The files cannot be listed" /> : null}
         {actionError ? <ErrorNotice error={actionError} title="The file cannot be downloaded" /> : null}
         {listWalk.done && listWalk.total === 0 && !listWalk.error ? (
-          <EmptyState icon="file" title={filters === NO_FILTERS && folder === '/' ? 'No files for this patient yet' : 'No file matches'}>
-            {filters === NO_FILTERS && folder === '/' ? 'Files appear here once a synced scan folder uploads them.' : 'Try another name or type, or clear the filters.'}
+          <EmptyState icon="file" title={!filtering(filters) && folder === '/' ? 'No files for this patient yet' : 'No file matches'}>
+            {!filtering(filters) && folder === '/' ? 'Files appear here once a synced scan folder uploads them.' : 'Try another name or type, or clear the filters.'}
           </EmptyState>
         ) : (
           <DocumentTable documents={listWalk.documents} sort={sort} onSort={setSort} onOpen={setSelected} onDownload={downloadRow} selectedId={selected?.id ?? null} />
@@ -144,6 +145,37 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
       {selected && preview ? <PreviewDialog patientId={patient.id} document={selected} kind={preview} onClose={() => setPreview(null)} /> : null}
     </>
   );
+}
+
+/** How long after a file of this computer is synced the list is read again (a scan brings several at once). */
+const SYNC_REFRESH_DELAY_MS = 1500;
+
+/**
+ * The server tells webhook listeners about new documents; a computer without a reachable listener
+ * still knows what it uploaded itself: when a file of a folder synced to this patient is verified,
+ * the patient's documents are read again (once for a burst of files).
+ */
+function useRefreshOnSync(patientId: string, refresh: () => void): void {
+  const pairs = useBridgeQuery((client) => client.listPairs(), []);
+  const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  useEffect(() => () => {
+    if (timer.current) clearTimeout(timer.current);
+  }, []);
+  useBridgeEvent((event) => {
+    if (event.type === 'pairs') pairs.setData(event.pairs);
+    if (event.type !== 'files' || !event.files.some((file) => file.state === 'synced')) return;
+    if (pairs.data?.find((pair) => pair.id === event.pairId)?.patientId !== patientId) return;
+    if (timer.current) clearTimeout(timer.current);
+    timer.current = setTimeout(() => {
+      timer.current = null;
+      refresh();
+    }, SYNC_REFRESH_DELAY_MS);
+  });
+}
+
+/** Whether any filter narrows the list (by value: a filter typed and cleared again narrows nothing). */
+function filtering(filters: DocumentFilters): boolean {
+  return filters.fileName.trim() !== '' || filters.fileType !== '' || filters.hasContent;
 }
 
 /** Marks for the benchmark (bench/ui.mjs): when the first rows and the complete tree are on screen. */

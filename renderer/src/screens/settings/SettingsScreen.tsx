@@ -4,6 +4,8 @@ import { useBridge, useBridgeQuery } from '../../bridge/context.js';
 import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
 import { ErrorNotice, InfoNotice } from '../../components/ErrorNotice.js';
 import { Icon } from '../../components/Icon.js';
+import { validateSettings, type FieldErrors, type SettingsFields } from '../../forms/validate.js';
+import { FieldError } from '../first-run/RemoteServerForm.js';
 
 interface SettingsDraft {
   concurrency: string;
@@ -45,6 +47,7 @@ export function SettingsScreen({ status }: { status: AppStatus }) {
   const [saving, setSaving] = useState(false);
   const [saved, setSaved] = useState(false);
   const [error, setError] = useState<BridgeError | null>(null);
+  const [fieldErrors, setFieldErrors] = useState<FieldErrors<keyof SettingsFields>>({});
   useEffect(() => {
     if (settings.data) setDraft(draftFrom(settings.data));
   }, [settings.data]);
@@ -52,10 +55,19 @@ export function SettingsScreen({ status }: { status: AppStatus }) {
   const update = (field: keyof SettingsDraft) => (value: string) => {
     setDraft((current) => (current ? { ...current, [field]: value } : current));
     setSaved(false);
+    setFieldErrors((current) => (field in current ? { ...current, [field]: undefined } : current));
   };
   const save = async (event: FormEvent) => {
     event.preventDefault();
     if (!draft) return;
+    // Checked here first, so a mistyped field is named beside it in plain words.
+    const errors = validateSettings(draft);
+    setFieldErrors(errors);
+    const first = (['webhookPort', 'webhookPublicUrl', 'concurrency', 'bandwidthMegabytes'] as const).find((field) => errors[field]);
+    if (first) {
+      document.getElementById(SETTINGS_FIELD_IDS[first])?.focus();
+      return;
+    }
     setSaving(true);
     setError(null);
     try {
@@ -79,10 +91,10 @@ export function SettingsScreen({ status }: { status: AppStatus }) {
       </header>
       {settings.error ? <ErrorNotice error={settings.error} /> : null}
       {draft && settings.data ? (
-        <form className="settings-form" onSubmit={(event) => void save(event)}>
+        <form className="settings-form" noValidate onSubmit={(event) => void save(event)}>
           <ServerSection status={status} maskedSecret={settings.data.maskedSecret} clientSecret={draft.clientSecret} onSecretChange={update('clientSecret')} />
-          <WebhookSection status={status} port={draft.webhookPort} publicUrl={draft.webhookPublicUrl} onPortChange={update('webhookPort')} onPublicUrlChange={update('webhookPublicUrl')} />
-          <SyncSection draft={draft} update={update} />
+          <WebhookSection status={status} errors={fieldErrors} port={draft.webhookPort} publicUrl={draft.webhookPublicUrl} onPortChange={update('webhookPort')} onPublicUrlChange={update('webhookPublicUrl')} />
+          <SyncSection draft={draft} update={update} errors={fieldErrors} />
           {error ? <ErrorNotice error={error} title="The settings were not saved" /> : null}
           <div className="form-actions sticky-actions">
             {saved ? (
@@ -150,18 +162,37 @@ function ServerSection({ status, maskedSecret, clientSecret, onSecretChange }: {
   );
 }
 
-function WebhookSection({ status, port, publicUrl, onPortChange, onPublicUrlChange }: { status: AppStatus; port: string; publicUrl: string; onPortChange: (value: string) => void; onPublicUrlChange: (value: string) => void }) {
+const SETTINGS_FIELD_IDS: Record<keyof SettingsFields, string> = {
+  concurrency: 'settings-concurrency',
+  bandwidthMegabytes: 'settings-bandwidth',
+  webhookPort: 'settings-webhook-port',
+  webhookPublicUrl: 'settings-webhook-url',
+};
+
+/** aria-invalid and the message's id for a settings field that failed its check. */
+function invalid(errors: FieldErrors<keyof SettingsFields>, field: keyof SettingsFields) {
+  return errors[field] ? { 'aria-invalid': true, 'aria-describedby': `${SETTINGS_FIELD_IDS[field]}-error` } : {};
+}
+
+function FieldMessage({ errors, field }: { errors: FieldErrors<keyof SettingsFields>; field: keyof SettingsFields }) {
+  const message = errors[field];
+  return message ? <FieldError id={`${SETTINGS_FIELD_IDS[field]}-error`}>{message}</FieldError> : null;
+}
+
+function WebhookSection({ status, errors, port, publicUrl, onPortChange, onPublicUrlChange }: { status: AppStatus; errors: FieldErrors<keyof SettingsFields>; port: string; publicUrl: string; onPortChange: (value: string) => void; onPublicUrlChange: (value: string) => void }) {
   const webhook = status.webhook;
   return (
     <SettingsSection title="Server notifications" description="The server tells this computer about changes (webhooks). Behind a tunnel, give the tunnel’s public https address.">
       <div className="form-row">
         <div className="field narrow">
           <label htmlFor="settings-webhook-port">Listener port</label>
-          <input id="settings-webhook-port" type="number" min={0} max={65535} value={port} onChange={(event) => onPortChange(event.target.value)} placeholder="Any free port" />
+          <input id="settings-webhook-port" type="number" min={0} max={65535} value={port} onChange={(event) => onPortChange(event.target.value)} {...invalid(errors, 'webhookPort')} placeholder="Any free port" />
+          <FieldMessage errors={errors} field="webhookPort" />
         </div>
         <div className="field">
           <label htmlFor="settings-webhook-url">Public address</label>
-          <input id="settings-webhook-url" type="url" value={publicUrl} onChange={(event) => onPublicUrlChange(event.target.value)} placeholder="https://clinic-tunnel.example" spellCheck={false} />
+          <input id="settings-webhook-url" type="url" value={publicUrl} onChange={(event) => onPublicUrlChange(event.target.value)} {...invalid(errors, 'webhookPublicUrl')} placeholder="https://clinic-tunnel.example" spellCheck={false} />
+          <FieldMessage errors={errors} field="webhookPublicUrl" />
         </div>
       </div>
       <p className="small listener-status">
@@ -174,17 +205,19 @@ function WebhookSection({ status, port, publicUrl, onPortChange, onPublicUrlChan
   );
 }
 
-function SyncSection({ draft, update }: { draft: SettingsDraft; update: (field: keyof SettingsDraft) => (value: string) => void }) {
+function SyncSection({ draft, update, errors }: { draft: SettingsDraft; update: (field: keyof SettingsDraft) => (value: string) => void; errors: FieldErrors<keyof SettingsFields> }) {
   return (
     <SettingsSection title="Uploads" description="How many files go at once, how fast, and which files are never uploaded.">
       <div className="form-row">
         <div className="field narrow">
           <label htmlFor="settings-concurrency">Files at once</label>
-          <input id="settings-concurrency" type="number" min={1} max={16} value={draft.concurrency} onChange={(event) => update('concurrency')(event.target.value)} />
+          <input id="settings-concurrency" type="number" min={1} max={16} value={draft.concurrency} onChange={(event) => update('concurrency')(event.target.value)} {...invalid(errors, 'concurrency')} />
+          <FieldMessage errors={errors} field="concurrency" />
         </div>
         <div className="field narrow">
           <label htmlFor="settings-bandwidth">Speed limit (MB/s)</label>
-          <input id="settings-bandwidth" type="number" min={0} step="0.1" value={draft.bandwidthMegabytes} onChange={(event) => update('bandwidthMegabytes')(event.target.value)} placeholder="No limit" />
+          <input id="settings-bandwidth" type="number" min={0} step="0.1" value={draft.bandwidthMegabytes} onChange={(event) => update('bandwidthMegabytes')(event.target.value)} {...invalid(errors, 'bandwidthMegabytes')} placeholder="No limit" />
+          <FieldMessage errors={errors} field="bandwidthMegabytes" />
         </div>
       </div>
       <div className="field">

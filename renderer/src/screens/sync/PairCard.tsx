@@ -6,9 +6,10 @@ import { ErrorNotice } from '../../components/ErrorNotice.js';
 import { Icon } from '../../components/Icon.js';
 import { ProgressBar } from '../../components/ProgressBar.js';
 import { PairStateBadge } from '../../components/StateBadge.js';
-import { formatBytes, formatCount, formatDuration, formatRate } from '../../format.js';
+import { formatBytes, formatCount, formatDuration, formatFileCount, formatRate } from '../../format.js';
 import { CaseList } from './CaseList.js';
 import { PairFiles } from './PairFiles.js';
+import { PairNotices } from './PairNotices.js';
 import { StateCountChips } from './StateCountChips.js';
 
 export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView; onBrowsePatient: (patientId: string) => void; onChanged: () => void }) {
@@ -48,17 +49,7 @@ export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView;
 
       <PairProgress pair={pair} fileCount={fileCount} />
       <StateCountChips counts={pair.counts} />
-      {pair.lastError && pair.counts.failed > 0 ? (
-        <ErrorNotice
-          title={pair.counts.failed === 1 ? 'One file could not be uploaded' : `${formatCount(pair.counts.failed)} files could not be uploaded`}
-          error={pair.lastError}
-          action={
-            <button type="button" className="button" onClick={() => void run(() => client.retryFailed({ pairId: pair.id }))}>
-              <Icon name="retry" size={16} /> Retry all
-            </button>
-          }
-        />
-      ) : null}
+      <PairNotices pair={pair} onRetryAll={() => void run(() => client.retryFailed({ pairId: pair.id }))} />
       {actionError ? <ErrorNotice error={actionError} /> : null}
       {openedFolder ? <p className="muted small">Opened {openedFolder}</p> : null}
 
@@ -81,7 +72,7 @@ export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView;
         <RemovePairButton onConfirm={() => void run(() => client.removePair(pair.id))} />
       </div>
       {pair.cases.length > 0 ? <CaseList cases={pair.cases} /> : null}
-      <PairFiles pairId={pair.id} />
+      <PairFiles pairId={pair.id} label={`${pair.folder} to ${pair.patientName ?? 'the patient'}`} />
     </article>
   );
 }
@@ -92,8 +83,10 @@ function PairProgress({ pair, fileCount }: { pair: PairView; fileCount: number }
     fileCount === 0
       ? 'Waiting for files in this folder'
       : settled === fileCount && pair.counts.failed === 0
-        ? `All ${formatCount(fileCount)} files synced and verified`
-        : `${formatCount(pair.counts.synced)} of ${formatCount(fileCount)} files synced`;
+        ? fileCount === 1
+          ? 'The file is synced and verified'
+          : `All ${formatFileCount(fileCount)} synced and verified`
+        : `${formatCount(pair.counts.synced)} of ${formatFileCount(fileCount)} synced`;
   return (
     <div className="pair-progress">
       <ProgressBar done={pair.bytesDone} total={pair.bytesTotal || 1} label={`${pair.folder} progress`} tone={pair.state === 'attention' ? 'danger' : pair.state === 'idle' ? 'success' : 'progress'} />

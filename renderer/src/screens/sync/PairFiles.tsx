@@ -9,6 +9,8 @@ import { FileStateBadge, fileStateTone } from '../../components/StateBadge.js';
 import { VirtualList } from '../../components/VirtualList.js';
 import { formatBytes, formatDateTime, formatDuration, formatRate } from '../../format.js';
 import { fileIcon } from '../../documents/file-types.js';
+import { failureHint } from '../../documents/failure-hints.js';
+import { detailLabel } from '../../bridge/errors.js';
 
 interface FilePage {
   files: FileView[];
@@ -22,7 +24,7 @@ const VISIBLE_ROWS = 7;
 /** Failures first (they need a person), then what is moving, then what is done. */
 const STATE_ORDER: Record<FileState, number> = { failed: 0, uploading: 1, creating: 2, verifying: 3, waiting: 4, queued: 5, synced: 6 };
 
-export function PairFiles({ pairId }: { pairId: string }) {
+export function PairFiles({ pairId, label }: { pairId: string; label: string }) {
   const files = useBridgeQuery((client) => client.listFiles({ pairId, limit: FILE_LIMIT }), [pairId]);
   const [expanded, setExpanded] = useState(true);
   useBridgeEvent((event) => {
@@ -50,7 +52,7 @@ export function PairFiles({ pairId }: { pairId: string }) {
         <VirtualList
           items={ordered}
           rowHeight={ROW_HEIGHT}
-          label={`Files of ${pairId}`}
+          label={`Files of ${label}`}
           getKey={(file) => file.id}
           renderRow={(file) => <FileRow file={file} />}
           className="file-rows"
@@ -84,21 +86,12 @@ function FileRow({ file }: { file: FileView }) {
         <span className="truncate strong" title={visibleName(file.relativePath)}>
           {visibleName(file.fileName)}
         </span>
-        <span className="truncate muted small">
-          {file.state === 'failed' && file.error ? (
-            <span className="tone-text-danger">
-              {file.error.message}
-              {file.error.detail ? ` Server said: ${file.error.detail}` : ''}
-            </span>
-          ) : (
-            <>To {file.remotePath === '/' ? 'the top of the record' : file.remotePath}</>
-          )}
-        </span>
+        {file.state === 'failed' && file.error ? <FailureText file={file} /> : <span className="truncate muted small">To {file.remotePath === '/' ? 'the top of the record' : file.remotePath}</span>}
       </span>
       <span className="file-row-progress">
         {moving || file.state === 'verifying' ? (
           <>
-            <ProgressBar done={file.bytesDone} total={file.size || 1} tone={fileStateTone(file.state)} size="thin" label={`${file.fileName} upload progress`} />
+            <ProgressBar done={file.bytesDone} total={file.size || 1} tone={fileStateTone(file.state)} size="thin" label={`${visibleName(file.fileName)} upload progress`} />
             <span className="muted small">
               {formatBytes(file.bytesDone)} of {formatBytes(file.size)}
               {file.rate > 0 ? ` · ${formatRate(file.rate)} · about ${formatDuration((file.size - file.bytesDone) / file.rate)} left` : ''}
@@ -108,18 +101,43 @@ function FileRow({ file }: { file: FileView }) {
           <span className="muted small">
             {formatBytes(file.size)}
             {file.syncedAt ? ` · ${formatDateTime(file.syncedAt)}` : ''}
-            {file.state === 'waiting' && file.nextAttemptAt ? ` · next try ${formatDateTime(file.nextAttemptAt)}` : ''}
+            {file.state === 'waiting' && file.nextAttemptAt ? ` · ${nextTry(file.nextAttemptAt)}` : ''}
           </span>
         )}
       </span>
       <FileStateBadge state={file.state} />
       <span className="file-row-action">
         {file.state === 'failed' ? (
-          <button type="button" className="button small" onClick={() => void client.retryFailed({ fileId: file.id })} aria-label={`Retry ${file.fileName}`}>
+          <button type="button" className="button small" onClick={() => void client.retryFailed({ fileId: file.id })} aria-label={`Retry ${visibleName(file.fileName)}`}>
             <Icon name="retry" size={14} /> Retry
           </button>
         ) : null}
       </span>
     </div>
   );
+}
+
+/** The reason in one line; the whole of it (and what to do) in the tooltip, since the line may be cut. */
+function FailureText({ file }: { file: FileView }) {
+  const error = file.error!;
+  const hint = failureHint(error.code);
+  const label = error.detail ? detailLabel(error) : null;
+  const whole = [error.message, hint, label ? `${label} ${error.detail}` : null].filter(Boolean).join(' ');
+  return (
+    <span className="truncate muted small" title={whole}>
+      <span className="tone-text-danger">
+        {error.message}
+        {hint ? ` ${hint}` : ''}
+        {label ? ` ${label} ${error.detail}` : ''}
+      </span>
+    </span>
+  );
+}
+
+/** A retry seconds or minutes away is said as such; a far one by its date. */
+function nextTry(at: number, now = Date.now()): string {
+  const seconds = Math.round((at - now) / 1000);
+  if (seconds <= 1) return 'trying again now';
+  if (seconds < 3600) return `next try in ${formatDuration(seconds)}`;
+  return `next try ${formatDateTime(at)}`;
 }

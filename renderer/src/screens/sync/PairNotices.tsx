@@ -1,0 +1,60 @@
+import type { FailureReason, PairView } from '../../../../shared/bridge.js';
+import { ErrorNotice, InfoNotice } from '../../components/ErrorNotice.js';
+import { Icon } from '../../components/Icon.js';
+import { failureHint } from '../../documents/failure-hints.js';
+import { formatFileCount } from '../../format.js';
+
+/** Why a pair needs attention, each kind of trouble on its own: the folder, the failed files, the files waiting to be retried. */
+export function PairNotices({ pair, onRetryAll }: { pair: PairView; onRetryAll: () => void }) {
+  return (
+    <>
+      {pair.folderError ? (
+        <ErrorNotice title="The scan folder cannot be found" error={pair.folderError}>
+          <p className="notice-hint">It is looked for every few seconds; files sync again when it is back.</p>
+        </ErrorNotice>
+      ) : null}
+      {pair.counts.failed > 0 && pair.failureReasons.length > 0 ? (
+        <FailureNotice count={pair.counts.failed} reasons={pair.failureReasons} onRetryAll={onRetryAll} />
+      ) : null}
+      {pair.counts.waiting > 0 && pair.retryReason && !pair.paused ? (
+        <InfoNotice tone="warning">
+          <strong>{pair.counts.waiting === 1 ? 'One file will be tried again' : `${formatFileCount(pair.counts.waiting)} will be tried again`}</strong>
+          <p className="notice-message">{pair.retryReason.message}</p>
+        </InfoNotice>
+      ) : null}
+    </>
+  );
+}
+
+function FailureNotice({ count, reasons, onRetryAll }: { count: number; reasons: FailureReason[]; onRetryAll: () => void }) {
+  const title = count === 1 ? 'One file could not be uploaded' : `${formatFileCount(count)} could not be uploaded`;
+  const action = (
+    <button type="button" className="button" onClick={onRetryAll}>
+      <Icon name="retry" size={16} /> Retry all
+    </button>
+  );
+  if (reasons.length === 1) {
+    const reason = reasons[0]!;
+    const hint = failureHint(reason.code, count);
+    return (
+      <ErrorNotice title={title} error={reason} action={action}>
+        {hint ? <p className="notice-hint">{hint}</p> : null}
+      </ErrorNotice>
+    );
+  }
+  return (
+    <ErrorNotice title={title} error={{ message: '' }} action={action}>
+      <ul className="reason-list" aria-label="Reasons">
+        {reasons.map((reason) => {
+          const hint = failureHint(reason.code, reason.count);
+          return (
+            <li key={reason.code} data-code={reason.code}>
+              <strong>{formatFileCount(reason.count)}:</strong> {reason.message}
+              {hint ? ` ${hint}` : ''}
+            </li>
+          );
+        })}
+      </ul>
+    </ErrorNotice>
+  );
+}

@@ -1,0 +1,347 @@
+// The screens in real Chromium against a scripted engine (test/helpers/renderer-page.ts): what
+// staff read for a given state of the engine, at the window sizes the clinic uses.
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PLAIN_MESSAGES } from '../shared/bridge-errors.js';
+import type { DocumentDto, SearchBody } from '../shared/schemas.js';
+import { counts, documentDto, fileView, launchBrowser, openRenderer, pairView, patient, Refusal, STATUS, type Handlers } from './helpers/renderer-page.js';
+
+let browser: Browser;
+beforeAll(async () => {
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+describe('sync screen: a pair’s reasons', () => {
+  it('tells the failed files by their own reasons, and a file waiting for a retry apart from them', async () => {
+    const pair = pairView({
+      state: 'syncing',
+      counts: counts({ failed: 3, waiting: 1, synced: 2 }),
+      lastError: { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT },
+      failureReasons: [
+        { code: 'INVALID_NAME', message: PLAIN_MESSAGES.INVALID_NAME, count: 2 },
+        { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, count: 1 },
+      ],
+      retryReason: { code: 'UNREACHABLE', message: PLAIN_MESSAGES.UNREACHABLE },
+    });
+    const app = await openRenderer(browser, { listPairs: () => [pair] });
+    try {
+      const card = app.page.locator('.pair-card');
+      const failure = card.locator('.notice-danger');
+      await failure.waitFor();
+      expect(await failure.locator('strong').first().innerText()).toBe('3 files could not be uploaded');
+      expect(await failure.locator('.reason-list li').allInnerTexts()).toEqual([
+        `2 files: ${PLAIN_MESSAGES.INVALID_NAME} Rename the files in the scan folder; they are uploaded under their new names.`,
+        `1 file: ${PLAIN_MESSAGES.NO_CONSENT} Once the patient’s consent is recorded, choose Retry.`,
+      ]);
+      expect(await failure.innerText()).not.toContain(PLAIN_MESSAGES.UNREACHABLE);
+      const waiting = card.locator('.notice-warning');
+      expect(await waiting.innerText()).toContain('One file will be tried again');
+      expect(await waiting.innerText()).toContain(PLAIN_MESSAGES.UNREACHABLE);
+      expect(await card.locator('.pair-progress-text').innerText()).toContain('2 of 6 files synced');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('says why a pair whose folder is gone needs attention', async () => {
+    const pair = pairView({ state: 'attention', counts: counts({ synced: 1 }), lastError: { code: 'FOLDER_MISSING', message: PLAIN_MESSAGES.FOLDER_MISSING }, folderError: { code: 'FOLDER_MISSING', message: PLAIN_MESSAGES.FOLDER_MISSING } });
+    const app = await openRenderer(browser, { listPairs: () => [pair] });
+    try {
+      const notice = app.page.locator('.pair-card .notice-danger');
+      await notice.waitFor();
+      const text = await notice.innerText();
+      expect(text).toContain('The scan folder cannot be found');
+      expect(text).toContain(PLAIN_MESSAGES.FOLDER_MISSING);
+      expect(text).toContain('It is looked for every few seconds; files sync again when it is back.');
+      expect(await app.page.locator('.pair-card .pair-progress-text').innerText()).toContain('The file is synced and verified');
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('file rows: the Retry button and the list are named as the screen shows them, a failed name says what to do, a near retry is said as such', async () => {
+    const pair = pairView({ state: 'attention', counts: counts({ failed: 1, waiting: 1 }), failureReasons: [{ code: 'INVALID_NAME', message: 'fileName must not contain control characters', count: 1 }] });
+    const files = [
+      fileView({ relativePath: 'scan\u0007bell.stl', state: 'failed', syncedAt: null, error: { code: 'INVALID_NAME', message: 'fileName must not contain control characters' } }),
+      fileView({ relativePath: 'later.stl', state: 'waiting', syncedAt: null, nextAttemptAt: Date.now() + 20_000, error: { code: 'SERVER_ERROR', message: PLAIN_MESSAGES.SERVER_ERROR } }),
+    ];
+    const app = await openRenderer(browser, { listPairs: () => [pair], listFiles: () => ({ files, total: files.length }) });
+    try {
+      const page = app.page;
+      await page.getByRole('listbox', { name: 'Files of /home/clinic/scans/chair 1 to Jane Roe' }).waitFor();
+      const retry = page.locator('.file-row[data-state="failed"] button');
+      const label = (await retry.getAttribute('aria-label'))!;
+      expect(label).not.toMatch(/\p{Cc}/u);
+      expect(label).toBe(`Retry ${await page.locator('.file-row[data-state="failed"] .strong').innerText()}`);
+      const reason = page.locator('.file-row[data-state="failed"] .tone-text-danger');
+      expect(await reason.innerText()).toContain('Rename the file in the scan folder');
+      expect(await reason.locator('..').getAttribute('title')).toContain('Rename the file in the scan folder');
+      expect(await page.locator('.file-row[data-state="waiting"]').innerText()).toMatch(/next try in (19|20) seconds/);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+/** A patient list and a search that follow the server's rules closely enough for the screens (folder and below, name contains, by id). */
+function records(documents: DocumentDto[], patientNames: string[]): Handlers {
+  const patients = patientNames.map((name, index) => patient(name, index + 1));
+  return {
+    listPatients: (query) => {
+      const found = patients.filter((entry) => !query.name || entry.name.toLowerCase().includes(query.name.toLowerCase()));
+      return { patients: found, total: found.length, offset: 0, limit: query.limit ?? 100 };
+    },
+    searchDocuments: (patientId, body: SearchBody) => {
+      const query = body as SearchBody & { path?: string; fileName?: string; id?: string[]; offset?: number; limit?: number };
+      const found = (patientId === patients[0]!.id ? documents : []).filter(
+        (document) =>
+          (!query.id || query.id.includes(document.id)) &&
+          (!query.path || query.path === '/' || document.path === query.path || document.path.startsWith(`${query.path}/`)) &&
+          (!query.fileName || document.fileName.toLowerCase().includes(query.fileName.toLowerCase())),
+      );
+      const offset = query.offset ?? 0;
+      return { documents: found.slice(offset, offset + (query.limit ?? 100)), total: found.length, offset, limit: query.limit ?? 100 };
+    },
+  };
+}
+
+const LONG_NAME = 'Maximiliane Alexandra von Hohenzollern-Sigmaringen-Wittelsbach';
+const MANY_PATIENTS = [LONG_NAME, ...Array.from({ length: 60 }, (_, index) => `Patient ${String(index + 1).padStart(2, '0')}`)];
+
+describe('patient browser', () => {
+  it('keeps the search box its height beside a long patient list, ends a long name in an ellipsis, and moves through the patients with the arrow keys', async () => {
+    const app = await openRenderer(browser, records([], MANY_PATIENTS), { height: 700 });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Patients', exact: true }).click();
+      const column = page.locator('.browser-patients');
+      await column.getByRole('button', { name: /Patient 60/ }).waitFor({ state: 'attached' });
+      expect((await column.locator('.search-input').boundingBox())!.height).toBeGreaterThanOrEqual(34);
+      const longName = column.locator('.patient-option .truncate').first();
+      expect(await longName.getAttribute('title')).toBe(LONG_NAME);
+      expect(await longName.evaluate((element) => getComputedStyle(element).textOverflow)).toBe('ellipsis');
+      expect(await longName.evaluate((element) => element.scrollWidth > element.clientWidth && element.getBoundingClientRect().right <= element.closest('.browser-patients')!.getBoundingClientRect().right)).toBe(true);
+
+      await column.getByRole('searchbox').focus();
+      await page.keyboard.press('ArrowDown');
+      const focusedName = () => page.evaluate(() => document.activeElement?.closest('.patient-option')?.textContent ?? null);
+      expect(await focusedName()).toContain(LONG_NAME);
+      await page.keyboard.press('ArrowDown');
+      expect(await focusedName()).toContain('Patient 01');
+      await page.keyboard.press('End');
+      expect(await focusedName()).toContain('Patient 60');
+      await page.keyboard.press('Home');
+      await page.keyboard.press('ArrowUp');
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('type'))).toBe('search');
+
+      await page.getByRole('button', { name: 'Sync', exact: true }).click();
+      await page.getByRole('button', { name: 'Add folder' }).first().click();
+      const dialog = page.getByRole('dialog');
+      await dialog.getByRole('button', { name: /Patient 60/ }).waitFor({ state: 'attached' });
+      expect((await dialog.locator('.search-input').boundingBox())!.height).toBeGreaterThanOrEqual(34);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('shows a file this computer has just synced for the open patient, without a webhook', async () => {
+    const documents: DocumentDto[] = [];
+    const app = await openRenderer(browser, { ...records(documents, ['Jane Roe']), listPairs: () => [pairView()] });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Patients', exact: true }).click();
+      await page.locator('.browser-patients').getByRole('button', { name: /Jane Roe/ }).click();
+      await page.getByText('No files for this patient yet').waitFor();
+      documents.push(documentDto({ fileName: 'upper-arch.stl', path: '/scans' }, 1));
+      await app.emit([{ type: 'files', pairId: 'pair-1', files: [fileView({ relativePath: 'upper-arch.stl', state: 'synced' })] }]);
+      await page.getByTestId('document-count').filter({ hasText: /^1 file$/ }).waitFor({ timeout: 10_000 });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a patient with no files says so again after a filter is typed and cleared', async () => {
+    const app = await openRenderer(browser, records([], ['Jane Roe']));
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Patients', exact: true }).click();
+      await page.locator('.browser-patients').getByRole('button', { name: /Jane Roe/ }).click();
+      await page.getByText('No files for this patient yet').waitFor();
+      await page.getByLabel('Filter by file name').fill('upper');
+      await page.getByText('No file matches').waitFor();
+      await page.getByLabel('Filter by file name').fill('');
+      await page.getByText('No files for this patient yet').waitFor();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('at 1024×700 the file table fits, and the details panel leaves the list in view', async () => {
+    const documents = Array.from({ length: 30 }, (_, index) => documentDto({ fileName: `upper-arch-${index + 1}.stl`, path: '/scans/2026-03-12 Upper arch' }, index + 1));
+    const app = await openRenderer(browser, records(documents, ['Jane Roe']), { width: 1024, height: 700 });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Patients', exact: true }).click();
+      await page.locator('.browser-patients').getByRole('button', { name: /Jane Roe/ }).click();
+      await page.getByTestId('document-count').filter({ hasText: '30 files' }).waitFor();
+      const files = (await page.locator('.browser-files').boundingBox())!;
+      const row = page.locator('.document-row').first();
+      for (const cell of ['.col-name', '.col-type', '.col-size', '.col-actions']) {
+        const box = (await row.locator(cell).boundingBox())!;
+        expect(box.x + box.width, `${cell} ends inside the files column`).toBeLessThanOrEqual(files.x + files.width + 0.5);
+        expect(box.width, `${cell} has room`).toBeGreaterThan(cell === '.col-name' ? 120 : 20);
+      }
+      expect((await row.locator('.col-actions button').boundingBox())!.x + 20).toBeLessThanOrEqual(1024);
+
+      await row.click();
+      await page.locator('.details-panel').waitFor();
+      const list = (await page.locator('.document-rows').boundingBox())!;
+      const panel = (await page.locator('.details-panel').boundingBox())!;
+      expect(list.x + list.width, 'the list ends where the panel begins').toBeLessThanOrEqual(panel.x + 0.5);
+      expect((await page.locator('.document-row').first().locator('.col-name').boundingBox())!.width).toBeGreaterThan(150);
+      await page.locator('.details-panel').getByRole('button', { name: 'Close details' }).click();
+      await page.locator('.browser-patients').waitFor();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it.each([1440, 1024])('at %i wide, a folder twelve levels down keeps a readable name in the tree, in view, with its whole path as the tooltip', async (width) => {
+    const levels = Array.from({ length: 11 }, (_, index) => `level ${index + 2} folder`);
+    const deepPath = `/${levels.join('/')}`;
+    const app = await openRenderer(browser, records([documentDto({ fileName: 'deep.pdf', path: deepPath }, 1)], ['Jane Roe']), { width, height: 700 });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Patients', exact: true }).click();
+      await page.locator('.browser-patients').getByRole('button', { name: /Jane Roe/ }).click();
+      await page.getByTestId('document-count').filter({ hasText: '1 file' }).waitFor();
+      // Open every level with → on the last row.
+      await page.locator('.tree-label[data-path="/"]').focus();
+      for (let level = 0; level < levels.length; level += 1) {
+        await page.keyboard.press('ArrowDown');
+        await page.keyboard.press('ArrowRight');
+      }
+      const deepest = page.locator(`.tree-label[data-path="${deepPath}"]`);
+      await deepest.waitFor();
+      expect(await deepest.getAttribute('aria-level')).toBe('12');
+      expect(await deepest.getAttribute('title')).toBe(deepPath);
+      const name = (await deepest.locator('.tree-name').boundingBox())!;
+      const tree = (await page.locator('.folder-tree').boundingBox())!;
+      expect(name.width, 'room for the deepest name').toBeGreaterThanOrEqual(60);
+      expect(name.x, 'the name begins in view').toBeGreaterThanOrEqual(tree.x);
+      expect(name.x + name.width, 'and ends in view').toBeLessThanOrEqual(tree.x + tree.width);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('closing a preview gives the focus back to the button that opened it', async () => {
+    const pdf = documentDto({ fileName: 'order-form.pdf', path: '/reports', storageDownloadUri: 'http://patient-docs.test/content/order-form.pdf?signature=x' }, 1);
+    const app = await openRenderer(browser, records([pdf], ['Jane Roe']));
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Patients', exact: true }).click();
+      await page.locator('.browser-patients').getByRole('button', { name: /Jane Roe/ }).click();
+      await page.locator('.document-row').first().click();
+      const opener = page.locator('.details-panel').getByRole('button', { name: 'Preview' });
+      await opener.click();
+      await page.getByRole('dialog').waitFor();
+      await page.keyboard.press('Escape');
+      await page.getByRole('dialog').waitFor({ state: 'detached' }).catch(() => undefined);
+      await expect.poll(() => page.evaluate(() => document.activeElement?.textContent?.trim() ?? document.activeElement?.tagName)).toBe('Preview');
+      await opener.click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Close' }).click();
+      await expect.poll(() => page.evaluate(() => document.activeElement?.textContent?.trim() ?? null)).toBe('Preview');
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('activity', () => {
+  it('sync history keeps the files of a folder no longer synced, with the folder and patient they went from and to', async () => {
+    const kept = { ...fileView({ relativePath: 'case/upper-arch.stl', pairId: 'pair-gone' }), folder: '/scans/chair 2', patientName: 'John Doe', pairRemoved: true };
+    const current = { ...fileView({ relativePath: 'case/lower-arch.stl' }), folder: '/scans/chair 1', patientName: 'Jane Roe', pairRemoved: false };
+    const app = await openRenderer(browser, { listPairs: () => [pairView()], historyFiles: () => [current, kept] });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Activity', exact: true }).click();
+      await page.getByRole('tab', { name: 'Sync history' }).click();
+      const row = page.locator('tr', { has: page.getByRole('button', { name: 'case/upper-arch.stl' }) });
+      await row.waitFor();
+      expect(await row.locator('.history-folder').innerText()).toBe('/scans/chair 2 to John Doe · no longer synced');
+      expect(app.calls.some((call) => call.method === 'historyFiles')).toBe(true);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('the arrow keys move the focus with the selected tab', async () => {
+    const app = await openRenderer(browser, {});
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Activity', exact: true }).click();
+      await page.getByRole('tab', { name: 'Server notifications' }).focus();
+      await page.keyboard.press('ArrowRight');
+      expect(await page.getByRole('tab', { name: 'Sync history' }).getAttribute('aria-selected')).toBe('true');
+      expect(await page.evaluate(() => document.activeElement?.id)).toBe('tab-history');
+      await page.keyboard.press('ArrowLeft');
+      expect(await page.evaluate(() => document.activeElement?.id)).toBe('tab-webhooks');
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('forms say what is wrong in staff’s words', () => {
+  it('the connection form names each empty field beside it and sends nothing; the first-run promises are ones the app keeps', async () => {
+    const app = await openRenderer(browser, { getStatus: () => ({ ...STATUS, mode: 'unconfigured', server: null }) });
+    try {
+      const page = app.page;
+      await page.getByText('This computer runs the server').click();
+      const embedded = await page.locator('.first-run').innerText();
+      expect(embedded).not.toContain('later in Settings');
+      expect(embedded).not.toContain('right away');
+      await page.getByText('Connect to a server').click();
+      await page.getByRole('button', { name: 'Test connection' }).click();
+      expect(await page.locator('.field-error').allInnerTexts()).toEqual(['Enter the server address your IT contact gave you.', 'Enter the client ID.', 'Enter the client secret.', 'Enter the organization ID.']);
+      expect(await page.evaluate(() => document.activeElement?.id)).toBe('field-server-address');
+      expect(await page.getByLabel('Server address', { exact: true }).getAttribute('aria-invalid')).toBe('true');
+      expect(await page.locator('.first-run').innerText()).not.toMatch(/Server said|argument/);
+      expect(app.calls.filter((call) => call.method === 'testConnection')).toEqual([]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('settings: 0 files at once is named beside the field, and a refusal of the app’s own check is never "Server said"', async () => {
+    let refuse = false;
+    const app = await openRenderer(browser, {
+      updateSettings: () => {
+        if (refuse) throw new Refusal('INVALID_INPUT', 'The request was not valid.', 'updateSettings: argument /0/webhook/port must be <= 65535');
+        throw new Refusal('INTERNAL');
+      },
+    });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Settings', exact: true }).click();
+      await page.getByLabel('Files at once').fill('0');
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      expect(await page.locator('.field-error').allInnerTexts()).toEqual(['Enter a whole number from 1 to 16.']);
+      expect(app.calls.filter((call) => call.method === 'updateSettings')).toEqual([]);
+      await page.getByLabel('Files at once').fill('2');
+      expect(await page.locator('.field-error').count()).toBe(0);
+      refuse = true;
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      const notice = page.locator('.notice-danger');
+      await notice.waitFor();
+      expect(await notice.innerText()).not.toContain('Server said');
+      expect(await notice.innerText()).toContain('Details:');
+    } finally {
+      await app.close();
+    }
+  });
+});
