@@ -19,6 +19,17 @@ export class VerificationError extends Error {
   override name = 'VerificationError';
 }
 
+/**
+ * The server holds another file's content under this file's name (another workstation's scan, or
+ * a local file whose name differs only in case): it is never replaced by a new version.
+ */
+export class NameTakenError extends Error {
+  override name = 'NameTakenError';
+}
+
+export const NAME_TAKEN_MESSAGE =
+  "Another file with this name already exists in the patient's folder on the server (names are compared without regard to upper and lower case). It was left as it is and this file was not uploaded; rename this file to upload it.";
+
 export function classifyFailure(error: unknown): FailureVerdict {
   if (error instanceof AbortedError) return { kind: 'stopped' };
   if (error instanceof FileChangedDuringUploadError) return { kind: 'changed', detail: error.message };
@@ -26,6 +37,7 @@ export function classifyFailure(error: unknown): FailureVerdict {
   if (error instanceof TokenError) return classifyToken(error);
   if (error instanceof ApiNetworkError) return retry('UNREACHABLE', error.message, null, true);
   if (error instanceof VerificationError) return retry('VERIFY_FAILED', error.message, null, false);
+  if (error instanceof NameTakenError) return { kind: 'permanent', code: 'CONFLICT', message: NAME_TAKEN_MESSAGE, detail: error.message };
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };
   // Locked by the scanner software, or a share that went away for a moment.

@@ -10,7 +10,7 @@ import { fileTypeFromName, foldKey } from '../../shared/names.js';
 import { ApiProblemError } from './api-errors.js';
 import { retryDelayMs, type BackoffPolicy } from './backoff.js';
 import type { DocumentApi } from './document-api.js';
-import { classifyFailure, VerificationError } from './failure.js';
+import { classifyFailure, NameTakenError, VerificationError } from './failure.js';
 import type { FilePatch, FileRecord, HistoryNote } from './journal.js';
 import { DELETED_LOCALLY_CODE } from './journal.js';
 import type { FileStat } from './stability.js';
@@ -97,6 +97,12 @@ class FileRun {
           record = this.move('verifying', { sha256: localSha, size: local.size, mtimeMs: local.mtimeMs, remoteSha256: remote.sha256, remoteVersion: remote.version });
           return this.verify(record, local);
         }
+        // A new version only replaces content this file put there (the If-Match the journal kept);
+        // anything else is another scan, e.g. another workstation's upload that won the race for
+        // a placeholder both had adopted.
+        if (remote.sha256 !== record.remoteSha256) {
+          throw new NameTakenError(`document ${remote.id} holds content (sha256 ${remote.sha256}) this file did not upload`);
+        }
       }
     }
     return this.upload(local);
@@ -114,9 +120,11 @@ class FileRun {
       return { ...this.current, documentId: created.id, remoteSha256: null, remoteVersion: 0 };
     } catch (error) {
       if (!(error instanceof ApiProblemError) || error.status !== 409) throw error;
-      // Already there: a crash after the server created it, or another workstation. Adopt it.
+      // Already there: a crash after the server created it, another workstation, or a local file
+      // whose name differs only in case. Adopt it only when it matches (checkAdoptable).
       const existing = await this.findExisting(record);
       if (!existing) throw error;
+      await this.checkAdoptable(existing, local);
       this.remote = existing;
       this.storageUrl = existing.storageUrl;
       this.createdNow = false;
@@ -193,6 +201,19 @@ class FileRun {
     if (found.sha256 && localSha && found.sha256 !== localSha) throw new VerificationError('the server holds different content than the file');
     const synced = this.move('synced', { sha256: localSha, remoteSha256: found.sha256 ?? localSha, remoteVersion: found.version, bytesDone: local.size });
     return { result: 'synced', record: synced };
+  }
+
+  /**
+   * A placeholder without content may be adopted (our own create whose answer a crash or a dropped
+   * connection lost; the server refuses a second upload without If-Match, so a race for it cannot
+   * replace a scan). A document with content is adopted only when it holds these very bytes.
+   */
+  private async checkAdoptable(existing: DocumentDto, local: FileStat): Promise<void> {
+    if (!existing.hasContent) return;
+    const taken = (reason: string) => new NameTakenError(`document ${existing.id} (${existing.path}/${existing.fileName}) already exists: ${reason}`);
+    if (existing.fileSize !== local.size) throw taken(`it holds ${existing.fileSize ?? 0} bytes, this file has ${local.size}`);
+    const localSha = await this.deps.hash(this.absolutePath, this.signal);
+    if (existing.sha256 !== localSha) throw taken('it holds different content');
   }
 
   /** The document with exactly this path and name (search compares case-insensitively, so do we). */
