@@ -84,14 +84,19 @@ class FileRun {
     let record = this.current;
     if (!record.documentId) record = await this.create(record, local);
     if (!this.createdNow) {
-      const remote = await this.fetchRemote(record.documentId!);
+      let remote = await this.fetchRemote(record.documentId!);
       if (!remote) {
-        // Deleted on the server by someone else: the local file is still here, so it goes up again.
-        return this.requeue({ documentId: null, remoteSha256: null, remoteVersion: null }, 'the document is no longer on the server');
+        // Deleted on the server by someone else: the local file is still here, so it goes up again
+        // as a new document, in this run (the old id is forgotten first, so a crash cannot revive it).
+        this.requeue({ documentId: null, remoteSha256: null, remoteVersion: null }, 'the document is no longer on the server');
+        record = await this.create(this.current, local);
+        remote = this.createdNow ? null : this.remote;
       }
-      this.remote = remote;
-      this.storageUrl = remote.storageUrl;
-      if (remote.hasContent && remote.sha256) {
+      if (remote) {
+        this.remote = remote;
+        this.storageUrl = remote.storageUrl;
+      }
+      if (remote?.hasContent && remote.sha256) {
         const localSha = await this.deps.hash(this.absolutePath, this.signal);
         if (localSha === remote.sha256) {
           record = this.move('verifying', { sha256: localSha, size: local.size, mtimeMs: local.mtimeMs, remoteSha256: remote.sha256, remoteVersion: remote.version });
@@ -275,11 +280,15 @@ class FileRun {
     return { result: 'queued', record };
   }
 
-  /** A resting state. `queued` and `failed` cannot be re-entered, so a row already there stays as is. */
+  /**
+   * A resting state. A row already `failed` or `synced` stays as is; a row already `queued` takes
+   * the patch (what this run learned must not be lost: the row would be due again at once with
+   * the stale fields) but no second history entry.
+   */
   private rest(state: FileState, patch: FilePatch, note?: HistoryNote): FileRecord {
     const current = this.record();
-    if (current.state === state && (state === 'queued' || state === 'failed' || state === 'synced')) return current;
-    return this.move(state, patch, note);
+    if (current.state === state && (state === 'failed' || state === 'synced')) return current;
+    return this.move(state, patch, current.state === state ? undefined : note);
   }
 
   private move(state: FileState, patch: FilePatch, note?: HistoryNote): FileRecord {
