@@ -3,10 +3,16 @@
  * whose server document was deleted, a resumable upload interrupted and resumed after the file
  * changed, a file changed or deleted during its upload, an empty file.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256File } from '../electron/sync/hash.js';
+import { openJournal, type Journal } from '../electron/sync/journal.js';
+import { syncFile, type PipelineOutcome, type PipelinePair } from '../electron/sync/pipeline.js';
+import { statIfPresent } from '../electron/sync/stability.js';
 import { startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { PATIENT } from './helpers/server.js';
+import { PATIENT, tempDir } from './helpers/server.js';
 import { allDocuments, startEngine, waitFor, writeFile, type EngineUnderTest } from './helpers/sync.js';
 
 const sha256 = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
@@ -47,6 +53,87 @@ describe('files that change under the engine', () => {
     searches.stop();
   });
 });
+
+/**
+ * The pipeline driven by hand (the unit the engine runs per file), with the engine's real client
+ * against the real server and a journal of its own: a crash mid-upload is set up exactly.
+ */
+describe('a resumable upload interrupted, then the file re-exported', () => {
+  let server: ServerProcess;
+  let sut: EngineUnderTest;
+  let journal: Journal;
+  let home: string;
+
+  beforeAll(async () => {
+    server = await startServerProcess();
+    sut = await startEngine(server.url, { resumableThreshold: 100_000, remoteBasePath: '/tus' });
+    await sut.engine.stop();
+    home = tempDir('tus-journal');
+    journal = openJournal(path.join(home, 'journal.db'));
+  });
+  afterAll(async () => {
+    journal?.close();
+    if (home) fs.rmSync(home, { recursive: true, force: true });
+    await sut?.close();
+    await server?.stop();
+  });
+
+  for (const kind of ['larger', 'same-size'] as const) {
+    it(`${kind}: the new bytes go up in a fresh upload and the stale one is abandoned`, async () => {
+      const name = `${kind}.stl`;
+      const original = randomBytes(2_000_000);
+      const file = writeFile(sut.folder, name, original);
+      const row = journal.observe('pair-1', name, { ...(await statIfPresent(file))!, remotePath: '/tus', fileName: name });
+      const created = await sut.api.createDocument(PATIENT, name, '/tus');
+      // The first attempt: a resumable upload of the old bytes got 500 kB far, then the engine died.
+      const uploadUrl = await startResumable(sut, created.storageUrl, original.length, original.subarray(0, 500_000));
+      journal.transition(row.id, 'creating');
+      journal.transition(row.id, 'uploading', { documentId: created.id, remoteVersion: 0, uploadUrl, bytesDone: 500_000 });
+
+      const changed = kind === 'larger' ? Buffer.concat([original, randomBytes(500_000)]) : randomBytes(2_000_000);
+      fs.writeFileSync(file, changed);
+      const pair: PipelinePair = { id: 'pair-1', folder: sut.folder, patientId: PATIENT };
+      const deps = { journal, api: sut.api, backoff: { baseMs: 10, maxMs: 10 }, now: Date.now, stat: statIfPresent, hash: sha256File };
+      let outcome: PipelineOutcome | undefined;
+      for (let run = 0; run < 4 && outcome?.result !== 'synced' && outcome?.result !== 'failed'; run += 1) outcome = await syncFile(row.id, pair, deps);
+
+      expect(outcome?.result).toBe('synced');
+      const [document] = (await sut.api.search(PATIENT, { id: [created.id], offset: 0, limit: 1 })).documents;
+      expect(document).toMatchObject({ version: 1, fileSize: changed.length, sha256: sha256(changed) });
+      expect((await tus(sut, 'HEAD', uploadUrl)).status).toBe(404);
+    });
+  }
+
+  it('the client never continues an upload declared for another length: it abandons it and starts afresh', async () => {
+    const bytes = randomBytes(300_000);
+    const file = writeFile(sut.folder, 'length.stl', bytes);
+    const created = await sut.api.createDocument(PATIENT, 'length.stl', '/tus');
+    const stale = await startResumable(sut, created.storageUrl, 200_000, bytes.subarray(0, 50_000));
+    const urls: Array<string | null> = [];
+    const request = { patientId: PATIENT, storageUrl: created.storageUrl, documentId: created.id, filePath: file, fileName: 'length.stl', fileType: 'STL' };
+    await sut.api.upload({ ...request, size: bytes.length, ifMatch: null, resumeUrl: stale, onResumeUrl: (url) => urls.push(url) });
+    const [document] = (await sut.api.search(PATIENT, { id: [created.id], offset: 0, limit: 1 })).documents;
+    expect(document).toMatchObject({ version: 1, fileSize: bytes.length, sha256: sha256(bytes) });
+    expect(urls[0]).toBeNull();
+    expect(urls[1]).not.toBe(stale);
+    expect((await tus(sut, 'HEAD', stale)).status).toBe(404);
+  });
+});
+
+async function tus(sut: EngineUnderTest, method: string, url: string, headers: Record<string, string> = {}, body?: Buffer): Promise<Response> {
+  const { accessToken } = await sut.api.tokens.token();
+  return fetch(url, { method, headers: { authorization: `Bearer ${accessToken}`, 'tus-resumable': '1.0.0', ...headers }, ...(body ? { body: new Uint8Array(body) } : {}) });
+}
+
+/** A tus upload of `length` bytes with its first bytes sent; returns its URL. */
+async function startResumable(sut: EngineUnderTest, storageUrl: string, length: number, first: Buffer): Promise<string> {
+  const created = await tus(sut, 'POST', `${storageUrl}/uploads`, { 'upload-length': String(length) });
+  expect(created.status).toBe(201);
+  const url = new URL(created.headers.get('location')!, storageUrl).toString();
+  const patched = await tus(sut, 'PATCH', url, { 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' }, first);
+  expect(patched.status).toBe(204);
+  return url;
+}
 
 /** Counts the engine's search calls from now on. */
 function countSearches(sut: EngineUnderTest): { count(): number; stop(): void } {

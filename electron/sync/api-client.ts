@@ -83,6 +83,10 @@ export class ApiClient implements DocumentApi {
     return this.uploadOnce(request);
   }
 
+  abandonUpload(uploadUrl: string, signal?: AbortSignal): Promise<void> {
+    return this.tus.terminate(uploadUrl, signal);
+  }
+
   /** A JSON call with the bearer token (and Organization-ID); problem details become ApiProblemError. */
   async json<T>(request: JsonRequest): Promise<T> {
     const response = await this.authorized((token) =>

@@ -27,6 +27,8 @@ export interface UploadRequest {
 export interface DocumentApi {
   createDocument(patientId: string, fileName: string, path: string): Promise<CreateDocumentResponse>;
   upload(request: UploadRequest): Promise<DocumentDto | null>;
+  /** Gives up a resumable upload begun earlier (best effort; the server expires it otherwise). */
+  abandonUpload?(uploadUrl: string, signal?: AbortSignal): Promise<void>;
   search(patientId: string, body: SearchBody): Promise<SearchResponse>;
   listPatients(query: { name?: string | undefined; offset?: number | undefined; limit?: number | undefined }): Promise<PatientListResponse>;
 }

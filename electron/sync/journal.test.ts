@@ -54,6 +54,15 @@ describe('journal', () => {
     ]);
   });
 
+  it('forgets a resumable upload begun for bytes the file no longer has', () => {
+    const { id } = journal.observe(PAIR, 'jaw.stl', scan);
+    journal.transition(id, 'creating');
+    journal.transition(id, 'uploading', { documentId: 'doc-1', uploadUrl: 'http://server/uploads/1', bytesDone: 50 });
+    journal.transition(id, 'waiting', { nextAttemptAt: 20_000 });
+    const changed = journal.observe(PAIR, 'jaw.stl', { ...scan, size: 120 });
+    expect(changed).toMatchObject({ state: 'waiting', size: 120, uploadUrl: null, bytesDone: 0, documentId: 'doc-1' });
+  });
+
   it('re-queues a modified synced file as a new version of the same document', () => {
     const { id } = journal.observe(PAIR, 'jaw.stl', scan);
     journal.transition(id, 'creating');

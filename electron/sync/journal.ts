@@ -386,7 +386,9 @@ export class Journal {
       return this.write(existing, 'queued', { ...FRESH_START, ...observed }, { event: 'queued', detail: 'changed on disk' });
     }
     // A file still on its way: the pipeline re-hashes after upload and notices the change itself.
-    return this.write(existing, existing.state, { size: observed.size, mtimeMs: observed.mtimeMs }, undefined);
+    // A resumable upload begun for the old bytes must not be continued with the new ones.
+    const stale: FilePatch = changed ? { uploadUrl: null, bytesDone: 0 } : {};
+    return this.write(existing, existing.state, { size: observed.size, mtimeMs: observed.mtimeMs, ...stale }, undefined);
   }
 
   /**

@@ -82,6 +82,12 @@ class FileRun {
     const local = await this.deps.stat(this.absolutePath);
     if (!local) return this.missing();
     let record = this.current;
+    if (local.size !== record.size || local.mtimeMs !== record.mtimeMs) {
+      // Changed since the row was written (e.g. re-exported while the engine was stopped mid-upload):
+      // nothing begun for the old bytes may be continued with the new ones.
+      await this.abandonUpload(record);
+      return this.requeue({ size: local.size, mtimeMs: local.mtimeMs }, 'changed on disk');
+    }
     if (!record.documentId) record = await this.create(record, local);
     if (!this.createdNow) {
       let remote = await this.fetchRemote(record.documentId!);
@@ -219,6 +225,10 @@ class FileRun {
     if (existing.fileSize !== local.size) throw taken(`it holds ${existing.fileSize ?? 0} bytes, this file has ${local.size}`);
     const localSha = await this.deps.hash(this.absolutePath, this.signal);
     if (existing.sha256 !== localSha) throw taken('it holds different content');
+  }
+
+  private async abandonUpload(record: FileRecord): Promise<void> {
+    if (record.uploadUrl) await this.deps.api.abandonUpload?.(record.uploadUrl, this.signal);
   }
 
   /** The document with exactly this path and name (search compares case-insensitively, so do we). */
