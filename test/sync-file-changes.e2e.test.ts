@@ -7,6 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DocumentApi } from '../electron/sync/document-api.js';
 import { sha256File } from '../electron/sync/hash.js';
 import { openJournal, type Journal } from '../electron/sync/journal.js';
 import { syncFile, type PipelineOutcome, type PipelinePair } from '../electron/sync/pipeline.js';
@@ -117,6 +118,60 @@ describe('a resumable upload interrupted, then the file re-exported', () => {
     expect(urls[0]).toBeNull();
     expect(urls[1]).not.toBe(stale);
     expect((await tus(sut, 'HEAD', stale)).status).toBe(404);
+  });
+});
+
+describe('a file deleted from the folder during its upload', () => {
+  let server: ServerProcess;
+  let sut: EngineUnderTest;
+  let journal: Journal;
+  let home: string;
+
+  beforeAll(async () => {
+    server = await startServerProcess();
+    sut = await startEngine(server.url, { remoteBasePath: '/deleted-during' });
+    await sut.engine.stop();
+    home = tempDir('deleted-during-journal');
+    journal = openJournal(path.join(home, 'journal.db'));
+  });
+  afterAll(async () => {
+    journal?.close();
+    if (home) fs.rmSync(home, { recursive: true, force: true });
+    await sut?.close();
+    await server?.stop();
+  });
+
+  it('is synced and verified when the server received all of it (and stays marked deleted locally)', async () => {
+    const bytes = randomBytes(1_500_000);
+    const file = writeFile(sut.folder, 'scan.stl', bytes);
+    const row = journal.observe('pair-1', 'scan.stl', { ...(await statIfPresent(file))!, remotePath: '/deleted-during', fileName: 'scan.stl' });
+    let deleted = false;
+    const api: DocumentApi = {
+      createDocument: (...args) => sut.api.createDocument(...args),
+      search: (...args) => sut.api.search(...args),
+      listPatients: (query) => sut.api.listPatients(query),
+      upload: (request) =>
+        sut.api.upload({
+          ...request,
+          onProgress: (bytesDone) => {
+            if (!deleted && bytesDone > 0) {
+              // The scanner software cleans its folder while the upload is under way.
+              fs.rmSync(file);
+              journal.markDeletedLocally('pair-1', 'scan.stl');
+              deleted = true;
+            }
+            request.onProgress?.(bytesDone);
+          },
+        }),
+    };
+    const pair: PipelinePair = { id: 'pair-1', folder: sut.folder, patientId: PATIENT };
+    const outcome = await syncFile(row.id, pair, { journal, api, backoff: { baseMs: 10, maxMs: 10 }, now: Date.now, stat: statIfPresent, hash: sha256File });
+
+    expect(deleted).toBe(true);
+    expect(outcome.result).toBe('synced');
+    expect(outcome.record).toMatchObject({ state: 'synced', deletedLocally: true, sha256: sha256(bytes), size: bytes.length, errorCode: null });
+    const [document] = (await sut.api.search(PATIENT, { id: [outcome.record.documentId!], hasContent: true, offset: 0, limit: 1 })).documents;
+    expect(document).toMatchObject({ version: 1, fileSize: bytes.length, sha256: sha256(bytes) });
   });
 });
 

@@ -170,9 +170,13 @@ class FileRun {
     });
     const server = uploaded ?? (await this.fetchRemote(record.documentId!));
     const after = await this.deps.stat(this.absolutePath);
-    if (!after) return this.missing();
     const serverSha = server?.sha256 ?? null;
     const remote = { remoteSha256: serverSha, remoteVersion: server?.version ?? null };
+    if (!after) {
+      // Deleted from the folder once all its bytes were sent (an open file reads on after its
+      // name is gone): the server holds the whole scan, so it is verified, not reported lost.
+      return this.verify(this.move('verifying', { sha256: serverSha, bytesDone: local.size, ...remote }), local);
+    }
     if (after.size !== local.size || after.mtimeMs !== local.mtimeMs) {
       return this.requeue({ ...remote, size: after.size, mtimeMs: after.mtimeMs }, 'changed during upload');
     }
