@@ -175,6 +175,72 @@ describe('a file deleted from the folder during its upload', () => {
   });
 });
 
+describe('a file still being written while it uploads', () => {
+  let server: ServerProcess;
+  let sut: EngineUnderTest;
+  let journal: Journal;
+  let home: string;
+
+  beforeAll(async () => {
+    server = await startServerProcess();
+    sut = await startEngine(server.url, { resumableThreshold: 1_000_000, remoteBasePath: '/growing' });
+    await sut.engine.stop();
+    home = tempDir('growing-journal');
+    journal = openJournal(path.join(home, 'journal.db'));
+  });
+  afterAll(async () => {
+    journal?.close();
+    if (home) fs.rmSync(home, { recursive: true, force: true });
+    await sut?.close();
+    await server?.stop();
+  });
+
+  for (const [route, size] of [
+    ['one-shot', 600_000],
+    ['resumable', 1_200_000],
+  ] as const) {
+    it(`${route}: the half-written bytes never become the document's content, and the file waits to settle before it goes up again`, async () => {
+      const name = `${route}.stl`;
+      const file = writeFile(sut.folder, name, randomBytes(size));
+      const row = journal.observe('pair-1', name, { ...(await statIfPresent(file))!, remotePath: '/growing', fileName: name });
+      let appended = 0;
+      const api: DocumentApi = {
+        createDocument: (...args) => sut.api.createDocument(...args),
+        search: (...args) => sut.api.search(...args),
+        listPatients: (query) => sut.api.listPatients(query),
+        upload: (request) =>
+          sut.api.upload({
+            ...request,
+            onProgress: (bytesDone) => {
+              // The scanner is still writing: a piece arrives while the first bytes go up.
+              if (appended === 0 && bytesDone > 0) fs.appendFileSync(file, randomBytes((appended = 100_000)));
+              request.onProgress?.(bytesDone);
+            },
+          }),
+      };
+      const pair: PipelinePair = { id: 'pair-1', folder: sut.folder, patientId: PATIENT };
+      const settleMs = 400;
+      const deps = { journal, api, backoff: { baseMs: 10, maxMs: 10 }, now: Date.now, stat: statIfPresent, hash: sha256File, settleMs };
+
+      const before = Date.now();
+      const first = await syncFile(row.id, pair, deps);
+      expect(appended).toBeGreaterThan(0);
+      expect(first.result).toBe('queued');
+      expect(first.record.nextAttemptAt).toBeGreaterThanOrEqual(before + settleMs);
+      expect(first.record.uploadUrl).toBeNull();
+      expect(journal.due(Date.now(), 10).map((due) => due.id)).not.toContain(row.id);
+      const [placeholder] = (await sut.api.search(PATIENT, { id: [first.record.documentId!], offset: 0, limit: 1 })).documents;
+      expect(placeholder!.hasContent).toBe(false);
+
+      await waitFor('the hold to end', () => journal.due(Date.now(), 10).some((due) => due.id === row.id), 5_000, 50);
+      const second = await syncFile(row.id, pair, deps);
+      expect(second.result).toBe('synced');
+      const [document] = (await sut.api.search(PATIENT, { id: [second.record.documentId!], hasContent: true, offset: 0, limit: 1 })).documents;
+      expect(document).toMatchObject({ version: 1, fileSize: size + appended, sha256: sha256(fs.readFileSync(file)) });
+    });
+  }
+});
+
 async function tus(sut: EngineUnderTest, method: string, url: string, headers: Record<string, string> = {}, body?: Buffer): Promise<Response> {
   const { accessToken } = await sut.api.tokens.token();
   return fetch(url, { method, headers: { authorization: `Bearer ${accessToken}`, 'tus-resumable': '1.0.0', ...headers }, ...(body ? { body: new Uint8Array(body) } : {}) });

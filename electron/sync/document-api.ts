@@ -13,6 +13,8 @@ export interface UploadRequest {
   fileType: string;
   /** Bytes to send: the size the file had when it was found stable. */
   size: number;
+  /** The mtime that went with `size`: a file whose size or mtime differs before the last bytes leave is refused. */
+  mtimeMs?: number | undefined;
   /** sha256 of the content the server holds now; set for a new version. */
   ifMatch: string | null;
   signal?: AbortSignal | undefined;

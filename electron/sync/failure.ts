@@ -5,8 +5,7 @@
  * sends the file back to the queue.
  */
 import { PLAIN_MESSAGES, type BridgeErrorCode } from '../../shared/bridge-errors.js';
-import { AbortedError, ApiNetworkError, ApiProblemError, TokenError } from './api-errors.js';
-import { FileChangedDuringUploadError } from './api-client.js';
+import { AbortedError, ApiNetworkError, ApiProblemError, FileChangedDuringUploadError, TokenError } from './api-errors.js';
 
 export type FailureVerdict =
   | { kind: 'retry'; code: BridgeErrorCode; message: string; detail: string | null; retryAfterSeconds: number | null; offline: boolean }

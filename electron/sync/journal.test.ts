@@ -109,6 +109,18 @@ describe('journal', () => {
     expect(journal.due(15_000, 10, { pairIds: ['other-pair'] })).toEqual([]);
   });
 
+  it('holds a file that changed under its upload until it has settled again', () => {
+    const { id } = journal.observe(PAIR, 'jaw.stl', scan);
+    journal.transition(id, 'creating');
+    journal.transition(id, 'uploading', { documentId: 'doc-1' });
+    journal.transition(id, 'queued', { size: 120, nextAttemptAt: 12_000 });
+    expect(journal.due(11_999, 10)).toEqual([]);
+    expect(journal.due(12_000, 10).map((row) => row.id)).toEqual([id]);
+    // A new file is due at once.
+    const fresh = journal.observe(PAIR, 'new.stl', scan);
+    expect(journal.due(10_000, 10).map((row) => row.id)).toEqual([fresh.id]);
+  });
+
   it('keeps the row of a deleted file and explains why an unstarted one will not upload', () => {
     const synced = journal.observe(PAIR, 'done.stl', scan);
     journal.transition(synced.id, 'verifying');

@@ -13,7 +13,7 @@ import type { DocumentApi } from './document-api.js';
 import { classifyFailure, NameTakenError, VerificationError } from './failure.js';
 import type { FilePatch, FileRecord, HistoryNote } from './journal.js';
 import { DELETED_LOCALLY_CODE } from './journal.js';
-import type { FileStat } from './stability.js';
+import { DEFAULT_SETTLE_MS, type FileStat } from './stability.js';
 import type { FileState } from './states.js';
 
 /** The journal as the pipeline uses it. */
@@ -36,6 +36,8 @@ export interface PipelineDeps {
   stat: (absolutePath: string) => Promise<FileStat | undefined>;
   hash: (absolutePath: string, signal?: AbortSignal) => Promise<string>;
   random?: () => number;
+  /** How long a file must stay unchanged before it is uploaded (the watcher's settle time). */
+  settleMs?: number;
   onProgress?: (fileId: number, bytesDone: number) => void;
 }
 
@@ -160,6 +162,7 @@ class FileRun {
       fileName: record.fileName,
       fileType: fileTypeFromName(record.fileName),
       size: local.size,
+      mtimeMs: local.mtimeMs,
       ifMatch,
       signal: this.signal,
       resumeUrl: record.uploadUrl,
@@ -254,7 +257,7 @@ class FileRun {
     return result.documents[0] ?? null;
   }
 
-  settleFailure(error: unknown): PipelineOutcome {
+  async settleFailure(error: unknown): Promise<PipelineOutcome> {
     const verdict = classifyFailure(error);
     const record = this.record();
     switch (verdict.kind) {
@@ -262,8 +265,11 @@ class FileRun {
         return { result: 'stopped', record: this.rest('waiting', { nextAttemptAt: this.deps.now() }) };
       case 'missing':
         return this.missing();
-      case 'changed':
-        return this.requeue({}, verdict.detail);
+      case 'changed': {
+        // Kept with the hold, so the next run waits again only if the file moves on meanwhile.
+        const now = await this.deps.stat(this.absolutePath).catch(() => undefined);
+        return this.requeue(now ? { size: now.size, mtimeMs: now.mtimeMs } : {}, verdict.detail);
+      }
       case 'permanent':
         return {
           result: 'failed',
@@ -289,8 +295,14 @@ class FileRun {
     return { result: 'failed', record };
   }
 
+  /**
+   * The file changed: back to the queue, due only after a settle time (the rule new files follow),
+   * so a file still being written is not uploaded again at once. The next run compares the file
+   * with the size and mtime kept here and waits again if it moved on.
+   */
   private requeue(patch: FilePatch, detail: string): PipelineOutcome {
-    const record = this.rest('queued', patch, { event: 'queued', detail });
+    const nextAttemptAt = this.deps.now() + (this.deps.settleMs ?? DEFAULT_SETTLE_MS);
+    const record = this.rest('queued', { ...patch, nextAttemptAt }, { event: 'queued', detail });
     return { result: 'queued', record };
   }
 

@@ -6,9 +6,10 @@
 import type { Response } from 'got';
 import got from 'got';
 import type { DocumentDto } from '../../shared/schemas.js';
-import { AbortedError, ApiNetworkError, problemFromResponse } from './api-errors.js';
+import { AbortedError, ApiNetworkError, FileChangedDuringUploadError, problemFromResponse } from './api-errors.js';
 import { fileChunks, type BandwidthLimiter } from './bandwidth.js';
 import type { UploadRequest } from './document-api.js';
+import { unchangedSinceStart } from './upload-check.js';
 
 export const TUS_VERSION = '1.0.0';
 /** The tus collection under a document's storage URL. */
@@ -64,6 +65,12 @@ export class TusUploader {
         }
       } catch (error) {
         if (request.signal?.aborted) throw new AbortedError('the upload was stopped');
+        if (error instanceof FileChangedDuringUploadError) {
+          // Its bytes so far are of a file that is still changing: nothing to resume later.
+          await this.terminate(url, signal);
+          request.onResumeUrl?.(null);
+          throw error;
+        }
         if (!(error instanceof ApiNetworkError) || failuresWithoutProgress >= MAX_RESUMES_WITHOUT_PROGRESS) throw error;
         failuresWithoutProgress += 1;
         const reported = await this.offsetIfThere(url, signal);
@@ -176,6 +183,7 @@ export class TusUploader {
         body: fileChunks(request.filePath, {
           start: offset,
           end,
+          beforeLastChunk: end === request.size ? unchangedSinceStart(request) : undefined,
           limiter: this.options.limiter,
           signal: request.signal,
           onBytes: (bytes) => {
