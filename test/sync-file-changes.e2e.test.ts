@@ -53,6 +53,26 @@ describe('files that change under the engine', () => {
     expect(searches.count()).toBeLessThan(10);
     searches.stop();
   });
+
+  it('an empty file fails in plain language without a placeholder or going offline; a scan truncated to 0 bytes keeps its server content', async () => {
+    writeFile(sut.folder, 'empty/empty.stl', '');
+    writeFile(sut.folder, 'empty/scan.stl', 'good scan data\n');
+    await waitFor('settled', () => record('empty/empty.stl')?.state === 'failed' && record('empty/scan.stl')?.state === 'synced' && sut.engine.isSettled(), 20_000);
+    expect(record('empty/empty.stl')).toMatchObject({ errorCode: 'EMPTY_FILE', documentId: null });
+    expect(sut.engine.isOnline).toBe(true);
+    const synced = record('empty/scan.stl')!;
+
+    writeFile(sut.folder, 'empty/scan.stl', '');
+    await waitFor('truncated file settled', () => record('empty/scan.stl')?.state === 'failed' && sut.engine.isSettled(), 20_000);
+    expect(record('empty/scan.stl')).toMatchObject({ errorCode: 'EMPTY_FILE', documentId: synced.documentId });
+    expect(sut.engine.isOnline).toBe(true);
+    const documents = await allDocuments(sut.api, PATIENT, '/changes/empty');
+    expect(documents.map((document) => [document.fileName, document.version, document.sha256])).toEqual([['scan.stl', 1, sha256('good scan data\n')]]);
+
+    // Once the scanner writes it, it goes up.
+    writeFile(sut.folder, 'empty/empty.stl', 'now with content\n');
+    await waitFor('written file synced', () => record('empty/empty.stl')?.state === 'synced' && sut.engine.isSettled(), 20_000);
+  });
 });
 
 /**

@@ -90,6 +90,11 @@ export interface FileChunksOptions {
 
 /** The bytes of a file from disk, paced by the limiter, reporting each chunk as it leaves. */
 export async function* fileChunks(filePath: string, options: FileChunksOptions = {}): AsyncGenerator<Buffer> {
+  // An empty range is no bytes (a read stream's `end` is inclusive: end 0 would be one byte, -1 an error).
+  if (options.end !== undefined && options.end <= (options.start ?? 0)) {
+    await options.beforeLastChunk?.();
+    return;
+  }
   const stream = createReadStream(filePath, {
     start: options.start ?? 0,
     ...(options.end !== undefined ? { end: options.end - 1 } : {}),

@@ -26,6 +26,11 @@ export class NameTakenError extends Error {
   override name = 'NameTakenError';
 }
 
+/** A 0-byte file: never a scan (a scanner that crashed or is about to write), never uploaded. */
+export class EmptyFileError extends Error {
+  override name = 'EmptyFileError';
+}
+
 export const NAME_TAKEN_MESSAGE =
   "Another file with this name already exists in the patient's folder on the server (names are compared without regard to upper and lower case). It was left as it is and this file was not uploaded; rename this file to upload it.";
 
@@ -36,6 +41,7 @@ export function classifyFailure(error: unknown): FailureVerdict {
   if (error instanceof TokenError) return classifyToken(error);
   if (error instanceof ApiNetworkError) return retry('UNREACHABLE', error.message, null, true);
   if (error instanceof VerificationError) return retry('VERIFY_FAILED', error.message, null, false);
+  if (error instanceof EmptyFileError) return { kind: 'permanent', code: 'EMPTY_FILE', message: PLAIN_MESSAGES.EMPTY_FILE, detail: null };
   if (error instanceof NameTakenError) return { kind: 'permanent', code: 'CONFLICT', message: NAME_TAKEN_MESSAGE, detail: error.message };
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };

@@ -10,7 +10,7 @@ import { fileTypeFromName, foldKey } from '../../shared/names.js';
 import { ApiProblemError } from './api-errors.js';
 import { retryDelayMs, type BackoffPolicy } from './backoff.js';
 import type { DocumentApi } from './document-api.js';
-import { classifyFailure, NameTakenError, VerificationError } from './failure.js';
+import { classifyFailure, EmptyFileError, NameTakenError, VerificationError } from './failure.js';
 import type { FilePatch, FileRecord, HistoryNote } from './journal.js';
 import { DELETED_LOCALLY_CODE } from './journal.js';
 import { DEFAULT_SETTLE_MS, type FileStat } from './stability.js';
@@ -90,6 +90,8 @@ class FileRun {
       await this.abandonUpload(record);
       return this.requeue({ size: local.size, mtimeMs: local.mtimeMs }, 'changed on disk');
     }
+    // Nothing is created or replaced for it: an empty version over a scan would hide the scan.
+    if (local.size === 0) throw new EmptyFileError('the file has 0 bytes');
     if (!record.documentId) record = await this.create(record, local);
     if (!this.createdNow) {
       let remote = await this.fetchRemote(record.documentId!);
