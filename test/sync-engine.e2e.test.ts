@@ -155,7 +155,7 @@ describe('sync engine end to end', () => {
     expect(sut.journal.history(deleted.id).map((entry) => entry.event)).toContain('deleted-locally');
   });
 
-  it('adopts a document that already exists on the server (409): same bytes are verified, other bytes become a version', async () => {
+  it('adopts a document that already exists on the server (409) when it matches: same bytes are verified, an empty placeholder is filled, other bytes are never replaced', async () => {
     const same = pdf('already there');
     const different = pdf('local edit');
     for (const [name, remoteBytes] of [
@@ -169,14 +169,20 @@ describe('sync engine end to end', () => {
     writeFile(sut.folder, 'Adopt/adopt-same.pdf', same);
     writeFile(sut.folder, 'Adopt/adopt-different.pdf', different);
     writeFile(sut.folder, 'Adopt/adopt-empty.pdf', pdf('first content'));
-    await waitFor('adopted files synced', () => ['same', 'different', 'empty'].every((kind) => record(`Adopt/adopt-${kind}.pdf`)?.state === 'synced') && sut.engine.isSettled(), 30_000);
+    await waitFor(
+      'adopted files synced',
+      () => ['same', 'empty'].every((kind) => record(`Adopt/adopt-${kind}.pdf`)?.state === 'synced') && record('Adopt/adopt-different.pdf')?.state === 'failed' && sut.engine.isSettled(),
+      30_000,
+    );
     const documents = (await allDocuments(sut.api, PATIENT, '/clinic/Adopt')).sort((a, b) => a.fileName.localeCompare(b.fileName));
     expect(documents.map((document) => [document.fileName, document.version])).toEqual([
-      ['adopt-different.pdf', 2],
+      ['adopt-different.pdf', 1],
       ['adopt-empty.pdf', 1],
       ['adopt-same.pdf', 1],
     ]);
-    for (const kind of ['same', 'different', 'empty']) {
+    expect(documents[0]!.sha256).toBe(sha256(pdf('remote copy')));
+    expect(record('Adopt/adopt-different.pdf')).toMatchObject({ errorCode: 'CONFLICT', documentId: null });
+    for (const kind of ['same', 'empty']) {
       const entry = record(`Adopt/adopt-${kind}.pdf`)!;
       expect(sut.journal.history(entry.id).map((item) => item.event)).toContain('adopted');
       expect(documents.find((document) => document.id === entry.documentId)).toBeDefined();

@@ -6,12 +6,13 @@
  */
 import got, { type Got, type Method, type Response } from 'got';
 import type { CreateDocumentResponse, DocumentDto, PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
-import { problemFromResponse, toNetworkError, AbortedError } from './api-errors.js';
+import { problemFromResponse, toNetworkError, AbortedError, FileChangedDuringUploadError } from './api-errors.js';
 import { fileChunks, type BandwidthLimiter } from './bandwidth.js';
 import type { DocumentApi, UploadRequest } from './document-api.js';
 import { multipartBody } from './multipart.js';
 import { TokenManager, type Credentials } from './token-manager.js';
 import { TusUploader } from './tus-upload.js';
+import { unchangedSinceStart } from './upload-check.js';
 
 export interface ApiClientOptions {
   serverUrl: string;
@@ -34,9 +35,7 @@ export interface JsonRequest {
   organization?: boolean;
 }
 
-export class FileChangedDuringUploadError extends Error {
-  override name = 'FileChangedDuringUploadError';
-}
+export { FileChangedDuringUploadError };
 
 export class ApiClient implements DocumentApi {
   readonly tokens: TokenManager;
@@ -83,6 +82,10 @@ export class ApiClient implements DocumentApi {
     return this.uploadOnce(request);
   }
 
+  abandonUpload(uploadUrl: string, signal?: AbortSignal): Promise<void> {
+    return this.tus.terminate(uploadUrl, signal);
+  }
+
   /** A JSON call with the bearer token (and Organization-ID); problem details become ApiProblemError. */
   async json<T>(request: JsonRequest): Promise<T> {
     const response = await this.authorized((token) =>
@@ -124,6 +127,7 @@ export class ApiClient implements DocumentApi {
         request.size,
         fileChunks(request.filePath, {
           end: request.size,
+          beforeLastChunk: unchangedSinceStart(request),
           limiter: this.options.limiter,
           signal: request.signal,
           onBytes: (bytes) => {

@@ -43,6 +43,11 @@ export class ApiNetworkError extends Error {
   }
 }
 
+/** The file on disk is not the one the upload announced any more (a scanner still writing it). */
+export class FileChangedDuringUploadError extends Error {
+  override name = 'FileChangedDuringUploadError';
+}
+
 /** The request was stopped on purpose (pause, shutdown). Not a failure of the file. */
 export class AbortedError extends Error {
   override name = 'AbortedError';
@@ -83,11 +88,32 @@ function safePath(url: string): string {
 
 const NETWORK_CODES = new Set(['ETIMEDOUT', 'ECONNRESET', 'EADDRINUSE', 'ECONNREFUSED', 'EPIPE', 'ENOTFOUND', 'ENETUNREACH', 'EAI_AGAIN', 'EHOSTUNREACH', 'ECONNABORTED', 'ERR_STREAM_PREMATURE_CLOSE', 'UND_ERR_SOCKET']);
 
+/** Codes of failures on this computer's side (reading the file, bad arguments): never the network's. */
+const LOCAL_CODES = new Set(['ENOENT', 'ENOTDIR', 'EISDIR', 'EACCES', 'EPERM', 'EBUSY', 'EIO', 'EMFILE', 'ENFILE', 'ERR_OUT_OF_RANGE', 'ERR_INVALID_ARG_TYPE', 'ERR_INVALID_ARG_VALUE']);
+
+/**
+ * got wraps whatever broke a request, the request body included: a file that vanished or changed
+ * while it was read, or a bug of ours, arrives as a RequestError too. That cause is handed back as
+ * it is, so the file's failure is classed by what happened (and the engine does not go offline).
+ */
+function localCause(error: unknown): Error | undefined {
+  let cause = (error as { cause?: unknown } | undefined)?.cause;
+  for (let depth = 0; cause instanceof Error && depth < 5; depth += 1) {
+    if (cause.name === 'AbortError') return undefined;
+    const code = (cause as NodeJS.ErrnoException).code;
+    if (code === undefined || (typeof code === 'string' && LOCAL_CODES.has(code))) return cause;
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 /** got's RequestError and node's socket errors → ApiNetworkError; anything else is rethrown as is. */
 export function toNetworkError(error: unknown): Error {
   if (error instanceof ApiProblemError || error instanceof TokenError || error instanceof ApiNetworkError || error instanceof AbortedError) return error;
   const candidate = error as { code?: string; name?: string; message?: string } | undefined;
   if (candidate?.name === 'AbortError' || candidate?.code === 'ERR_ABORTED' || candidate?.code === 'ABORT_ERR') return new AbortedError('the request was stopped');
+  const local = localCause(error);
+  if (local) return local;
   const code = candidate?.code ?? 'ENETWORK';
   if (NETWORK_CODES.has(code) || candidate?.name === 'TimeoutError' || candidate?.name === 'RequestError' || candidate?.name === 'ReadError' || candidate?.name === 'UploadError') {
     return new ApiNetworkError(code, candidate?.message ?? 'network error');

@@ -78,4 +78,13 @@ describe('fileChunks', () => {
     expect(Math.max(...sizes)).toBeLessThanOrEqual(10_000);
     expect(reported).toBe(100_000);
   });
+
+  it('yields nothing for an empty range (an empty file)', async () => {
+    folder = mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bandwidth-'));
+    const file = path.join(folder, 'empty.stl');
+    writeFileSync(file, '');
+    const chunks: Buffer[] = [];
+    for await (const chunk of fileChunks(file, { end: 0 })) chunks.push(chunk);
+    expect(chunks).toEqual([]);
+  });
 });

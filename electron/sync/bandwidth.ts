@@ -84,22 +84,44 @@ export interface FileChunksOptions {
   limiter?: BandwidthLimiter | undefined;
   signal?: AbortSignal | undefined;
   onBytes?: ((bytes: number) => void) | undefined;
+  /** Awaited before the last chunk is handed out (it may throw to stop the upload short of its end). */
+  beforeLastChunk?: (() => Promise<void>) | undefined;
 }
 
 /** The bytes of a file from disk, paced by the limiter, reporting each chunk as it leaves. */
 export async function* fileChunks(filePath: string, options: FileChunksOptions = {}): AsyncGenerator<Buffer> {
+  // An empty range is no bytes (a read stream's `end` is inclusive: end 0 would be one byte, -1 an error).
+  if (options.end !== undefined && options.end <= (options.start ?? 0)) {
+    await options.beforeLastChunk?.();
+    return;
+  }
   const stream = createReadStream(filePath, {
     start: options.start ?? 0,
     ...(options.end !== undefined ? { end: options.end - 1 } : {}),
     highWaterMark: options.limiter?.chunkBytes ?? MAX_CHUNK_BYTES,
   });
+  // With beforeLastChunk, each chunk is held back until the next one is read (or the end is seen).
+  let held: Buffer | undefined;
   try {
     for await (const chunk of stream) {
       const buffer = chunk as Buffer;
       options.signal?.throwIfAborted();
       if (options.limiter) await options.limiter.take(buffer.length, options.signal);
-      yield buffer;
-      options.onBytes?.(buffer.length);
+      if (!options.beforeLastChunk) {
+        yield buffer;
+        options.onBytes?.(buffer.length);
+        continue;
+      }
+      if (held) {
+        yield held;
+        options.onBytes?.(held.length);
+      }
+      held = buffer;
+    }
+    if (held) {
+      await options.beforeLastChunk?.();
+      yield held;
+      options.onBytes?.(held.length);
     }
   } finally {
     stream.destroy();

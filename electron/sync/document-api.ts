@@ -13,6 +13,8 @@ export interface UploadRequest {
   fileType: string;
   /** Bytes to send: the size the file had when it was found stable. */
   size: number;
+  /** The mtime that went with `size`: a file whose size or mtime differs before the last bytes leave is refused. */
+  mtimeMs?: number | undefined;
   /** sha256 of the content the server holds now; set for a new version. */
   ifMatch: string | null;
   signal?: AbortSignal | undefined;
@@ -27,6 +29,8 @@ export interface UploadRequest {
 export interface DocumentApi {
   createDocument(patientId: string, fileName: string, path: string): Promise<CreateDocumentResponse>;
   upload(request: UploadRequest): Promise<DocumentDto | null>;
+  /** Gives up a resumable upload begun earlier (best effort; the server expires it otherwise). */
+  abandonUpload?(uploadUrl: string, signal?: AbortSignal): Promise<void>;
   search(patientId: string, body: SearchBody): Promise<SearchResponse>;
   listPatients(query: { name?: string | undefined; offset?: number | undefined; limit?: number | undefined }): Promise<PatientListResponse>;
 }

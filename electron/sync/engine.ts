@@ -300,6 +300,7 @@ export class SyncEngine {
         stat: this.options.stat ?? statIfPresent,
         hash: this.options.hash ?? sha256File,
         ...(this.options.random ? { random: this.options.random } : {}),
+        settleMs: this.tuning.settleMs,
         onProgress: (fileId, bytes) => {
           this.progress.update(fileId, bytes);
           this.markFiles(pair.id, [fileId]);
@@ -328,6 +329,8 @@ export class SyncEngine {
       if (outcome.record.nextAttemptAt !== null) this.scheduleWake(outcome.record.nextAttemptAt);
     } else if (outcome.result !== 'stopped') {
       this.setOnline(true);
+      // A file that changed under its upload is held until it settles again.
+      if (outcome.result === 'queued' && outcome.record.nextAttemptAt !== null) this.scheduleWake(outcome.record.nextAttemptAt);
     }
     if (outcome.result !== 'synced' && outcome.result !== 'failed') return;
     const event: SettledFileEvent = { type: outcome.result === 'synced' ? 'file-synced' : 'file-failed', file: toFileView(outcome.record, this.progress) };

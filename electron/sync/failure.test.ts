@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiNetworkError, ApiProblemError, TokenError, AbortedError } from './api-errors.js';
+import { ApiNetworkError, ApiProblemError, TokenError, AbortedError, toNetworkError } from './api-errors.js';
 import { FileChangedDuringUploadError } from './api-client.js';
 import { retryDelayMs } from './backoff.js';
 import { classifyFailure, VerificationError } from './failure.js';
@@ -27,6 +27,14 @@ describe('error policy', () => {
     expect(classifyFailure(new AbortedError('paused'))).toEqual({ kind: 'stopped' });
     expect(classifyFailure(Object.assign(new Error('gone'), { code: 'ENOENT' }))).toEqual({ kind: 'missing' });
     expect(classifyFailure(Object.assign(new Error('locked'), { code: 'EBUSY' }))).toMatchObject({ kind: 'retry' });
+  });
+
+  it('never takes a failure on this computer, wrapped by the HTTP client, for the server being unreachable', () => {
+    const wrapped = (cause: Error) => Object.assign(new Error('request failed', { cause }), { name: 'RequestError', code: (cause as NodeJS.ErrnoException).code ?? 'ERR_GOT_REQUEST_ERROR' });
+    expect(classifyFailure(toNetworkError(wrapped(new FileChangedDuringUploadError('still being written'))))).toMatchObject({ kind: 'changed' });
+    expect(classifyFailure(toNetworkError(wrapped(Object.assign(new Error('gone'), { code: 'ENOENT' }))))).toEqual({ kind: 'missing' });
+    expect(classifyFailure(toNetworkError(wrapped(new TypeError('a bug of ours'))))).toMatchObject({ kind: 'retry', code: 'INTERNAL', offline: false });
+    expect(classifyFailure(toNetworkError(wrapped(Object.assign(new Error('reset'), { code: 'ECONNRESET' }))))).toMatchObject({ kind: 'retry', code: 'UNREACHABLE', offline: true });
   });
 
   it('backs off exponentially with jitter, capped, and honours Retry-After', () => {

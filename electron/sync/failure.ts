@@ -5,8 +5,7 @@
  * sends the file back to the queue.
  */
 import { PLAIN_MESSAGES, type BridgeErrorCode } from '../../shared/bridge-errors.js';
-import { AbortedError, ApiNetworkError, ApiProblemError, TokenError } from './api-errors.js';
-import { FileChangedDuringUploadError } from './api-client.js';
+import { AbortedError, ApiNetworkError, ApiProblemError, FileChangedDuringUploadError, TokenError } from './api-errors.js';
 
 export type FailureVerdict =
   | { kind: 'retry'; code: BridgeErrorCode; message: string; detail: string | null; retryAfterSeconds: number | null; offline: boolean }
@@ -19,6 +18,22 @@ export class VerificationError extends Error {
   override name = 'VerificationError';
 }
 
+/**
+ * The server holds another file's content under this file's name (another workstation's scan, or
+ * a local file whose name differs only in case): it is never replaced by a new version.
+ */
+export class NameTakenError extends Error {
+  override name = 'NameTakenError';
+}
+
+/** A 0-byte file: never a scan (a scanner that crashed or is about to write), never uploaded. */
+export class EmptyFileError extends Error {
+  override name = 'EmptyFileError';
+}
+
+export const NAME_TAKEN_MESSAGE =
+  "Another file with this name already exists in the patient's folder on the server (names are compared without regard to upper and lower case). It was left as it is and this file was not uploaded; rename this file to upload it.";
+
 export function classifyFailure(error: unknown): FailureVerdict {
   if (error instanceof AbortedError) return { kind: 'stopped' };
   if (error instanceof FileChangedDuringUploadError) return { kind: 'changed', detail: error.message };
@@ -26,6 +41,8 @@ export function classifyFailure(error: unknown): FailureVerdict {
   if (error instanceof TokenError) return classifyToken(error);
   if (error instanceof ApiNetworkError) return retry('UNREACHABLE', error.message, null, true);
   if (error instanceof VerificationError) return retry('VERIFY_FAILED', error.message, null, false);
+  if (error instanceof EmptyFileError) return { kind: 'permanent', code: 'EMPTY_FILE', message: PLAIN_MESSAGES.EMPTY_FILE, detail: null };
+  if (error instanceof NameTakenError) return { kind: 'permanent', code: 'CONFLICT', message: NAME_TAKEN_MESSAGE, detail: error.message };
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };
   // Locked by the scanner software, or a share that went away for a moment.

@@ -54,6 +54,15 @@ describe('journal', () => {
     ]);
   });
 
+  it('forgets a resumable upload begun for bytes the file no longer has', () => {
+    const { id } = journal.observe(PAIR, 'jaw.stl', scan);
+    journal.transition(id, 'creating');
+    journal.transition(id, 'uploading', { documentId: 'doc-1', uploadUrl: 'http://server/uploads/1', bytesDone: 50 });
+    journal.transition(id, 'waiting', { nextAttemptAt: 20_000 });
+    const changed = journal.observe(PAIR, 'jaw.stl', { ...scan, size: 120 });
+    expect(changed).toMatchObject({ state: 'waiting', size: 120, uploadUrl: null, bytesDone: 0, documentId: 'doc-1' });
+  });
+
   it('re-queues a modified synced file as a new version of the same document', () => {
     const { id } = journal.observe(PAIR, 'jaw.stl', scan);
     journal.transition(id, 'creating');
@@ -98,6 +107,18 @@ describe('journal', () => {
     expect(journal.due(14_999, 10)).toEqual([]);
     expect(journal.due(15_000, 10).map((row) => row.id)).toEqual([id]);
     expect(journal.due(15_000, 10, { pairIds: ['other-pair'] })).toEqual([]);
+  });
+
+  it('holds a file that changed under its upload until it has settled again', () => {
+    const { id } = journal.observe(PAIR, 'jaw.stl', scan);
+    journal.transition(id, 'creating');
+    journal.transition(id, 'uploading', { documentId: 'doc-1' });
+    journal.transition(id, 'queued', { size: 120, nextAttemptAt: 12_000 });
+    expect(journal.due(11_999, 10)).toEqual([]);
+    expect(journal.due(12_000, 10).map((row) => row.id)).toEqual([id]);
+    // A new file is due at once.
+    const fresh = journal.observe(PAIR, 'new.stl', scan);
+    expect(journal.due(10_000, 10).map((row) => row.id)).toEqual([fresh.id]);
   });
 
   it('keeps the row of a deleted file and explains why an unstarted one will not upload', () => {

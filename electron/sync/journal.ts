@@ -391,7 +391,9 @@ export class Journal {
       return this.write(existing, 'queued', { ...FRESH_START, ...observed }, { event: 'queued', detail: 'changed on disk' });
     }
     // A file still on its way: the pipeline re-hashes after upload and notices the change itself.
-    return this.write(existing, existing.state, { size: observed.size, mtimeMs: observed.mtimeMs }, undefined);
+    // A resumable upload begun for the old bytes must not be continued with the new ones.
+    const stale: FilePatch = changed ? { uploadUrl: null, bytesDone: 0 } : {};
+    return this.write(existing, existing.state, { size: observed.size, mtimeMs: observed.mtimeMs, ...stale }, undefined);
   }
 
   /**
@@ -403,8 +405,9 @@ export class Journal {
   }
 
   /**
-   * Rows to work on now: queued, waiting whose retry time has come, and rows left in a working
-   * state by a crash (minus `busy`, the ones the caller is already on). Crash leftovers come first.
+   * Rows to work on now: queued (unless held until the file settles again), waiting whose retry
+   * time has come, and rows left in a working state by a crash (minus `busy`, the ones the caller
+   * is already on). Crash leftovers come first.
    */
   due(now: number, limit: number, options: DueOptions = {}): FileRecord[] {
     const inFlight = IN_FLIGHT_STATES.map((state) => `'${state}'`).join(', ');
@@ -412,7 +415,7 @@ export class Journal {
     const rows = this.database
       .prepare(
         `SELECT ${FILE_COLUMNS} FROM files
-         WHERE (state = 'queued' OR state IN (${inFlight}) OR (state = 'waiting' AND next_attempt_at <= @now))
+         WHERE (state IN (${inFlight}) OR (state = 'queued' AND COALESCE(next_attempt_at, 0) <= @now) OR (state = 'waiting' AND next_attempt_at <= @now))
            AND id NOT IN (SELECT value FROM json_each(@busy)) ${pairFilter}
          ORDER BY CASE WHEN state IN (${inFlight}) THEN 0 ELSE 1 END, COALESCE(next_attempt_at, updated_at), id
          LIMIT @limit`,

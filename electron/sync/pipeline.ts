@@ -10,10 +10,10 @@ import { fileTypeFromName, foldKey } from '../../shared/names.js';
 import { ApiProblemError } from './api-errors.js';
 import { retryDelayMs, type BackoffPolicy } from './backoff.js';
 import type { DocumentApi } from './document-api.js';
-import { classifyFailure, VerificationError } from './failure.js';
+import { classifyFailure, EmptyFileError, NameTakenError, VerificationError } from './failure.js';
 import type { FilePatch, FileRecord, HistoryNote } from './journal.js';
 import { DELETED_LOCALLY_CODE } from './journal.js';
-import type { FileStat } from './stability.js';
+import { DEFAULT_SETTLE_MS, type FileStat } from './stability.js';
 import type { FileState } from './states.js';
 
 /** The journal as the pipeline uses it. */
@@ -36,6 +36,8 @@ export interface PipelineDeps {
   stat: (absolutePath: string) => Promise<FileStat | undefined>;
   hash: (absolutePath: string, signal?: AbortSignal) => Promise<string>;
   random?: () => number;
+  /** How long a file must stay unchanged before it is uploaded (the watcher's settle time). */
+  settleMs?: number;
   onProgress?: (fileId: number, bytesDone: number) => void;
 }
 
@@ -82,20 +84,39 @@ class FileRun {
     const local = await this.deps.stat(this.absolutePath);
     if (!local) return this.missing();
     let record = this.current;
+    if (local.size !== record.size || local.mtimeMs !== record.mtimeMs) {
+      // Changed since the row was written (e.g. re-exported while the engine was stopped mid-upload):
+      // nothing begun for the old bytes may be continued with the new ones.
+      await this.abandonUpload(record);
+      return this.requeue({ size: local.size, mtimeMs: local.mtimeMs }, 'changed on disk');
+    }
+    // Nothing is created or replaced for it: an empty version over a scan would hide the scan.
+    if (local.size === 0) throw new EmptyFileError('the file has 0 bytes');
     if (!record.documentId) record = await this.create(record, local);
     if (!this.createdNow) {
-      const remote = await this.fetchRemote(record.documentId!);
+      let remote = await this.fetchRemote(record.documentId!);
       if (!remote) {
-        // Deleted on the server by someone else: the local file is still here, so it goes up again.
-        return this.requeue({ documentId: null, remoteSha256: null, remoteVersion: null }, 'the document is no longer on the server');
+        // Deleted on the server by someone else: the local file is still here, so it goes up again
+        // as a new document, in this run (the old id is forgotten first, so a crash cannot revive it).
+        this.requeue({ documentId: null, remoteSha256: null, remoteVersion: null }, 'the document is no longer on the server');
+        record = await this.create(this.current, local);
+        remote = this.createdNow ? null : this.remote;
       }
-      this.remote = remote;
-      this.storageUrl = remote.storageUrl;
-      if (remote.hasContent && remote.sha256) {
+      if (remote) {
+        this.remote = remote;
+        this.storageUrl = remote.storageUrl;
+      }
+      if (remote?.hasContent && remote.sha256) {
         const localSha = await this.deps.hash(this.absolutePath, this.signal);
         if (localSha === remote.sha256) {
           record = this.move('verifying', { sha256: localSha, size: local.size, mtimeMs: local.mtimeMs, remoteSha256: remote.sha256, remoteVersion: remote.version });
           return this.verify(record, local);
+        }
+        // A new version only replaces content this file put there (the If-Match the journal kept);
+        // anything else is another scan, e.g. another workstation's upload that won the race for
+        // a placeholder both had adopted.
+        if (remote.sha256 !== record.remoteSha256) {
+          throw new NameTakenError(`document ${remote.id} holds content (sha256 ${remote.sha256}) this file did not upload`);
         }
       }
     }
@@ -114,9 +135,11 @@ class FileRun {
       return { ...this.current, documentId: created.id, remoteSha256: null, remoteVersion: 0 };
     } catch (error) {
       if (!(error instanceof ApiProblemError) || error.status !== 409) throw error;
-      // Already there: a crash after the server created it, or another workstation. Adopt it.
+      // Already there: a crash after the server created it, another workstation, or a local file
+      // whose name differs only in case. Adopt it only when it matches (checkAdoptable).
       const existing = await this.findExisting(record);
       if (!existing) throw error;
+      await this.checkAdoptable(existing, local);
       this.remote = existing;
       this.storageUrl = existing.storageUrl;
       this.createdNow = false;
@@ -141,6 +164,7 @@ class FileRun {
       fileName: record.fileName,
       fileType: fileTypeFromName(record.fileName),
       size: local.size,
+      mtimeMs: local.mtimeMs,
       ifMatch,
       signal: this.signal,
       resumeUrl: record.uploadUrl,
@@ -151,9 +175,13 @@ class FileRun {
     });
     const server = uploaded ?? (await this.fetchRemote(record.documentId!));
     const after = await this.deps.stat(this.absolutePath);
-    if (!after) return this.missing();
     const serverSha = server?.sha256 ?? null;
     const remote = { remoteSha256: serverSha, remoteVersion: server?.version ?? null };
+    if (!after) {
+      // Deleted from the folder once all its bytes were sent (an open file reads on after its
+      // name is gone): the server holds the whole scan, so it is verified, not reported lost.
+      return this.verify(this.move('verifying', { sha256: serverSha, bytesDone: local.size, ...remote }), local);
+    }
     if (after.size !== local.size || after.mtimeMs !== local.mtimeMs) {
       return this.requeue({ ...remote, size: after.size, mtimeMs: after.mtimeMs }, 'changed during upload');
     }
@@ -195,6 +223,23 @@ class FileRun {
     return { result: 'synced', record: synced };
   }
 
+  /**
+   * A placeholder without content may be adopted (our own create whose answer a crash or a dropped
+   * connection lost; the server refuses a second upload without If-Match, so a race for it cannot
+   * replace a scan). A document with content is adopted only when it holds these very bytes.
+   */
+  private async checkAdoptable(existing: DocumentDto, local: FileStat): Promise<void> {
+    if (!existing.hasContent) return;
+    const taken = (reason: string) => new NameTakenError(`document ${existing.id} (${existing.path}/${existing.fileName}) already exists: ${reason}`);
+    if (existing.fileSize !== local.size) throw taken(`it holds ${existing.fileSize ?? 0} bytes, this file has ${local.size}`);
+    const localSha = await this.deps.hash(this.absolutePath, this.signal);
+    if (existing.sha256 !== localSha) throw taken('it holds different content');
+  }
+
+  private async abandonUpload(record: FileRecord): Promise<void> {
+    if (record.uploadUrl) await this.deps.api.abandonUpload?.(record.uploadUrl, this.signal);
+  }
+
   /** The document with exactly this path and name (search compares case-insensitively, so do we). */
   private async findExisting(record: FileRecord): Promise<DocumentDto | null> {
     const wantedPath = foldKey(record.remotePath);
@@ -214,7 +259,7 @@ class FileRun {
     return result.documents[0] ?? null;
   }
 
-  settleFailure(error: unknown): PipelineOutcome {
+  async settleFailure(error: unknown): Promise<PipelineOutcome> {
     const verdict = classifyFailure(error);
     const record = this.record();
     switch (verdict.kind) {
@@ -222,8 +267,11 @@ class FileRun {
         return { result: 'stopped', record: this.rest('waiting', { nextAttemptAt: this.deps.now() }) };
       case 'missing':
         return this.missing();
-      case 'changed':
-        return this.requeue({}, verdict.detail);
+      case 'changed': {
+        // Kept with the hold, so the next run waits again only if the file moves on meanwhile.
+        const now = await this.deps.stat(this.absolutePath).catch(() => undefined);
+        return this.requeue(now ? { size: now.size, mtimeMs: now.mtimeMs } : {}, verdict.detail);
+      }
       case 'permanent':
         return {
           result: 'failed',
@@ -249,16 +297,26 @@ class FileRun {
     return { result: 'failed', record };
   }
 
+  /**
+   * The file changed: back to the queue, due only after a settle time (the rule new files follow),
+   * so a file still being written is not uploaded again at once. The next run compares the file
+   * with the size and mtime kept here and waits again if it moved on.
+   */
   private requeue(patch: FilePatch, detail: string): PipelineOutcome {
-    const record = this.rest('queued', patch, { event: 'queued', detail });
+    const nextAttemptAt = this.deps.now() + (this.deps.settleMs ?? DEFAULT_SETTLE_MS);
+    const record = this.rest('queued', { ...patch, nextAttemptAt }, { event: 'queued', detail });
     return { result: 'queued', record };
   }
 
-  /** A resting state. `queued` and `failed` cannot be re-entered, so a row already there stays as is. */
+  /**
+   * A resting state. A row already `failed` or `synced` stays as is; a row already `queued` takes
+   * the patch (what this run learned must not be lost: the row would be due again at once with
+   * the stale fields) but no second history entry.
+   */
   private rest(state: FileState, patch: FilePatch, note?: HistoryNote): FileRecord {
     const current = this.record();
-    if (current.state === state && (state === 'queued' || state === 'failed' || state === 'synced')) return current;
-    return this.move(state, patch, note);
+    if (current.state === state && (state === 'failed' || state === 'synced')) return current;
+    return this.move(state, patch, current.state === state ? undefined : note);
   }
 
   private move(state: FileState, patch: FilePatch, note?: HistoryNote): FileRecord {

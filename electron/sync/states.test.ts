@@ -19,6 +19,10 @@ describe('file state rules', () => {
     }
   });
 
+  it('lets a queued file stay queued (with what the pipeline learned, e.g. its document is gone)', () => {
+    expect(canTransition('queued', 'queued')).toBe(true);
+  });
+
   it('resumes a waiting file at any working step', () => {
     expect(['creating', 'uploading', 'verifying'].every((to) => canTransition('waiting', to as 'creating'))).toBe(true);
   });

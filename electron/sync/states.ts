@@ -21,7 +21,8 @@ export type HistoryEvent = (typeof HISTORY_EVENTS)[number];
 const LEGAL_MOVES: Record<FileState, readonly FileState[]> = {
   // `uploading` directly: a modified file whose document exists becomes a new version;
   // `verifying` directly: an adopted document may already hold these bytes.
-  queued: ['creating', 'uploading', 'verifying', 'waiting', 'failed'],
+  // `queued` again: still queued, with fields the pipeline learned (e.g. the document is gone).
+  queued: ['queued', 'creating', 'uploading', 'verifying', 'waiting', 'failed'],
   creating: ['creating', 'uploading', 'verifying', 'queued', 'waiting', 'failed'],
   uploading: ['uploading', 'verifying', 'queued', 'waiting', 'failed'],
   // back to `uploading`: verification found the content missing or short.

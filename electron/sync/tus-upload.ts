@@ -6,9 +6,10 @@
 import type { Response } from 'got';
 import got from 'got';
 import type { DocumentDto } from '../../shared/schemas.js';
-import { AbortedError, ApiNetworkError, problemFromResponse } from './api-errors.js';
+import { AbortedError, ApiNetworkError, FileChangedDuringUploadError, problemFromResponse } from './api-errors.js';
 import { fileChunks, type BandwidthLimiter } from './bandwidth.js';
 import type { UploadRequest } from './document-api.js';
+import { unchangedSinceStart } from './upload-check.js';
 
 export const TUS_VERSION = '1.0.0';
 /** The tus collection under a document's storage URL. */
@@ -33,11 +34,17 @@ export class TusUploader {
     const signal = request.signal;
     let url: string;
     let offset: number;
-    if (request.resumeUrl) {
-      const reported = await this.offsetIfThere(request.resumeUrl, signal);
-      if (reported === null) return this.gone(request);
-      [url, offset] = [request.resumeUrl, reported];
+    const resumed = request.resumeUrl ? await this.statusIfThere(request.resumeUrl, signal) : undefined;
+    if (request.resumeUrl && resumed === null) return this.gone(request);
+    if (request.resumeUrl && resumed && (resumed.length === null || resumed.length === request.size)) {
+      [url, offset] = [request.resumeUrl, resumed.offset];
     } else {
+      if (request.resumeUrl) {
+        // Begun for bytes the file no longer has (it changed since): appending the new bytes to
+        // the old ones would store neither file, so that upload is abandoned and a new one starts.
+        await this.terminate(request.resumeUrl, signal);
+        request.onResumeUrl?.(null);
+      }
       url = await this.create(request);
       request.onResumeUrl?.(url);
       offset = await this.offsetOf(url, signal);
@@ -58,6 +65,12 @@ export class TusUploader {
         }
       } catch (error) {
         if (request.signal?.aborted) throw new AbortedError('the upload was stopped');
+        if (error instanceof FileChangedDuringUploadError) {
+          // Its bytes so far are of a file that is still changing: nothing to resume later.
+          await this.terminate(url, signal);
+          request.onResumeUrl?.(null);
+          throw error;
+        }
         if (!(error instanceof ApiNetworkError) || failuresWithoutProgress >= MAX_RESUMES_WITHOUT_PROGRESS) throw error;
         failuresWithoutProgress += 1;
         const reported = await this.offsetIfThere(url, signal);
@@ -102,12 +115,39 @@ export class TusUploader {
    * absence is an error like any other.
    */
   private async offsetIfThere(url: string, signal: AbortSignal | undefined, mustExist = false): Promise<number | null> {
+    return (await this.statusIfThere(url, signal, mustExist))?.offset ?? null;
+  }
+
+  /** The offset and the declared Upload-Length (null when the server did not say) of an upload. */
+  private async statusIfThere(url: string, signal: AbortSignal | undefined, mustExist = false): Promise<{ offset: number; length: number | null } | null> {
     const response = await this.head(url, signal);
     const gone = response.statusCode === 404 || response.statusCode === 410 || response.statusCode === 403;
     if (gone && !mustExist) return null;
     if (response.statusCode >= 300) throw problemFromResponse(response.statusCode, parse(response.body), url, response.headers['retry-after']);
     const offset = Number(response.headers['upload-offset']);
-    return Number.isFinite(offset) && offset >= 0 ? offset : 0;
+    const length = Number(response.headers['upload-length'] ?? Number.NaN);
+    return { offset: Number.isFinite(offset) && offset >= 0 ? offset : 0, length: Number.isFinite(length) && length >= 0 ? length : null };
+  }
+
+  /**
+   * tus termination: the server may drop the partial bytes now instead of at expiry. Best effort:
+   * an upload that cannot be removed expires on its own, so only a stop is passed on.
+   */
+  async terminate(url: string, signal?: AbortSignal): Promise<void> {
+    try {
+      await this.options.send((token) =>
+        got.delete(url, {
+          headers: { authorization: `Bearer ${token}`, 'tus-resumable': TUS_VERSION },
+          throwHttpErrors: false,
+          retry: { limit: 0 },
+          responseType: 'text',
+          timeout: { request: 30_000 },
+          ...(signal ? { signal } : {}),
+        }),
+      );
+    } catch {
+      if (signal?.aborted) throw new AbortedError('the upload was stopped');
+    }
   }
 
   private async offsetOf(url: string, signal?: AbortSignal): Promise<number> {
@@ -143,6 +183,7 @@ export class TusUploader {
         body: fileChunks(request.filePath, {
           start: offset,
           end,
+          beforeLastChunk: end === request.size ? unchangedSinceStart(request) : undefined,
           limiter: this.options.limiter,
           signal: request.signal,
           onBytes: (bytes) => {
