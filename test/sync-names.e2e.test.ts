@@ -91,6 +91,11 @@ describe('file names as written on disk', () => {
     ]);
     for (const row of rows().filter((entry) => entry.state === 'failed')) expect(row.errorMessage).toMatch(/link.*not followed/);
     expect((await allDocuments(sut.api, undefined, '/links')).map((document) => document.fileName)).toEqual(['real.stl']);
+    // "Retry all" does not upload through the link either.
+    expect(sut.engine.retryFailed()).toBe(2);
+    await waitFor('the retried links failed again', () => settled() && rows().filter((row) => row.state === 'failed').length === 2);
+    for (const row of rows().filter((entry) => entry.state === 'failed')) expect(row.errorMessage).toMatch(/link.*not followed/);
+    expect((await allDocuments(sut.api, undefined, '/links')).map((document) => document.fileName)).toEqual(['real.stl']);
     fs.rmSync(outside, { recursive: true, force: true });
   });
 });

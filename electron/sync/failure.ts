@@ -31,6 +31,14 @@ export class EmptyFileError extends Error {
   override name = 'EmptyFileError';
 }
 
+export const LINK_REASON =
+  'This is a link (shortcut) to another file or folder. Links are not followed, so nothing was uploaded for it: copy the file itself into the folder to sync it.';
+
+/** The path is a symbolic link: never followed, so a link to a large tree or a loop is not uploaded by accident. */
+export class LinkNotFollowedError extends Error {
+  override name = 'LinkNotFollowedError';
+}
+
 export const NAME_TAKEN_MESSAGE =
   "Another file with this name already exists in the patient's folder on the server (names are compared without regard to upper and lower case). It was left as it is and this file was not uploaded; rename this file to upload it.";
 
@@ -42,6 +50,7 @@ export function classifyFailure(error: unknown): FailureVerdict {
   if (error instanceof ApiNetworkError) return retry('UNREACHABLE', error.message, null, true);
   if (error instanceof VerificationError) return retry('VERIFY_FAILED', error.message, null, false);
   if (error instanceof EmptyFileError) return { kind: 'permanent', code: 'EMPTY_FILE', message: PLAIN_MESSAGES.EMPTY_FILE, detail: null };
+  if (error instanceof LinkNotFollowedError) return { kind: 'permanent', code: 'UNAVAILABLE', message: LINK_REASON, detail: null };
   if (error instanceof NameTakenError) return { kind: 'permanent', code: 'CONFLICT', message: NAME_TAKEN_MESSAGE, detail: error.message };
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };

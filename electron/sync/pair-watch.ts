@@ -7,6 +7,7 @@ import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { visibleName } from '../../shared/names.js';
+import { LINK_REASON } from './failure.js';
 import { createIgnoreMatcher } from './ignore.js';
 import type { FileRecord, HistoryNote, ObservedFile } from './journal.js';
 import { mapToRemote, serverNameKey } from './mapping.js';
@@ -315,6 +316,3 @@ function nameClashReason(other: string): string {
   const shown = visibleName(other.normalize('NFC'));
   return `Another file, '${shown}', has the same name on the server, which does not tell apart upper and lower case or the two ways of writing an accented letter (as one character, or a letter and an accent as macOS writes it). This file was not uploaded, so that it does not replace the other one: rename one of the two.`;
 }
-
-const LINK_REASON =
-  'This is a link (shortcut) to another file or folder. Links are not followed, so nothing was uploaded for it: copy the file itself into the folder to sync it.';

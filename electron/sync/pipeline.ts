@@ -4,13 +4,14 @@
  * retry, or a step a crash interrupted) and ends in a resting state: synced, waiting, queued
  * (changed on disk) or failed. Nothing is deleted remotely, ever.
  */
+import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import type { DocumentDto, SearchBody } from '../../shared/schemas.js';
 import { fileTypeFromName, foldKey } from '../../shared/names.js';
 import { ApiProblemError } from './api-errors.js';
 import { retryDelayMs, type BackoffPolicy } from './backoff.js';
 import type { DocumentApi } from './document-api.js';
-import { classifyFailure, EmptyFileError, NameTakenError, VerificationError } from './failure.js';
+import { classifyFailure, EmptyFileError, LinkNotFollowedError, NameTakenError, VerificationError } from './failure.js';
 import type { FilePatch, FileRecord, HistoryNote } from './journal.js';
 import { DELETED_LOCALLY_CODE } from './journal.js';
 import { DEFAULT_SETTLE_MS, type FileStat } from './stability.js';
@@ -81,6 +82,8 @@ class FileRun {
   }
 
   async execute(): Promise<PipelineOutcome> {
+    // A link found by the watch failed at once; a retry of that row must not upload its target.
+    if (await isLink(this.absolutePath)) throw new LinkNotFollowedError(this.current.relativePath);
     const local = await this.deps.stat(this.absolutePath);
     if (!local) return this.missing();
     let record = this.current;
@@ -328,5 +331,13 @@ class FileRun {
     const record = this.deps.journal.get(this.fileId);
     if (!record) throw new Error(`file ${this.fileId} is not in the journal`);
     return record;
+  }
+}
+
+async function isLink(absolutePath: string): Promise<boolean> {
+  try {
+    return (await lstat(absolutePath)).isSymbolicLink();
+  } catch {
+    return false;
   }
 }
