@@ -5,16 +5,12 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DocumentApi } from '../electron/sync/document-api.js';
-import { sha256File } from '../electron/sync/hash.js';
-import { openJournal, type Journal } from '../electron/sync/journal.js';
-import { syncFile, type PipelineOutcome, type PipelinePair } from '../electron/sync/pipeline.js';
+import type { PipelineOutcome } from '../electron/sync/pipeline.js';
 import { statIfPresent } from '../electron/sync/stability.js';
 import { startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { PATIENT, tempDir } from './helpers/server.js';
-import { allDocuments, startEngine, waitFor, writeFile, type EngineUnderTest } from './helpers/sync.js';
+import { PATIENT } from './helpers/server.js';
+import { allDocuments, startEngine, usePipelineBench, waitFor, writeFile, type EngineUnderTest } from './helpers/sync.js';
 
 const sha256 = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
 
@@ -80,140 +76,82 @@ describe('files that change under the engine', () => {
  * against the real server and a journal of its own: a crash mid-upload is set up exactly.
  */
 describe('a resumable upload interrupted, then the file re-exported', () => {
-  let server: ServerProcess;
-  let sut: EngineUnderTest;
-  let journal: Journal;
-  let home: string;
-
-  beforeAll(async () => {
-    server = await startServerProcess();
-    sut = await startEngine(server.url, { resumableThreshold: 100_000, remoteBasePath: '/tus' });
-    await sut.engine.stop();
-    home = tempDir('tus-journal');
-    journal = openJournal(path.join(home, 'journal.db'));
-  });
-  afterAll(async () => {
-    journal?.close();
-    if (home) fs.rmSync(home, { recursive: true, force: true });
-    await sut?.close();
-    await server?.stop();
-  });
+  const bench = usePipelineBench({ resumableThreshold: 100_000, remoteBasePath: '/tus' });
 
   for (const kind of ['larger', 'same-size'] as const) {
     it(`${kind}: the new bytes go up in a fresh upload and the stale one is abandoned`, async () => {
       const name = `${kind}.stl`;
       const original = randomBytes(2_000_000);
-      const file = writeFile(sut.folder, name, original);
-      const row = journal.observe('pair-1', name, { ...(await statIfPresent(file))!, remotePath: '/tus', fileName: name });
-      const created = await sut.api.createDocument(PATIENT, name, '/tus');
+      const file = writeFile(bench.sut.folder, name, original);
+      const row = bench.journal.observe('pair-1', name, { ...(await statIfPresent(file))!, remotePath: '/tus', fileName: name });
+      const created = await bench.sut.api.createDocument(PATIENT, name, '/tus');
       // The first attempt: a resumable upload of the old bytes got 500 kB far, then the engine died.
-      const uploadUrl = await startResumable(sut, created.storageUrl, original.length, original.subarray(0, 500_000));
-      journal.transition(row.id, 'creating');
-      journal.transition(row.id, 'uploading', { documentId: created.id, remoteVersion: 0, uploadUrl, bytesDone: 500_000 });
+      const uploadUrl = await startResumable(bench.sut, created.storageUrl, original.length, original.subarray(0, 500_000));
+      bench.journal.transition(row.id, 'creating');
+      bench.journal.transition(row.id, 'uploading', { documentId: created.id, remoteVersion: 0, uploadUrl, bytesDone: 500_000 });
 
       const changed = kind === 'larger' ? Buffer.concat([original, randomBytes(500_000)]) : randomBytes(2_000_000);
       fs.writeFileSync(file, changed);
-      const pair: PipelinePair = { id: 'pair-1', folder: sut.folder, patientId: PATIENT };
-      const deps = { journal, api: sut.api, backoff: { baseMs: 10, maxMs: 10 }, now: Date.now, stat: statIfPresent, hash: sha256File };
       let outcome: PipelineOutcome | undefined;
-      for (let run = 0; run < 4 && outcome?.result !== 'synced' && outcome?.result !== 'failed'; run += 1) outcome = await syncFile(row.id, pair, deps);
+      for (let run = 0; run < 4 && outcome?.result !== 'synced' && outcome?.result !== 'failed'; run += 1) outcome = await bench.run(row.id);
 
       expect(outcome?.result).toBe('synced');
-      const [document] = (await sut.api.search(PATIENT, { id: [created.id], offset: 0, limit: 1 })).documents;
+      const [document] = (await bench.sut.api.search(PATIENT, { id: [created.id], offset: 0, limit: 1 })).documents;
       expect(document).toMatchObject({ version: 1, fileSize: changed.length, sha256: sha256(changed) });
-      expect((await tus(sut, 'HEAD', uploadUrl)).status).toBe(404);
+      expect((await tus(bench.sut, 'HEAD', uploadUrl)).status).toBe(404);
     });
   }
 
   it('the client never continues an upload declared for another length: it abandons it and starts afresh', async () => {
     const bytes = randomBytes(300_000);
-    const file = writeFile(sut.folder, 'length.stl', bytes);
-    const created = await sut.api.createDocument(PATIENT, 'length.stl', '/tus');
-    const stale = await startResumable(sut, created.storageUrl, 200_000, bytes.subarray(0, 50_000));
+    const file = writeFile(bench.sut.folder, 'length.stl', bytes);
+    const created = await bench.sut.api.createDocument(PATIENT, 'length.stl', '/tus');
+    const stale = await startResumable(bench.sut, created.storageUrl, 200_000, bytes.subarray(0, 50_000));
     const urls: Array<string | null> = [];
     const request = { patientId: PATIENT, storageUrl: created.storageUrl, documentId: created.id, filePath: file, fileName: 'length.stl', fileType: 'STL' };
-    await sut.api.upload({ ...request, size: bytes.length, ifMatch: null, resumeUrl: stale, onResumeUrl: (url) => urls.push(url) });
-    const [document] = (await sut.api.search(PATIENT, { id: [created.id], offset: 0, limit: 1 })).documents;
+    await bench.sut.api.upload({ ...request, size: bytes.length, ifMatch: null, resumeUrl: stale, onResumeUrl: (url) => urls.push(url) });
+    const [document] = (await bench.sut.api.search(PATIENT, { id: [created.id], offset: 0, limit: 1 })).documents;
     expect(document).toMatchObject({ version: 1, fileSize: bytes.length, sha256: sha256(bytes) });
     expect(urls[0]).toBeNull();
     expect(urls[1]).not.toBe(stale);
-    expect((await tus(sut, 'HEAD', stale)).status).toBe(404);
+    expect((await tus(bench.sut, 'HEAD', stale)).status).toBe(404);
   });
 });
 
 describe('a file deleted from the folder during its upload', () => {
-  let server: ServerProcess;
-  let sut: EngineUnderTest;
-  let journal: Journal;
-  let home: string;
-
-  beforeAll(async () => {
-    server = await startServerProcess();
-    sut = await startEngine(server.url, { remoteBasePath: '/deleted-during' });
-    await sut.engine.stop();
-    home = tempDir('deleted-during-journal');
-    journal = openJournal(path.join(home, 'journal.db'));
-  });
-  afterAll(async () => {
-    journal?.close();
-    if (home) fs.rmSync(home, { recursive: true, force: true });
-    await sut?.close();
-    await server?.stop();
-  });
+  const bench = usePipelineBench({ remoteBasePath: '/deleted-during' });
 
   it('is synced and verified when the server received all of it (and stays marked deleted locally)', async () => {
     const bytes = randomBytes(1_500_000);
-    const file = writeFile(sut.folder, 'scan.stl', bytes);
-    const row = journal.observe('pair-1', 'scan.stl', { ...(await statIfPresent(file))!, remotePath: '/deleted-during', fileName: 'scan.stl' });
+    const file = writeFile(bench.sut.folder, 'scan.stl', bytes);
+    const row = bench.journal.observe('pair-1', 'scan.stl', { ...(await statIfPresent(file))!, remotePath: '/deleted-during', fileName: 'scan.stl' });
     let deleted = false;
-    const api: DocumentApi = {
-      createDocument: (...args) => sut.api.createDocument(...args),
-      search: (...args) => sut.api.search(...args),
-      listPatients: (query) => sut.api.listPatients(query),
-      upload: (request) =>
-        sut.api.upload({
-          ...request,
-          onProgress: (bytesDone) => {
-            if (!deleted && bytesDone > 0) {
-              // The scanner software cleans its folder while the upload is under way.
-              fs.rmSync(file);
-              journal.markDeletedLocally('pair-1', 'scan.stl');
-              deleted = true;
-            }
-            request.onProgress?.(bytesDone);
-          },
-        }),
-    };
-    const pair: PipelinePair = { id: 'pair-1', folder: sut.folder, patientId: PATIENT };
-    const outcome = await syncFile(row.id, pair, { journal, api, backoff: { baseMs: 10, maxMs: 10 }, now: Date.now, stat: statIfPresent, hash: sha256File });
+    const api = bench.withUpload((request) =>
+      bench.sut.api.upload({
+        ...request,
+        onProgress: (bytesDone) => {
+          if (!deleted && bytesDone > 0) {
+            // The scanner software cleans its folder while the upload is under way.
+            fs.rmSync(file);
+            bench.journal.markDeletedLocally('pair-1', 'scan.stl');
+            deleted = true;
+          }
+          request.onProgress?.(bytesDone);
+        },
+      }),
+    );
+    const outcome = await bench.run(row.id, { api });
 
     expect(deleted).toBe(true);
     expect(outcome.result).toBe('synced');
     expect(outcome.record).toMatchObject({ state: 'synced', deletedLocally: true, sha256: sha256(bytes), size: bytes.length, errorCode: null });
-    const [document] = (await sut.api.search(PATIENT, { id: [outcome.record.documentId!], hasContent: true, offset: 0, limit: 1 })).documents;
+    const [document] = (await bench.sut.api.search(PATIENT, { id: [outcome.record.documentId!], hasContent: true, offset: 0, limit: 1 })).documents;
     expect(document).toMatchObject({ version: 1, fileSize: bytes.length, sha256: sha256(bytes) });
   });
 });
 
 describe('a file still being written while it uploads', () => {
-  let server: ServerProcess;
-  let sut: EngineUnderTest;
-  let journal: Journal;
-  let home: string;
-
-  beforeAll(async () => {
-    server = await startServerProcess();
-    sut = await startEngine(server.url, { resumableThreshold: 1_000_000, remoteBasePath: '/growing' });
-    await sut.engine.stop();
-    home = tempDir('growing-journal');
-    journal = openJournal(path.join(home, 'journal.db'));
-  });
-  afterAll(async () => {
-    journal?.close();
-    if (home) fs.rmSync(home, { recursive: true, force: true });
-    await sut?.close();
-    await server?.stop();
-  });
+  const bench = usePipelineBench({ resumableThreshold: 1_000_000, remoteBasePath: '/growing' });
 
   for (const [route, size] of [
     ['one-shot', 600_000],
@@ -221,41 +159,36 @@ describe('a file still being written while it uploads', () => {
   ] as const) {
     it(`${route}: the half-written bytes never become the document's content, and the file waits to settle before it goes up again`, async () => {
       const name = `${route}.stl`;
-      const file = writeFile(sut.folder, name, randomBytes(size));
-      const row = journal.observe('pair-1', name, { ...(await statIfPresent(file))!, remotePath: '/growing', fileName: name });
+      const file = writeFile(bench.sut.folder, name, randomBytes(size));
+      const row = bench.journal.observe('pair-1', name, { ...(await statIfPresent(file))!, remotePath: '/growing', fileName: name });
       let appended = 0;
-      const api: DocumentApi = {
-        createDocument: (...args) => sut.api.createDocument(...args),
-        search: (...args) => sut.api.search(...args),
-        listPatients: (query) => sut.api.listPatients(query),
-        upload: (request) =>
-          sut.api.upload({
-            ...request,
-            onProgress: (bytesDone) => {
-              // The scanner is still writing: a piece arrives while the first bytes go up.
-              if (appended === 0 && bytesDone > 0) fs.appendFileSync(file, randomBytes((appended = 100_000)));
-              request.onProgress?.(bytesDone);
-            },
-          }),
-      };
-      const pair: PipelinePair = { id: 'pair-1', folder: sut.folder, patientId: PATIENT };
+      const api = bench.withUpload((request) =>
+        bench.sut.api.upload({
+          ...request,
+          onProgress: (bytesDone) => {
+            // The scanner is still writing: a piece arrives while the first bytes go up.
+            if (appended === 0 && bytesDone > 0) fs.appendFileSync(file, randomBytes((appended = 100_000)));
+            request.onProgress?.(bytesDone);
+          },
+        }),
+      );
       const settleMs = 400;
-      const deps = { journal, api, backoff: { baseMs: 10, maxMs: 10 }, now: Date.now, stat: statIfPresent, hash: sha256File, settleMs };
+      const deps = { api, settleMs };
 
       const before = Date.now();
-      const first = await syncFile(row.id, pair, deps);
+      const first = await bench.run(row.id, deps);
       expect(appended).toBeGreaterThan(0);
       expect(first.result).toBe('queued');
       expect(first.record.nextAttemptAt).toBeGreaterThanOrEqual(before + settleMs);
       expect(first.record.uploadUrl).toBeNull();
-      expect(journal.due(Date.now(), 10).map((due) => due.id)).not.toContain(row.id);
-      const [placeholder] = (await sut.api.search(PATIENT, { id: [first.record.documentId!], offset: 0, limit: 1 })).documents;
+      expect(bench.journal.due(Date.now(), 10).map((due) => due.id)).not.toContain(row.id);
+      const [placeholder] = (await bench.sut.api.search(PATIENT, { id: [first.record.documentId!], offset: 0, limit: 1 })).documents;
       expect(placeholder!.hasContent).toBe(false);
 
-      await waitFor('the hold to end', () => journal.due(Date.now(), 10).some((due) => due.id === row.id), 5_000, 50);
-      const second = await syncFile(row.id, pair, deps);
+      await waitFor('the hold to end', () => bench.journal.due(Date.now(), 10).some((due) => due.id === row.id), 5_000, 50);
+      const second = await bench.run(row.id, deps);
       expect(second.result).toBe('synced');
-      const [document] = (await sut.api.search(PATIENT, { id: [second.record.documentId!], hasContent: true, offset: 0, limit: 1 })).documents;
+      const [document] = (await bench.sut.api.search(PATIENT, { id: [second.record.documentId!], hasContent: true, offset: 0, limit: 1 })).documents;
       expect(document).toMatchObject({ version: 1, fileSize: size + appended, sha256: sha256(fs.readFileSync(file)) });
     });
   }

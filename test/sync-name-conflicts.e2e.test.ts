@@ -5,18 +5,12 @@
  * file fails with a plain reason and the server keeps the first scan as its only version.
  */
 import { createHash } from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DocumentApi } from '../electron/sync/document-api.js';
 import { NAME_TAKEN_MESSAGE } from '../electron/sync/failure.js';
-import { sha256File } from '../electron/sync/hash.js';
-import { openJournal, type Journal } from '../electron/sync/journal.js';
-import { syncFile, type PipelinePair } from '../electron/sync/pipeline.js';
 import { statIfPresent } from '../electron/sync/stability.js';
 import { startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { PATIENT, tempDir } from './helpers/server.js';
-import { allDocuments, startEngine, waitFor, writeFile, type EngineUnderTest } from './helpers/sync.js';
+import { PATIENT } from './helpers/server.js';
+import { allDocuments, startEngine, usePipelineBench, waitFor, writeFile, type EngineUnderTest } from './helpers/sync.js';
 
 const sha256 = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
 
@@ -95,58 +89,34 @@ describe('two different files for one server name', () => {
 });
 
 describe('a placeholder both workstations adopted', () => {
-  let server: ServerProcess;
-  let sut: EngineUnderTest;
-  let journal: Journal;
-  let home: string;
-
-  beforeAll(async () => {
-    server = await startServerProcess();
-    // The engine's client and folder, but the pipeline is driven by hand on a journal of its own.
-    sut = await startEngine(server.url, { remoteBasePath: '/race' });
-    await sut.engine.stop();
-    home = tempDir('race-journal');
-    journal = openJournal(path.join(home, 'journal.db'));
-  });
-  afterAll(async () => {
-    journal?.close();
-    if (home) fs.rmSync(home, { recursive: true, force: true });
-    await sut?.close();
-    await server?.stop();
-  });
+  const bench = usePipelineBench({ remoteBasePath: '/race' });
 
   it('is not overwritten with a new version when the other workstation filled it first', async () => {
     const chair1 = 'chair 1 scan, uploaded first\n';
-    const placeholder = await sut.api.createDocument(PATIENT, 'scan.stl', '/race');
-    const file = writeFile(sut.folder, 'scan.stl', 'chair 2 scan, a different patient visit\n');
+    const placeholder = await bench.sut.api.createDocument(PATIENT, 'scan.stl', '/race');
+    const file = writeFile(bench.sut.folder, 'scan.stl', 'chair 2 scan, a different patient visit\n');
     const stat = (await statIfPresent(file))!;
-    const row = journal.observe('pair-1', 'scan.stl', { ...stat, remotePath: '/race', fileName: 'scan.stl' });
+    const row = bench.journal.observe('pair-1', 'scan.stl', { ...stat, remotePath: '/race', fileName: 'scan.stl' });
     // Chair 1 uploads its scan between chair 2's adoption of the placeholder and chair 2's upload.
     let raced = false;
-    const api: DocumentApi = {
-      createDocument: (...args) => sut.api.createDocument(...args),
-      search: (...args) => sut.api.search(...args),
-      listPatients: (query) => sut.api.listPatients(query),
-      upload: async (request) => {
-        if (!raced) {
-          raced = true;
-          await uploadDirect(sut, placeholder.storageUrl, placeholder.id, 'scan.stl', chair1);
-        }
-        return sut.api.upload(request);
-      },
-    };
-    const pair: PipelinePair = { id: 'pair-1', folder: sut.folder, patientId: PATIENT };
-    const deps = { journal, api, backoff: { baseMs: 10, maxMs: 10 }, now: Date.now, stat: statIfPresent, hash: sha256File };
+    const api = bench.withUpload(async (request) => {
+      if (!raced) {
+        raced = true;
+        await uploadDirect(bench.sut, placeholder.storageUrl, placeholder.id, 'scan.stl', chair1);
+      }
+      return bench.sut.api.upload(request);
+    });
+    const deps = { api };
 
-    const first = await syncFile(row.id, pair, deps);
+    const first = await bench.run(row.id, deps);
     expect(first.record.documentId).toBe(placeholder.id);
     expect(first.result).not.toBe('synced');
     let outcome = first;
-    for (let attempt = 0; attempt < 3 && outcome.result !== 'failed'; attempt += 1) outcome = await syncFile(row.id, pair, deps);
+    for (let attempt = 0; attempt < 3 && outcome.result !== 'failed'; attempt += 1) outcome = await bench.run(row.id, deps);
 
     expect(outcome.result).toBe('failed');
     expect(outcome.record).toMatchObject({ errorCode: 'CONFLICT', errorMessage: NAME_TAKEN_MESSAGE });
-    const [document] = (await sut.api.search(PATIENT, { id: [placeholder.id], offset: 0, limit: 1 })).documents;
+    const [document] = (await bench.sut.api.search(PATIENT, { id: [placeholder.id], offset: 0, limit: 1 })).documents;
     expect(document).toMatchObject({ version: 1, sha256: sha256(chair1) });
   });
 });

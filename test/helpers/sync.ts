@@ -3,9 +3,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ApiClient } from '../../electron/sync/api-client.js';
+import type { DocumentApi } from '../../electron/sync/document-api.js';
 import { SyncEngine, type EngineTuning } from '../../electron/sync/engine.js';
+import { sha256File } from '../../electron/sync/hash.js';
 import { openJournal, type Journal } from '../../electron/sync/journal.js';
+import { syncFile, type PipelineDeps, type PipelineOutcome, type PipelinePair } from '../../electron/sync/pipeline.js';
 import type { SyncPair } from '../../electron/sync/settings.js';
+import { statIfPresent } from '../../electron/sync/stability.js';
+import { afterAll, beforeAll } from 'vitest';
+import { startServerProcess, type ServerProcess } from './processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './server.js';
 
 export interface EngineUnderTest {
@@ -84,4 +90,71 @@ export async function allDocuments(api: ApiClient, patientId = PATIENT, path = '
     offset += page.documents.length;
     if (page.documents.length === 0 || offset >= page.total) return documents;
   }
+}
+
+/**
+ * The per-file pipeline driven by hand (the unit the engine runs per file), with the engine's real
+ * client and folder against a real server process and a journal of its own (the engine is
+ * stopped), so that a crash or a change lands at an exact step. Call it in a describe block: it
+ * starts everything before the block's tests and stops it after them.
+ */
+export interface PipelineBench {
+  readonly server: ServerProcess;
+  readonly sut: EngineUnderTest;
+  readonly journal: Journal;
+  readonly pair: PipelinePair;
+  /** One run of the pipeline for a row, with quick backoff (and any dependency replaced). */
+  run(fileId: number, overrides?: Partial<PipelineDeps>): Promise<PipelineOutcome>;
+  /** The engine's client with its upload replaced: where a test makes something happen mid-upload. */
+  withUpload(upload: DocumentApi['upload']): DocumentApi;
+}
+
+export function usePipelineBench(options: Parameters<typeof startEngine>[1]): PipelineBench {
+  let state: { server: ServerProcess; sut: EngineUnderTest; journal: Journal; home: string } | undefined;
+  const started = () => {
+    if (!state) throw new Error('the pipeline bench runs inside its describe block only');
+    return state;
+  };
+  beforeAll(async () => {
+    const server = await startServerProcess();
+    const sut = await startEngine(server.url, options);
+    await sut.engine.stop();
+    const home = tempDir('pipeline-journal');
+    state = { server, sut, journal: openJournal(path.join(home, 'journal.db')), home };
+  });
+  afterAll(async () => {
+    if (!state) return;
+    state.journal.close();
+    fs.rmSync(state.home, { recursive: true, force: true });
+    await state.sut.close();
+    await state.server.stop();
+  });
+  return {
+    get server() {
+      return started().server;
+    },
+    get sut() {
+      return started().sut;
+    },
+    get journal() {
+      return started().journal;
+    },
+    get pair() {
+      return { id: 'pair-1', folder: started().sut.folder, patientId: PATIENT };
+    },
+    withUpload(upload) {
+      const { api } = started().sut;
+      return {
+        createDocument: (...args) => api.createDocument(...args),
+        search: (...args) => api.search(...args),
+        listPatients: (query) => api.listPatients(query),
+        abandonUpload: (...args) => api.abandonUpload(...args),
+        upload,
+      };
+    },
+    run(fileId, overrides = {}) {
+      const { sut, journal } = started();
+      return syncFile(fileId, this.pair, { journal, api: sut.api, backoff: { baseMs: 10, maxMs: 10 }, now: Date.now, stat: statIfPresent, hash: sha256File, ...overrides });
+    },
+  };
 }
