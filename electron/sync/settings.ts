@@ -61,44 +61,30 @@ export const SETTINGS_DEFAULTS: SyncSettings = {
 
 const UUID = { type: 'string', format: 'uuid' } as const;
 const HTTP_URL = { type: 'string', format: 'uri', pattern: '^https?://' } as const;
+const PAIR = {
+  type: 'object',
+  required: ['id', 'folder', 'patientId', 'remoteBasePath', 'paused'],
+  additionalProperties: false,
+  properties: {
+    id: { type: 'string', minLength: 1 },
+    folder: { type: 'string', minLength: 1 },
+    patientId: UUID,
+    patientName: { type: 'string' },
+    remoteBasePath: { type: 'string', pattern: '^/', maxLength: 1024 },
+    paused: { type: 'boolean' },
+  },
+} as const;
 
 export const settingsSchema: Schema<SyncSettings> = {
   serverUrl: HTTP_URL,
   tokenUrl: HTTP_URL,
   clientId: { type: 'string', minLength: 1 },
   organizationId: UUID,
-  pairs: {
-    type: 'array',
-    items: {
-      type: 'object',
-      required: ['id', 'folder', 'patientId', 'remoteBasePath', 'paused'],
-      additionalProperties: false,
-      properties: {
-        id: { type: 'string', minLength: 1 },
-        folder: { type: 'string', minLength: 1 },
-        patientId: UUID,
-        patientName: { type: 'string' },
-        remoteBasePath: { type: 'string', pattern: '^/', maxLength: 1024 },
-        paused: { type: 'boolean' },
-      },
-    },
-  },
+  pairs: { type: 'array', items: PAIR },
+  // Pairs no longer synced, as they were: the history still names their folder and patient.
   removedPairs: {
     type: 'array',
-    items: {
-      type: 'object',
-      required: ['id', 'folder', 'patientId', 'remoteBasePath', 'paused', 'removedAt'],
-      additionalProperties: false,
-      properties: {
-        id: { type: 'string', minLength: 1 },
-        folder: { type: 'string', minLength: 1 },
-        patientId: UUID,
-        patientName: { type: 'string' },
-        remoteBasePath: { type: 'string' },
-        paused: { type: 'boolean' },
-        removedAt: { type: 'integer', minimum: 0 },
-      },
-    },
+    items: { ...PAIR, required: [...PAIR.required, 'removedAt'], properties: { ...PAIR.properties, removedAt: { type: 'integer', minimum: 0 } } },
   },
   concurrency: { type: 'integer', minimum: 1, maximum: 32 },
   settleMs: { type: 'integer', minimum: 0 },
