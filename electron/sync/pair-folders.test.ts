@@ -1,6 +1,8 @@
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { describeOverlap, overlappingPair } from './pair-folders.js';
+import { describeOverlap, overlappingPair, realFolder } from './pair-folders.js';
 import type { SyncPair } from './settings.js';
 
 const pair = (folder: string, patientName = 'Jane Roe'): SyncPair => ({ id: folder, folder, patientId: 'p1', patientName, remoteBasePath: '/scans', paused: false });
@@ -31,5 +33,19 @@ describe('sync folders that overlap', () => {
     expect(describeOverlap('/exports', overlappingPair(pairs, '/exports')!)).toBe(
       "'/exports' holds '/exports/chair-1', which already syncs to Jane Roe (/scans). A folder can sync to one place only, so that each scan goes to one patient, once.",
     );
+  });
+
+  it('sees through links: a link to a synced folder, or into it, is that folder', () => {
+    const root = mkdtempSync(path.join(tmpdir(), 'pair-folders-'));
+    try {
+      mkdirSync(path.join(root, 'chair-2', 'case 1'), { recursive: true });
+      symlinkSync(path.join(root, 'chair-2'), path.join(root, 'link'));
+      const synced = [pair(path.join(root, 'chair-2'))];
+      expect(overlappingPair(synced, path.join(root, 'link'), path, realFolder)?.relation).toBe('same');
+      expect(overlappingPair(synced, path.join(root, 'link', 'case 1'), path, realFolder)?.relation).toBe('inside');
+      expect(overlappingPair(synced, path.join(root, 'link'))).toBeUndefined();
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

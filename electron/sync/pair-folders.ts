@@ -3,6 +3,7 @@
  * synced, or one inside or around a synced folder, would send the same file to two patients (or to
  * one patient twice, under two paths).
  */
+import { realpathSync } from 'node:fs';
 import path from 'node:path';
 import type { SyncPair } from './settings.js';
 
@@ -20,10 +21,14 @@ const within = (parent: string, child: string, flavour: FolderPathFlavour) => {
   return relative === '' ? 'same' : relative !== '..' && !relative.startsWith(`..${flavour.sep}`) && !flavour.isAbsolute(relative) ? 'inside' : null;
 };
 
-export function overlappingPair(pairs: readonly SyncPair[], folder: string, flavour: FolderPathFlavour = path): FolderOverlap | undefined {
-  const candidate = flavour.resolve(folder);
+/**
+ * `canonical` names a folder the way the file system does (links resolved): a link to a synced
+ * folder is that folder, whatever path it is given by.
+ */
+export function overlappingPair(pairs: readonly SyncPair[], folder: string, flavour: FolderPathFlavour = path, canonical: (folder: string) => string = (given) => given): FolderOverlap | undefined {
+  const candidate = flavour.resolve(canonical(folder));
   for (const pair of pairs) {
-    const existing = flavour.resolve(pair.folder);
+    const existing = flavour.resolve(canonical(pair.folder));
     const inside = within(existing, candidate, flavour);
     if (inside) return { pair, relation: inside };
     if (within(candidate, existing, flavour)) return { pair, relation: 'contains' };
@@ -36,4 +41,13 @@ export function describeOverlap(folder: string, { pair, relation }: FolderOverla
   const patient = pair.patientName ?? `patient ${pair.patientId}`;
   const where = relation === 'same' ? `'${folder}' already syncs` : relation === 'inside' ? `'${folder}' is inside '${pair.folder}', which already syncs` : `'${folder}' holds '${pair.folder}', which already syncs`;
   return `${where} to ${patient} (${pair.remoteBasePath}). A folder can sync to one place only, so that each scan goes to one patient, once.`;
+}
+
+/** The folder with every link resolved, or as given when it cannot be resolved (a share that is not mounted). */
+export function realFolder(folder: string): string {
+  try {
+    return realpathSync.native(folder);
+  } catch {
+    return path.resolve(folder);
+  }
 }

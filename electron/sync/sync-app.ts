@@ -15,7 +15,7 @@ import { BridgeError, toCodedError } from './bridge-error.js';
 import { CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, insecureAddress, testConnection, type ConnectionSettings } from './connection.js';
 import { SyncEngine, type EngineEvent, type EngineOptions } from './engine.js';
 import { openJournal, type Journal } from './journal.js';
-import { describeOverlap, overlappingPair } from './pair-folders.js';
+import { describeOverlap, overlappingPair, realFolder } from './pair-folders.js';
 import type { SecretStore } from './secrets.js';
 import type { SettingsStore, SyncPair, SyncSettings, WebhookSettings } from './settings.js';
 import { WebhookWiring } from './webhooks.js';
@@ -210,7 +210,7 @@ export class SyncApp {
     const base = checkPath(input.remoteBasePath?.trim() || '/', 'path');
     if (!base.ok) throw new BridgeError('INVALID_NAME', `remote path: ${base.rule}`);
     const pairs = this.settings.get('pairs');
-    const overlap = overlappingPair(pairs, folder);
+    const overlap = overlappingPair(pairs, folder, path, realFolder);
     if (overlap) throw new BridgeError('CONFLICT', undefined, describeOverlap(folder, overlap));
     await this.checkPatient(input.patientId);
     const pair: SyncPair = { id: randomUUID(), folder, patientId: input.patientId.toLowerCase(), remoteBasePath: base.value, paused: false };
