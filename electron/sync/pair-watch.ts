@@ -3,6 +3,7 @@
  * journal. A name the server would refuse is recorded as a failed row with the reason, so the user
  * sees it per file instead of the file being silently skipped.
  */
+import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
@@ -74,7 +75,8 @@ export class PairWatch {
   async start(): Promise<void> {
     const { pair, journal } = this.options;
     try {
-      await access(pair.folder);
+      // Readable and listable: a folder that exists but cannot be read is as good as missing.
+      await access(pair.folder, constants.R_OK | constants.X_OK);
     } catch {
       this.folderMissing();
       return;

@@ -17,7 +17,11 @@ vi.mock('node:fs/promises', async (importOriginal) => {
     if (unreadable.has(target)) return Promise.reject(Object.assign(new Error(`EACCES: permission denied, lstat '${target}'`), { code: 'EACCES' }));
     return (actual.lstat as (...args: unknown[]) => unknown)(target, ...rest);
   }) as typeof actual.lstat;
-  return { ...actual, lstat };
+  const opendir = ((target: string, ...rest: unknown[]) => {
+    if (unreadable.has(target)) return Promise.reject(Object.assign(new Error(`EACCES: permission denied, opendir '${target}'`), { code: 'EACCES' }));
+    return (actual.opendir as (...args: unknown[]) => unknown)(target, ...rest);
+  }) as typeof actual.opendir;
+  return { ...actual, lstat, opendir };
 });
 
 async function until(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
@@ -134,6 +138,20 @@ describe('folder watcher', () => {
       errors = [];
     } finally {
       unreadable.delete(locked);
+    }
+  });
+
+  it('takes a sync folder it may no longer read for a missing one: no file is reported removed', async () => {
+    await writeFile(path.join(folder, 'jaw.stl'), 'solid');
+    const gone: unknown[] = [];
+    watcher = await watchFolder({ folder, isIgnored: () => false, onCandidate: () => undefined, onRemoved: (relativePath) => removed.push(relativePath), onError: (error) => errors.push(error), onFolderGone: (error) => gone.push(error), rescanMinutes: 0 });
+    unreadable.add(folder);
+    try {
+      await watcher.rescan();
+      expect(gone).toEqual([expect.objectContaining({ code: 'EACCES' })]);
+      expect(removed).toEqual([]);
+    } finally {
+      unreadable.delete(folder);
     }
   });
 

@@ -132,11 +132,14 @@ class FolderWatch implements FolderWatcher {
     } catch (statError) {
       error = statError;
     }
-    if (!this.gone && !this.closed) {
-      this.gone = true;
-      this.options.onFolderGone?.(error);
-    }
+    this.folderUnreadable(error);
     return false;
+  }
+
+  private folderUnreadable(error: unknown): void {
+    if (this.gone || this.closed) return;
+    this.gone = true;
+    this.options.onFolderGone?.(error);
   }
 
   rescan(): Promise<void> {
@@ -201,6 +204,12 @@ class FolderWatch implements FolderWatcher {
     try {
       folder = await opendir(absoluteFolder);
     } catch (error) {
+      // The sync folder itself unreadable (permissions taken away): nothing in it was looked at,
+      // so the pair must not pass for synced.
+      if (relativeFolder === '') {
+        this.folderUnreadable(error);
+        return;
+      }
       // A sub-folder removed mid-scan is normal; anything else (permissions) is worth telling.
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.options.onError?.(error);
       return;
