@@ -3,6 +3,7 @@
 export const BRIDGE_ERROR_CODES = [
   'UNREACHABLE',
   'NOT_PATIENT_DOCS',
+  'INSECURE_ADDRESS',
   'BAD_CREDENTIALS',
   'MISSING_SCOPE',
   'WRONG_ORGANIZATION',
@@ -30,6 +31,7 @@ export type BridgeErrorCode = (typeof BRIDGE_ERROR_CODES)[number];
 export const PLAIN_MESSAGES: Record<BridgeErrorCode, string> = {
   UNREACHABLE: 'The server cannot be reached. Check the network connection and the server address.',
   NOT_PATIENT_DOCS: 'Something answers at this address, but it is not a Patient Docs server. Check the server address (and the token address, if you gave one) with your IT contact.',
+  INSECURE_ADDRESS: 'This address would send the client secret unencrypted over the network. Use the server’s https:// address (plain http only for a server on this computer).',
   BAD_CREDENTIALS: 'The server refused the client ID or secret. Check them with your IT contact.',
   MISSING_SCOPE: 'This computer’s client is not allowed to do that (a permission is missing). Ask IT to grant it.',
   WRONG_ORGANIZATION: 'This computer’s client does not belong to that organization.',

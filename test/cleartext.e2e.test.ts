@@ -57,7 +57,7 @@ describe('client secret over plain http', () => {
 
   it('refuses a plain-http token address elsewhere too, and still connects over http to this computer', async () => {
     const viaRemoteToken = await testConnection({ serverUrl: server.url, tokenUrl: `${remoteUrl}/oauth2/token`, clientId: CLIENT.id, clientSecret: CLIENT.secret, organizationId: ORG });
-    expect(viaRemoteToken).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT', detail: expect.stringMatching(/plain http/) } });
+    expect(viaRemoteToken).toMatchObject({ ok: false, error: { code: 'INSECURE_ADDRESS', detail: expect.stringMatching(/plain http/) } });
     expect(received).toEqual([]);
     expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:/);
     expect(await testConnection({ serverUrl: server.url, clientId: CLIENT.id, clientSecret: CLIENT.secret, organizationId: ORG })).toMatchObject({ ok: true });

@@ -70,7 +70,7 @@ export async function testConnection(input: RemoteSetupInput): Promise<Connectio
   const connection = connectionFrom(input);
   // Checked before anything is sent: the secret must not leave in clear text even once.
   const insecure = insecureAddress(connection.serverUrl) ?? insecureAddress(connection.tokenUrl);
-  if (insecure) return refused('reach', insecure.includes('plain http') ? 'INVALID_INPUT' : 'UNREACHABLE', insecure);
+  if (insecure) return refused('reach', insecure.includes('plain http') ? 'INSECURE_ADDRESS' : 'UNREACHABLE', insecure);
   try {
     await got.get(connection.serverUrl, { throwHttpErrors: false, retry: { limit: 0 }, timeout: { request: 10_000 }, followRedirect: false });
   } catch (error) {

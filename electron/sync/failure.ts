@@ -51,7 +51,8 @@ export function classifyFailure(error: unknown): FailureVerdict {
   if (error instanceof VerificationError) return retry('VERIFY_FAILED', error.message, null, false);
   if (error instanceof EmptyFileError) return { kind: 'permanent', code: 'EMPTY_FILE', message: PLAIN_MESSAGES.EMPTY_FILE, detail: null };
   if (error instanceof LinkNotFollowedError) return { kind: 'permanent', code: 'UNAVAILABLE', message: LINK_REASON, detail: null };
-  if (error instanceof NameTakenError) return { kind: 'permanent', code: 'CONFLICT', message: NAME_TAKEN_MESSAGE, detail: error.message };
+  // No detail: it is the app's own finding, not the server's words (the UI labels a CONFLICT's detail as the server's).
+  if (error instanceof NameTakenError) return { kind: 'permanent', code: 'CONFLICT', message: NAME_TAKEN_MESSAGE, detail: null };
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };
   // Locked by the scanner software, or a share that went away for a moment.
