@@ -8,7 +8,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { setTimeout as delay } from 'node:timers/promises';
+import { runCli, spawnCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { ADMIN_TOKEN, CLIENT, ORG, PATIENT, PATIENT_WITHOUT_CONSENT, tempDir } from './helpers/server.js';
 import { writeFile } from './helpers/sync.js';
 
@@ -113,6 +114,28 @@ describe('patient-docs-sync tells the truth', () => {
     const run = await runCli(home, ['run', '--once', '--timeout', '60'], env);
     expect(run.stdout).toContain('every file is synced and verified');
     expect(run.code).toBe(0);
+  }, 60_000);
+
+  it('runs one sync per sync home: a second run is refused while the first runs, and starts once it was killed', async () => {
+    const home = await connectedHome();
+    const scans = folder('one-at-a-time');
+    expect((await runCli(home, ['add-pair', '--folder', scans, '--patient', PATIENT, '--path', '/one-at-a-time'], env)).code).toBe(0);
+    writeFile(scans, 'scan.stl', 'solid');
+    const first = spawnCli(home, ['run'], env);
+    let output = '';
+    first.child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    for (const deadline = Date.now() + 20_000; !output.includes('watching') && Date.now() < deadline; ) await delay(50);
+    expect(output).toContain('watching');
+
+    const second = await runCli(home, ['run', '--once', '--timeout', '30'], env);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain(`already syncing from this computer (process ${first.child.pid})`);
+
+    first.child.kill('SIGKILL');
+    await first.done;
+    const after = await runCli(home, ['run', '--once', '--timeout', '60'], env);
+    expect(after.stdout).toContain('every file is synced and verified');
+    expect(after.code).toBe(0);
   }, 60_000);
 
   it('does not echo an argument that may be a secret', async () => {

@@ -14,6 +14,7 @@ import { ApiProblemError } from './api-errors.js';
 import { BridgeError, toCodedError } from './bridge-error.js';
 import { CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, insecureAddress, testConnection, type ConnectionSettings } from './connection.js';
 import { SyncEngine, type EngineEvent, type EngineOptions } from './engine.js';
+import { lockSyncHome, type HomeLock } from './home-lock.js';
 import { openJournal, type Journal } from './journal.js';
 import { describeOverlap, overlappingPair, realFolder } from './pair-folders.js';
 import type { SecretStore } from './secrets.js';
@@ -118,6 +119,7 @@ export class SyncApp {
 
   /** Connects (starting the embedded server when that is the mode), starts watching and syncing. */
   async start(): Promise<void> {
+    this.homeLock ??= lockSyncHome(this.options.home);
     this.started = true;
     if (this.mode() === 'embedded' && this.options.embedded) {
       const info = await this.startEmbedded();
@@ -145,7 +147,11 @@ export class SyncApp {
     if (this.embeddedInfo) await this.options.embedded?.stop();
     this.embeddedInfo = null;
     this.journal.close();
+    this.homeLock?.release();
+    this.homeLock = undefined;
   }
+
+  private homeLock: HomeLock | undefined;
 
   mode(): AppMode {
     const serverUrl = this.settings.get('serverUrl');
