@@ -182,8 +182,7 @@ async function run(args: string[]): Promise<number> {
   const lines: string[] = [];
   let notSynced = 0;
   for (const pair of pairs) {
-    const folderError = app.engine.folderError(pair.id);
-    if (folderError) lines.push(`folder not synced  ${pair.folder}: ${folderError}`);
+    if (pair.folderError) lines.push(`folder not synced  ${pair.folder}: ${pair.folderError.message}`);
     const settling = app.engine.settlingCount(pair.id);
     if (settling > 0) lines.push(`still being written  ${settling} file(s) in ${pair.folder} did not stop changing or could not be opened`);
     notSynced += settling;

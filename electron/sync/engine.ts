@@ -218,11 +218,6 @@ export class SyncEngine {
       .map((record) => toFileView(record, this.progress));
   }
 
-  /** Why a pair's folder is not being watched (missing, unreadable), or null while it is. */
-  folderError(pairId: string): string | null {
-    return this.watches.get(pairId)?.folderError ?? null;
-  }
-
   /** Files of a pair seen but not yet stable (still being written, or not readable yet). */
   settlingCount(pairId: string): number {
     return this.watches.get(pairId)?.settling ?? 0;
