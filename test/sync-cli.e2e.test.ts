@@ -32,6 +32,13 @@ describe('patient-docs-sync tells the truth', () => {
     fs.mkdirSync(created, { recursive: true });
     return created;
   };
+  /** A connected sync home whose folder `name` syncs to Jane Roe's `/name`. */
+  async function syncingHome(name: string): Promise<{ home: string; scans: string }> {
+    const home = await connectedHome();
+    const scans = folder(name);
+    expect((await runCli(home, ['add-pair', '--folder', scans, '--patient', PATIENT, '--path', `/${name}`], env)).code).toBe(0);
+    return { home, scans };
+  }
   const consent = (method: 'PUT' | 'DELETE') =>
     fetch(`${server.url}/admin/v1/patients/${PATIENT}/consents/${ORG}`, { method, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then((response) => expect(response.status).toBe(200));
 
@@ -67,9 +74,7 @@ describe('patient-docs-sync tells the truth', () => {
   });
 
   it('run --once fails when the folder is gone, naming it, instead of reporting every file synced', async () => {
-    const home = await connectedHome();
-    const gone = folder('unmounted');
-    expect((await runCli(home, ['add-pair', '--folder', gone, '--patient', PATIENT, '--path', '/unmounted'], env)).code).toBe(0);
+    const { home, scans: gone } = await syncingHome('unmounted');
     fs.rmSync(gone, { recursive: true });
     const run = await runCli(home, ['run', '--once', '--timeout', '60'], env);
     expect(run.code).toBe(2);
@@ -78,9 +83,7 @@ describe('patient-docs-sync tells the truth', () => {
   });
 
   it('run --once fails when the timeout stops it while a file is still being written', async () => {
-    const home = await connectedHome();
-    const busy = folder('busy');
-    expect((await runCli(home, ['add-pair', '--folder', busy, '--patient', PATIENT, '--path', '/busy'], env)).code).toBe(0);
+    const { home, scans: busy } = await syncingHome('busy');
     const growing = writeFile(busy, 'scan.stl', 'solid ');
     const writer = setInterval(() => fs.appendFileSync(growing, 'facet '), 50);
     try {
@@ -95,9 +98,7 @@ describe('patient-docs-sync tells the truth', () => {
   }, 30_000);
 
   it('retry brings back files that failed for a cause now fixed (consent given again)', async () => {
-    const home = await connectedHome();
-    const scans = folder('consent');
-    expect((await runCli(home, ['add-pair', '--folder', scans, '--patient', PATIENT, '--path', '/consent'], env)).code).toBe(0);
+    const { home, scans } = await syncingHome('consent');
     writeFile(scans, 'upper.stl', 'solid upper');
     await consent('DELETE');
     try {
@@ -117,9 +118,7 @@ describe('patient-docs-sync tells the truth', () => {
   }, 60_000);
 
   it('runs one sync per sync home: a second run is refused while the first runs, and starts once it was killed', async () => {
-    const home = await connectedHome();
-    const scans = folder('one-at-a-time');
-    expect((await runCli(home, ['add-pair', '--folder', scans, '--patient', PATIENT, '--path', '/one-at-a-time'], env)).code).toBe(0);
+    const { home, scans } = await syncingHome('one-at-a-time');
     writeFile(scans, 'scan.stl', 'solid');
     const first = spawnCli(home, ['run'], env);
     let output = '';
