@@ -163,7 +163,16 @@ export class ContentService {
       await this.storage.discard(received.temp);
       throw error;
     }
-    if (!(await this.store.content.commitVersion(record, document.version, [event]))) {
+    let committed: boolean;
+    try {
+      committed = await this.store.content.commitVersion(record, document.version, [event]);
+    } catch (error) {
+      // The database refused the write (disk full, read-only, busy): the bytes no record names go now,
+      // not an hour later, so they do not keep the disk full.
+      await this.storage.remove(record.contentKey).catch(() => undefined);
+      throw error;
+    }
+    if (!committed) {
       await this.storage.remove(record.contentKey);
       throw conflict(`document ${document.id} changed or was deleted while the upload was in progress; read it again and retry`);
     }
