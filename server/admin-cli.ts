@@ -12,7 +12,8 @@ import { AdminClientBody, ClientId, AdminOrderBody, AdminOrderPatch, AdminOrgani
 import { ConfigError, loadConfig } from './config.js';
 import { createContext, sqliteFile } from './context.js';
 import { readSeedFile } from './domain/directory.js';
-import { ApiError } from './errors.js';
+import { ApiError, isDatabaseBusy } from './errors.js';
+import { DatabaseBusyError, waitForWriteLock } from './db/sqlite/write-wait.js';
 
 const USAGE = `Usage: patient-docs-admin <command> [options]
 
@@ -37,6 +38,9 @@ const USAGE = `Usage: patient-docs-admin <command> [options]
   keys prune [--overlap SECONDS]   drop keys retired longer ago than the token lifetime
   keys list
 
+  --wait SECONDS         how long to wait while another process (the server, a backup)
+                         holds the database's write lock (default 30)
+
 Environment: PATIENT_DOCS_DATA_DIR, PATIENT_DOCS_DATABASE_URL (as for the server).`;
 
 const OPTIONS = {
@@ -50,6 +54,7 @@ const OPTIONS = {
   status: { type: 'string' },
   file: { type: 'string' },
   overlap: { type: 'string' },
+  wait: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -100,6 +105,9 @@ function overlapSeconds(raw: string | undefined, fallback: number): number {
   return Number(raw);
 }
 
+/** How long a command waits for the database's write lock before giving up (--wait). */
+const DEFAULT_WAIT_SECONDS = 30;
+
 const READ_ONLY = new Set(['organization list', 'patient list', 'patient show', 'client list', 'keys list']);
 
 async function run(argv: string[]): Promise<unknown> {
@@ -115,6 +123,13 @@ async function run(argv: string[]): Promise<unknown> {
       throw new InputError(`there is no database at ${file}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
     }
     process.stderr.write(`patient-docs-admin: no database at ${file} yet; creating it\n`);
+  }
+  if (!config.databaseUrl?.startsWith('postgres')) {
+    const waitSeconds = values.wait === undefined ? DEFAULT_WAIT_SECONDS : Number(values.wait);
+    if (!Number.isFinite(waitSeconds) || waitSeconds < 0 || waitSeconds > 3600) throw new InputError('--wait must be a number of seconds from 0 to 3600');
+    await waitForWriteLock(file, waitSeconds * 1000, () =>
+      process.stderr.write(`patient-docs-admin: the database is busy (another process is writing to it); waiting up to ${waitSeconds} s…\n`),
+    );
   }
   const context = await createContext(config);
   const { directory, keys } = context;
@@ -194,6 +209,15 @@ run(process.argv.slice(2)).then(
     }
     if (error instanceof ApiError) {
       console.error(`patient-docs-admin: ${error.detail}`);
+      process.exit(1);
+    }
+    if (error instanceof DatabaseBusyError) {
+      console.error(`patient-docs-admin: ${error.message}`);
+      process.exit(1);
+    }
+    if (isDatabaseBusy(error)) {
+      // Taken by another process between the wait and the command's own write.
+      console.error('patient-docs-admin: the database was busy (another process held its write lock) and the command did not complete; run it again');
       process.exit(1);
     }
     console.error('patient-docs-admin:', error instanceof Error ? error.message : error);
