@@ -35,6 +35,8 @@ export interface DownloadTarget {
   fileName: string;
   mediaType: string;
   etag: string;
+  /** The sha256 the whole content must have (content only): a download is checked against it as it streams. */
+  sha256?: string;
 }
 
 /** `"abc…"` or `W/"abc…"` → `abc…`; the ETag we hand out is the sha256 in quotes. */
@@ -240,11 +242,26 @@ export class ContentService {
       throw notFound(`the thumbnail of document ${documentId} version ${version} could not be rendered from its content`);
     }
     const key = kind === 'content' ? stored.contentKey : stored.thumbnailKey;
-    const size = key ? await this.storage.size(key) : undefined;
-    if (!key || size === undefined) throw notFound(`document ${documentId} has no ${kind === 'content' ? 'content' : 'thumbnail'} for version ${version}`);
+    if (!key) throw notFound(`document ${documentId} has no ${kind === 'content' ? 'content' : 'thumbnail'} for version ${version}`);
+    const size = await this.storage.size(key);
+    if (kind === 'content' && size !== stored.fileSize) {
+      // The record says the bytes are stored, the disk disagrees (a backup restored without its
+      // files, an antivirus quarantine, a truncated copy): never serve part of a file as the whole.
+      throw notFound(
+        `the stored file of document ${documentId} version ${version} is ${size === undefined ? 'missing' : `damaged (${size} of its ${stored.fileSize} bytes are there)`} on the server; ` +
+          'the server administrator must restore it from a backup, or the file must be uploaded again',
+      );
+    }
+    if (size === undefined) {
+      // Lost from the disk (a restore without it): rendered again from the content, which a retry then finds.
+      const pending: DocumentVersionRecord = { ...stored, thumbnailStatus: 'pending', thumbnailKey: null, thumbnailError: null };
+      await this.store.content.setThumbnail(document.id, version, { status: 'pending', key: null, error: null });
+      this.thumbnails.enqueue(pending);
+      throw serviceUnavailable(`the thumbnail of document ${documentId} was missing on the server and is being rendered again; retry shortly`, 2);
+    }
     if (kind === 'thumbnail') {
       return { key, size, fileName: `${document.fileName}.png`, mediaType: 'image/png', etag: `"${stored.sha256}-thumbnail"` };
     }
-    return { key, size, fileName: document.fileName, mediaType: stored.contentType, etag: `"${stored.sha256}"` };
+    return { key, size, fileName: document.fileName, mediaType: stored.contentType, etag: `"${stored.sha256}"`, sha256: stored.sha256 };
   }
 }
