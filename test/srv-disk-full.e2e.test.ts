@@ -17,6 +17,7 @@ const MiB = 1024 * 1024;
 const mountPoint = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-srv-full-'));
 const filler = path.join(mountPoint, 'filler');
 let mounted = false;
+let contentBound = false;
 let server: TestServer;
 
 beforeAll(async () => {
@@ -29,6 +30,7 @@ afterAll(async () => {
   try {
     await server?.close();
   } finally {
+    if (contentBound) execFileSync('umount', ['-l', path.join(mountPoint, 'data', 'content')]);
     if (mounted) execFileSync('umount', ['-l', mountPoint]);
     fs.rmSync(mountPoint, { recursive: true, force: true });
   }
@@ -194,5 +196,26 @@ describe('the data disk is full', () => {
     } finally {
       await jobs.close();
     }
+  });
+
+  it('the content folder turns read-only at run time: an upload answers 503 with Retry-After, and succeeds once it is writable again', async () => {
+    const document = await createDocument('read-only.stl');
+    // Root ignores permissions, and a file system with open files refuses `remount,ro`: a read-only
+    // bind mount of the content folder is what a failing disk remounted read-only looks like here.
+    const content = path.join(mountPoint, 'data', 'content');
+    execFileSync('mount', ['--bind', content, content]);
+    contentBound = true;
+    execFileSync('mount', ['-o', 'remount,ro,bind', content]);
+    try {
+      const refused = await upload(document, Buffer.alloc(100_000, 3));
+      const problem = expectProblem(refused, 503);
+      expect(problem.detail).toMatch(/cannot write to its data folder right now/);
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect((await documentOf(document.id)).hasContent).toBe(false);
+    } finally {
+      execFileSync('umount', ['-l', content]);
+      contentBound = false;
+    }
+    expect((await upload(document, Buffer.alloc(100_000, 3))).status).toBe(201);
   });
 });
