@@ -106,6 +106,24 @@ describe('the database is held by another process', () => {
     expect((await createDocument('after-busy.pdf')).status).toBe(201);
   }, 30_000);
 
+  it('an upload whose bytes have all arrived waits out a short lock instead of throwing them away', async () => {
+    const created = await createDocument('busy-upload.stl');
+    expect(created.status).toBe(201);
+    const document = (await created.json()) as { id: string; storageUrl: string };
+    const lock = await holdWriteLock();
+    const form = new FormData();
+    form.append('Id', document.id);
+    form.append('Type', 'STL');
+    form.append('file', new Blob([new Uint8Array(Buffer.alloc(256 * 1024, 5))]), 'scan.stl');
+    const upload = fetch(`${document.storageUrl}/file`, { method: 'POST', headers: { authorization: `Bearer ${bearer}` }, body: form });
+    // The bytes are received and the commit is waiting for the database.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await lock.release();
+    const response = await upload;
+    expect(response.status).toBe(201);
+    expect(((await response.json()) as { fileSize: number }).fileSize).toBe(256 * 1024);
+  }, 30_000);
+
   it('the admin CLI says it waits, and goes on once the lock is released', async () => {
     const lock = await holdWriteLock();
     const run = admin(['organization', 'add', '--name', 'Waited Clinic']);

@@ -10,7 +10,7 @@
 import type { DocumentVersionDto } from '../../shared/schemas.js';
 import type { Principal } from '../identity/tokens.js';
 import type { DocumentRecord, DocumentVersionRecord, Store } from '../db/types.js';
-import { conflict, forbidden, notFound, serviceUnavailable } from '../errors.js';
+import { conflict, forbidden, isDatabaseBusy, notFound, serviceUnavailable } from '../errors.js';
 import type { ContentStorage, ReceivedContent } from '../storage/types.js';
 import type { AccessGuard } from './access.js';
 import type { Actor, DocumentService } from './documents.js';
@@ -44,6 +44,22 @@ export function parseEntityTag(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
   const match = /^\s*(?:W\/)?"([^"]*)"\s*$/.exec(header);
   return (match?.[1] ?? header.trim()).toLowerCase();
+}
+
+/** How long the commit of received bytes keeps trying while the database is busy (other requests run meanwhile). */
+const COMMIT_BUSY_WAIT_MS = 10_000;
+
+/** Runs `write` again, after short pauses that leave the event loop free, while it fails with SQLITE_BUSY, for up to `waitMs`. */
+export async function whileBusy<T>(write: () => Promise<T>, waitMs: number): Promise<T> {
+  const deadline = Date.now() + waitMs;
+  for (let pause = 25; ; pause = Math.min(pause * 2, 500)) {
+    try {
+      return await write();
+    } catch (error) {
+      if (!isDatabaseBusy(error) || Date.now() + pause > deadline) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
 }
 
 /** How long a thumbnail link waits for a render still running before it answers 503. */
@@ -167,7 +183,9 @@ export class ContentService {
     }
     let committed: boolean;
     try {
-      committed = await this.store.content.commitVersion(record, document.version, [event]);
+      // Whole scans were received for this write: a database held for a moment by another process
+      // (the admin CLI) is waited out here, asynchronously, instead of throwing the bytes away.
+      committed = await whileBusy(() => this.store.content.commitVersion(record, document.version, [event]), COMMIT_BUSY_WAIT_MS);
     } catch (error) {
       // The database refused the write (disk full, read-only, busy): the bytes no record names go now,
       // not an hour later, so they do not keep the disk full.
