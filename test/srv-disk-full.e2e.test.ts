@@ -8,10 +8,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../server/config.js';
 import { ThumbnailJobs } from '../server/domain/thumbnail-jobs.js';
+import { startServer } from '../server/start.js';
 import { hasThumbnail, renderThumbnail } from '../server/thumbnails/index.js';
 import { makeArchStl } from './fixtures/scans.js';
-import { expectProblem, PATIENT, startTestServer, type TestServer } from './helpers/server.js';
+import { ADMIN_TOKEN, expectProblem, PATIENT, SEED_FILE, startTestServer, type TestServer } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
 const mountPoint = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-srv-full-'));
@@ -217,5 +219,17 @@ describe('the data disk is full', () => {
       contentBound = false;
     }
     expect((await upload(document, Buffer.alloc(100_000, 3))).status).toBe(201);
+  });
+
+  it('a server (re)started on a full disk says the disk is full, not "disk I/O error", and starts once space is freed', async () => {
+    const config = loadConfig({ PORT: '0', PATIENT_DOCS_DATA_DIR: path.join(mountPoint, 'second'), PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN, PATIENT_DOCS_LOG_LEVEL: 'silent' });
+    await (await startServer(config, { logger: false })).close();
+    fillDisk();
+    try {
+      await expect(startServer(config, { logger: false })).rejects.toThrow(/^the disk holding .*second is full \(\d+ bytes free\), so the database .* cannot be opened; free space on that disk and start the server again$/);
+    } finally {
+      freeDisk();
+    }
+    await (await startServer(config, { logger: false })).close();
   });
 });
