@@ -1,5 +1,5 @@
 /**
- * The data disk fills up under a running server (a real tmpfs of 8 MiB as the data directory):
+ * The data disk fills up under a running server (a real tmpfs of 16 MiB as the data directory):
  * every answer is a 503 problem with Retry-After, no document claims content it does not have,
  * nothing half-written stays behind eating the space, and freeing space is all it takes to go on.
  */
@@ -23,7 +23,7 @@ let contentBound = false;
 let server: TestServer;
 
 beforeAll(async () => {
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mountPoint]);
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', mountPoint]);
   mounted = true;
   server = await startTestServer({ PATIENT_DOCS_DATA_DIR: path.join(mountPoint, 'data') });
 });
@@ -231,5 +231,32 @@ describe('the data disk is full', () => {
       freeDisk();
     }
     await (await startServer(config, { logger: false })).close();
+  });
+
+  it('tus: when the final commit cannot be written, the upload stays resumable (all but its last byte) and the retry commits', async () => {
+    const document = await createDocument('full-tus-final.stl');
+    const bytes = Buffer.alloc(2 * MiB, 4);
+    const created = await tus('POST', `${document.storageUrl}/uploads`, { 'upload-length': String(bytes.length) });
+    const location = created.headers.get('location')!;
+    // The bytes fit, the database cannot grow at the last moment (its WAL needs pages the disk no longer has).
+    const content = server.server.context.store.content;
+    const commitVersion = content.commitVersion.bind(content);
+    content.commitVersion = async () => {
+      content.commitVersion = commitVersion;
+      throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+    };
+    try {
+      expectStorageFull(await tus('PATCH', location, { 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' }, bytes));
+    } finally {
+      content.commitVersion = commitVersion;
+    }
+    expect((await documentOf(document.id)).hasContent).toBe(false);
+    const head = await tus('HEAD', location);
+    expect(head.status).toBe(200);
+    expect(Number(head.headers.get('upload-offset'))).toBe(bytes.length - 1);
+    const last = await tus('PATCH', location, { 'upload-offset': String(bytes.length - 1), 'content-type': 'application/offset+octet-stream' }, bytes.subarray(bytes.length - 1));
+    expect(last.status).toBe(204);
+    expect(await documentOf(document.id)).toMatchObject({ hasContent: true, fileSize: bytes.length });
+    expect(leftovers()).toEqual([]);
   });
 });

@@ -10,7 +10,7 @@
 import type { DocumentVersionDto } from '../../shared/schemas.js';
 import type { Principal } from '../identity/tokens.js';
 import type { DocumentRecord, DocumentVersionRecord, Store } from '../db/types.js';
-import { conflict, forbidden, isDatabaseBusy, notFound, serviceUnavailable } from '../errors.js';
+import { conflict, forbidden, isDatabaseBusy, isTransientStorageFault, notFound, serviceUnavailable } from '../errors.js';
 import type { ContentStorage, ReceivedContent } from '../storage/types.js';
 import type { AccessGuard } from './access.js';
 import type { Actor, DocumentService } from './documents.js';
@@ -136,7 +136,11 @@ export class ContentService {
   private readonly idleWaiters: Array<() => void> = [];
 
   /** Makes received bytes the document's current version (see the file comment for the order). */
-  async commit(document: DocumentRecord, received: ReceivedContent, form: UploadForm, actor: Actor): Promise<DocumentRecord> {
+  /**
+   * `keepOnFault`: when the disk or database fails for a passing reason (full, read-only, busy),
+   * the received bytes are left in their temp object rather than discarded (the caller keeps them).
+   */
+  async commit(document: DocumentRecord, received: ReceivedContent, form: UploadForm, actor: Actor, options: { keepOnFault?: boolean } = {}): Promise<DocumentRecord> {
     const uploadedAt = this.now().toISOString();
     const version = document.version + 1;
     const fileType = form.fileType ?? document.fileType;
@@ -175,10 +179,13 @@ export class ContentService {
       occurredAt: uploadedAt,
       data: { document: this.documents.toEventData(updated), fileSize: received.size, sha256: received.sha256, version },
     });
+    // A resumable upload keeps its bytes through a passing fault (see keepOnFault): they are its
+    // client's hours of upload, and the temp object goes back to it.
+    const keep = (error: unknown): boolean => options.keepOnFault === true && isTransientStorageFault(error);
     try {
       await this.storage.commit(received.temp, record.contentKey);
     } catch (error) {
-      await this.storage.discard(received.temp);
+      if (!keep(error)) await this.storage.discard(received.temp);
       throw error;
     }
     let committed: boolean;
@@ -188,8 +195,9 @@ export class ContentService {
       committed = await whileBusy(() => this.store.content.commitVersion(record, document.version, [event]), COMMIT_BUSY_WAIT_MS);
     } catch (error) {
       // The database refused the write (disk full, read-only, busy): the bytes no record names go now,
-      // not an hour later, so they do not keep the disk full.
-      await this.storage.remove(record.contentKey).catch(() => undefined);
+      // not an hour later, so they do not keep the disk full, or back to the temp object to be kept.
+      if (keep(error)) await this.storage.uncommit(record.contentKey, received.temp);
+      else await this.storage.remove(record.contentKey).catch(() => undefined);
       throw error;
     }
     if (!committed) {

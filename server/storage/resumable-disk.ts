@@ -131,6 +131,13 @@ export class DiskResumableStore implements ResumableStore {
     return { temp, size: upload.length, sha256 };
   }
 
+  async reopen(upload: ResumableUpload, received: ReceivedContent): Promise<void> {
+    await fsp.rename(received.temp.path, this.dataPath(upload.id));
+    if (upload.length > 0) await fsp.truncate(this.dataPath(upload.id), upload.length - 1);
+    this.hashes.delete(upload.id);
+    await this.writeInfo({ ...info(upload), expiresAt: new Date(this.now().getTime() + this.lifetimeMs).toISOString() });
+  }
+
   async remove(id: string): Promise<void> {
     if (!ID_PATTERN.test(id)) return;
     this.hashes.delete(id);
