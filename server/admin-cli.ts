@@ -4,6 +4,7 @@
  * needs no admin token: access to the data directory is the authority.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { TSchema } from 'typebox';
 import { Type } from 'typebox';
@@ -12,7 +13,9 @@ import { AdminClientBody, ClientId, AdminOrderBody, AdminOrderPatch, AdminOrgani
 import { ConfigError, loadConfig } from './config.js';
 import { createContext, sqliteFile } from './context.js';
 import { readSeedFile } from './domain/directory.js';
-import { ApiError } from './errors.js';
+import { ApiError, isDatabaseBusy } from './errors.js';
+import { DatabaseBusyError, waitForWriteLock } from './db/sqlite/write-wait.js';
+import { BackupTargetError, backupDataDir, verifyContent, type ContentProblem } from './db/sqlite/backup.js';
 
 const USAGE = `Usage: patient-docs-admin <command> [options]
 
@@ -36,6 +39,13 @@ const USAGE = `Usage: patient-docs-admin <command> [options]
   keys rotate            new signing key; the old one keeps verifying until pruned
   keys prune [--overlap SECONDS]   drop keys retired longer ago than the token lifetime
   keys list
+  backup --to DIR        copy the database and every content file into a new folder while the
+                         server runs; each file is checked against its sha256 as it is copied
+  verify [--hashes]      check that every stored version's file is in the data folder with its
+                         size (and sha256); run it on a restored backup before starting the server
+
+  --wait SECONDS         how long to wait while another process (the server, a backup)
+                         holds the database's write lock (default 30)
 
 Environment: PATIENT_DOCS_DATA_DIR, PATIENT_DOCS_DATABASE_URL (as for the server).`;
 
@@ -50,6 +60,9 @@ const OPTIONS = {
   status: { type: 'string' },
   file: { type: 'string' },
   overlap: { type: 'string' },
+  wait: { type: 'string' },
+  to: { type: 'string' },
+  hashes: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -100,6 +113,25 @@ function overlapSeconds(raw: string | undefined, fallback: number): number {
   return Number(raw);
 }
 
+/** Stored files that are missing or damaged: listed, exit code 1. */
+class ContentProblems extends Error {}
+
+function problemLines(problems: ContentProblem[]): string {
+  return problems.map((problem) => `  document ${problem.documentId} version ${problem.version}: ${problem.problem} (${problem.key})`).join('\n');
+}
+
+function verified(report: { versions: number; bytes: number; problems: ContentProblem[] }, hashes: boolean): string {
+  if (report.problems.length > 0) {
+    throw new ContentProblems(
+      `${report.problems.length} of ${report.versions} stored files are missing or damaged; restore them from a backup (or have the clinic upload them again):\n${problemLines(report.problems)}`,
+    );
+  }
+  return `all ${report.versions} stored files are in place (${report.bytes} bytes${hashes ? ', each matching its sha256' : '; add --hashes to check their sha256 too'})`;
+}
+
+/** How long a command waits for the database's write lock before giving up (--wait). */
+const DEFAULT_WAIT_SECONDS = 30;
+
 const READ_ONLY = new Set(['organization list', 'patient list', 'patient show', 'client list', 'keys list']);
 
 async function run(argv: string[]): Promise<unknown> {
@@ -115,6 +147,23 @@ async function run(argv: string[]): Promise<unknown> {
       throw new InputError(`there is no database at ${file}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
     }
     process.stderr.write(`patient-docs-admin: no database at ${file} yet; creating it\n`);
+  }
+  const command = `${area} ${action ?? ''}`.trim();
+  if (command === 'backup' || command === 'verify') {
+    // Read-only on the database: no write lock to wait for, no migration, works beside the server.
+    if (!fs.existsSync(file)) throw new InputError(`there is no database at ${file}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
+    const contentRoot = path.join(config.dataDir, 'content');
+    if (command === 'verify') return verified(await verifyContent(file, contentRoot, { hashes: values.hashes === true }), values.hashes === true);
+    const report = await backupDataDir({ databaseFile: file, dataDir: config.dataDir, contentRoot, target: required(values.to, 'to') });
+    if (report.problems.length > 0) throw new ContentProblems(`backup written to ${report.directory}, but ${report.problems.length} of ${report.versions} stored files could not be copied:\n${problemLines(report.problems)}`);
+    return `backup written to ${report.directory}: the database and ${report.versions} stored files (${report.bytes} bytes), each checked against its sha256`;
+  }
+  if (!config.databaseUrl?.startsWith('postgres')) {
+    const waitSeconds = values.wait === undefined ? DEFAULT_WAIT_SECONDS : Number(values.wait);
+    if (!Number.isFinite(waitSeconds) || waitSeconds < 0 || waitSeconds > 3600) throw new InputError('--wait must be a number of seconds from 0 to 3600');
+    await waitForWriteLock(file, waitSeconds * 1000, () =>
+      process.stderr.write(`patient-docs-admin: the database is busy (another process is writing to it); waiting up to ${waitSeconds} s…\n`),
+    );
   }
   const context = await createContext(config);
   const { directory, keys } = context;
@@ -194,6 +243,19 @@ run(process.argv.slice(2)).then(
     }
     if (error instanceof ApiError) {
       console.error(`patient-docs-admin: ${error.detail}`);
+      process.exit(1);
+    }
+    if (error instanceof ContentProblems || error instanceof BackupTargetError) {
+      console.error(`patient-docs-admin: ${error.message}`);
+      process.exit(1);
+    }
+    if (error instanceof DatabaseBusyError) {
+      console.error(`patient-docs-admin: ${error.message}`);
+      process.exit(1);
+    }
+    if (isDatabaseBusy(error)) {
+      // Taken by another process between the wait and the command's own write.
+      console.error('patient-docs-admin: the database was busy (another process held its write lock) and the command did not complete; run it again');
       process.exit(1);
     }
     console.error('patient-docs-admin:', error instanceof Error ? error.message : error);

@@ -73,12 +73,33 @@ export async function openStore(config: ServerConfig): Promise<Store> {
   }
 }
 
+/** Below this much free space a disk counts as full (SQLite needs a few pages for its WAL and shared memory). */
+const LOW_SPACE_BYTES = 1024 * 1024;
+
+/** Bytes available to this user on the file system holding `directory`, if it can be asked. */
+function freeBytes(directory: string): number | undefined {
+  try {
+    const stats = fs.statfsSync(directory);
+    return stats.bavail * stats.bsize;
+  } catch {
+    return undefined;
+  }
+}
+
 /** What went wrong opening the database, as one line naming the file and the variable that chose it. */
 function databaseError(error: unknown, file: string, config: ServerConfig): unknown {
   const code = (error as { code?: unknown }).code;
   if (typeof code !== 'string') return error;
   const source = config.databaseUrl ? `PATIENT_DOCS_DATABASE_URL=${config.databaseUrl}` : `PATIENT_DOCS_DATA_DIR=${config.dataDir}`;
   const cause = (error as Error).message.split('\n')[0];
+  if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) {
+    // SQLite reports a full disk at open as a "disk I/O error" (it cannot size its shared-memory
+    // file): the free space tells the two apart, so IT is not sent looking for a broken disk.
+    const free = freeBytes(path.dirname(file));
+    if (code === 'SQLITE_FULL' || (free !== undefined && free < LOW_SPACE_BYTES)) {
+      return new Error(`the disk holding ${path.dirname(file)} is full (${free ?? 0} bytes free), so the database ${file} cannot be opened; free space on that disk and start the server again`);
+    }
+  }
   if (code.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM' || code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
     return new ConfigError(`${source}: the database file ${file} cannot be written (${cause}); give the user the server runs as write access to it and its folder`);
   }

@@ -11,6 +11,14 @@ import { readSeedFile } from './domain/directory.js';
 import { hashAdminToken } from './routes/admin.js';
 import { startWebhookDelivery, type WebhookDelivery } from './webhooks/delivery.js';
 import { lockDataDir } from './db/sqlite/data-dir-lock.js';
+import { SqliteStore } from './db/sqlite/store.js';
+
+/**
+ * How long a request's database write waits for another process's write transaction. The admin
+ * CLI's transactions take milliseconds; one held longer (a stuck shell, a long import) costs the
+ * clients a 503 with Retry-After, not a server frozen for every request.
+ */
+export const SERVING_BUSY_TIMEOUT_MS = 250;
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -142,6 +150,9 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
   let webhookDelivery: WebhookDelivery | undefined;
   try {
     if (config.seedFile) await context.directory.applySeed(readSeedFile(config.seedFile));
+    // Serving now: a write blocked by another process gives up soon (503 + Retry-After) instead of
+    // freezing every request for seconds (the start above may wait the full 5 s for the admin CLI).
+    if (context.store instanceof SqliteStore) context.store.setBusyTimeout(SERVING_BUSY_TIMEOUT_MS);
     const admin = resolveAdminToken(config);
     app = await buildApp(context, { adminTokenHash: admin.hash, ...(options.logger !== undefined ? { logger: options.logger } : {}) });
     // What a shutdown waits for: uploads, the only requests that run long and leave bytes to

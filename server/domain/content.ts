@@ -10,7 +10,7 @@
 import type { DocumentVersionDto } from '../../shared/schemas.js';
 import type { Principal } from '../identity/tokens.js';
 import type { DocumentRecord, DocumentVersionRecord, Store } from '../db/types.js';
-import { conflict, forbidden, notFound, serviceUnavailable } from '../errors.js';
+import { conflict, forbidden, isDatabaseBusy, isTransientStorageFault, notFound, serviceUnavailable } from '../errors.js';
 import type { ContentStorage, ReceivedContent } from '../storage/types.js';
 import type { AccessGuard } from './access.js';
 import type { Actor, DocumentService } from './documents.js';
@@ -35,6 +35,8 @@ export interface DownloadTarget {
   fileName: string;
   mediaType: string;
   etag: string;
+  /** The sha256 the whole content must have (content only): a download is checked against it as it streams. */
+  sha256?: string;
 }
 
 /** `"abc…"` or `W/"abc…"` → `abc…`; the ETag we hand out is the sha256 in quotes. */
@@ -42,6 +44,22 @@ export function parseEntityTag(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
   const match = /^\s*(?:W\/)?"([^"]*)"\s*$/.exec(header);
   return (match?.[1] ?? header.trim()).toLowerCase();
+}
+
+/** How long the commit of received bytes keeps trying while the database is busy (other requests run meanwhile). */
+const COMMIT_BUSY_WAIT_MS = 10_000;
+
+/** Runs `write` again, after short pauses that leave the event loop free, while it fails with SQLITE_BUSY, for up to `waitMs`. */
+export async function whileBusy<T>(write: () => Promise<T>, waitMs: number): Promise<T> {
+  const deadline = Date.now() + waitMs;
+  for (let pause = 25; ; pause = Math.min(pause * 2, 500)) {
+    try {
+      return await write();
+    } catch (error) {
+      if (!isDatabaseBusy(error) || Date.now() + pause > deadline) throw error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
 }
 
 /** How long a thumbnail link waits for a render still running before it answers 503. */
@@ -118,7 +136,11 @@ export class ContentService {
   private readonly idleWaiters: Array<() => void> = [];
 
   /** Makes received bytes the document's current version (see the file comment for the order). */
-  async commit(document: DocumentRecord, received: ReceivedContent, form: UploadForm, actor: Actor): Promise<DocumentRecord> {
+  /**
+   * `keepOnFault`: when the disk or database fails for a passing reason (full, read-only, busy),
+   * the received bytes are left in their temp object rather than discarded (the caller keeps them).
+   */
+  async commit(document: DocumentRecord, received: ReceivedContent, form: UploadForm, actor: Actor, options: { keepOnFault?: boolean } = {}): Promise<DocumentRecord> {
     const uploadedAt = this.now().toISOString();
     const version = document.version + 1;
     const fileType = form.fileType ?? document.fileType;
@@ -157,13 +179,28 @@ export class ContentService {
       occurredAt: uploadedAt,
       data: { document: this.documents.toEventData(updated), fileSize: received.size, sha256: received.sha256, version },
     });
+    // A resumable upload keeps its bytes through a passing fault (see keepOnFault): they are its
+    // client's hours of upload, and the temp object goes back to it.
+    const keep = (error: unknown): boolean => options.keepOnFault === true && isTransientStorageFault(error);
     try {
       await this.storage.commit(received.temp, record.contentKey);
     } catch (error) {
-      await this.storage.discard(received.temp);
+      if (!keep(error)) await this.storage.discard(received.temp);
       throw error;
     }
-    if (!(await this.store.content.commitVersion(record, document.version, [event]))) {
+    let committed: boolean;
+    try {
+      // Whole scans were received for this write: a database held for a moment by another process
+      // (the admin CLI) is waited out here, asynchronously, instead of throwing the bytes away.
+      committed = await whileBusy(() => this.store.content.commitVersion(record, document.version, [event]), COMMIT_BUSY_WAIT_MS);
+    } catch (error) {
+      // The database refused the write (disk full, read-only, busy): the bytes no record names go now,
+      // not an hour later, so they do not keep the disk full, or back to the temp object to be kept.
+      if (keep(error)) await this.storage.uncommit(record.contentKey, received.temp);
+      else await this.storage.remove(record.contentKey).catch(() => undefined);
+      throw error;
+    }
+    if (!committed) {
       await this.storage.remove(record.contentKey);
       throw conflict(`document ${document.id} changed or was deleted while the upload was in progress; read it again and retry`);
     }
@@ -231,11 +268,26 @@ export class ContentService {
       throw notFound(`the thumbnail of document ${documentId} version ${version} could not be rendered from its content`);
     }
     const key = kind === 'content' ? stored.contentKey : stored.thumbnailKey;
-    const size = key ? await this.storage.size(key) : undefined;
-    if (!key || size === undefined) throw notFound(`document ${documentId} has no ${kind === 'content' ? 'content' : 'thumbnail'} for version ${version}`);
+    if (!key) throw notFound(`document ${documentId} has no ${kind === 'content' ? 'content' : 'thumbnail'} for version ${version}`);
+    const size = await this.storage.size(key);
+    if (kind === 'content' && size !== stored.fileSize) {
+      // The record says the bytes are stored, the disk disagrees (a backup restored without its
+      // files, an antivirus quarantine, a truncated copy): never serve part of a file as the whole.
+      throw notFound(
+        `the stored file of document ${documentId} version ${version} is ${size === undefined ? 'missing' : `damaged (${size} of its ${stored.fileSize} bytes are there)`} on the server; ` +
+          'the server administrator must restore it from a backup, or the file must be uploaded again',
+      );
+    }
+    if (size === undefined) {
+      // Lost from the disk (a restore without it): rendered again from the content, which a retry then finds.
+      const pending: DocumentVersionRecord = { ...stored, thumbnailStatus: 'pending', thumbnailKey: null, thumbnailError: null };
+      await this.store.content.setThumbnail(document.id, version, { status: 'pending', key: null, error: null });
+      this.thumbnails.enqueue(pending);
+      throw serviceUnavailable(`the thumbnail of document ${documentId} was missing on the server and is being rendered again; retry shortly`, 2);
+    }
     if (kind === 'thumbnail') {
       return { key, size, fileName: `${document.fileName}.png`, mediaType: 'image/png', etag: `"${stored.sha256}-thumbnail"` };
     }
-    return { key, size, fileName: document.fileName, mediaType: stored.contentType, etag: `"${stored.sha256}"` };
+    return { key, size, fileName: document.fileName, mediaType: stored.contentType, etag: `"${stored.sha256}"`, sha256: stored.sha256 };
   }
 }

@@ -5,6 +5,7 @@
  * so a restart resumes them.
  */
 import type { DocumentVersionRecord, Store } from '../db/types.js';
+import { isTransientStorageFault } from '../errors.js';
 import type { ContentStorage } from '../storage/types.js';
 import { wokenOrTimedOut } from './wake.js';
 
@@ -19,9 +20,11 @@ export interface ThumbnailJobOptions {
   timeoutMs: number;
   /** Renders at once; each is a worker with its own memory cap. */
   concurrency: number;
+  /** A render the disk or database could not store (full, read-only, busy) is tried again after this long. */
+  retryDelayMs: number;
 }
 
-export const DEFAULT_THUMBNAIL_OPTIONS: ThumbnailJobOptions = { size: 256, timeoutMs: 20_000, concurrency: 2 };
+export const DEFAULT_THUMBNAIL_OPTIONS: ThumbnailJobOptions = { size: 256, timeoutMs: 20_000, concurrency: 2, retryDelayMs: 30_000 };
 
 function jobId(documentId: string, version: number): string {
   return `${documentId}/${version}`;
@@ -34,6 +37,9 @@ export class ThumbnailJobs {
   private running = 0;
   private closed = false;
   private idleWaiters: Array<() => void> = [];
+  /** Renders that could not be stored for a passing reason (disk full): still pending, tried again later. */
+  private deferred: DocumentVersionRecord[] = [];
+  private retryTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly store: Store,
@@ -51,7 +57,30 @@ export class ThumbnailJobs {
     if (this.closed || this.queued.has(id)) return;
     this.queued.set(id, []);
     this.queue.push(version);
+    // A new commit means the disk took bytes again: the renders a full disk deferred go too.
+    this.retryDeferred();
     this.pump();
+  }
+
+  /** Renders deferred by a full or read-only disk, queued again (on a timer, and after each new commit). */
+  private retryDeferred(): void {
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    const deferred = this.deferred;
+    this.deferred = [];
+    for (const version of deferred) {
+      // Still leaving the queue from its failed attempt: it waits for the next retry.
+      if (this.queued.has(jobId(version.documentId, version.version))) this.deferred.push(version);
+      else this.enqueue(version);
+    }
+    if (this.deferred.length > 0) this.retryTimer = setTimeout(() => this.retryDeferred(), this.options.retryDelayMs).unref();
+  }
+
+  private defer(version: DocumentVersionRecord): void {
+    if (this.closed) return;
+    this.deferred.push(version);
+    this.retryTimer ??= setTimeout(() => this.retryDeferred(), this.options.retryDelayMs);
+    this.retryTimer.unref();
   }
 
   /** Queues the renders a previous run left pending. */
@@ -86,6 +115,9 @@ export class ThumbnailJobs {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.deferred = [];
     for (const version of this.queue.splice(0)) this.finished(version);
     await this.idle();
   }
@@ -118,6 +150,11 @@ export class ThumbnailJobs {
       await this.storage.put(key, png);
       await this.store.content.setThumbnail(version.documentId, version.version, { status: 'ready', key, error: null });
     } catch (error) {
+      if (isTransientStorageFault(error)) {
+        // Not the file's fault: the version stays pending (a restart resumes it too) and is tried again.
+        this.defer(version);
+        return;
+      }
       const reason = error instanceof Error ? `${(error as { reason?: string }).reason ?? error.name}: ${error.message}` : String(error);
       await this.store.content
         .setThumbnail(version.documentId, version.version, { status: 'failed', key: null, error: reason.slice(0, 500) })

@@ -9,7 +9,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin';
 import { ruleOf } from '../../shared/ajv.js';
 import { buildProblem, PROBLEM_CONTENT_TYPE } from '../../shared/problem.js';
-import { ApiError } from '../errors.js';
+import { ApiError, storageFault } from '../errors.js';
 
 declare module 'fastify' {
   interface FastifyReply {
@@ -108,6 +108,12 @@ async function problemsPlugin(app: FastifyInstance, options: { typeBase: string 
     if (error.validation) return send(request, reply, 400, validationDetail(error));
     const known = error.code ? FASTIFY_CODES[error.code] : undefined;
     if (known) return send(request, reply, known.status, known.detail(error, request));
+    const fault = storageFault(error);
+    if (fault) {
+      // IT must hear about it: the log names the cause the client is spared.
+      request.log.error({ err: error, requestId: request.id }, `storage fault: ${error.code ?? error.name}`);
+      return send(request, reply, fault.status, fault.detail, fault.headers);
+    }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       // A client error from a plugin (e.g. multipart limits): say what it is, never a stack.

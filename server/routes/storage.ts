@@ -3,6 +3,8 @@
  * and the signed, bearer-less download and thumbnail links. The resumable upload lives beside
  * them (tus.ts) and ends in the same commit.
  */
+import { createHash } from 'node:crypto';
+import { Transform, type Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import multipart, { type MultipartFile, type MultipartValue } from '@fastify/multipart';
@@ -13,7 +15,7 @@ import type { ContentService, UploadForm } from '../domain/content.js';
 import type { DocumentService } from '../domain/documents.js';
 import { contentDisposition, parseRange } from '../domain/http-content.js';
 import type { LinkKind, Links } from '../domain/links.js';
-import { ApiError, badRequest, payloadTooLarge } from '../errors.js';
+import { ApiError, badRequest, notFound, payloadTooLarge } from '../errors.js';
 import { principalOf } from '../plugins/auth.js';
 import type { ContentParts } from '../storage/index.js';
 import { SizeLimitError, type ContentStorage, type ReceivedContent } from '../storage/types.js';
@@ -151,7 +153,44 @@ async function serveLink(request: FastifyRequest, reply: FastifyReply, content: 
       .header('Content-Length', String(range.end - range.start + 1))
       .send(storage.read(target.key, range));
   }
-  return reply.code(200).header('Content-Length', String(target.size)).send(storage.read(target.key));
+  const body = target.sha256
+    ? verifiedContent(storage.read(target.key), target.sha256, () => {
+        request.log.error({ documentId: params.documentId, key: target.key }, 'stored content does not match its sha256; the download was refused or cut off');
+        // Answered as such when nothing was sent yet (a file of one chunk); otherwise the connection is cut.
+        return notFound(
+          `the stored file of document ${params.documentId} is damaged on the server (its bytes no longer match its sha256); the server administrator must restore it from a backup, or the file must be uploaded again`,
+        );
+      })
+    : storage.read(target.key);
+  return reply.code(200).header('Content-Length', String(target.size)).send(body);
+}
+
+/**
+ * The whole file as stored, checked against the sha256 its record holds: the last chunk is held
+ * back until the hash is known, and a file whose bytes changed on the disk (bit rot, a bad
+ * restore, an edit in place) is cut off one chunk short of its Content-Length, so the client sees
+ * an incomplete download instead of a wrong file that looks complete.
+ */
+export function verifiedContent(source: Readable, sha256: string, onMismatch: () => Error): Readable {
+  const hash = createHash('sha256');
+  let held: Buffer | undefined;
+  const checker = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      hash.update(chunk);
+      const previous = held;
+      held = chunk;
+      callback(null, previous);
+    },
+    flush(callback) {
+      if (hash.digest('hex') !== sha256) {
+        callback(onMismatch());
+        return;
+      }
+      callback(null, held);
+    },
+  });
+  source.once('error', (error) => checker.destroy(error));
+  return source.pipe(checker);
 }
 
 export async function storageRoutes(appBase: FastifyInstance, options: StorageRouteOptions): Promise<void> {

@@ -13,7 +13,7 @@ import { buildProblem, PROBLEM_CONTENT_TYPE } from '../../shared/problem.js';
 import { Uuid } from '../../shared/schemas.js';
 import type { ContentService, UploadForm } from '../domain/content.js';
 import type { Links } from '../domain/links.js';
-import { ApiError, badRequest, notFound, payloadTooLarge } from '../errors.js';
+import { ApiError, badRequest, isTransientStorageFault, notFound, payloadTooLarge } from '../errors.js';
 import { principalOf } from '../plugins/auth.js';
 import { instanceOf } from '../plugins/problems.js';
 import { ChecksumMismatchError, OffsetMismatchError, SizeLimitError, type ResumableStore, type ResumableUpload } from '../storage/types.js';
@@ -121,11 +121,20 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
     const release = content.claim(document.id);
     try {
       const received = await resumable.complete(upload.id);
-      await content.commit(document, received, formFromMetadata(upload.metadata, document.id), {
-        clientId: principal.clientId,
-        organizationId: document.organizationId,
-        operationId: request.id,
-      });
+      try {
+        await content.commit(
+          document,
+          received,
+          formFromMetadata(upload.metadata, document.id),
+          { clientId: principal.clientId, organizationId: document.organizationId, operationId: request.id },
+          { keepOnFault: true },
+        );
+      } catch (error) {
+        // Disk full, read-only or busy at the last moment: the upload stays resumable (the client
+        // retries after the 503's Retry-After and sends its last byte again) instead of starting over.
+        if (isTransientStorageFault(error)) await resumable.reopen(upload, received).catch(() => undefined);
+        throw error;
+      }
     } finally {
       release();
     }

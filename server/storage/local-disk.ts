@@ -224,6 +224,10 @@ export class LocalDiskStorage implements ContentStorage {
     await syncPath(path.dirname(target));
   }
 
+  async uncommit(key: string, temp: TempObject): Promise<void> {
+    await fsp.rename(this.localPath(key), temp.path);
+  }
+
   async discard(temp: TempObject): Promise<void> {
     await fsp.rm(temp.path, { force: true });
   }

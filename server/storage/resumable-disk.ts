@@ -46,13 +46,24 @@ export class DiskResumableStore implements ResumableStore {
 
   private async writeInfo(upload: Omit<ResumableUpload, 'offset'>): Promise<void> {
     const temp = `${this.infoPath(upload.id)}.${randomUUID()}.tmp`;
-    await fsp.writeFile(temp, JSON.stringify(upload), { mode: PRIVATE_FILE });
-    await fsp.rename(temp, this.infoPath(upload.id));
+    try {
+      await fsp.writeFile(temp, JSON.stringify(upload), { mode: PRIVATE_FILE });
+      await fsp.rename(temp, this.infoPath(upload.id));
+    } catch (error) {
+      // A full disk: the half-written description must not stay behind eating space.
+      await fsp.rm(temp, { force: true });
+      throw error;
+    }
   }
 
   async create(upload: Omit<ResumableUpload, 'offset'>): Promise<ResumableUpload> {
     await fsp.writeFile(this.dataPath(upload.id), Buffer.alloc(0), { flag: 'wx', mode: PRIVATE_FILE });
-    await this.writeInfo(upload);
+    try {
+      await this.writeInfo(upload);
+    } catch (error) {
+      await fsp.rm(this.dataPath(upload.id), { force: true });
+      throw error;
+    }
     this.hashes.set(upload.id, { hash: createHash('sha256'), bytes: 0 });
     return { ...upload, offset: 0 };
   }
@@ -118,6 +129,13 @@ export class DiskResumableStore implements ResumableStore {
     await fsp.rm(this.infoPath(id), { force: true });
     this.hashes.delete(id);
     return { temp, size: upload.length, sha256 };
+  }
+
+  async reopen(upload: ResumableUpload, received: ReceivedContent): Promise<void> {
+    await fsp.rename(received.temp.path, this.dataPath(upload.id));
+    if (upload.length > 0) await fsp.truncate(this.dataPath(upload.id), upload.length - 1);
+    this.hashes.delete(upload.id);
+    await this.writeInfo({ ...info(upload), expiresAt: new Date(this.now().getTime() + this.lifetimeMs).toISOString() });
   }
 
   async remove(id: string): Promise<void> {

@@ -45,6 +45,8 @@ export interface ContentStorage {
   /** Makes a temp object durable under `key` (fsync, then rename). */
   commit(temp: TempObject, key: string): Promise<void>;
   discard(temp: TempObject): Promise<void>;
+  /** Undoes `commit` (its record could not be written): the object becomes the temp object again. */
+  uncommit(key: string, temp: TempObject): Promise<void>;
   /** Stores a small object atomically (thumbnails). */
   put(key: string, bytes: Buffer): Promise<void>;
   /** Undefined when the object does not exist. */
@@ -92,6 +94,12 @@ export interface ResumableStore {
   append(id: string, offset: number, source: Readable, checksum?: Buffer): Promise<ResumableUpload>;
   /** Turns a complete upload into a temp object ready for commit, with its size and sha256. */
   complete(id: string): Promise<ReceivedContent>;
+  /**
+   * Gives a completed upload whose commit failed for a passing reason its bytes back, all but the
+   * last one: a tus client that finds the offset at the length takes the upload as done, so it
+   * must send that byte again, and that PATCH commits.
+   */
+  reopen(upload: ResumableUpload, received: ReceivedContent): Promise<void>;
   remove(id: string): Promise<void>;
   /** Removes uploads whose expiry has passed; returns how many. */
   removeExpired(now: Date): Promise<number>;

@@ -61,4 +61,51 @@ describe('WebhookDispatcher fan-out', () => {
       await store.close();
     }
   });
+
+  it('keeps attempt outcomes the database could not record (busy, disk full) and records them on the next flush', async () => {
+    const store = SqliteStore.open(':memory:');
+    const secrets = new SecretBox(randomBytes(32));
+    await store.webhooks.createSubscription({
+      id: 'sub-1', organizationId: ORG, clientId: 'client', events: ['order.all'], callback: 'https://127.0.0.1:9/hook',
+      sealedSecret: secrets.seal('hmac-1', 'sub-1'), status: 'active', disabledReason: null, createdAt: new Date().toISOString(),
+    });
+    const recordAttempts = store.webhooks.recordAttempts.bind(store.webhooks);
+    let failures = 0;
+    store.webhooks.recordAttempts = async (results) => {
+      if (failures === 0) {
+        failures += 1;
+        throw Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' });
+      }
+      return recordAttempts(results);
+    };
+    const sent: SendRequest[] = [];
+    const dispatcher = new WebhookDispatcher(
+      {
+        outbox: store.outbox, patients: store.patients, webhooks: store.webhooks, secrets, log: quiet,
+        guard: new CallbackGuard({ allowPrivate: true }),
+        send: async (request) => {
+          sent.push(request);
+          return { statusCode: 200, latencyMs: 1, error: null };
+        },
+      },
+      { retryDelaysMs: [10], timeoutMs: 1000, maxConcurrency: 4, maxPerCallback: 2, pollIntervalMs: 10, batchSize: 100, dnsCacheMs: 1000, routingMemoMs: 5 },
+    );
+    const at = new Date().toISOString();
+    store.db.transaction(() => store.outbox.appendInTransaction([outboxEvent('order.created', { patientId: null, organizationId: ORG, operationId: 'op-1', occurredAt: at, data: { order: { id: 'o-1' } } })]))();
+    dispatcher.start();
+    try {
+      let counts = await store.webhooks.counts();
+      const deadline = Date.now() + 5000;
+      while (counts.delivered === 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        counts = await store.webhooks.counts();
+      }
+      expect(failures).toBe(1);
+      expect(counts).toMatchObject({ delivered: 1, queued: 0 });
+      expect(sent).toHaveLength(1);
+    } finally {
+      await dispatcher.stop();
+      await store.close();
+    }
+  });
 });

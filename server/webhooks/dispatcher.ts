@@ -194,7 +194,14 @@ export class WebhookDispatcher {
     if (!force && this.results.length < GROUP_COMMIT_MAX && this.now() - this.resultsSince < GROUP_COMMIT_MS && this.inFlight.size > 0) return;
     const results = this.results;
     this.results = [];
-    await this.deps.webhooks.recordAttempts(results);
+    try {
+      await this.deps.webhooks.recordAttempts(results);
+    } catch (error) {
+      // The database is busy, full or read-only for now: the outcomes wait for the next flush
+      // rather than being dropped (their messages would stay claimed until a restart).
+      this.results = [...results, ...this.results];
+      throw error;
+    }
     for (const result of results) this.release(result.attempt.subscriptionId, result.attempt.messageId);
   }
 

@@ -53,6 +53,15 @@ export class SqliteStore implements Store {
     }
   }
 
+  /**
+   * How long a write waits for another process's write lock (the admin CLI, a backup) before
+   * SQLITE_BUSY. better-sqlite3 waits synchronously, so the server's event loop stands still
+   * meanwhile: every request, reads and downloads included, waits with it.
+   */
+  setBusyTimeout(ms: number): void {
+    this.db.pragma(`busy_timeout = ${Math.max(0, Math.trunc(ms))}`);
+  }
+
   async close(): Promise<void> {
     clearInterval(this.optimizer);
     this.optimize();

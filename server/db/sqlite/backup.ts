@@ -1,0 +1,180 @@
+/**
+ * A backup taken while the server runs, and the check that a data directory (a live one, or a
+ * backup about to be restored) holds every file its database names.
+ *
+ * The database is copied with SQLite's online backup API in one step: a consistent snapshot, taken
+ * under a read transaction that, in WAL mode, never blocks the server's writes. Content objects are
+ * immutable (each version has a key of its own, written once by rename, kept after a document is
+ * deleted), so copying the objects the snapshot names after the snapshot is consistent with it.
+ * Each copy is hashed as it is written and compared with the sha256 the snapshot holds.
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import Database from 'better-sqlite3';
+import { PRIVATE_DIR, PRIVATE_FILE } from '../../private-files.js';
+
+/** The database file's name inside a backup (a data directory's default). */
+export const BACKUP_DATABASE = 'patient-docs.sqlite';
+const MANIFEST = 'BACKUP.json';
+/** Files of the data directory that are copied beside the database when present. */
+const SIDE_FILES = ['admin-token.sha256'];
+
+export interface ContentProblem {
+  documentId: string;
+  version: number;
+  key: string;
+  problem: string;
+}
+
+export interface VerifyReport {
+  versions: number;
+  bytes: number;
+  problems: ContentProblem[];
+}
+
+export interface BackupReport extends VerifyReport {
+  directory: string;
+  createdAt: string;
+}
+
+interface VersionRow {
+  document_id: string;
+  version: number;
+  content_key: string;
+  file_size: number;
+  sha256: string;
+  thumbnail_key: string | null;
+}
+
+function versionRows(db: Database.Database): IterableIterator<VersionRow> {
+  return db.prepare('SELECT document_id, version, content_key, file_size, sha256, thumbnail_key FROM document_versions ORDER BY document_id, version').iterate() as IterableIterator<VersionRow>;
+}
+
+function objectPath(objectsDir: string, key: string): string {
+  if (!/^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)*$/.test(key) || key.split('/').includes('..')) throw new Error(`invalid storage key ${JSON.stringify(key)}`);
+  return path.join(objectsDir, ...key.split('/'));
+}
+
+/** Streams `from` through a SHA-256 into `to` (when given), returning the size and digest of what was read. */
+async function hashCopy(from: string, to: string | undefined): Promise<{ size: number; sha256: string }> {
+  const hash = createHash('sha256');
+  let size = 0;
+  const read = fs.createReadStream(from, { highWaterMark: 1024 * 1024 });
+  if (to === undefined) {
+    for await (const chunk of read as AsyncIterable<Buffer>) {
+      hash.update(chunk);
+      size += chunk.length;
+    }
+    return { size, sha256: hash.digest('hex') };
+  }
+  const tap = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      hash.update(chunk);
+      size += chunk.length;
+      callback(null, chunk);
+    },
+  });
+  await fsp.mkdir(path.dirname(to), { recursive: true, mode: PRIVATE_DIR });
+  await pipeline(read, tap, fs.createWriteStream(to, { flags: 'wx', mode: PRIVATE_FILE }));
+  return { size, sha256: hash.digest('hex') };
+}
+
+function errorText(error: unknown): string {
+  return (error as { code?: string }).code === 'ENOENT' ? 'the file is missing' : `the file cannot be read (${(error as Error).message.split('\n')[0]})`;
+}
+
+/**
+ * Checks every content version the database names against the files under `contentRoot/objects`:
+ * present with its recorded size, and with `hashes`, its recorded sha256 too.
+ */
+export async function verifyContent(databaseFile: string, contentRoot: string, options: { hashes: boolean }): Promise<VerifyReport> {
+  const db = new Database(databaseFile, { readonly: true, fileMustExist: true });
+  const report: VerifyReport = { versions: 0, bytes: 0, problems: [] };
+  try {
+    const objectsDir = path.join(contentRoot, 'objects');
+    for (const row of versionRows(db)) {
+      report.versions += 1;
+      const where = { documentId: row.document_id, version: row.version, key: row.content_key };
+      const file = objectPath(objectsDir, row.content_key);
+      try {
+        const read = options.hashes ? await hashCopy(file, undefined) : { size: (await fsp.stat(file)).size, sha256: row.sha256 };
+        if (read.size !== row.file_size) {
+          report.problems.push({ ...where, problem: `the file has ${read.size} of its ${row.file_size} bytes` });
+          continue;
+        }
+        if (read.sha256 !== row.sha256) {
+          report.problems.push({ ...where, problem: 'the file does not match its sha256' });
+          continue;
+        }
+        report.bytes += read.size;
+      } catch (error) {
+        report.problems.push({ ...where, problem: errorText(error) });
+      }
+    }
+  } finally {
+    db.close();
+  }
+  return report;
+}
+
+/**
+ * Writes a backup of a running server's data into `target` (a new or empty directory): the
+ * database as of one moment, the content files it names, each checked against its sha256 as it is
+ * copied, and BACKUP.json describing what was copied and what could not be.
+ */
+export async function backupDataDir(options: { databaseFile: string; dataDir: string; contentRoot: string; target: string; now?: () => Date }): Promise<BackupReport> {
+  const target = path.resolve(options.target);
+  if (fs.existsSync(target) && fs.readdirSync(target).length > 0) throw new BackupTargetError(`${target} is not empty; give each backup a new or empty folder`);
+  await fsp.mkdir(target, { recursive: true, mode: PRIVATE_DIR });
+  const snapshot = path.join(target, BACKUP_DATABASE);
+  const source = new Database(options.databaseFile, { readonly: true, fileMustExist: true });
+  try {
+    // All pages in one step: a step-wise copy restarts whenever the server writes in between.
+    await source.backup(snapshot, { progress: () => 0x7fffffff });
+  } finally {
+    source.close();
+  }
+  fs.chmodSync(snapshot, PRIVATE_FILE);
+  const createdAt = (options.now?.() ?? new Date()).toISOString();
+  const report: BackupReport = { directory: target, createdAt, versions: 0, bytes: 0, problems: [] };
+  const db = new Database(snapshot, { readonly: true, fileMustExist: true });
+  try {
+    const from = path.join(options.contentRoot, 'objects');
+    const to = path.join(target, 'content', 'objects');
+    for (const row of versionRows(db)) {
+      report.versions += 1;
+      const where = { documentId: row.document_id, version: row.version, key: row.content_key };
+      const copy = objectPath(to, row.content_key);
+      try {
+        const copied = await hashCopy(objectPath(from, row.content_key), copy);
+        if (copied.size !== row.file_size || copied.sha256 !== row.sha256) {
+          await fsp.rm(copy, { force: true });
+          report.problems.push({ ...where, problem: copied.size !== row.file_size ? `the file has ${copied.size} of its ${row.file_size} bytes` : 'the file does not match its sha256' });
+          continue;
+        }
+        report.bytes += copied.size;
+      } catch (error) {
+        await fsp.rm(copy, { force: true });
+        report.problems.push({ ...where, problem: errorText(error) });
+      }
+      // Thumbnails are rendered again from the content when missing: copied when there, never a problem.
+      if (row.thumbnail_key) await hashCopy(objectPath(from, row.thumbnail_key), objectPath(to, row.thumbnail_key)).catch(() => undefined);
+    }
+  } finally {
+    db.close();
+  }
+  for (const name of SIDE_FILES) {
+    const file = path.join(options.dataDir, name);
+    if (fs.existsSync(file)) await fsp.copyFile(file, path.join(target, name));
+  }
+  await fsp.writeFile(path.join(target, MANIFEST), `${JSON.stringify(report, null, 2)}\n`, { mode: PRIVATE_FILE });
+  return report;
+}
+
+export class BackupTargetError extends Error {
+  override name = 'BackupTargetError';
+}
