@@ -88,7 +88,15 @@ export interface AppStatus {
   mode: AppMode;
   /** 'desktop' in the Electron window, 'headless' in the loopback twin. */
   shell: 'desktop' | 'headless';
-  server: { url: string; tokenUrl: string; clientId: string; organizationId: string; organizationName: string | null } | null;
+  server: {
+    url: string;
+    tokenUrl: string;
+    clientId: string;
+    organizationId: string;
+    organizationName: string | null;
+    /** The clinic CA certificates trusted for this server besides the system's (kept in the sync home). */
+    trustedCertificates: Array<{ subject: string; fingerprint: string; validTo: string }>;
+  } | null;
   online: boolean;
   /** `clientSecretMissing`: a server is configured but its client secret is in neither store (enter it again). */
   secrets: { backend: 'keychain' | 'encrypted-file'; warning: string | null; clientSecretMissing: boolean };
@@ -158,6 +166,11 @@ export const RemoteSetupInput = Type.Object({
   clientId: Type.String({ minLength: 1, maxLength: 256 }),
   clientSecret: Type.String({ minLength: 1, maxLength: 1024 }),
   organizationId: Uuid,
+  /**
+   * The clinic's CA certificate (PEM, or base64 of a DER .cer) to trust for this server; '' forgets
+   * the one kept; left out keeps it. Certificate checks cannot be switched off.
+   */
+  caCertificate: Type.Optional(Type.String({ maxLength: 262_144 })),
 });
 export type RemoteSetupInput = Static<typeof RemoteSetupInput>;
 

@@ -23,6 +23,8 @@ export interface ApiClientOptions {
   resumableThreshold?: number;
   timeouts?: { requestMs?: number; connectMs?: number; idleMs?: number };
   now?: () => number;
+  /** CA certificates to trust instead of Node's default store (see tls-trust.ts); never a way to skip the check. */
+  certificateAuthority?: string[] | undefined;
 }
 
 export const DEFAULT_RESUMABLE_THRESHOLD = 64 * 1024 * 1024;
@@ -51,9 +53,10 @@ export class ApiClient implements DocumentApi {
       throwHttpErrors: false,
       followRedirect: false,
       timeout: { connect, socket: options.timeouts?.idleMs ?? 60_000 },
+      ...(options.certificateAuthority ? { https: { certificateAuthority: options.certificateAuthority } } : {}),
     });
     this.tokens = new TokenManager({ http: this.http, credentials: options.credentials, ...(options.now ? { now: options.now } : {}) });
-    this.tus = new TusUploader({ send: (build) => this.authorized(build), limiter: options.limiter });
+    this.tus = new TusUploader({ http: this.http, send: (build) => this.authorized(build), limiter: options.limiter });
   }
 
   createDocument(patientId: string, fileName: string, path: string): Promise<CreateDocumentResponse> {

@@ -26,6 +26,8 @@ export class TokenError extends Error {
     readonly oauthError: string,
     readonly description: string | null,
     readonly retryAfterSeconds: number | null = null,
+    /** Where a 3xx answer pointed (a proxy redirecting http to https, or to a path prefix). */
+    readonly location: string | null = null,
   ) {
     super(`token endpoint answered ${status} ${oauthError}${description ? `: ${description}` : ''}`);
   }

@@ -22,7 +22,6 @@ import type {
 import { createBridgeCallValidator } from '../../shared/bridge-validation.js';
 import type { PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
 import { BridgeError, toCodedError } from './bridge-error.js';
-import { testConnection } from './connection.js';
 import { historyCsv, pairLabels } from './history-csv.js';
 import type { SyncApp } from './sync-app.js';
 
@@ -49,7 +48,7 @@ export class BridgeService implements BridgeApi {
   }
 
   testConnection(input: RemoteSetupInput): Promise<ConnectionTestResult> {
-    return testConnection(input);
+    return this.app.testConnection(input);
   }
 
   async setupRemote(input: RemoteSetupInput): Promise<AppStatus> {

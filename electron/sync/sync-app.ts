@@ -6,19 +6,20 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { AddPairInput, AppMode, AppStatus, BridgeEvent, RemoteSetupInput, SettingsPatch, SettingsView } from '../../shared/bridge.js';
+import type { AddPairInput, AppMode, AppStatus, BridgeEvent, ConnectionTestResult, RemoteSetupInput, SettingsPatch, SettingsView } from '../../shared/bridge.js';
 import { checkPath } from '../../shared/names.js';
 import type { ApiClient } from './api-client.js';
 import { BandwidthLimiter } from './bandwidth.js';
 import { ApiProblemError } from './api-errors.js';
 import { BridgeError, toCodedError } from './bridge-error.js';
-import { CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, insecureAddress, testConnection, type ConnectionSettings } from './connection.js';
+import { caFor, CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, insecureAddress, testConnection, type ConnectionSettings } from './connection.js';
 import { SyncEngine, type EngineEvent, type EngineOptions } from './engine.js';
 import { lockSyncHome, type HomeLock } from './home-lock.js';
 import { openJournal, type Journal } from './journal.js';
 import { describeOverlap, overlappingPair, realFolder } from './pair-folders.js';
 import type { SecretStore } from './secrets.js';
 import type { SettingsStore, SyncPair, SyncSettings, WebhookSettings } from './settings.js';
+import { readTrustedCa, saveTrustedCa } from './tls-trust.js';
 import { WebhookWiring } from './webhooks.js';
 
 /** What the embedded server hands back once it runs (the demo organization, patient and client). */
@@ -178,6 +179,7 @@ export class SyncApp {
             clientId: connection.clientId,
             organizationId: connection.organizationId,
             organizationName: this.embeddedInfo?.organizationId === connection.organizationId ? this.embeddedInfo.organizationName : null,
+            trustedCertificates: (readTrustedCa(this.options.home)?.certificates ?? []).map(({ subject, fingerprint, validTo }) => ({ subject, fingerprint, validTo })),
           }
         : null,
       // Without a client secret nothing can reach the server, whatever the last request did.
@@ -198,9 +200,17 @@ export class SyncApp {
     return info;
   }
 
+  /** The connection test, trusting the CA kept in the sync home unless the input gives another. */
+  testConnection(input: RemoteSetupInput): Promise<ConnectionTestResult> {
+    return testConnection(input, readTrustedCa(this.options.home));
+  }
+
   async setupRemote(input: RemoteSetupInput): Promise<void> {
-    const result = await testConnection(input);
+    const stored = readTrustedCa(this.options.home);
+    const result = await testConnection(input, stored);
     if (!result.ok) throw new BridgeError(result.error?.code ?? 'UNREACHABLE', result.error?.detail);
+    // Kept in the sync home next to the settings, so the engine, the CLI and the app all trust it.
+    saveTrustedCa(this.options.home, caFor(input, stored));
     await this.saveConnection(connectionFrom(input), input.clientSecret);
     rmSync(path.join(this.options.home, EMBEDDED_MARKER), { force: true });
     if (this.embeddedInfo) await this.options.embedded?.stop();
@@ -354,7 +364,7 @@ export class SyncApp {
     this.clientSecretMissing = connection !== null && !secret;
     // A server address saved by an older version that would carry the secret in clear text is not used.
     const insecure = connection ? (insecureAddress(connection.serverUrl) ?? insecureAddress(connection.tokenUrl)) : null;
-    this.api = connection && secret && !insecure ? createApiClient(connection, secret, { limiter: this.limiter, ...(this.options.resumableThreshold !== undefined ? { resumableThreshold: this.options.resumableThreshold } : {}) }) : null;
+    this.api = connection && secret && !insecure ? createApiClient(connection, secret, { limiter: this.limiter, ca: readTrustedCa(this.options.home), ...(this.options.resumableThreshold !== undefined ? { resumableThreshold: this.options.resumableThreshold } : {}) }) : null;
     this.engine.setApi(this.api);
   }
 

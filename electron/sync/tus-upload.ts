@@ -3,8 +3,7 @@
  * caller as soon as it exists (the journal keeps it), so after a dropped connection, a crash or a
  * reboot the upload continues from the offset the server reports instead of from byte 0.
  */
-import type { Response } from 'got';
-import got from 'got';
+import type { Got, Response } from 'got';
 import type { DocumentDto } from '../../shared/schemas.js';
 import { AbortedError, ApiNetworkError, FileChangedDuringUploadError, problemFromResponse } from './api-errors.js';
 import { fileChunks, type BandwidthLimiter } from './bandwidth.js';
@@ -20,6 +19,8 @@ const PATCH_BYTES = 64 * 1024 * 1024;
 const MAX_RESUMES_WITHOUT_PROGRESS = 3;
 
 export interface TusUploaderOptions {
+  /** The client's got instance (its trusted CAs, timeouts); every request goes through it. */
+  http: Got;
   /** Sends a request with a bearer token (one retry on 401). */
   send: (build: (token: string) => PromiseLike<Response<string>>) => Promise<Response<string>>;
   limiter?: BandwidthLimiter | undefined;
@@ -102,7 +103,7 @@ export class TusUploader {
         'upload-metadata': metadata({ filename: request.fileName, filetype: request.fileType, Id: request.documentId }),
       };
       if (request.ifMatch) headers['if-match'] = `"${request.ifMatch}"`;
-      return got.post(collection, { headers, throwHttpErrors: false, retry: { limit: 0 }, responseType: 'text', timeout: { request: 30_000 }, ...(request.signal ? { signal: request.signal } : {}) });
+      return this.options.http.post(collection, { headers, throwHttpErrors: false, retry: { limit: 0 }, responseType: 'text', timeout: { request: 30_000 }, ...(request.signal ? { signal: request.signal } : {}) });
     });
     const location = response.headers.location;
     if (response.statusCode !== 201 || !location) throw problemFromResponse(response.statusCode, parse(response.body), collection, response.headers['retry-after']);
@@ -136,7 +137,7 @@ export class TusUploader {
   async terminate(url: string, signal?: AbortSignal): Promise<void> {
     try {
       await this.options.send((token) =>
-        got.delete(url, {
+        this.options.http.delete(url, {
           headers: { authorization: `Bearer ${token}`, 'tus-resumable': TUS_VERSION },
           throwHttpErrors: false,
           retry: { limit: 0 },
@@ -156,7 +157,7 @@ export class TusUploader {
 
   private head(url: string, signal: AbortSignal | undefined): Promise<Response<string>> {
     return this.options.send((token) =>
-      got.head(url, {
+      this.options.http.head(url, {
         headers: { authorization: `Bearer ${token}`, 'tus-resumable': TUS_VERSION, 'cache-control': 'no-store' },
         throwHttpErrors: false,
         retry: { limit: 0 },
@@ -172,7 +173,7 @@ export class TusUploader {
     let sent = 0;
     const response = await this.options.send((token) => {
       sent = 0;
-      return got.patch(url, {
+      return this.options.http.patch(url, {
         headers: {
           authorization: `Bearer ${token}`,
           'tus-resumable': TUS_VERSION,
