@@ -9,6 +9,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiClient } from '../electron/sync/connection.js';
+import { parseCaCertificate } from '../electron/sync/tls-trust.js';
 import { startNetProxy, type NetProxy } from './helpers/net-proxy.js';
 import { runCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
@@ -85,6 +87,23 @@ describe('a server with the clinic’s own certificate authority', () => {
     expect(proxy.seen.some((line) => line.startsWith('PATCH '))).toBe(true);
     const status = JSON.parse((await runCli(dir, ['status', '--json'], env)).stdout) as { pairs: Array<{ files: Array<{ state: string }> }> };
     expect(status.pairs[0]!.files.map((file) => file.state)).toEqual(['synced', 'synced']);
+  });
+
+  it('downloads a scan through the engine’s client, trusting the same CA (the desktop’s Save)', async () => {
+    const ca = parseCaCertificate(fs.readFileSync(certs.caFile, 'utf8'));
+    const connection = { serverUrl: proxy.url, tokenUrl: `${proxy.url}/oauth2/token`, clientId: CLIENT.id, organizationId: ORG };
+    const api = createApiClient(connection, CLIENT.secret, { ca });
+    const found = await api.search(PATIENT, { offset: 0, limit: 10, path: '/tls', hasContent: true });
+    const document = found.documents.find((candidate) => candidate.fileName === 'large.ply');
+    expect(document?.storageDownloadUri).toMatch(/^https:\/\/127\.0\.0\.1:/);
+    const destination = path.join(scratch, 'saved.ply');
+    await api.download(document!.storageDownloadUri!, destination);
+    expect(fs.readFileSync(destination).equals(Buffer.alloc(300_000, 9))).toBe(true);
+    // Without the CA the same link is refused as untrusted, and nothing is left under the name.
+    const untrusting = createApiClient(connection, CLIENT.secret);
+    const failed = path.join(scratch, 'failed.ply');
+    await expect(untrusting.download(document!.storageDownloadUri!, failed)).rejects.toMatchObject({ code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' });
+    expect(fs.readdirSync(scratch).filter((name) => name.startsWith('failed.ply'))).toEqual([]);
   });
 
   it('honours NODE_EXTRA_CA_CERTS without --ca-file', async () => {

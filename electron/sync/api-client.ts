@@ -4,6 +4,9 @@
  * failures as ApiNetworkError. Uploads stream from disk with progress; large files go through the
  * resumable (tus) route so a dropped connection resumes from the server's offset.
  */
+import { createWriteStream } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
 import got, { type Got, type Method, type Response } from 'got';
 import type { CreateDocumentResponse, DocumentDto, PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
 import { problemFromResponse, toNetworkError, AbortedError, FileChangedDuringUploadError } from './api-errors.js';
@@ -87,6 +90,26 @@ export class ApiClient implements DocumentApi {
 
   abandonUpload(uploadUrl: string, signal?: AbortSignal): Promise<void> {
     return this.tus.terminate(uploadUrl, signal);
+  }
+
+  /**
+   * Saves a signed download link's bytes to `destination` (streamed: scans can be hundreds of MB),
+   * trusting what this client trusts. Written beside it first, so a cut-off download leaves no
+   * partial file under the chosen name.
+   */
+  async download(url: string, destination: string): Promise<void> {
+    const partial = `${destination}.download`;
+    try {
+      const stream = this.http.stream(url, { timeout: { connect: this.options.timeouts?.connectMs ?? 10_000, socket: 60_000 } });
+      stream.once('response', (response: { statusCode: number }) => {
+        if (response.statusCode >= 300) stream.destroy(problemFromResponse(response.statusCode, undefined, url, undefined));
+      });
+      await pipeline(stream, createWriteStream(partial));
+      await rename(partial, destination);
+    } catch (error) {
+      await rm(partial, { force: true });
+      throw toNetworkError(error);
+    }
   }
 
   /** A JSON call with the bearer token (and Organization-ID); problem details become ApiProblemError. */

@@ -29,7 +29,8 @@ import type { SyncApp } from './sync-app.js';
 export interface ShellActions {
   openFolder?(folder: string): Promise<void>;
   chooseFolder?(): Promise<string | null>;
-  saveDocument?(download: { url: string; fileName: string }): Promise<string | null>;
+  /** Asks where to save a download (a save dialog); null when the user cancelled. The engine fetches the bytes. */
+  chooseSaveFile?(fileName: string): Promise<string | null>;
 }
 
 export class BridgeService implements BridgeApi {
@@ -129,10 +130,15 @@ export class BridgeService implements BridgeApi {
   }
 
   async saveDocument(patientId: string, documentId: string): Promise<string | null> {
-    if (!this.shell.saveDocument) return null;
-    const document = await this.app.apiClient().getDocument(patientId, documentId);
+    if (!this.shell.chooseSaveFile) return null;
+    const api = this.app.apiClient();
+    const document = await api.getDocument(patientId, documentId);
     if (!document.storageDownloadUri) throw new BridgeError('NOT_FOUND', 'the document has no content yet');
-    return this.shell.saveDocument({ url: document.storageDownloadUri, fileName: document.fileName });
+    const destination = await this.shell.chooseSaveFile(document.fileName);
+    if (destination === null) return null;
+    // Through the engine's client: it trusts the clinic's CA kept in the sync home, as uploads do.
+    await api.download(document.storageDownloadUri, destination);
+    return destination;
   }
 
   async webhookActivity(limit: number): Promise<WebhookActivityView[]> {
