@@ -44,7 +44,8 @@ describe('a server with the clinic’s own certificate authority', () => {
     runCli(dir, ['connect', '--server', url, '--client-id', CLIENT.id, '--organization', ORG, ...extra], { ...env, ...more });
 
   beforeAll(async () => {
-    proxy = await startNetProxy({ key: certs.key, cert: certs.cert });
+    // Under a path prefix, as IT publishes it next to other services: https://clinic.example/patient-docs/.
+    proxy = await startNetProxy({ key: certs.key, cert: certs.cert, prefix: '/patient-docs' });
     server = await startServerProcess({ PATIENT_DOCS_PUBLIC_URL: proxy.url });
     proxy.target = server.url;
   });

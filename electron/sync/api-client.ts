@@ -9,7 +9,7 @@ import { rename, rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import got, { type Got, type Method, type Response } from 'got';
 import type { CreateDocumentResponse, DocumentDto, PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
-import { problemFromResponse, toNetworkError, AbortedError, FileChangedDuringUploadError } from './api-errors.js';
+import { ApiProblemError, problemFromResponse, toNetworkError, AbortedError, FileChangedDuringUploadError } from './api-errors.js';
 import { fileChunks, type BandwidthLimiter } from './bandwidth.js';
 import type { DocumentApi, UploadRequest } from './document-api.js';
 import { multipartBody } from './multipart.js';
@@ -84,8 +84,16 @@ export class ApiClient implements DocumentApi {
 
   async upload(request: UploadRequest): Promise<DocumentDto | null> {
     const threshold = this.options.resumableThreshold ?? DEFAULT_RESUMABLE_THRESHOLD;
-    if (request.size >= threshold || request.resumeUrl) return this.tus.upload(request);
-    return this.uploadOnce(request);
+    if (request.size >= threshold || request.resumeUrl || this.tus.bodyLimited) return this.tus.upload(request);
+    try {
+      return await this.uploadOnce(request);
+    } catch (error) {
+      // A proxy's body-size limit (nginx's client_max_body_size is 1 MB unless IT raises it), not
+      // the server's: the resumable route sends the file in pieces small enough to pass.
+      if (!(error instanceof ApiProblemError && error.status === 413 && error.foreign)) throw error;
+      this.tus.bodyLimited = true;
+      return this.tus.upload(request);
+    }
   }
 
   abandonUpload(uploadUrl: string, signal?: AbortSignal): Promise<void> {
@@ -199,7 +207,7 @@ export class ApiClient implements DocumentApi {
 export function expectOk<T>(response: Response<string>, url: string): T {
   const body = parseBody(response.body);
   if (response.statusCode >= 200 && response.statusCode < 300) return body as T;
-  throw problemFromResponse(response.statusCode, body, url, response.headers['retry-after']);
+  throw problemFromResponse(response.statusCode, body, url, response.headers['retry-after'], response.headers.location);
 }
 
 function parseBody(text: string): unknown {

@@ -76,6 +76,8 @@ function classifyProblem(error: ApiProblemError): FailureVerdict {
 }
 
 function permanentCode(status: number, detail: string): BridgeErrorCode {
+  // A redirect: the address leads somewhere else (a proxy's http → https, or a path prefix left out).
+  if (status >= 300 && status < 400) return 'NOT_PATIENT_DOCS';
   if (status === 413) return 'TOO_LARGE';
   if (status === 404) return 'NOT_FOUND';
   if (status === 403) return forbiddenCode(detail);
