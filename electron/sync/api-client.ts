@@ -148,6 +148,7 @@ export class ApiClient implements DocumentApi {
       } catch (error) {
         throw toNetworkError(error);
       }
+      this.noteServerDate(response.headers.date);
       if (response.statusCode !== 401 || attempt > 0) return response;
       this.tokens.invalidate(token.accessToken);
     }
@@ -191,6 +192,23 @@ export class ApiClient implements DocumentApi {
       throw error;
     });
     return expectOk<DocumentDto>(response, `${request.storageUrl}/file`);
+  }
+
+  /**
+   * How far the server's clock is ahead of this computer's (ms), from the Date header of its last
+   * answer; null before the first. Lets time checks against the server's timestamps (webhooks) use
+   * the server's time instead of a workstation clock that drifted.
+   */
+  serverClockOffsetMs(): number | null {
+    return this.clockOffsetMs;
+  }
+
+  private clockOffsetMs: number | null = null;
+
+  private noteServerDate(header: string | undefined): void {
+    const serverMs = header ? Date.parse(header) : Number.NaN;
+    // Date has whole seconds: the middle of that second is the best guess.
+    if (Number.isFinite(serverMs)) this.clockOffsetMs = serverMs + 500 - (this.options.now ?? Date.now)();
   }
 
   private headers(token: string, organization: boolean): Record<string, string> {
