@@ -142,6 +142,13 @@ function ServerSection({ status, maskedSecret, clientSecret, onSecretChange }: {
     <SettingsSection title="Server and credentials" description={status.mode === 'embedded' ? 'The server runs on this computer.' : 'The clinic server this computer uploads to.'}>
       <ReadOnlyField label="Server address" value={server?.url ?? '—'} mono />
       <ReadOnlyField label="Token address" value={server?.tokenUrl ?? '—'} mono />
+      {server && server.trustedCertificates.length > 0 ? (
+        <ReadOnlyField
+          label="Server certificate authority"
+          value={server.trustedCertificates.map((certificate) => `${certificate.subject} · SHA-256 ${certificate.fingerprint} · valid until ${certificate.validTo}`).join('; ')}
+          mono
+        />
+      ) : null}
       <div className="form-row">
         <ReadOnlyField label="Client ID" value={server?.clientId ?? '—'} mono />
         <ReadOnlyField label="Organization" value={server?.organizationName ? `${server.organizationName}` : (server?.organizationId ?? '—')} />
