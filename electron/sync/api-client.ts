@@ -120,6 +120,42 @@ export class ApiClient implements DocumentApi {
     }
   }
 
+  /**
+   * Opens a signed link of this server (a download or a thumbnail) for the UI to read through the
+   * engine, which trusts the clinic's CA where the browser may not. Null for any address outside
+   * the server's own (so this is no open proxy). No bearer token is sent: the link is signed.
+   */
+  async openContent(url: string): Promise<{ status: number; headers: Record<string, string>; body: NodeJS.ReadableStream } | null> {
+    if (!this.isServerLink(url)) return null;
+    const stream = this.http.stream(url, { timeout: { connect: this.options.timeouts?.connectMs ?? 10_000, socket: 60_000 } });
+    try {
+      const response = await new Promise<{ statusCode: number; headers: Record<string, string | string[] | undefined> }>((resolve, reject) => {
+        stream.once('response', resolve);
+        stream.once('error', reject);
+      });
+      const headers: Record<string, string> = {};
+      for (const name of ['content-type', 'content-length', 'content-disposition', 'etag', 'last-modified']) {
+        const value = response.headers[name];
+        if (typeof value === 'string') headers[name] = value;
+      }
+      return { status: response.statusCode, headers, body: stream };
+    } catch (error) {
+      stream.destroy();
+      throw toNetworkError(error);
+    }
+  }
+
+  /** The address is under the server's own (scheme, host, port and path prefix). */
+  isServerLink(url: string): boolean {
+    try {
+      const target = new URL(url);
+      const base = new URL(`${this.serverUrl}/`);
+      return target.origin === base.origin && target.pathname.startsWith(base.pathname) && target.username === '' && target.password === '';
+    } catch {
+      return false;
+    }
+  }
+
   /** A JSON call with the bearer token (and Organization-ID); problem details become ApiProblemError. */
   async json<T>(request: JsonRequest): Promise<T> {
     const response = await this.authorized((token) =>

@@ -31,6 +31,11 @@ export interface ShellActions {
   chooseFolder?(): Promise<string | null>;
   /** Asks where to save a download (a save dialog); null when the user cancelled. The engine fetches the bytes. */
   chooseSaveFile?(fileName: string): Promise<string | null>;
+  /**
+   * Where the UI should load a signed link of the server from, or null to load it directly. The
+   * headless shell serves them through the engine when the browser may not trust the server's CA.
+   */
+  contentUrl?(uri: string): string | null;
 }
 
 export class BridgeService implements BridgeApi {
@@ -125,8 +130,15 @@ export class BridgeService implements BridgeApi {
     return this.app.apiClient().listPatients(query);
   }
 
-  searchDocuments(patientId: string, body: SearchBody): Promise<SearchResponse> {
-    return this.app.apiClient().search(patientId, body);
+  async searchDocuments(patientId: string, body: SearchBody): Promise<SearchResponse> {
+    const answer = await this.app.apiClient().search(patientId, body);
+    const local = this.shell.contentUrl?.bind(this.shell);
+    if (!local) return answer;
+    const through = (uri: string | null | undefined) => (uri ? (local(uri) ?? uri) : uri);
+    return {
+      ...answer,
+      documents: answer.documents.map((document) => ({ ...document, storageDownloadUri: through(document.storageDownloadUri) ?? null, thumbnailDownloadUri: through(document.thumbnailDownloadUri) ?? null })),
+    };
   }
 
   async saveDocument(patientId: string, documentId: string): Promise<string | null> {

@@ -200,6 +200,14 @@ export class SyncApp {
     return info;
   }
 
+  /** The server's certificate may need more than the system's CAs: a clinic CA kept here, or NODE_EXTRA_CA_CERTS. */
+  trustsPrivateCa(): boolean {
+    return this.privateCa;
+  }
+
+  /** Set at each (re)connect, so a page of documents does not read the CA file once per link. */
+  private privateCa = false;
+
   /** The connection test, trusting the CA kept in the sync home unless the input gives another. */
   testConnection(input: RemoteSetupInput): Promise<ConnectionTestResult> {
     return testConnection(input, readTrustedCa(this.options.home));
@@ -361,10 +369,12 @@ export class SyncApp {
   private async connect(): Promise<void> {
     const connection = this.connection();
     const secret = connection ? await this.secrets.get(CLIENT_SECRET_ACCOUNT) : undefined;
+    const ca = readTrustedCa(this.options.home);
+    this.privateCa = Boolean(connection?.serverUrl.startsWith('https:')) && (ca !== null || Boolean(process.env.NODE_EXTRA_CA_CERTS));
     this.clientSecretMissing = connection !== null && !secret;
     // A server address saved by an older version that would carry the secret in clear text is not used.
     const insecure = connection ? (insecureAddress(connection.serverUrl) ?? insecureAddress(connection.tokenUrl)) : null;
-    this.api = connection && secret && !insecure ? createApiClient(connection, secret, { limiter: this.limiter, ca: readTrustedCa(this.options.home), ...(this.options.resumableThreshold !== undefined ? { resumableThreshold: this.options.resumableThreshold } : {}) }) : null;
+    this.api = connection && secret && !insecure ? createApiClient(connection, secret, { limiter: this.limiter, ca, ...(this.options.resumableThreshold !== undefined ? { resumableThreshold: this.options.resumableThreshold } : {}) }) : null;
     this.engine.setApi(this.api);
   }
 
