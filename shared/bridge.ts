@@ -203,6 +203,8 @@ export const SettingsPatch = Type.Object({
   bandwidthLimitBytesPerSecond: Type.Optional(Type.Integer({ minimum: 0 })),
   webhook: Type.Optional(Type.Object({ port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })), publicUrl: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Null()])) })),
   clientSecret: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+  /** A new clinic CA certificate for the server (PEM, or base64 of a DER .cer); '' forgets the one kept. */
+  caCertificate: Type.Optional(Type.String({ maxLength: 262_144 })),
 });
 export type SettingsPatch = Static<typeof SettingsPatch>;
 

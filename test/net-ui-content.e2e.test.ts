@@ -4,6 +4,7 @@
  * 3D and PDF preview, downloads). The engine, which trusts the CA, serves them on loopback instead,
  * for the UI only (a token of its own) and for the connected server's links only.
  */
+import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser } from 'playwright-core';
@@ -11,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SearchResponse } from '../shared/schemas.js';
 import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
 import { startNetProxy, type NetProxy } from './helpers/net-proxy.js';
-import { runCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { ROOT, runCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { launchBrowser } from './helpers/renderer-page.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { makeTestCertificates } from './helpers/tls.js';
@@ -39,7 +40,8 @@ describe('signed links of a server with the clinic’s CA, in the headless UI', 
     server = await startServerProcess({ PATIENT_DOCS_PUBLIC_URL: proxy.url });
     proxy.target = server.url;
     expect((await runCli(home, ['connect', '--server', proxy.url, '--client-id', CLIENT.id, '--organization', ORG, '--ca-file', certs.caFile], { PATIENT_DOCS_CLIENT_SECRET: CLIENT.secret })).code).toBe(0);
-    headless = await launchHeadless({ home, firstRun: 'choose', log: () => undefined });
+    // The built UI (npm run build / the test run's build step), as a clinic's browser gets it.
+    headless = await launchHeadless({ home, firstRun: 'choose', rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined });
     const api = headless.app.apiClient();
     const created = await api.createDocument(PATIENT, 'scan.pdf', '/ui');
     const pdf = Buffer.from('%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n');
@@ -83,6 +85,29 @@ describe('signed links of a server with the clinic’s CA, in the headless UI', 
       expect((await read(`${link}&disposition=inline`)).disposition).toMatch(/^inline/);
     } finally {
       await page.close();
+    }
+  });
+
+  it('Settings takes a renewed CA certificate file and shows its fingerprint; a key file is refused', async () => {
+    const renewed = makeTestCertificates('net-ui-renewed');
+    const page = await browser.newPage();
+    try {
+      await page.goto(headless.openUrl);
+      await page.getByRole('button', { name: 'Settings', exact: true }).click();
+      await page.getByText('Patient Docs net-ui test CA').waitFor();
+      await page.setInputFiles('#settings-server-ca', path.join(renewed.dir, 'leaf.key'));
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      await page.getByText('holds a private key, not a certificate').waitFor();
+      await page.setInputFiles('#settings-server-ca', renewed.caFile);
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      await page.getByText('Patient Docs net-ui-renewed test CA').waitFor();
+      await page.getByText(new X509Certificate(fs.readFileSync(renewed.caFile)).fingerprint256, { exact: false }).waitFor();
+      expect(fs.readFileSync(path.join(home, 'server-ca.pem'), 'utf8')).toBe(fs.readFileSync(renewed.caFile, 'utf8').trim() + '\n');
+    } finally {
+      await page.close();
+      // Back to the CA the proxy's certificate is from.
+      await bridge('updateSettings', [{ caCertificate: fs.readFileSync(certs.caFile, 'utf8') }]);
+      fs.rmSync(renewed.dir, { recursive: true, force: true });
     }
   });
 

@@ -19,7 +19,7 @@ import { openJournal, type Journal } from './journal.js';
 import { describeOverlap, overlappingPair, realFolder } from './pair-folders.js';
 import type { SecretStore } from './secrets.js';
 import type { SettingsStore, SyncPair, SyncSettings, WebhookSettings } from './settings.js';
-import { readTrustedCa, saveTrustedCa } from './tls-trust.js';
+import { CaCertificateError, parseCaCertificate, readTrustedCa, saveTrustedCa, type TrustedCa } from './tls-trust.js';
 import { WebhookWiring } from './webhooks.js';
 
 /** What the embedded server hands back once it runs (the demo organization, patient and client). */
@@ -297,6 +297,7 @@ export class SyncApp {
     const settings = this.settings;
     // Checked as a whole before anything is saved: a refused patch changes nothing.
     const webhook = patch.webhook ? this.nextWebhookSettings(patch.webhook) : undefined;
+    const ca = patch.caCertificate === undefined ? undefined : caCertificateFrom(patch.caCertificate);
     if (patch.concurrency !== undefined) settings.set('concurrency', patch.concurrency);
     if (patch.settleMs !== undefined) settings.set('settleMs', patch.settleMs);
     if (patch.rescanMinutes !== undefined) settings.set('rescanMinutes', patch.rescanMinutes);
@@ -306,10 +307,9 @@ export class SyncApp {
       this.limiter.setLimit(patch.bandwidthLimitBytesPerSecond);
     }
     if (webhook) settings.set('webhook', webhook);
-    if (patch.clientSecret !== undefined) {
-      await this.secrets.set(CLIENT_SECRET_ACCOUNT, patch.clientSecret);
-      await this.connect();
-    }
+    if (ca !== undefined) saveTrustedCa(this.options.home, ca);
+    if (patch.clientSecret !== undefined) await this.secrets.set(CLIENT_SECRET_ACCOUNT, patch.clientSecret);
+    if (patch.clientSecret !== undefined || ca !== undefined) await this.connect();
     await this.engine.setTuning(this.tuning());
     if (patch.webhook && this.started) await this.startWebhooks();
     this.emitStatus();
@@ -408,5 +408,16 @@ export class SyncApp {
 
   private emit(event: BridgeEvent): void {
     for (const listener of this.listeners) listener(event);
+  }
+}
+
+/** The CA of a settings patch ('' forgets it); a file that is no certificate is refused before anything is saved. */
+function caCertificateFrom(text: string): TrustedCa | null {
+  if (text.trim() === '') return null;
+  try {
+    return parseCaCertificate(text);
+  } catch (error) {
+    if (error instanceof CaCertificateError) throw new BridgeError('BAD_CA_FILE', error.message);
+    throw error;
   }
 }
