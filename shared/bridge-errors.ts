@@ -4,6 +4,10 @@ export const BRIDGE_ERROR_CODES = [
   'UNREACHABLE',
   'NOT_PATIENT_DOCS',
   'INSECURE_ADDRESS',
+  'CERT_UNTRUSTED',
+  'CERT_NAME_MISMATCH',
+  'CERT_EXPIRED',
+  'BAD_CA_FILE',
   'BAD_CREDENTIALS',
   'MISSING_SCOPE',
   'WRONG_ORGANIZATION',
@@ -32,6 +36,13 @@ export const PLAIN_MESSAGES: Record<BridgeErrorCode, string> = {
   UNREACHABLE: 'The server cannot be reached. Check the network connection and the server address.',
   NOT_PATIENT_DOCS: 'Something answers at this address, but it is not a Patient Docs server. Check the server address (and the token address, if you gave one) with your IT contact.',
   INSECURE_ADDRESS: 'This address would send the client secret unencrypted over the network. Use the server’s https:// address (plain http only for a server on this computer).',
+  CERT_UNTRUSTED:
+    'This computer does not trust the server’s certificate (it is self-signed or issued by the clinic’s own certificate authority). Nothing was sent to it. Ask IT for the clinic’s CA certificate file and add it under “Server certificate” in the connection settings (or patient-docs-sync connect --ca-file FILE).',
+  CERT_NAME_MISMATCH:
+    'The server’s certificate was made for a different name than the address entered. Nothing was sent to it. Use the address the certificate names (ask IT which one), or ask IT for a certificate that includes this address.',
+  CERT_EXPIRED:
+    'The server’s certificate has expired or is not valid yet. Nothing was sent to it. Ask IT to renew the certificate; if it is current, check this computer’s date and time.',
+  BAD_CA_FILE: 'That file cannot be used as the server’s CA certificate. Ask IT for the CA certificate (.crt, .pem or .cer).',
   BAD_CREDENTIALS: 'The server refused the client ID or secret. Check them with your IT contact.',
   MISSING_SCOPE: 'This computer’s client is not allowed to do that (a permission is missing). Ask IT to grant it.',
   WRONG_ORGANIZATION: 'This computer’s client does not belong to that organization.',

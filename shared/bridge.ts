@@ -88,7 +88,15 @@ export interface AppStatus {
   mode: AppMode;
   /** 'desktop' in the Electron window, 'headless' in the loopback twin. */
   shell: 'desktop' | 'headless';
-  server: { url: string; tokenUrl: string; clientId: string; organizationId: string; organizationName: string | null } | null;
+  server: {
+    url: string;
+    tokenUrl: string;
+    clientId: string;
+    organizationId: string;
+    organizationName: string | null;
+    /** The clinic CA certificates trusted for this server besides the system's (kept in the sync home). */
+    trustedCertificates: Array<{ subject: string; fingerprint: string; validTo: string }>;
+  } | null;
   online: boolean;
   /** `clientSecretMissing`: a server is configured but its client secret is in neither store (enter it again). */
   secrets: { backend: 'keychain' | 'encrypted-file'; warning: string | null; clientSecretMissing: boolean };
@@ -158,6 +166,11 @@ export const RemoteSetupInput = Type.Object({
   clientId: Type.String({ minLength: 1, maxLength: 256 }),
   clientSecret: Type.String({ minLength: 1, maxLength: 1024 }),
   organizationId: Uuid,
+  /**
+   * The clinic's CA certificate (PEM, or base64 of a DER .cer) to trust for this server; '' forgets
+   * the one kept; left out keeps it. Certificate checks cannot be switched off.
+   */
+  caCertificate: Type.Optional(Type.String({ maxLength: 262_144 })),
 });
 export type RemoteSetupInput = Static<typeof RemoteSetupInput>;
 
@@ -190,6 +203,8 @@ export const SettingsPatch = Type.Object({
   bandwidthLimitBytesPerSecond: Type.Optional(Type.Integer({ minimum: 0 })),
   webhook: Type.Optional(Type.Object({ port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })), publicUrl: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Null()])) })),
   clientSecret: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+  /** A new clinic CA certificate for the server (PEM, or base64 of a DER .cer); '' forgets the one kept. */
+  caCertificate: Type.Optional(Type.String({ maxLength: 262_144 })),
 });
 export type SettingsPatch = Static<typeof SettingsPatch>;
 

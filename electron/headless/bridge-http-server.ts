@@ -9,12 +9,14 @@ import { stat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { timingSafeEqual } from 'node:crypto';
 import type { BridgeEvent } from '../../shared/bridge.js';
 import { BRIDGE_CALL_PREFIX, BRIDGE_EVENTS_PATH, LAUNCH_TOKEN_PARAM } from '../../shared/bridge-http.js';
 import type { BridgeDispatcher } from '../sync/bridge-service.js';
 
 export interface BridgeHttpServerOptions {
+  serverContent?: ServerContentSource;
   dispatcher: BridgeDispatcher;
   token: string;
   /** Subscribes to events; returns the unsubscribe function. */
@@ -27,6 +29,16 @@ export interface BridgeHttpServerOptions {
   fallbackPage: string;
   host?: string;
   port?: number;
+}
+
+/** Signed links of the server, read through the engine (see ShellActions.contentUrl). */
+export const SERVER_CONTENT_PATH = '/server-content';
+
+export interface ServerContentSource {
+  /** A token of its own (in the link's query, since an <img> sends no header): grants this route only. */
+  token: string;
+  /** The link opened by the engine, or null when it is not a link of the connected server. */
+  open(url: string): Promise<{ status: number; headers: Record<string, string>; body: NodeJS.ReadableStream } | null>;
 }
 
 export interface BridgeHttpServer {
@@ -67,8 +79,37 @@ export async function startBridgeHttpServer(options: BridgeHttpServerOptions): P
     if (!url) return send(response, 400, 'text/plain; charset=utf-8', 'malformed request URL');
     if (url.pathname.startsWith(BRIDGE_CALL_PREFIX)) return call(request, response, url.pathname.slice(BRIDGE_CALL_PREFIX.length));
     if (url.pathname === BRIDGE_EVENTS_PATH) return events(request, response, url.searchParams.get(LAUNCH_TOKEN_PARAM));
+    if (url.pathname === SERVER_CONTENT_PATH) return content(request, response, url);
     if (request.method !== 'GET' && request.method !== 'HEAD') return send(response, 405, 'text/plain; charset=utf-8', 'method not allowed');
     return staticFile(response, url.pathname);
+  };
+
+  const content = async (request: IncomingMessage, response: ServerResponse, url: URL): Promise<void> => {
+    const source = options.serverContent;
+    if (!source || !tokenMatches(url.searchParams.get('t') ?? undefined, source.token)) return send(response, 401, 'text/plain; charset=utf-8', 'content token missing or wrong');
+    if (request.method !== 'GET' && request.method !== 'HEAD') return send(response, 405, 'text/plain; charset=utf-8', 'method not allowed');
+    let target: URL;
+    try {
+      target = new URL(url.searchParams.get('url') ?? '');
+    } catch {
+      return send(response, 400, 'text/plain; charset=utf-8', 'url is not an address');
+    }
+    // What the UI appends to the link (PDF preview: &disposition=inline) goes on to the server.
+    for (const [name, value] of url.searchParams) if (name !== 't' && name !== 'url') target.searchParams.set(name, value);
+    let opened: Awaited<ReturnType<ServerContentSource['open']>>;
+    try {
+      opened = await source.open(target.toString());
+    } catch (error) {
+      return send(response, 502, 'text/plain; charset=utf-8', `the server could not be read: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (!opened) return send(response, 403, 'text/plain; charset=utf-8', 'not a link of the connected server');
+    response.writeHead(opened.status, { ...opened.headers, 'cache-control': 'private, no-store', 'x-content-type-options': 'nosniff' });
+    if (request.method === 'HEAD') {
+      (opened.body as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+      response.end();
+      return;
+    }
+    await pipeline(opened.body, response).catch(() => response.destroy());
   };
 
   const call = async (request: IncomingMessage, response: ServerResponse, method: string): Promise<void> => {

@@ -12,7 +12,7 @@ import { LAUNCH_TOKEN_PARAM } from '../../shared/bridge-http.js';
 import { BridgeDispatcher, BridgeService } from '../sync/bridge-service.js';
 import { SyncApp } from '../sync/sync-app.js';
 import { defaultSyncHome, openSyncHome } from '../sync/sync-home.js';
-import { startBridgeHttpServer, type BridgeHttpServer } from './bridge-http-server.js';
+import { SERVER_CONTENT_PATH, startBridgeHttpServer, type BridgeHttpServer } from './bridge-http-server.js';
 import { EmbeddedServer } from './embedded-server.js';
 import { statusPage } from './status-page.js';
 
@@ -51,7 +51,13 @@ export async function launchHeadless(options: HeadlessOptions = {}): Promise<Hea
     log(`first run: started the bundled server at ${info.url} with a demo clinic; files dropped into "${folder}" sync to ${info.demoPatient.name}`);
   }
   await app.start();
-  const service = new BridgeService(app);
+  // The browser holding the UI trusts only the system's CAs: signed links of a server with the
+  // clinic's own CA are read through the engine, which trusts it (thumbnails, 3D and PDF preview, downloads).
+  const contentToken = randomBytes(24).toString('base64url');
+  let contentBase: string | null = null;
+  const service = new BridgeService(app, {
+    contentUrl: (uri) => (contentBase && app.trustsPrivateCa() ? `${contentBase}${SERVER_CONTENT_PATH}?t=${contentToken}&url=${encodeURIComponent(uri)}` : null),
+  });
   const dispatcher = new BridgeDispatcher(service);
   const token = options.token ?? randomBytes(24).toString('base64url');
   const rendererDir = options.rendererDir === undefined ? (existsSync(path.join(DIST_RENDERER, 'index.html')) ? DIST_RENDERER : null) : options.rendererDir;
@@ -66,7 +72,9 @@ export async function launchHeadless(options: HeadlessOptions = {}): Promise<Hea
     rendererDir,
     fallbackPage: statusPage(),
     port: options.port ?? 0,
+    serverContent: { token: contentToken, open: (url) => app.apiClient().openContent(url) },
   });
+  contentBase = http.url;
   const openUrl = `${http.url}/#${LAUNCH_TOKEN_PARAM}=${token}`;
   return {
     app,

@@ -4,9 +4,12 @@
  * failures as ApiNetworkError. Uploads stream from disk with progress; large files go through the
  * resumable (tus) route so a dropped connection resumes from the server's offset.
  */
+import { createWriteStream } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
 import got, { type Got, type Method, type Response } from 'got';
 import type { CreateDocumentResponse, DocumentDto, PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
-import { problemFromResponse, toNetworkError, AbortedError, FileChangedDuringUploadError } from './api-errors.js';
+import { ApiProblemError, problemFromResponse, toNetworkError, AbortedError, FileChangedDuringUploadError } from './api-errors.js';
 import { fileChunks, type BandwidthLimiter } from './bandwidth.js';
 import type { DocumentApi, UploadRequest } from './document-api.js';
 import { multipartBody } from './multipart.js';
@@ -23,6 +26,8 @@ export interface ApiClientOptions {
   resumableThreshold?: number;
   timeouts?: { requestMs?: number; connectMs?: number; idleMs?: number };
   now?: () => number;
+  /** CA certificates to trust instead of Node's default store (see tls-trust.ts); never a way to skip the check. */
+  certificateAuthority?: string[] | undefined;
 }
 
 export const DEFAULT_RESUMABLE_THRESHOLD = 64 * 1024 * 1024;
@@ -51,9 +56,10 @@ export class ApiClient implements DocumentApi {
       throwHttpErrors: false,
       followRedirect: false,
       timeout: { connect, socket: options.timeouts?.idleMs ?? 60_000 },
+      ...(options.certificateAuthority ? { https: { certificateAuthority: options.certificateAuthority } } : {}),
     });
     this.tokens = new TokenManager({ http: this.http, credentials: options.credentials, ...(options.now ? { now: options.now } : {}) });
-    this.tus = new TusUploader({ send: (build) => this.authorized(build), limiter: options.limiter });
+    this.tus = new TusUploader({ http: this.http, send: (build) => this.authorized(build), limiter: options.limiter });
   }
 
   createDocument(patientId: string, fileName: string, path: string): Promise<CreateDocumentResponse> {
@@ -78,12 +84,76 @@ export class ApiClient implements DocumentApi {
 
   async upload(request: UploadRequest): Promise<DocumentDto | null> {
     const threshold = this.options.resumableThreshold ?? DEFAULT_RESUMABLE_THRESHOLD;
-    if (request.size >= threshold || request.resumeUrl) return this.tus.upload(request);
-    return this.uploadOnce(request);
+    if (request.size >= threshold || request.resumeUrl || this.tus.bodyLimited) return this.tus.upload(request);
+    try {
+      return await this.uploadOnce(request);
+    } catch (error) {
+      // A proxy's body-size limit (nginx's client_max_body_size is 1 MB unless IT raises it), not
+      // the server's: the resumable route sends the file in pieces small enough to pass.
+      if (!(error instanceof ApiProblemError && error.status === 413 && error.foreign)) throw error;
+      this.tus.bodyLimited = true;
+      return this.tus.upload(request);
+    }
   }
 
   abandonUpload(uploadUrl: string, signal?: AbortSignal): Promise<void> {
     return this.tus.terminate(uploadUrl, signal);
+  }
+
+  /**
+   * Saves a signed download link's bytes to `destination` (streamed: scans can be hundreds of MB),
+   * trusting what this client trusts. Written beside it first, so a cut-off download leaves no
+   * partial file under the chosen name.
+   */
+  async download(url: string, destination: string): Promise<void> {
+    const partial = `${destination}.download`;
+    try {
+      const stream = this.http.stream(url, { timeout: { connect: this.options.timeouts?.connectMs ?? 10_000, socket: 60_000 } });
+      stream.once('response', (response: { statusCode: number }) => {
+        if (response.statusCode >= 300) stream.destroy(problemFromResponse(response.statusCode, undefined, url, undefined));
+      });
+      await pipeline(stream, createWriteStream(partial));
+      await rename(partial, destination);
+    } catch (error) {
+      await rm(partial, { force: true });
+      throw toNetworkError(error);
+    }
+  }
+
+  /**
+   * Opens a signed link of this server (a download or a thumbnail) for the UI to read through the
+   * engine, which trusts the clinic's CA where the browser may not. Null for any address outside
+   * the server's own (so this is no open proxy). No bearer token is sent: the link is signed.
+   */
+  async openContent(url: string): Promise<{ status: number; headers: Record<string, string>; body: NodeJS.ReadableStream } | null> {
+    if (!this.isServerLink(url)) return null;
+    const stream = this.http.stream(url, { timeout: { connect: this.options.timeouts?.connectMs ?? 10_000, socket: 60_000 } });
+    try {
+      const response = await new Promise<{ statusCode: number; headers: Record<string, string | string[] | undefined> }>((resolve, reject) => {
+        stream.once('response', resolve);
+        stream.once('error', reject);
+      });
+      const headers: Record<string, string> = {};
+      for (const name of ['content-type', 'content-length', 'content-disposition', 'etag', 'last-modified']) {
+        const value = response.headers[name];
+        if (typeof value === 'string') headers[name] = value;
+      }
+      return { status: response.statusCode, headers, body: stream };
+    } catch (error) {
+      stream.destroy();
+      throw toNetworkError(error);
+    }
+  }
+
+  /** The address is under the server's own (scheme, host, port and path prefix). */
+  isServerLink(url: string): boolean {
+    try {
+      const target = new URL(url);
+      const base = new URL(`${this.serverUrl}/`);
+      return target.origin === base.origin && target.pathname.startsWith(base.pathname) && target.username === '' && target.password === '';
+    } catch {
+      return false;
+    }
   }
 
   /** A JSON call with the bearer token (and Organization-ID); problem details become ApiProblemError. */
@@ -114,6 +184,7 @@ export class ApiClient implements DocumentApi {
       } catch (error) {
         throw toNetworkError(error);
       }
+      this.noteServerDate(response.headers.date);
       if (response.statusCode !== 401 || attempt > 0) return response;
       this.tokens.invalidate(token.accessToken);
     }
@@ -159,6 +230,23 @@ export class ApiClient implements DocumentApi {
     return expectOk<DocumentDto>(response, `${request.storageUrl}/file`);
   }
 
+  /**
+   * How far the server's clock is ahead of this computer's (ms), from the Date header of its last
+   * answer; null before the first. Lets time checks against the server's timestamps (webhooks) use
+   * the server's time instead of a workstation clock that drifted.
+   */
+  serverClockOffsetMs(): number | null {
+    return this.clockOffsetMs;
+  }
+
+  private clockOffsetMs: number | null = null;
+
+  private noteServerDate(header: string | undefined): void {
+    const serverMs = header ? Date.parse(header) : Number.NaN;
+    // Date has whole seconds: the middle of that second is the best guess.
+    if (Number.isFinite(serverMs)) this.clockOffsetMs = serverMs + 500 - (this.options.now ?? Date.now)();
+  }
+
   private headers(token: string, organization: boolean): Record<string, string> {
     const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
     if (organization) headers['organization-id'] = this.options.organizationId;
@@ -173,7 +261,7 @@ export class ApiClient implements DocumentApi {
 export function expectOk<T>(response: Response<string>, url: string): T {
   const body = parseBody(response.body);
   if (response.statusCode >= 200 && response.statusCode < 300) return body as T;
-  throw problemFromResponse(response.statusCode, body, url, response.headers['retry-after']);
+  throw problemFromResponse(response.statusCode, body, url, response.headers['retry-after'], response.headers.location);
 }
 
 function parseBody(text: string): unknown {

@@ -12,6 +12,8 @@ export class ApiProblemError extends Error {
     readonly problem: ProblemDetails,
     /** Seconds the server asked us to wait (Retry-After), when it said. */
     readonly retryAfterSeconds: number | null = null,
+    /** The answer was not the server's own problem details (a proxy's error page, a redirect). */
+    readonly foreign = false,
   ) {
     super(`${status} ${problem.messageKey}: ${problem.detail}`);
   }
@@ -26,6 +28,8 @@ export class TokenError extends Error {
     readonly oauthError: string,
     readonly description: string | null,
     readonly retryAfterSeconds: number | null = null,
+    /** Where a 3xx answer pointed (a proxy redirecting http to https, or to a path prefix). */
+    readonly location: string | null = null,
   ) {
     super(`token endpoint answered ${status} ${oauthError}${description ? `: ${description}` : ''}`);
   }
@@ -62,20 +66,45 @@ export function parseRetryAfter(header: string | string[] | undefined, now = Dat
   return Number.isNaN(date) ? null : Math.max(0, (date - now) / 1000);
 }
 
-/** Builds the typed error for a non-2xx answer; a body that is not problem details still gets one. */
-export function problemFromResponse(status: number, body: unknown, url: string, retryAfter: string | string[] | undefined): ApiProblemError {
-  const problem: ProblemDetails = isProblemDetails(body)
-    ? body
-    : {
-        type: 'about:blank',
-        title: `HTTP ${status}`,
-        status,
-        detail: typeof body === 'string' && body.length > 0 ? body.slice(0, 500) : `the server answered ${status}`,
-        instance: safePath(url),
-        messageKey: status >= 500 ? 'INTERNAL_ERROR' : 'UNKNOWN',
-        occurredAt: new Date().toISOString(),
-      };
-  return new ApiProblemError(status, problem, parseRetryAfter(retryAfter));
+/**
+ * Builds the typed error for a non-2xx answer; a body that is not problem details still gets one.
+ * Such an answer is most often a reverse proxy's (nginx, Caddy, IIS) HTML error page: its detail
+ * names the status and the page's title instead of carrying the HTML, and `foreign` is set.
+ */
+export function problemFromResponse(status: number, body: unknown, url: string, retryAfter: string | string[] | undefined, location?: string | string[]): ApiProblemError {
+  if (isProblemDetails(body)) return new ApiProblemError(status, body, parseRetryAfter(retryAfter));
+  const problem: ProblemDetails = {
+    type: 'about:blank',
+    title: `HTTP ${status}`,
+    status,
+    detail: foreignDetail(status, body, Array.isArray(location) ? location[0] : location),
+    instance: safePath(url),
+    messageKey: status >= 500 ? 'INTERNAL_ERROR' : 'UNKNOWN',
+    occurredAt: new Date().toISOString(),
+  };
+  return new ApiProblemError(status, problem, parseRetryAfter(retryAfter), true);
+}
+
+const FOREIGN_REASONS: Record<number, string> = {
+  413: 'a proxy in front of the server refused the request as too large. Ask IT to raise its upload limit (nginx: client_max_body_size; IIS: maxAllowedContentLength) to the size of the largest scan',
+  502: 'a proxy in front of the server could not reach the Patient Docs server (it may be restarting or stopped); this is retried automatically',
+  503: 'the server or a proxy in front of it is not available right now; this is retried automatically',
+  504: 'a proxy in front of the server waited too long for the Patient Docs server; this is retried automatically',
+};
+
+function foreignDetail(status: number, body: unknown, location: string | undefined): string {
+  const text = typeof body === 'string' ? body : '';
+  const html = /<html|<!doctype|<body|<head/i.test(text);
+  const title = html ? /<title[^>]*>([^<]{1,200})<\/title>/i.exec(text)?.[1]?.trim() : undefined;
+  const reasonPhrase = title?.replace(new RegExp(`^${status}\\s*`), '');
+  const what = reasonPhrase ? `${status} (${reasonPhrase})` : `${status}`;
+  if (status >= 300 && status < 400) {
+    return `the server address answered with a redirect (${what})${location ? ` to ${location}` : ''}: the server address is probably not the one to use${location ? ` — try the address it redirects to` : ''}; ask IT for the exact address`;
+  }
+  const reason = FOREIGN_REASONS[status];
+  if (reason) return `the server answered ${what}: ${reason}`;
+  if (html) return `the server answered ${what} with a web page instead of a Patient Docs answer: a proxy in front of the server, or the wrong address`;
+  return text.length > 0 ? `the server answered ${status}: ${text.slice(0, 300)}` : `the server answered ${status}`;
 }
 
 function safePath(url: string): string {

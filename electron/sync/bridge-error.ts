@@ -2,6 +2,7 @@
 import { PLAIN_MESSAGES, type BridgeErrorCode } from '../../shared/bridge-errors.js';
 import { ApiNetworkError, ApiProblemError, TokenError } from './api-errors.js';
 import { forbiddenCode } from './failure.js';
+import { CaCertificateError, certificateProblem } from './tls-trust.js';
 
 export class BridgeError extends Error {
   override name = 'BridgeError';
@@ -31,7 +32,11 @@ export function toCodedError(error: unknown): CodedError {
     const code: BridgeErrorCode = error.status === 429 ? 'RATE_LIMITED' : error.status >= 500 ? 'SERVER_ERROR' : 'BAD_CREDENTIALS';
     return withDetail({ code, message: PLAIN_MESSAGES[code] }, error.description ?? error.message);
   }
-  if (error instanceof ApiNetworkError) return withDetail({ code: 'UNREACHABLE', message: PLAIN_MESSAGES.UNREACHABLE }, error.message);
+  if (error instanceof ApiNetworkError) {
+    const code = certificateProblem(error.code) ?? 'UNREACHABLE';
+    return withDetail({ code, message: PLAIN_MESSAGES[code] }, error.message);
+  }
+  if (error instanceof CaCertificateError) return withDetail({ code: 'BAD_CA_FILE', message: PLAIN_MESSAGES.BAD_CA_FILE }, error.message);
   return { code: 'INTERNAL', message: PLAIN_MESSAGES.INTERNAL };
 }
 

@@ -22,7 +22,6 @@ import type {
 import { createBridgeCallValidator } from '../../shared/bridge-validation.js';
 import type { PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
 import { BridgeError, toCodedError } from './bridge-error.js';
-import { testConnection } from './connection.js';
 import { historyCsv, pairLabels } from './history-csv.js';
 import type { SyncApp } from './sync-app.js';
 
@@ -30,7 +29,13 @@ import type { SyncApp } from './sync-app.js';
 export interface ShellActions {
   openFolder?(folder: string): Promise<void>;
   chooseFolder?(): Promise<string | null>;
-  saveDocument?(download: { url: string; fileName: string }): Promise<string | null>;
+  /** Asks where to save a download (a save dialog); null when the user cancelled. The engine fetches the bytes. */
+  chooseSaveFile?(fileName: string): Promise<string | null>;
+  /**
+   * Where the UI should load a signed link of the server from, or null to load it directly. The
+   * headless shell serves them through the engine when the browser may not trust the server's CA.
+   */
+  contentUrl?(uri: string): string | null;
 }
 
 export class BridgeService implements BridgeApi {
@@ -49,7 +54,7 @@ export class BridgeService implements BridgeApi {
   }
 
   testConnection(input: RemoteSetupInput): Promise<ConnectionTestResult> {
-    return testConnection(input);
+    return this.app.testConnection(input);
   }
 
   async setupRemote(input: RemoteSetupInput): Promise<AppStatus> {
@@ -125,15 +130,27 @@ export class BridgeService implements BridgeApi {
     return this.app.apiClient().listPatients(query);
   }
 
-  searchDocuments(patientId: string, body: SearchBody): Promise<SearchResponse> {
-    return this.app.apiClient().search(patientId, body);
+  async searchDocuments(patientId: string, body: SearchBody): Promise<SearchResponse> {
+    const answer = await this.app.apiClient().search(patientId, body);
+    const local = this.shell.contentUrl?.bind(this.shell);
+    if (!local) return answer;
+    const through = (uri: string | null | undefined) => (uri ? (local(uri) ?? uri) : uri);
+    return {
+      ...answer,
+      documents: answer.documents.map((document) => ({ ...document, storageDownloadUri: through(document.storageDownloadUri) ?? null, thumbnailDownloadUri: through(document.thumbnailDownloadUri) ?? null })),
+    };
   }
 
   async saveDocument(patientId: string, documentId: string): Promise<string | null> {
-    if (!this.shell.saveDocument) return null;
-    const document = await this.app.apiClient().getDocument(patientId, documentId);
+    if (!this.shell.chooseSaveFile) return null;
+    const api = this.app.apiClient();
+    const document = await api.getDocument(patientId, documentId);
     if (!document.storageDownloadUri) throw new BridgeError('NOT_FOUND', 'the document has no content yet');
-    return this.shell.saveDocument({ url: document.storageDownloadUri, fileName: document.fileName });
+    const destination = await this.shell.chooseSaveFile(document.fileName);
+    if (destination === null) return null;
+    // Through the engine's client: it trusts the clinic's CA kept in the sync home, as uploads do.
+    await api.download(document.storageDownloadUri, destination);
+    return destination;
   }
 
   async webhookActivity(limit: number): Promise<WebhookActivityView[]> {

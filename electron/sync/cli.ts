@@ -2,7 +2,7 @@
 /**
  * `patient-docs-sync` (DESIGN §4): what IT scripts on workstations without a display. The same
  * state as the desktop app (PATIENT_DOCS_SYNC_HOME).
- *   connect --server URL [--token-url URL] --client-id ID --organization UUID   (secret: stdin or PATIENT_DOCS_CLIENT_SECRET)
+ *   connect --server URL [--token-url URL] --client-id ID --organization UUID [--ca-file FILE | --forget-ca]   (secret: stdin or PATIENT_DOCS_CLIENT_SECRET)
  *   add-pair --folder DIR --patient UUID [--path /remote/base] [--name "Jane Roe"]
  *   config [--concurrency N] [--settle-ms N] [--rescan-minutes N] [--bandwidth BYTES_PER_S] [--ignore PATTERN]...
  *   run [--once] [--timeout SECONDS]
@@ -19,8 +19,10 @@ import { defaultSyncHome, openSyncHome } from './sync-home.js';
 import { buildPairView, toFileView } from './views.js';
 
 const USAGE = `usage: patient-docs-sync <command> [options]
-  connect  --server URL [--token-url URL] --client-id ID --organization UUID
-           (the client secret is read from stdin or PATIENT_DOCS_CLIENT_SECRET, never from an argument)
+  connect  --server URL [--token-url URL] --client-id ID --organization UUID [--ca-file FILE | --forget-ca]
+           (the client secret is read from stdin or PATIENT_DOCS_CLIENT_SECRET, never from an argument;
+           --ca-file: the clinic's CA certificate (PEM or DER) when the server's certificate is not
+           from a public CA; it is kept in the sync home and trusted for this server from then on)
   add-pair --folder DIR --patient UUID [--path /remote/base] [--name NAME]
   config   [--concurrency N] [--settle-ms MS] [--rescan-minutes N] [--bandwidth BYTES_PER_SECOND] [--ignore PATTERN ...]
   run      [--once] [--timeout SECONDS]   watch and sync; --once: sync what is there, exit 0 when all verified
@@ -77,10 +79,29 @@ async function openApp(options: { webhooks: boolean }): Promise<SyncApp> {
 async function connect(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
-    options: { server: { type: 'string' }, 'token-url': { type: 'string' }, 'client-id': { type: 'string' }, organization: { type: 'string' } },
+    options: {
+      server: { type: 'string' },
+      'token-url': { type: 'string' },
+      'client-id': { type: 'string' },
+      organization: { type: 'string' },
+      'ca-file': { type: 'string' },
+      'forget-ca': { type: 'boolean', default: false },
+    },
     strict: true,
   });
   if (!values.server || !values['client-id'] || !values.organization) throw new UsageError('connect needs --server, --client-id and --organization');
+  if (values['ca-file'] !== undefined && values['forget-ca']) throw new UsageError('give either --ca-file or --forget-ca, not both');
+  let caCertificate: string | undefined = values['forget-ca'] ? '' : undefined;
+  if (values['ca-file'] !== undefined) {
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(values['ca-file']);
+    } catch (error) {
+      throw new UsageError(`--ca-file ${values['ca-file']} cannot be read (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    }
+    // PEM as it is; a binary DER .cer as base64 (what the bridge carries).
+    caCertificate = bytes.includes('-----BEGIN') ? bytes.toString('utf8') : bytes.toString('base64');
+  }
   const clientSecret = process.env.PATIENT_DOCS_CLIENT_SECRET ?? readSecretFromStdin();
   if (!clientSecret) throw new UsageError('the client secret is read from stdin or PATIENT_DOCS_CLIENT_SECRET; neither had one');
   const app = await openApp({ webhooks: false });
@@ -91,8 +112,11 @@ async function connect(args: string[]): Promise<number> {
       clientSecret,
       organizationId: values.organization,
       ...(values['token-url'] ? { tokenUrl: values['token-url'] } : {}),
+      ...(caCertificate !== undefined ? { caCertificate } : {}),
     });
     console.log(`connected to ${values.server} as ${values['client-id']}; the secret is in the ${app.secrets.backend}`);
+    const trusted = (await app.status()).server?.trustedCertificates ?? [];
+    for (const certificate of trusted) console.log(`trusting the CA certificate '${certificate.subject}' for this server (SHA-256 ${certificate.fingerprint}, valid until ${certificate.validTo})`);
     return 0;
   } finally {
     await app.stop();

@@ -10,6 +10,7 @@ import { ApiClient } from './api-client.js';
 import { ApiNetworkError, ApiProblemError, TokenError } from './api-errors.js';
 import type { BandwidthLimiter } from './bandwidth.js';
 import { forbiddenCode } from './failure.js';
+import { CaCertificateError, certificateAuthorities, certificateProblem, parseCaCertificate, presentedCertificate, type TrustedCa } from './tls-trust.js';
 
 export const CLIENT_SECRET_ACCOUNT = 'client-secret';
 /** What the engine cannot work without. */
@@ -54,10 +55,11 @@ function isLoopback(hostname: string): boolean {
 }
 
 /** Throws when the server or token address would expose the client secret (see insecureAddress). */
-export function createApiClient(connection: ConnectionSettings, clientSecret: string, options: { limiter?: BandwidthLimiter; resumableThreshold?: number } = {}): ApiClient {
+export function createApiClient(connection: ConnectionSettings, clientSecret: string, options: { limiter?: BandwidthLimiter; resumableThreshold?: number; ca?: TrustedCa | null } = {}): ApiClient {
   const insecure = insecureAddress(connection.serverUrl) ?? insecureAddress(connection.tokenUrl);
   if (insecure) throw new Error(insecure);
   return new ApiClient({
+    certificateAuthority: certificateAuthorities(options.ca ?? null),
     serverUrl: connection.serverUrl,
     organizationId: connection.organizationId,
     credentials: { tokenUrl: connection.tokenUrl, clientId: connection.clientId, clientSecret },
@@ -66,27 +68,56 @@ export function createApiClient(connection: ConnectionSettings, clientSecret: st
   });
 }
 
-export async function testConnection(input: RemoteSetupInput): Promise<ConnectionTestResult> {
+/**
+ * The CA to trust for this connection: the one given with the input ('' forgets it), else the one
+ * kept. Throws CaCertificateError for a file that is not a usable certificate.
+ */
+export function caFor(input: RemoteSetupInput, stored: TrustedCa | null): TrustedCa | null {
+  if (input.caCertificate === undefined) return stored;
+  if (input.caCertificate.trim() === '') return null;
+  return parseCaCertificate(input.caCertificate);
+}
+
+export async function testConnection(input: RemoteSetupInput, storedCa: TrustedCa | null = null): Promise<ConnectionTestResult> {
   const connection = connectionFrom(input);
   // Checked before anything is sent: the secret must not leave in clear text even once.
   const insecure = insecureAddress(connection.serverUrl) ?? insecureAddress(connection.tokenUrl);
   if (insecure) return refused('reach', insecure.includes('plain http') ? 'INSECURE_ADDRESS' : 'UNREACHABLE', insecure);
+  let ca: TrustedCa | null;
   try {
-    await got.get(connection.serverUrl, { throwHttpErrors: false, retry: { limit: 0 }, timeout: { request: 10_000 }, followRedirect: false });
+    ca = caFor(input, storedCa);
   } catch (error) {
-    return refused('reach', 'UNREACHABLE', describe(error));
+    if (error instanceof CaCertificateError) return refused('reach', 'BAD_CA_FILE', error.message);
+    throw error;
   }
-  const api = createApiClient(connection, input.clientSecret);
+  const authorities = certificateAuthorities(ca);
+  // The secret goes to the token address, which may be another host: both must pass the certificate check first.
+  for (const address of new Set([connection.serverUrl, connection.tokenUrl])) {
+    try {
+      await got.get(address, { throwHttpErrors: false, retry: { limit: 0 }, timeout: { request: 10_000 }, followRedirect: false, ...(authorities ? { https: { certificateAuthority: authorities } } : {}) });
+    } catch (error) {
+      const problem = certificateProblem((error as { code?: string }).code);
+      if (!problem) return refused('reach', 'UNREACHABLE', address === connection.serverUrl ? describe(error) : `the token endpoint ${address}: ${describe(error)}`);
+      const presented = await presentedCertificate(address);
+      const trusted = ca ? `; trusted in addition to this computer's CAs: ${ca.certificates.map((cert) => `'${cert.subject}' (SHA-256 ${cert.fingerprint})`).join(', ')}` : '';
+      return refused('reach', problem, `${address}: ${describe(error)}${presented ? `; ${presented}` : ''}${trusted}`);
+    }
+  }
+  const api = createApiClient(connection, input.clientSecret, { ca });
   let scopes: string[];
   try {
     scopes = (await api.tokens.token()).scopes;
   } catch (error) {
     if (error instanceof TokenError) {
       if (error.status === 429) return refused('authenticate', 'RATE_LIMITED', error.message);
-      if (!answeredAsTokenEndpoint(error)) return refused('reach', error.status >= 500 ? 'SERVER_ERROR' : 'NOT_PATIENT_DOCS', `the token address ${connection.tokenUrl} answered ${error.status} without an OAuth error`);
+      if (!answeredAsTokenEndpoint(error)) {
+        const moved = error.location ? `: it redirects to ${error.location} (use the address it redirects to, without the /oauth2/token part, as the server address)` : ' without an OAuth error';
+        return refused('reach', error.status >= 500 ? 'SERVER_ERROR' : 'NOT_PATIENT_DOCS', `the token address ${connection.tokenUrl} answered ${error.status}${moved}`);
+      }
       return refused('authenticate', 'BAD_CREDENTIALS', error.description ?? error.message);
     }
-    return refused('reach', 'UNREACHABLE', `the token endpoint ${connection.tokenUrl}: ${describe(error)}`);
+    const problem = error instanceof ApiNetworkError ? certificateProblem(error.code) : null;
+    return refused('reach', problem ?? 'UNREACHABLE', `the token endpoint ${connection.tokenUrl}: ${describe(error)}`);
   }
   const missing = REQUIRED_SCOPES.filter((scope) => !scopes.includes(scope));
   if (missing.length > 0) return refused('scope', 'MISSING_SCOPE', `the client lacks ${missing.join(' and ')}`);
@@ -123,5 +154,7 @@ function refused(step: NonNullable<ConnectionTestResult['step']>, code: BridgeEr
 
 function describe(error: unknown): string {
   if (error instanceof ApiNetworkError) return `${error.code}: ${error.message}`;
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (error instanceof Error && typeof code === 'string' && !error.message.includes(code)) return `${code}: ${error.message}`;
   return error instanceof Error ? error.message : String(error);
 }

@@ -5,6 +5,7 @@
  * sends the file back to the queue.
  */
 import { PLAIN_MESSAGES, type BridgeErrorCode } from '../../shared/bridge-errors.js';
+import { certificateProblem } from './tls-trust.js';
 import { AbortedError, ApiNetworkError, ApiProblemError, FileChangedDuringUploadError, TokenError } from './api-errors.js';
 
 export type FailureVerdict =
@@ -47,7 +48,7 @@ export function classifyFailure(error: unknown): FailureVerdict {
   if (error instanceof FileChangedDuringUploadError) return { kind: 'changed', detail: error.message };
   if (error instanceof ApiProblemError) return classifyProblem(error);
   if (error instanceof TokenError) return classifyToken(error);
-  if (error instanceof ApiNetworkError) return retry('UNREACHABLE', error.message, null, true);
+  if (error instanceof ApiNetworkError) return retry(certificateProblem(error.code) ?? 'UNREACHABLE', error.message, null, true);
   if (error instanceof VerificationError) return retry('VERIFY_FAILED', error.message, null, false);
   if (error instanceof EmptyFileError) return { kind: 'permanent', code: 'EMPTY_FILE', message: PLAIN_MESSAGES.EMPTY_FILE, detail: null };
   if (error instanceof LinkNotFollowedError) return { kind: 'permanent', code: 'UNAVAILABLE', message: LINK_REASON, detail: null };
@@ -75,6 +76,8 @@ function classifyProblem(error: ApiProblemError): FailureVerdict {
 }
 
 function permanentCode(status: number, detail: string): BridgeErrorCode {
+  // A redirect: the address leads somewhere else (a proxy's http → https, or a path prefix left out).
+  if (status >= 300 && status < 400) return 'NOT_PATIENT_DOCS';
   if (status === 413) return 'TOO_LARGE';
   if (status === 404) return 'NOT_FOUND';
   if (status === 403) return forbiddenCode(detail);

@@ -6,19 +6,20 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { AddPairInput, AppMode, AppStatus, BridgeEvent, RemoteSetupInput, SettingsPatch, SettingsView } from '../../shared/bridge.js';
+import type { AddPairInput, AppMode, AppStatus, BridgeEvent, ConnectionTestResult, RemoteSetupInput, SettingsPatch, SettingsView } from '../../shared/bridge.js';
 import { checkPath } from '../../shared/names.js';
 import type { ApiClient } from './api-client.js';
 import { BandwidthLimiter } from './bandwidth.js';
 import { ApiProblemError } from './api-errors.js';
 import { BridgeError, toCodedError } from './bridge-error.js';
-import { CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, insecureAddress, testConnection, type ConnectionSettings } from './connection.js';
+import { caFor, CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, insecureAddress, testConnection, type ConnectionSettings } from './connection.js';
 import { SyncEngine, type EngineEvent, type EngineOptions } from './engine.js';
 import { lockSyncHome, type HomeLock } from './home-lock.js';
 import { openJournal, type Journal } from './journal.js';
 import { describeOverlap, overlappingPair, realFolder } from './pair-folders.js';
 import type { SecretStore } from './secrets.js';
 import type { SettingsStore, SyncPair, SyncSettings, WebhookSettings } from './settings.js';
+import { CaCertificateError, parseCaCertificate, readTrustedCa, saveTrustedCa, type TrustedCa } from './tls-trust.js';
 import { WebhookWiring } from './webhooks.js';
 
 /** What the embedded server hands back once it runs (the demo organization, patient and client). */
@@ -178,6 +179,7 @@ export class SyncApp {
             clientId: connection.clientId,
             organizationId: connection.organizationId,
             organizationName: this.embeddedInfo?.organizationId === connection.organizationId ? this.embeddedInfo.organizationName : null,
+            trustedCertificates: (readTrustedCa(this.options.home)?.certificates ?? []).map(({ subject, fingerprint, validTo }) => ({ subject, fingerprint, validTo })),
           }
         : null,
       // Without a client secret nothing can reach the server, whatever the last request did.
@@ -198,9 +200,25 @@ export class SyncApp {
     return info;
   }
 
+  /** The server's certificate may need more than the system's CAs: a clinic CA kept here, or NODE_EXTRA_CA_CERTS. */
+  trustsPrivateCa(): boolean {
+    return this.privateCa;
+  }
+
+  /** Set at each (re)connect, so a page of documents does not read the CA file once per link. */
+  private privateCa = false;
+
+  /** The connection test, trusting the CA kept in the sync home unless the input gives another. */
+  testConnection(input: RemoteSetupInput): Promise<ConnectionTestResult> {
+    return testConnection(input, readTrustedCa(this.options.home));
+  }
+
   async setupRemote(input: RemoteSetupInput): Promise<void> {
-    const result = await testConnection(input);
+    const stored = readTrustedCa(this.options.home);
+    const result = await testConnection(input, stored);
     if (!result.ok) throw new BridgeError(result.error?.code ?? 'UNREACHABLE', result.error?.detail);
+    // Kept in the sync home next to the settings, so the engine, the CLI and the app all trust it.
+    saveTrustedCa(this.options.home, caFor(input, stored));
     await this.saveConnection(connectionFrom(input), input.clientSecret);
     rmSync(path.join(this.options.home, EMBEDDED_MARKER), { force: true });
     if (this.embeddedInfo) await this.options.embedded?.stop();
@@ -279,6 +297,7 @@ export class SyncApp {
     const settings = this.settings;
     // Checked as a whole before anything is saved: a refused patch changes nothing.
     const webhook = patch.webhook ? this.nextWebhookSettings(patch.webhook) : undefined;
+    const ca = patch.caCertificate === undefined ? undefined : caCertificateFrom(patch.caCertificate);
     if (patch.concurrency !== undefined) settings.set('concurrency', patch.concurrency);
     if (patch.settleMs !== undefined) settings.set('settleMs', patch.settleMs);
     if (patch.rescanMinutes !== undefined) settings.set('rescanMinutes', patch.rescanMinutes);
@@ -288,10 +307,9 @@ export class SyncApp {
       this.limiter.setLimit(patch.bandwidthLimitBytesPerSecond);
     }
     if (webhook) settings.set('webhook', webhook);
-    if (patch.clientSecret !== undefined) {
-      await this.secrets.set(CLIENT_SECRET_ACCOUNT, patch.clientSecret);
-      await this.connect();
-    }
+    if (ca !== undefined) saveTrustedCa(this.options.home, ca);
+    if (patch.clientSecret !== undefined) await this.secrets.set(CLIENT_SECRET_ACCOUNT, patch.clientSecret);
+    if (patch.clientSecret !== undefined || ca !== undefined) await this.connect();
     await this.engine.setTuning(this.tuning());
     if (patch.webhook && this.started) await this.startWebhooks();
     this.emitStatus();
@@ -351,10 +369,12 @@ export class SyncApp {
   private async connect(): Promise<void> {
     const connection = this.connection();
     const secret = connection ? await this.secrets.get(CLIENT_SECRET_ACCOUNT) : undefined;
+    const ca = readTrustedCa(this.options.home);
+    this.privateCa = Boolean(connection?.serverUrl.startsWith('https:')) && (ca !== null || Boolean(process.env.NODE_EXTRA_CA_CERTS));
     this.clientSecretMissing = connection !== null && !secret;
     // A server address saved by an older version that would carry the secret in clear text is not used.
     const insecure = connection ? (insecureAddress(connection.serverUrl) ?? insecureAddress(connection.tokenUrl)) : null;
-    this.api = connection && secret && !insecure ? createApiClient(connection, secret, { limiter: this.limiter, ...(this.options.resumableThreshold !== undefined ? { resumableThreshold: this.options.resumableThreshold } : {}) }) : null;
+    this.api = connection && secret && !insecure ? createApiClient(connection, secret, { limiter: this.limiter, ca, ...(this.options.resumableThreshold !== undefined ? { resumableThreshold: this.options.resumableThreshold } : {}) }) : null;
     this.engine.setApi(this.api);
   }
 
@@ -388,5 +408,16 @@ export class SyncApp {
 
   private emit(event: BridgeEvent): void {
     for (const listener of this.listeners) listener(event);
+  }
+}
+
+/** The CA of a settings patch ('' forgets it); a file that is no certificate is refused before anything is saved. */
+function caCertificateFrom(text: string): TrustedCa | null {
+  if (text.trim() === '') return null;
+  try {
+    return parseCaCertificate(text);
+  } catch (error) {
+    if (error instanceof CaCertificateError) throw new BridgeError('BAD_CA_FILE', error.message);
+    throw error;
   }
 }

@@ -85,6 +85,7 @@ export class TokenManager {
         typeof oauth?.error === 'string' ? oauth.error : `http_${response.statusCode}`,
         typeof oauth?.error_description === 'string' ? oauth.error_description : null,
         parseRetryAfter(response.headers['retry-after']),
+        typeof response.headers.location === 'string' ? response.headers.location : null,
       );
     }
     const token = body as { access_token?: unknown; expires_in?: unknown; scope?: unknown } | undefined;

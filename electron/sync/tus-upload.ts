@@ -3,10 +3,9 @@
  * caller as soon as it exists (the journal keeps it), so after a dropped connection, a crash or a
  * reboot the upload continues from the offset the server reports instead of from byte 0.
  */
-import type { Response } from 'got';
-import got from 'got';
+import type { Got, Response } from 'got';
 import type { DocumentDto } from '../../shared/schemas.js';
-import { AbortedError, ApiNetworkError, FileChangedDuringUploadError, problemFromResponse } from './api-errors.js';
+import { AbortedError, ApiNetworkError, ApiProblemError, FileChangedDuringUploadError, problemFromResponse } from './api-errors.js';
 import { fileChunks, type BandwidthLimiter } from './bandwidth.js';
 import type { UploadRequest } from './document-api.js';
 import { unchangedSinceStart } from './upload-check.js';
@@ -16,10 +15,14 @@ export const TUS_VERSION = '1.0.0';
 export const DEFAULT_TUS_PATH = '/uploads';
 /** Bytes per PATCH: a stuck request costs at most this much, and the server acknowledges progress. */
 const PATCH_BYTES = 64 * 1024 * 1024;
+/** The smallest piece tried under a proxy's body-size limit before the file fails as too large. */
+const MIN_PATCH_BYTES = 64 * 1024;
 /** Immediate resumes (HEAD, then PATCH from the server's offset) before the failure is handed back. */
 const MAX_RESUMES_WITHOUT_PROGRESS = 3;
 
 export interface TusUploaderOptions {
+  /** The client's got instance (its trusted CAs, timeouts); every request goes through it. */
+  http: Got;
   /** Sends a request with a bearer token (one retry on 401). */
   send: (build: (token: string) => PromiseLike<Response<string>>) => Promise<Response<string>>;
   limiter?: BandwidthLimiter | undefined;
@@ -27,6 +30,11 @@ export interface TusUploaderOptions {
 }
 
 export class TusUploader {
+  /** Bytes per PATCH now: halved each time a proxy refuses a piece as too large (413), and kept so. */
+  private patchBytes = PATCH_BYTES;
+  /** A proxy in front of the server limits request bodies: every upload goes through here, in pieces. */
+  bodyLimited = false;
+
   constructor(private readonly options: TusUploaderOptions) {}
 
   /** Resolves with the document when the server answers the last PATCH with it, else null. */
@@ -65,6 +73,15 @@ export class TusUploader {
         }
       } catch (error) {
         if (request.signal?.aborted) throw new AbortedError('the upload was stopped');
+        if (error instanceof ApiProblemError && error.status === 413 && error.foreign && this.patchBytes > MIN_PATCH_BYTES) {
+          // A proxy's limit (not the server's, which answers problem details): smaller pieces, from the server's offset.
+          this.bodyLimited = true;
+          this.patchBytes = Math.max(MIN_PATCH_BYTES, Math.floor(this.patchBytes / 4));
+          const reported = await this.offsetIfThere(url, signal);
+          if (reported === null) return this.gone(request);
+          offset = reported;
+          continue;
+        }
         if (error instanceof FileChangedDuringUploadError) {
           // Its bytes so far are of a file that is still changing: nothing to resume later.
           await this.terminate(url, signal);
@@ -102,10 +119,10 @@ export class TusUploader {
         'upload-metadata': metadata({ filename: request.fileName, filetype: request.fileType, Id: request.documentId }),
       };
       if (request.ifMatch) headers['if-match'] = `"${request.ifMatch}"`;
-      return got.post(collection, { headers, throwHttpErrors: false, retry: { limit: 0 }, responseType: 'text', timeout: { request: 30_000 }, ...(request.signal ? { signal: request.signal } : {}) });
+      return this.options.http.post(collection, { headers, throwHttpErrors: false, retry: { limit: 0 }, responseType: 'text', timeout: { request: 30_000 }, ...(request.signal ? { signal: request.signal } : {}) });
     });
     const location = response.headers.location;
-    if (response.statusCode !== 201 || !location) throw problemFromResponse(response.statusCode, parse(response.body), collection, response.headers['retry-after']);
+    if (response.statusCode !== 201 || !location) throw problemFromResponse(response.statusCode, parse(response.body), collection, response.headers['retry-after'], response.headers.location);
     return new URL(location, collection).toString();
   }
 
@@ -123,7 +140,7 @@ export class TusUploader {
     const response = await this.head(url, signal);
     const gone = response.statusCode === 404 || response.statusCode === 410 || response.statusCode === 403;
     if (gone && !mustExist) return null;
-    if (response.statusCode >= 300) throw problemFromResponse(response.statusCode, parse(response.body), url, response.headers['retry-after']);
+    if (response.statusCode >= 300) throw problemFromResponse(response.statusCode, parse(response.body), url, response.headers['retry-after'], response.headers.location);
     const offset = Number(response.headers['upload-offset']);
     const length = Number(response.headers['upload-length'] ?? Number.NaN);
     return { offset: Number.isFinite(offset) && offset >= 0 ? offset : 0, length: Number.isFinite(length) && length >= 0 ? length : null };
@@ -136,7 +153,7 @@ export class TusUploader {
   async terminate(url: string, signal?: AbortSignal): Promise<void> {
     try {
       await this.options.send((token) =>
-        got.delete(url, {
+        this.options.http.delete(url, {
           headers: { authorization: `Bearer ${token}`, 'tus-resumable': TUS_VERSION },
           throwHttpErrors: false,
           retry: { limit: 0 },
@@ -156,7 +173,7 @@ export class TusUploader {
 
   private head(url: string, signal: AbortSignal | undefined): Promise<Response<string>> {
     return this.options.send((token) =>
-      got.head(url, {
+      this.options.http.head(url, {
         headers: { authorization: `Bearer ${token}`, 'tus-resumable': TUS_VERSION, 'cache-control': 'no-store' },
         throwHttpErrors: false,
         retry: { limit: 0 },
@@ -168,11 +185,11 @@ export class TusUploader {
   }
 
   private async patch(request: UploadRequest, url: string, offset: number): Promise<{ offset: number; document: DocumentDto | null }> {
-    const end = Math.min(request.size, offset + PATCH_BYTES);
+    const end = Math.min(request.size, offset + this.patchBytes);
     let sent = 0;
     const response = await this.options.send((token) => {
       sent = 0;
-      return got.patch(url, {
+      return this.options.http.patch(url, {
         headers: {
           authorization: `Bearer ${token}`,
           'tus-resumable': TUS_VERSION,
@@ -199,7 +216,7 @@ export class TusUploader {
       });
     });
     if (response.statusCode === 409) return { offset: await this.offsetOf(url, request.signal), document: null };
-    if (response.statusCode >= 300) throw problemFromResponse(response.statusCode, parse(response.body), url, response.headers['retry-after']);
+    if (response.statusCode >= 300) throw problemFromResponse(response.statusCode, parse(response.body), url, response.headers['retry-after'], response.headers.location);
     const reported = Number(response.headers['upload-offset']);
     const body = parse(response.body) as DocumentDto | undefined;
     return { offset: Number.isFinite(reported) ? reported : end, document: body && typeof body === 'object' && 'id' in body ? body : null };

@@ -57,6 +57,16 @@ export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
 export const MAX_CONNECTIONS = 64;
 /** A client that trickles its request is cut off after this long. */
 export const REQUEST_TIMEOUT_MS = 10_000;
+/** The start of the reason a delivery whose time is too far off is refused with (a replay, or a clock that is wrong). */
+export const STALE_TIMESTAMP_REASON = 'replay or wrong clock: webhook-timestamp is more than 5 minutes off';
+
+/** "42 minutes ahead of this computer's clock", for a person checking the clock. */
+function describeOffset(offMs: number): string {
+  const minutes = Math.round(Math.abs(offMs) / 60_000);
+  const amount = minutes >= 120 ? `${Math.round(minutes / 60)} hours` : `${minutes} minutes`;
+  return `the delivery's time is ${amount} ${offMs > 0 ? 'ahead of' : 'behind'} this computer's clock`;
+}
+
 /** Standard Webhooks: a delivery whose timestamp is further off than this is a replay. */
 export const TIMESTAMP_TOLERANCE_MS = 5 * 60 * 1000;
 
@@ -182,8 +192,9 @@ function checkStandardHeaders(request: IncomingMessage, body: Buffer, secret: st
   if (id === undefined && timestamp === undefined && signatures === undefined) return undefined;
   if (typeof id !== 'string' || id.length === 0) return { status: 401, reason: 'webhook-id header is missing' };
   if (typeof timestamp !== 'string' || !/^\d+$/.test(timestamp)) return { status: 401, reason: 'webhook-timestamp header is missing or not a number' };
-  if (Math.abs(now() - Number(timestamp) * 1000) > TIMESTAMP_TOLERANCE_MS) {
-    return { status: 401, reason: 'replay: webhook-timestamp is more than 5 minutes off' };
+  const offMs = Number(timestamp) * 1000 - now();
+  if (Math.abs(offMs) > TIMESTAMP_TOLERANCE_MS) {
+    return { status: 401, reason: `${STALE_TIMESTAMP_REASON} (${describeOffset(offMs)})` };
   }
   if (signatures === undefined) return undefined;
   const expected = createHmac('sha256', standardWebhooksKey(secret))

@@ -10,7 +10,7 @@ import type { ApiClient } from './api-client.js';
 import { ApiProblemError } from './api-errors.js';
 import type { Journal, WebhookRecord } from './journal.js';
 import type { SecretStore } from './secrets.js';
-import { DEFAULT_WEBHOOK_PATH, startWebhookListener, type WebhookListener, type WebhookMessage } from './webhook-listener.js';
+import { DEFAULT_WEBHOOK_PATH, STALE_TIMESTAMP_REASON, startWebhookListener, type WebhookListener, type WebhookMessage } from './webhook-listener.js';
 
 export const WEBHOOK_HMAC_ACCOUNT = 'webhook-hmac';
 export const SUBSCRIBED_EVENTS = ['document.all', 'patient.all'];
@@ -31,6 +31,8 @@ export interface WebhookWiringOptions {
   /** Every delivery the listener judged (accepted, duplicate or rejected). */
   onActivity: () => void;
   onError?: (error: unknown) => void;
+  /** This computer's clock (a seam for tests); deliveries are judged by the server's clock estimated from it. */
+  now?: () => number;
 }
 
 export interface WebhookStartInput {
@@ -78,6 +80,7 @@ export class WebhookWiring {
       seenMessage: (messageId: string) => this.options.journal.seenMessage(messageId),
       recordWebhook: (record: WebhookRecord) => {
         this.options.journal.recordWebhook(record);
+        this.noteClock(record);
         this.options.onActivity();
       },
     };
@@ -89,6 +92,9 @@ export class WebhookWiring {
         // A tunnel passes the path on unchanged: serve the one the server is told to call.
         path: callback ? new URL(callback).pathname : DEFAULT_WEBHOOK_PATH,
         getSecret: () => this.hmac,
+        // The replay window is judged on the server's clock (learnt from the Date of its answers), so a
+        // workstation whose clock drifted does not refuse every delivery.
+        now: () => (this.options.now ?? Date.now)() + (input.api?.serverClockOffsetMs() ?? 0),
         journal: ledger,
         onEvent: (message) => this.onMessage(message),
         ...(this.options.onError ? { onError: this.options.onError } : {}),
@@ -108,6 +114,19 @@ export class WebhookWiring {
     } catch (error) {
       this.status.error = `The webhook subscription could not be set up: ${describe(error)}`;
       return input.subscriptionId;
+    }
+  }
+
+  /**
+   * Deliveries refused for their time are not silent: the status says so and why (most often this
+   * computer's clock, or time zone, is wrong). The first accepted one clears it.
+   */
+  private noteClock(record: WebhookRecord): void {
+    if (record.verdict === 'rejected' && record.reason?.startsWith(STALE_TIMESTAMP_REASON)) {
+      const detail = record.reason.slice(STALE_TIMESTAMP_REASON.length).replace(/^\s*\((.*)\)$/, '$1');
+      this.status.error = `Server notifications (webhooks) are being refused: ${detail || 'their time is more than 5 minutes off'}. Check this computer's date, time and time zone. Files still sync: the app checks the server itself, only the instant updates are missing.`;
+    } else if (record.verdict === 'accepted' && this.status.error?.startsWith('Server notifications (webhooks) are being refused')) {
+      this.status.error = null;
     }
   }
 

@@ -114,7 +114,7 @@ function defaultHandlers(): Handlers {
 export const STATUS: AppStatus = {
   mode: 'remote',
   shell: 'headless',
-  server: { url: 'http://server.test', tokenUrl: 'http://server.test/oauth2/token', clientId: 'scanner-pc-1', organizationId: '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01', organizationName: 'Smile Clinic' },
+  server: { url: 'http://server.test', tokenUrl: 'http://server.test/oauth2/token', clientId: 'scanner-pc-1', organizationId: '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01', organizationName: 'Smile Clinic', trustedCertificates: [] },
   online: true,
   secrets: { backend: 'encrypted-file', warning: null, clientSecretMissing: false },
   webhook: { listening: false, localUrl: null, publicUrl: null, subscribed: false, error: null },

@@ -220,7 +220,7 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
   const status = (): AppStatus => ({
     mode: configured ? 'embedded' : 'unconfigured',
     shell: 'headless',
-    server: configured ? { url: 'http://127.0.0.1:8080', tokenUrl: 'http://127.0.0.1:8080/oauth2/token', clientId: 'scanner-pc-1', organizationId: ORGANIZATION_ID, organizationName: 'Smile Clinic' } : null,
+    server: configured ? { url: 'http://127.0.0.1:8080', tokenUrl: 'http://127.0.0.1:8080/oauth2/token', clientId: 'scanner-pc-1', organizationId: ORGANIZATION_ID, organizationName: 'Smile Clinic', trustedCertificates: [] } : null,
     online: true,
     secrets: { backend: 'keychain', warning: null, clientSecretMissing: false },
     webhook: { listening: configured, localUrl: 'http://127.0.0.1:8787/webhook', publicUrl: settings.webhook.publicUrl, subscribed: configured, error: null },

@@ -16,10 +16,25 @@ export function RemoteServerForm({ onConfigured }: { onConfigured: (status: AppS
   const [saving, setSaving] = useState(false);
   const [result, setResult] = useState<ConnectionTestResult | null>(null);
   const [error, setError] = useState<BridgeError | null>(null);
-  const [fieldErrors, setFieldErrors] = useState<FieldErrors<keyof RemoteSetupInput>>({});
+  const [fieldErrors, setFieldErrors] = useState<FieldErrors<SetupField>>({});
+  const [caFileName, setCaFileName] = useState<string | null>(null);
 
   const payload = (): RemoteSetupInput => ({ ...input, serverUrl: input.serverUrl.trim(), clientId: input.clientId.trim(), organizationId: input.organizationId.trim(), tokenUrl: input.tokenUrl?.trim() || undefined });
-  const update = (field: keyof RemoteSetupInput) => (value: string) => {
+  /** The clinic's CA certificate as IT exported it: PEM text as it is, a binary .cer as base64. */
+  const chooseCa = async (file: File | undefined) => {
+    setResult(null);
+    if (!file) {
+      setCaFileName(null);
+      setInput(({ caCertificate: _dropped, ...current }) => current);
+      return;
+    }
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    const text = new TextDecoder().decode(bytes);
+    const caCertificate = text.includes('-----BEGIN') ? text : btoa(Array.from(bytes, (byte) => String.fromCharCode(byte)).join(''));
+    setCaFileName(file.name);
+    setInput((current) => ({ ...current, caCertificate }));
+  };
+  const update = (field: SetupField) => (value: string) => {
     setInput((current) => ({ ...current, [field]: value }));
     setResult(null);
     setFieldErrors((current) => (current[field] ? { ...current, [field]: undefined } : current));
@@ -71,6 +86,15 @@ export function RemoteServerForm({ onConfigured }: { onConfigured: (status: AppS
         <TextField label="Client secret" value={input.clientSecret} onChange={update('clientSecret')} error={fieldErrors.clientSecret} type="password" required autoComplete="current-password" />
       </div>
       <TextField label="Organization ID" hint="The clinic’s identifier, a UUID such as 0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01" value={input.organizationId} onChange={update('organizationId')} error={fieldErrors.organizationId} pattern={UUID_PATTERN} required />
+      <div className="field">
+        <label htmlFor="field-server-ca-certificate">Server certificate (optional)</label>
+        <input id="field-server-ca-certificate" type="file" accept=".pem,.crt,.cer,.der" aria-describedby="field-server-ca-certificate-hint" onChange={(event) => void chooseCa(event.target.files?.[0])} />
+        <span className="field-hint" id="field-server-ca-certificate-hint">
+          {caFileName
+            ? `Trusting ${caFileName} for this server, besides this computer’s own certificate authorities.`
+            : 'Only when the server uses the clinic’s own certificate authority or a self-signed certificate: the CA certificate file (.crt, .pem or .cer) from IT.'}
+        </span>
+      </div>
       {result ? <ConnectionSteps result={result} /> : null}
       {error ? <ErrorNotice error={error} /> : null}
       <div className="form-actions">
@@ -91,8 +115,9 @@ function fieldId(label: string): string {
   return `field-${label.toLowerCase().replace(/\W+/g, '-')}`;
 }
 
-const FIELD_ORDER: Array<keyof RemoteSetupInput> = ['serverUrl', 'tokenUrl', 'clientId', 'clientSecret', 'organizationId'];
-const FIELD_IDS: Record<keyof RemoteSetupInput, string> = {
+type SetupField = 'serverUrl' | 'tokenUrl' | 'clientId' | 'clientSecret' | 'organizationId';
+const FIELD_ORDER: SetupField[] = ['serverUrl', 'tokenUrl', 'clientId', 'clientSecret', 'organizationId'];
+const FIELD_IDS: Record<SetupField, string> = {
   serverUrl: fieldId('Server address'),
   tokenUrl: fieldId('Token address (optional)'),
   clientId: fieldId('Client ID'),

@@ -14,6 +14,9 @@ interface SettingsDraft {
   webhookPort: string;
   webhookPublicUrl: string;
   clientSecret: string;
+  /** A CA certificate file chosen to replace the one trusted (its contents), or null: unchanged. */
+  caCertificate: string | null;
+  caFileName: string | null;
 }
 
 const MEGABYTE = 1_000_000;
@@ -26,6 +29,8 @@ function draftFrom(settings: SettingsView): SettingsDraft {
     webhookPort: settings.webhook.port > 0 ? String(settings.webhook.port) : '',
     webhookPublicUrl: settings.webhook.publicUrl ?? '',
     clientSecret: '',
+    caCertificate: null,
+    caFileName: null,
   };
 }
 
@@ -37,6 +42,7 @@ function patchFrom(draft: SettingsDraft): SettingsPatch {
     bandwidthLimitBytesPerSecond: draft.bandwidthMegabytes.trim() && bandwidth > 0 ? Math.round(bandwidth * MEGABYTE) : 0,
     webhook: { port: Number(draft.webhookPort.trim() || 0), publicUrl: draft.webhookPublicUrl.trim() || null },
     ...(draft.clientSecret ? { clientSecret: draft.clientSecret } : {}),
+    ...(draft.caCertificate !== null ? { caCertificate: draft.caCertificate } : {}),
   };
 }
 
@@ -92,7 +98,17 @@ export function SettingsScreen({ status }: { status: AppStatus }) {
       {settings.error ? <ErrorNotice error={settings.error} /> : null}
       {draft && settings.data ? (
         <form className="settings-form" noValidate onSubmit={(event) => void save(event)}>
-          <ServerSection status={status} maskedSecret={settings.data.maskedSecret} clientSecret={draft.clientSecret} onSecretChange={update('clientSecret')} />
+          <ServerSection
+            status={status}
+            maskedSecret={settings.data.maskedSecret}
+            clientSecret={draft.clientSecret}
+            onSecretChange={update('clientSecret')}
+            caFileName={draft.caFileName}
+            onCaChosen={(caCertificate, caFileName) => {
+              setDraft((current) => (current ? { ...current, caCertificate, caFileName } : current));
+              setSaved(false);
+            }}
+          />
           <WebhookSection status={status} errors={fieldErrors} port={draft.webhookPort} publicUrl={draft.webhookPublicUrl} onPortChange={update('webhookPort')} onPublicUrlChange={update('webhookPublicUrl')} />
           <SyncSection draft={draft} update={update} errors={fieldErrors} />
           {error ? <ErrorNotice error={error} title="The settings were not saved" /> : null}
@@ -136,12 +152,51 @@ function ReadOnlyField({ label, value, mono }: { label: string; value: string; m
   );
 }
 
-function ServerSection({ status, maskedSecret, clientSecret, onSecretChange }: { status: AppStatus; maskedSecret: string | null; clientSecret: string; onSecretChange: (value: string) => void }) {
+function ServerSection({
+  status,
+  maskedSecret,
+  clientSecret,
+  onSecretChange,
+  caFileName,
+  onCaChosen,
+}: {
+  status: AppStatus;
+  maskedSecret: string | null;
+  clientSecret: string;
+  onSecretChange: (value: string) => void;
+  caFileName: string | null;
+  onCaChosen: (caCertificate: string | null, fileName: string | null) => void;
+}) {
   const server = status.server;
+  /** PEM text as it is, a binary .cer as base64 (what the bridge carries). */
+  const chooseCa = async (file: File | undefined) => {
+    if (!file) return onCaChosen(null, null);
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    const text = new TextDecoder().decode(bytes);
+    onCaChosen(text.includes('-----BEGIN') ? text : btoa(Array.from(bytes, (byte) => String.fromCharCode(byte)).join('')), file.name);
+  };
   return (
     <SettingsSection title="Server and credentials" description={status.mode === 'embedded' ? 'The server runs on this computer.' : 'The clinic server this computer uploads to.'}>
       <ReadOnlyField label="Server address" value={server?.url ?? '—'} mono />
       <ReadOnlyField label="Token address" value={server?.tokenUrl ?? '—'} mono />
+      {server && status.mode === 'remote' ? (
+        <div className="field">
+          <label htmlFor="settings-server-ca">Server certificate</label>
+          <input id="settings-server-ca" type="file" accept=".pem,.crt,.cer,.der" aria-describedby="settings-server-ca-hint" onChange={(event) => void chooseCa(event.target.files?.[0])} />
+          <span className="field-hint" id="settings-server-ca-hint">
+            {caFileName
+              ? `${caFileName} will be trusted for this server once you save.`
+              : 'Only when the server uses the clinic’s own certificate authority or a self-signed certificate: the CA certificate file (.crt, .pem or .cer) from IT.'}
+          </span>
+        </div>
+      ) : null}
+      {server && server.trustedCertificates.length > 0 ? (
+        <ReadOnlyField
+          label="Server certificate authority"
+          value={server.trustedCertificates.map((certificate) => `${certificate.subject} · SHA-256 ${certificate.fingerprint} · valid until ${certificate.validTo}`).join('; ')}
+          mono
+        />
+      ) : null}
       <div className="form-row">
         <ReadOnlyField label="Client ID" value={server?.clientId ?? '—'} mono />
         <ReadOnlyField label="Organization" value={server?.organizationName ? `${server.organizationName}` : (server?.organizationId ?? '—')} />
