@@ -94,6 +94,8 @@ export interface AppStatus {
   secrets: { backend: 'keychain' | 'encrypted-file'; warning: string | null; clientSecretMissing: boolean };
   webhook: { listening: boolean; localUrl: string | null; publicUrl: string | null; subscribed: boolean; error: string | null };
   version: string;
+  /** Repairs this computer's files needed at start (a damaged upload record or settings file), in plain words. */
+  notices: string[];
 }
 
 export type WebhookVerdict = 'accepted' | 'duplicate' | 'rejected';

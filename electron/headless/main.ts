@@ -42,7 +42,7 @@ export async function launchHeadless(options: HeadlessOptions = {}): Promise<Hea
   const home = await openSyncHome(options.home ?? defaultSyncHome());
   if (home.secrets.warning) log(`warning: ${home.secrets.warning}`);
   const embedded = new EmbeddedServer(home.directory, home.secrets);
-  const app = new SyncApp({ home: home.directory, settings: home.settings, secrets: home.secrets, shell: 'headless', version: version(), embedded });
+  const app = new SyncApp({ home: home.directory, settings: home.settings, secrets: home.secrets, notices: home.notices, shell: 'headless', version: version(), embedded });
   if (app.mode() === 'unconfigured' && (options.firstRun ?? 'embedded') === 'embedded') {
     const info = await app.setupEmbedded();
     const folder = path.join(home.directory, 'Scans (demo)');

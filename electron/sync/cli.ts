@@ -62,16 +62,19 @@ async function openApp(options: { webhooks: boolean }): Promise<SyncApp> {
   const env = process.env;
   const backoffBase = Number(env.PATIENT_DOCS_SYNC_BACKOFF_BASE_MS ?? '');
   const threshold = Number(env.PATIENT_DOCS_SYNC_RESUMABLE_THRESHOLD ?? '');
-  return new SyncApp({
+  const app = new SyncApp({
     home: home.directory,
     settings: home.settings,
     secrets: home.secrets,
+    notices: home.notices,
     shell: 'headless',
     version: version(),
     webhooks: options.webhooks,
     ...(Number.isFinite(threshold) && threshold > 0 ? { resumableThreshold: threshold } : {}),
     ...(Number.isFinite(backoffBase) && backoffBase > 0 ? { engine: { backoff: { baseMs: backoffBase, maxMs: Math.max(backoffBase * 16, 2000) } } } : {}),
   });
+  for (const notice of app.notices) console.error(`repaired: ${notice}`);
+  return app;
 }
 
 async function connect(args: string[]): Promise<number> {
