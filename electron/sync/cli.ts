@@ -167,12 +167,12 @@ async function run(args: string[]): Promise<number> {
     if (event.type === 'file-synced') console.log(`synced   ${event.file.relativePath} → ${event.file.remotePath}/${event.file.fileName} (v${event.file.version ?? '?'})`);
     else console.log(`failed   ${event.file.relativePath}: ${describeError(event.file)}`);
   });
+  app.engine.onEngineError((message) => console.error(`problem  ${message}`));
   await app.start();
   if (!values.once) {
     console.log(`watching ${app.settings.get('pairs').length} folder(s); Ctrl+C stops`);
     await new Promise<never>(() => undefined);
   }
-  app.engine.onEngineError((message) => console.error(`problem  ${message}`));
   const deadline = Date.now() + (values.timeout ? integer(values.timeout, 'timeout') * 1000 : 30 * 60_000);
   // Settled twice in a row: a file released by the stability gate between two looks is not missed.
   let settledLooks = 0;
@@ -183,6 +183,8 @@ async function run(args: string[]): Promise<number> {
   const timedOut = settledLooks < 2;
   const pairs = app.engine.pairViews();
   const lines: string[] = [];
+  const diskFull = app.engine.diskFullMessage;
+  if (diskFull) lines.push(`disk full  ${diskFull}`);
   let notSynced = 0;
   for (const pair of pairs) {
     if (pair.folderError) lines.push(`folder not synced  ${pair.folder}: ${pair.folderError.message}`);

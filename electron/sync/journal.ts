@@ -6,6 +6,7 @@
 import { existsSync, renameSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
+import { isDiskFull } from './disk-full.js';
 import type { BridgeErrorCode } from '../../shared/bridge-errors.js';
 import type { StateCounts, WebhookVerdict } from '../../shared/bridge.js';
 import { canTransition, FILE_STATES, IllegalTransitionError, IN_FLIGHT_STATES } from './states.js';
@@ -199,7 +200,18 @@ const MIGRATIONS: ReadonlyArray<{ name: string; sql: string }> = [
     name: '005-files-pair-state',
     sql: 'CREATE INDEX files_pair_state ON files (pair_id, state);',
   },
+  {
+    // canWrite() writes and removes a row here to learn whether the disk has room again.
+    name: '006-disk-probe',
+    sql: 'CREATE TABLE disk_probe (data BLOB NOT NULL);',
+  },
 ];
+
+/**
+ * What canWrite() writes: room for a few hundred rows' worth of writes, so that the engine does not
+ * go on at the first free byte and stop again at once.
+ */
+const DISK_PROBE_BYTES = 256 * 1024;
 
 const FILE_COLUMNS = `id, pair_id AS pairId, relative_path AS relativePath, remote_path AS remotePath,
   file_name AS fileName, size, mtime_ms AS mtimeMs, sha256, document_id AS documentId,
@@ -382,6 +394,22 @@ export class Journal {
 
   close(): void {
     this.database.close();
+  }
+
+  /**
+   * True when a write reaches the disk now; false while the disk is too full for it (SQLITE_FULL).
+   * The engine asks while it holds its work for a full disk, to go on by itself once there is space.
+   */
+  canWrite(): boolean {
+    try {
+      this.database.prepare('DELETE FROM disk_probe').run();
+      this.database.prepare('INSERT INTO disk_probe (data) VALUES (zeroblob(?))').run(DISK_PROBE_BYTES);
+      this.database.prepare('DELETE FROM disk_probe').run();
+      return true;
+    } catch (error) {
+      if (isDiskFull(error)) return false;
+      throw error;
+    }
   }
 
   get(id: number): FileRecord | undefined {

@@ -114,6 +114,7 @@ export class SyncApp {
       case 'files-changed':
         return this.emit({ type: 'files', pairId: event.pairId, files: event.files });
       case 'online-changed':
+      case 'disk-full-changed':
         return this.emitStatus();
       case 'file-synced':
       case 'file-failed':
@@ -190,7 +191,7 @@ export class SyncApp {
       secrets: { backend: this.secrets.backend, warning: this.secrets.warning ?? null, clientSecretMissing: this.clientSecretMissing },
       webhook: { ...webhook, publicUrl: this.settings.get('webhook').publicUrl ?? null },
       version: this.options.version,
-      notices: [...this.notices],
+      notices: [...(this.engine.diskFullMessage ? [this.engine.diskFullMessage] : []), ...this.notices],
     };
   }
 
