@@ -75,6 +75,10 @@ export interface PairView {
   retryReason: FileError | null;
   /** The folder is missing or unreadable; it is looked for again until it is back. */
   folderError: FileError | null;
+  /** Files seen in the folder but not taken on yet: still being written, or waiting to be readable. */
+  settling: number;
+  /** Of those, files that stopped changing but cannot be opened (held by another program, or no permission to read them). */
+  unreadable: string[];
 }
 
 export interface FailureReason extends FileError {

@@ -189,7 +189,9 @@ async function run(args: string[]): Promise<number> {
   for (const pair of pairs) {
     if (pair.folderError) lines.push(`folder not synced  ${pair.folder}: ${pair.folderError.message}`);
     const settling = app.engine.settlingCount(pair.id);
-    if (settling > 0) lines.push(`still being written  ${settling} file(s) in ${pair.folder} did not stop changing or could not be opened`);
+    for (const name of pair.unreadable) lines.push(`cannot be opened  ${name}: another program has it open, or this account may not read it; it is uploaded once it can be read`);
+    const writing = settling - pair.unreadable.length;
+    if (writing > 0) lines.push(`still being written  ${writing} file(s) in ${pair.folder} did not stop changing`);
     notSynced += settling;
     for (const file of app.engine.fileViews(pair.id).filter((view) => view.state !== 'synced')) {
       notSynced += 1;

@@ -225,7 +225,16 @@ export class SyncEngine {
   pairView(pairId: string): PairView | undefined {
     const pair = this.pairs.get(pairId);
     if (!pair) return undefined;
-    return buildPairView({ pair, records: this.journal.byPair(pairId), progress: this.progress, online: this.online, folderError: this.watches.get(pairId)?.folderError ?? null });
+    const watch = this.watches.get(pairId);
+    return buildPairView({
+      pair,
+      records: this.journal.byPair(pairId),
+      progress: this.progress,
+      online: this.online,
+      folderError: watch?.folderError ?? null,
+      settling: watch?.settling ?? 0,
+      unreadable: watch?.unreadable() ?? [],
+    });
   }
 
   fileViews(pairId: string, states?: readonly FileState[]): FileView[] {
@@ -267,6 +276,7 @@ export class SyncEngine {
 
   private pump(): void {
     if (!this.started) return;
+    this.noticeSettling();
     const api = this.api;
     const activePairs = [...this.pairs.values()].filter((pair) => !pair.paused).map((pair) => pair.id);
     if (api && activePairs.length > 0 && !this.diskFull) {
@@ -400,6 +410,21 @@ export class SyncEngine {
     this.watches.set(pair.id, watch);
     await watch.start();
   }
+
+  /**
+   * Files the watches hold (being written, or not readable) are no journal rows, so no transition
+   * publishes them: the pump, which runs at least every idle poll, tells the UI when they change.
+   */
+  private noticeSettling(): void {
+    if (this.listeners.size === 0) return;
+    let signature = '';
+    for (const [pairId, watch] of this.watches) signature += `${pairId}:${watch.settling}:${watch.unreadable().join('/')}\n`;
+    if (signature === this.settlingSignature) return;
+    this.settlingSignature = signature;
+    this.markPairs();
+  }
+
+  private settlingSignature = '';
 
   // --- a full disk ------------------------------------------------------------------------------
 

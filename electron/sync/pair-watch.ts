@@ -187,6 +187,11 @@ export class PairWatch {
     return this.gate.pendingCount + this.held.length;
   }
 
+  /** Files that stopped changing but cannot be opened for reading (see StabilityGate.unreadable). */
+  unreadable(): string[] {
+    return this.gate.unreadable();
+  }
+
   /** The journal can be written again: the files held for it are journaled now. */
   retryHeld(): void {
     const held = this.held;

@@ -145,6 +145,8 @@ export function pairView(partial: Partial<PairView> = {}): PairView {
     failureReasons: [],
     retryReason: null,
     folderError: null,
+    settling: 0,
+    unreadable: [],
     ...partial,
   };
 }

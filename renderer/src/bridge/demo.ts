@@ -264,6 +264,8 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
       failureReasons: failed?.error ? [{ ...failed.error, count: counts.failed }] : [],
       retryReason: pairFiles.find((file) => file.state === 'waiting')?.error ?? null,
       folderError: null,
+      settling: 0,
+      unreadable: [],
     };
   };
   const pairs = (): PairView[] => Object.keys(pairMeta).map(pairView);
