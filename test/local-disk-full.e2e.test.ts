@@ -14,7 +14,7 @@ import { toCodedError } from '../electron/sync/bridge-error.js';
 import { SyncEngine } from '../electron/sync/engine.js';
 import { openJournal, type Journal } from '../electron/sync/journal.js';
 import { openSettings } from '../electron/sync/settings.js';
-import { startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { runCli, spawnCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { allDocuments, waitFor, writeFile } from './helpers/sync.js';
 
@@ -107,6 +107,38 @@ describe("the sync home's disk is full", () => {
       await engine.stop();
       journal.close();
       fs.rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it('patient-docs-sync run started on a full disk says so once, waits, and syncs once space is freed', async () => {
+    const home = path.join(mountPoint, 'cli');
+    const scans = tempDir('local-disk-full-cli');
+    const env = { PATIENT_DOCS_CLIENT_SECRET: CLIENT.secret, PATIENT_DOCS_SYNC_BACKOFF_BASE_MS: '100', PATIENT_DOCS_SYNC_DISK_CHECK_MS: '200' };
+    expect((await runCli(home, ['connect', '--server', server.url, '--client-id', CLIENT.id, '--organization', ORG], env)).code).toBe(0);
+    expect((await runCli(home, ['config', '--settle-ms', '200'], env)).code).toBe(0);
+    expect((await runCli(home, ['add-pair', '--folder', scans, '--patient', PATIENT, '--path', '/disk-full-cli'], env)).code).toBe(0);
+    let filler: string | undefined = fillDisk(mountPoint);
+    writeFile(scans, 'lower.stl', 'solid lower');
+    const refused = await runCli(home, ['status'], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("This computer’s disk is full");
+    expect(refused.stderr).not.toContain('disk I/O error\n');
+
+    const service = spawnCli(home, ['run'], env);
+    let output = '';
+    service.child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    service.child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    try {
+      await waitFor('the full disk told', () => output.includes('Waiting for space'), 20_000);
+      fs.rmSync(filler);
+      filler = undefined;
+      await waitFor('the new scan synced', () => output.includes('synced   lower.stl'), 30_000);
+      expect(output.match(/disk is full/g)).toHaveLength(1);
+    } finally {
+      if (filler) fs.rmSync(filler, { force: true });
+      service.child.kill('SIGTERM');
+      await service.done;
+      fs.rmSync(scans, { recursive: true, force: true });
     }
   });
 

@@ -12,7 +12,9 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { FileView, PairView } from '../../shared/bridge.js';
+import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { toCodedError } from './bridge-error.js';
+import { isDiskFull } from './disk-full.js';
 import { ProgressTracker } from './progress.js';
 import { SyncApp } from './sync-app.js';
 import { defaultSyncHome, openSyncHome } from './sync-home.js';
@@ -150,7 +152,7 @@ async function config(args: string[]): Promise<number> {
 
 async function run(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { once: { type: 'boolean', default: false }, timeout: { type: 'string' } }, strict: true });
-  const app = await openApp({ webhooks: !values.once });
+  const app = values.once ? await openApp({ webhooks: false }) : await openAppWhenDiskHasSpace();
   if (app.mode() === 'unconfigured') {
     await app.stop();
     throw new UsageError('not connected yet: run `patient-docs-sync connect` first');
@@ -211,6 +213,26 @@ async function run(args: string[]): Promise<number> {
   if (timedOut) console.log(`stopped after the --timeout with work still under way`);
   console.log(`${notSynced} file(s) not synced${lines.some((line) => line.startsWith('folder')) ? ', and a folder could not be read' : ''}`);
   return 2;
+}
+
+/**
+ * `run` as a service: started on a disk too full to open the journal (SQLite cannot make its
+ * shared-memory file), it says so once and tries again until there is space, instead of exiting
+ * and being restarted in a loop.
+ */
+async function openAppWhenDiskHasSpace(): Promise<SyncApp> {
+  const retryMs = Number(process.env.PATIENT_DOCS_SYNC_DISK_CHECK_MS ?? '') || 5000;
+  let told = false;
+  for (;;) {
+    try {
+      return await openApp({ webhooks: true });
+    } catch (error) {
+      if (!isDiskFull(error)) throw error;
+      if (!told) console.error(`problem  ${PLAIN_MESSAGES.DISK_FULL} Waiting for space…`);
+      told = true;
+      await new Promise((resolve) => setTimeout(resolve, retryMs));
+    }
+  }
 }
 
 /** Failed files are tried again at the next run (after the cause was fixed: consent, a name, space on the server). */
