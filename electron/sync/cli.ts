@@ -171,6 +171,14 @@ async function run(args: string[]): Promise<number> {
   });
   app.engine.onEngineError((message) => console.error(`problem  ${message}`));
   await app.start();
+  if ((await app.status()).secrets.clientSecretMissing) {
+    // Nothing can reach the server: a --once run would only wait out its timeout.
+    console.error(CLIENT_SECRET_MISSING);
+    if (values.once) {
+      await stop();
+      return 2;
+    }
+  }
   if (!values.once) {
     console.log(`watching ${app.settings.get('pairs').length} folder(s); Ctrl+C stops`);
     await new Promise<never>(() => undefined);
@@ -214,6 +222,10 @@ async function run(args: string[]): Promise<number> {
   console.log(`${notSynced} file(s) not synced${lines.some((line) => line.startsWith('folder')) ? ', and a folder could not be read' : ''}`);
   return 2;
 }
+
+const CLIENT_SECRET_MISSING =
+  'problem  the client secret is not stored on this computer any more (a damaged or lost secrets file, see above), so nothing can be uploaded. ' +
+  'Run `patient-docs-sync connect` again with the secret on stdin or in PATIENT_DOCS_CLIENT_SECRET; the files wait until then.';
 
 /**
  * `run` as a service: started on a disk too full to open the journal (SQLite cannot make its
