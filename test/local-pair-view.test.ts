@@ -3,6 +3,7 @@
  * (a CBCT export being written, a scan locked by the scanner software) is not "idle".
  */
 import { describe, expect, it } from 'vitest';
+import { traySummary } from '../electron/main/notices.js';
 import { ProgressTracker } from '../electron/sync/progress.js';
 import type { SyncPair } from '../electron/sync/settings.js';
 import { buildPairView } from '../electron/sync/views.js';
@@ -17,5 +18,13 @@ describe('a pair with files not yet taken on', () => {
     expect(view(2)).toMatchObject({ state: 'syncing', settling: 2 });
     expect(view(2, ['case/lower.stl'])).toMatchObject({ state: 'attention', unreadable: ['case/lower.stl'] });
     expect(view(2, ['case/lower.stl'], true).state).toBe('paused');
+  });
+});
+
+describe('the tray line', () => {
+  it('is not "Up to date" while a file cannot be opened or is still being written', () => {
+    expect(traySummary([view(0)], true)).toBe('Up to date');
+    expect(traySummary([view(3)], true)).toBe('Waiting for 3 files to finish writing…');
+    expect(traySummary([view(3, ['lower.stl'])], true)).toBe('1 file cannot be opened');
   });
 });
