@@ -75,6 +75,10 @@ export interface PairView {
   retryReason: FileError | null;
   /** The folder is missing or unreadable; it is looked for again until it is back. */
   folderError: FileError | null;
+  /** Files seen in the folder but not taken on yet: still being written, or waiting to be readable. */
+  settling: number;
+  /** Of those, files that stopped changing but cannot be opened (held by another program, or no permission to read them). */
+  unreadable: string[];
 }
 
 export interface FailureReason extends FileError {
@@ -102,6 +106,8 @@ export interface AppStatus {
   secrets: { backend: 'keychain' | 'encrypted-file'; warning: string | null; clientSecretMissing: boolean };
   webhook: { listening: boolean; localUrl: string | null; publicUrl: string | null; subscribed: boolean; error: string | null };
   version: string;
+  /** Repairs this computer's files needed at start (a damaged upload record or settings file), in plain words. */
+  notices: string[];
 }
 
 export type WebhookVerdict = 'accepted' | 'duplicate' | 'rejected';

@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { LAUNCH_TOKEN_PARAM } from '../../shared/bridge-http.js';
 import { BridgeDispatcher, BridgeService } from '../sync/bridge-service.js';
 import { SyncApp } from '../sync/sync-app.js';
+import { toCodedError } from '../sync/bridge-error.js';
 import { defaultSyncHome, openSyncHome } from '../sync/sync-home.js';
 import { SERVER_CONTENT_PATH, startBridgeHttpServer, type BridgeHttpServer } from './bridge-http-server.js';
 import { EmbeddedServer } from './embedded-server.js';
@@ -42,7 +43,7 @@ export async function launchHeadless(options: HeadlessOptions = {}): Promise<Hea
   const home = await openSyncHome(options.home ?? defaultSyncHome());
   if (home.secrets.warning) log(`warning: ${home.secrets.warning}`);
   const embedded = new EmbeddedServer(home.directory, home.secrets);
-  const app = new SyncApp({ home: home.directory, settings: home.settings, secrets: home.secrets, shell: 'headless', version: version(), embedded });
+  const app = new SyncApp({ home: home.directory, settings: home.settings, secrets: home.secrets, notices: home.notices, shell: 'headless', version: version(), embedded });
   if (app.mode() === 'unconfigured' && (options.firstRun ?? 'embedded') === 'embedded') {
     const info = await app.setupEmbedded();
     const folder = path.join(home.directory, 'Scans (demo)');
@@ -120,7 +121,13 @@ async function main(): Promise<void> {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   main().catch((error: unknown) => {
-    console.error(`Patient Docs could not start: ${error instanceof Error ? error.message : String(error)}`);
+    // A full disk in plain words (nothing runs to wait for space here); anything else as it is, for IT.
+    const diskFull = toCodedError(error).code === 'DISK_FULL';
+    console.error(
+      diskFull
+        ? 'Patient Docs could not start: this computer’s disk is full. Free some space on it (delete old exports, empty the recycle bin), then start Patient Docs again; nothing is lost meanwhile.'
+        : `Patient Docs could not start: ${error instanceof Error ? error.message : String(error)}`,
+    );
     process.exit(1);
   });
 }

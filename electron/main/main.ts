@@ -67,6 +67,7 @@ async function main(): Promise<void> {
     home: home.directory,
     settings: home.settings,
     secrets: home.secrets,
+    notices: home.notices,
     shell: 'desktop',
     version: app.getVersion(),
     // The same embedded server the headless twin runs (one composition piece, two shells).

@@ -49,8 +49,13 @@ export function traySummary(pairs: readonly PairView[], online: boolean): string
   if (!online) return 'Offline — will retry';
   const failed = pairs.reduce((sum, pair) => sum + pair.counts.failed, 0);
   if (failed > 0) return failed === 1 ? '1 file needs attention' : `${failed} files need attention`;
+  const unreadable = pairs.reduce((sum, pair) => sum + (pair.paused ? 0 : pair.unreadable.length), 0);
+  if (unreadable > 0) return unreadable === 1 ? '1 file cannot be opened' : `${unreadable} files cannot be opened`;
   const moving = pairs.reduce((sum, pair) => sum + pair.counts.queued + pair.counts.creating + pair.counts.uploading + pair.counts.verifying + pair.counts.waiting, 0);
   if (moving > 0) return `Syncing ${moving} ${moving === 1 ? 'file' : 'files'}…`;
+  // Not up to date while a scan is still being written: it is seen, not yet uploaded.
+  const writing = pairs.reduce((sum, pair) => sum + (pair.paused ? 0 : pair.settling), 0);
+  if (writing > 0) return `Waiting for ${writing} ${writing === 1 ? 'file' : 'files'} to finish writing…`;
   if (pairs.length > 0 && pairs.every((pair) => pair.paused)) return 'Paused';
   return pairs.length === 0 ? 'No folders synced yet' : 'Up to date';
 }

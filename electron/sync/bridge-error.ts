@@ -1,6 +1,7 @@
 /** Any failure turned into the coded error that crosses the bridge (STYLE.md "errors are data at the edges"). */
 import { PLAIN_MESSAGES, type BridgeErrorCode } from '../../shared/bridge-errors.js';
 import { ApiNetworkError, ApiProblemError, TokenError } from './api-errors.js';
+import { isDiskFull } from './disk-full.js';
 import { forbiddenCode } from './failure.js';
 import { CaCertificateError, certificateProblem } from './tls-trust.js';
 
@@ -37,6 +38,8 @@ export function toCodedError(error: unknown): CodedError {
     return withDetail({ code, message: PLAIN_MESSAGES[code] }, error.message);
   }
   if (error instanceof CaCertificateError) return withDetail({ code: 'BAD_CA_FILE', message: PLAIN_MESSAGES.BAD_CA_FILE }, error.message);
+  // A journal or settings write refused by a full disk (saving a setting, adding a folder).
+  if (isDiskFull(error)) return withDetail({ code: 'DISK_FULL', message: PLAIN_MESSAGES.DISK_FULL }, (error as Error).message);
   return { code: 'INTERNAL', message: PLAIN_MESSAGES.INTERNAL };
 }
 

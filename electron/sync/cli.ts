@@ -12,7 +12,9 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { FileView, PairView } from '../../shared/bridge.js';
+import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { toCodedError } from './bridge-error.js';
+import { isDiskFull } from './disk-full.js';
 import { ProgressTracker } from './progress.js';
 import { SyncApp } from './sync-app.js';
 import { defaultSyncHome, openSyncHome } from './sync-home.js';
@@ -64,16 +66,19 @@ async function openApp(options: { webhooks: boolean }): Promise<SyncApp> {
   const env = process.env;
   const backoffBase = Number(env.PATIENT_DOCS_SYNC_BACKOFF_BASE_MS ?? '');
   const threshold = Number(env.PATIENT_DOCS_SYNC_RESUMABLE_THRESHOLD ?? '');
-  return new SyncApp({
+  const app = new SyncApp({
     home: home.directory,
     settings: home.settings,
     secrets: home.secrets,
+    notices: home.notices,
     shell: 'headless',
     version: version(),
     webhooks: options.webhooks,
     ...(Number.isFinite(threshold) && threshold > 0 ? { resumableThreshold: threshold } : {}),
     ...(Number.isFinite(backoffBase) && backoffBase > 0 ? { engine: { backoff: { baseMs: backoffBase, maxMs: Math.max(backoffBase * 16, 2000) } } } : {}),
   });
+  for (const notice of app.notices) console.error(`repaired: ${notice}`);
+  return app;
 }
 
 async function connect(args: string[]): Promise<number> {
@@ -171,7 +176,7 @@ async function config(args: string[]): Promise<number> {
 
 async function run(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { once: { type: 'boolean', default: false }, timeout: { type: 'string' } }, strict: true });
-  const app = await openApp({ webhooks: !values.once });
+  const app = values.once ? await openApp({ webhooks: false }) : await openAppWhenDiskHasSpace();
   if (app.mode() === 'unconfigured') {
     await app.stop();
     throw new UsageError('not connected yet: run `patient-docs-sync connect` first');
@@ -188,12 +193,20 @@ async function run(args: string[]): Promise<number> {
     if (event.type === 'file-synced') console.log(`synced   ${event.file.relativePath} → ${event.file.remotePath}/${event.file.fileName} (v${event.file.version ?? '?'})`);
     else console.log(`failed   ${event.file.relativePath}: ${describeError(event.file)}`);
   });
+  app.engine.onEngineError((message) => console.error(`problem  ${message}`));
   await app.start();
+  if ((await app.status()).secrets.clientSecretMissing) {
+    // Nothing can reach the server: a --once run would only wait out its timeout.
+    console.error(CLIENT_SECRET_MISSING);
+    if (values.once) {
+      await stop();
+      return 2;
+    }
+  }
   if (!values.once) {
     console.log(`watching ${app.settings.get('pairs').length} folder(s); Ctrl+C stops`);
     await new Promise<never>(() => undefined);
   }
-  app.engine.onEngineError((message) => console.error(`problem  ${message}`));
   const deadline = Date.now() + (values.timeout ? integer(values.timeout, 'timeout') * 1000 : 30 * 60_000);
   // Settled twice in a row: a file released by the stability gate between two looks is not missed.
   let settledLooks = 0;
@@ -204,11 +217,15 @@ async function run(args: string[]): Promise<number> {
   const timedOut = settledLooks < 2;
   const pairs = app.engine.pairViews();
   const lines: string[] = [];
+  const diskFull = app.engine.diskFullMessage;
+  if (diskFull) lines.push(`disk full  ${diskFull}`);
   let notSynced = 0;
   for (const pair of pairs) {
     if (pair.folderError) lines.push(`folder not synced  ${pair.folder}: ${pair.folderError.message}`);
     const settling = app.engine.settlingCount(pair.id);
-    if (settling > 0) lines.push(`still being written  ${settling} file(s) in ${pair.folder} did not stop changing or could not be opened`);
+    for (const name of pair.unreadable) lines.push(`cannot be opened  ${name}: another program has it open, or this account may not read it; it is uploaded once it can be read`);
+    const writing = settling - pair.unreadable.length;
+    if (writing > 0) lines.push(`still being written  ${writing} file(s) in ${pair.folder} did not stop changing`);
     notSynced += settling;
     for (const file of app.engine.fileViews(pair.id).filter((view) => view.state !== 'synced')) {
       notSynced += 1;
@@ -228,6 +245,30 @@ async function run(args: string[]): Promise<number> {
   if (timedOut) console.log(`stopped after the --timeout with work still under way`);
   console.log(`${notSynced} file(s) not synced${lines.some((line) => line.startsWith('folder')) ? ', and a folder could not be read' : ''}`);
   return 2;
+}
+
+const CLIENT_SECRET_MISSING =
+  'problem  the client secret is not stored on this computer any more (a damaged or lost secrets file, see above), so nothing can be uploaded. ' +
+  'Run `patient-docs-sync connect` again with the secret on stdin or in PATIENT_DOCS_CLIENT_SECRET; the files wait until then.';
+
+/**
+ * `run` as a service: started on a disk too full to open the journal (SQLite cannot make its
+ * shared-memory file), it says so once and tries again until there is space, instead of exiting
+ * and being restarted in a loop.
+ */
+async function openAppWhenDiskHasSpace(): Promise<SyncApp> {
+  const retryMs = Number(process.env.PATIENT_DOCS_SYNC_DISK_CHECK_MS ?? '') || 5000;
+  let told = false;
+  for (;;) {
+    try {
+      return await openApp({ webhooks: true });
+    } catch (error) {
+      if (!isDiskFull(error)) throw error;
+      if (!told) console.error(`problem  ${PLAIN_MESSAGES.DISK_FULL} Waiting for space…`);
+      told = true;
+      await new Promise((resolve) => setTimeout(resolve, retryMs));
+    }
+  }
 }
 
 /** Failed files are tried again at the next run (after the cause was fixed: consent, a name, space on the server). */

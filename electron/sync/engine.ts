@@ -5,7 +5,9 @@
  * own — those come in through its constructor.
  */
 import type { FileView, PairView } from '../../shared/bridge.js';
+import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
+import { isDiskFull } from './disk-full.js';
 import type { DocumentApi } from './document-api.js';
 import { sha256File } from './hash.js';
 import type { FileRecord, Journal, RetryTarget } from './journal.js';
@@ -30,6 +32,8 @@ export type EngineEvent =
   | { type: 'file-synced'; file: FileView }
   | { type: 'file-failed'; file: FileView }
   | { type: 'online-changed'; online: boolean }
+  /** This computer's disk became too full for the journal (`message` in plain words), or has space again (null). */
+  | { type: 'disk-full-changed'; message: string | null }
   | { type: 'engine-error'; message: string };
 
 export type SettledFileEvent = Extract<EngineEvent, { type: 'file-synced' | 'file-failed' }>;
@@ -47,9 +51,13 @@ export interface EngineOptions {
   publishEveryMs?: number;
   /** How often the journal is looked at for retries whose time has come when nothing else happens. */
   idlePollMs?: number;
+  /** How often the journal is tried again while the disk is full. */
+  diskCheckMs?: number;
   /** How often a pair's missing folder is looked for (pair-watch.ts FOLDER_CHECK_MS by default). */
   folderCheckMs?: number;
 }
+
+export const DISK_CHECK_MS = 2000;
 
 interface RunningFile {
   pairId: string;
@@ -80,6 +88,9 @@ export class SyncEngine {
   private pumpScheduled = false;
   private prefetched: FileRecord[] = [];
   private publishTimer: NodeJS.Timeout | undefined;
+  /** Set while the journal cannot be written (a full disk): no file is started until it can. */
+  private diskFull = false;
+  private diskCheckTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: EngineOptions) {
     this.journal = options.journal;
@@ -114,6 +125,11 @@ export class SyncEngine {
     return this.online;
   }
 
+  /** Plain words while this computer's disk is too full for the journal, else null. */
+  get diskFullMessage(): string | null {
+    return this.diskFull ? PLAIN_MESSAGES.DISK_FULL : null;
+  }
+
   /** The server connection; null stops new work (files wait until it is set). */
   setApi(api: DocumentApi | null): void {
     this.api = api;
@@ -145,8 +161,10 @@ export class SyncEngine {
     this.started = false;
     clearTimeout(this.wakeTimer);
     clearTimeout(this.publishTimer);
+    clearTimeout(this.diskCheckTimer);
     this.wakeTimer = undefined;
     this.publishTimer = undefined;
+    this.diskCheckTimer = undefined;
     for (const file of this.running.values()) file.controller.abort();
     await Promise.all([...this.running.values()].map((file) => file.done));
     await Promise.all([...this.watches.values()].map((watch) => watch.close()));
@@ -207,7 +225,16 @@ export class SyncEngine {
   pairView(pairId: string): PairView | undefined {
     const pair = this.pairs.get(pairId);
     if (!pair) return undefined;
-    return buildPairView({ pair, records: this.journal.byPair(pairId), progress: this.progress, online: this.online, folderError: this.watches.get(pairId)?.folderError ?? null });
+    const watch = this.watches.get(pairId);
+    return buildPairView({
+      pair,
+      records: this.journal.byPair(pairId),
+      progress: this.progress,
+      online: this.online,
+      folderError: watch?.folderError ?? null,
+      settling: watch?.settling ?? 0,
+      unreadable: watch?.unreadable() ?? [],
+    });
   }
 
   fileViews(pairId: string, states?: readonly FileState[]): FileView[] {
@@ -223,9 +250,9 @@ export class SyncEngine {
     return this.watches.get(pairId)?.settling ?? 0;
   }
 
-  /** True when nothing is settling, due, running or waiting for a retry. */
+  /** True when nothing is settling, due, running or waiting for a retry (or for disk space). */
   isSettled(): boolean {
-    if (this.running.size > 0) return false;
+    if (this.running.size > 0 || this.diskFull) return false;
     for (const watch of this.watches.values()) if (watch.settling > 0) return false;
     for (const pair of this.pairs.values()) {
       if (pair.paused) continue;
@@ -249,9 +276,10 @@ export class SyncEngine {
 
   private pump(): void {
     if (!this.started) return;
+    this.noticeSettling();
     const api = this.api;
     const activePairs = [...this.pairs.values()].filter((pair) => !pair.paused).map((pair) => pair.id);
-    if (api && activePairs.length > 0) {
+    if (api && activePairs.length > 0 && !this.diskFull) {
       while (this.running.size < this.tuning.concurrency) {
         const record = this.nextDue(activePairs);
         if (!record) break;
@@ -304,7 +332,7 @@ export class SyncEngine {
       controller.signal,
     ).then(
       (outcome) => this.settled(record.id, pair.id, outcome),
-      (error: unknown) => this.emit({ type: 'engine-error', message: error instanceof Error ? error.message : String(error) }),
+      (error: unknown) => this.reportError(error),
     );
     this.running.set(record.id, {
       pairId: pair.id,
@@ -319,6 +347,7 @@ export class SyncEngine {
 
   private settled(fileId: number, pairId: string, outcome: PipelineOutcome): void {
     this.markFiles(pairId, [fileId]);
+    if (outcome.record.errorCode === 'DISK_FULL' && outcome.result === 'waiting') this.enterDiskFull();
     if (outcome.result === 'waiting') {
       this.setOnline(!outcome.offline);
       if (outcome.record.nextAttemptAt !== null) this.scheduleWake(outcome.record.nextAttemptAt);
@@ -374,12 +403,65 @@ export class SyncEngine {
         this.markFiles(record.pairId, [record.id]);
         this.requestPump();
       },
-      onError: (error) => this.emit({ type: 'engine-error', message: error instanceof Error ? error.message : String(error) }),
+      onError: (error) => this.reportError(error),
       onFolderChanged: () => this.markPairs(),
       ...(this.options.folderCheckMs === undefined ? {} : { folderCheckMs: this.options.folderCheckMs }),
     });
     this.watches.set(pair.id, watch);
     await watch.start();
+  }
+
+  /**
+   * Files the watches hold (being written, or not readable) are no journal rows, so no transition
+   * publishes them: the pump, which runs at least every idle poll, tells the UI when they change.
+   */
+  private noticeSettling(): void {
+    if (this.listeners.size === 0) return;
+    let signature = '';
+    for (const [pairId, watch] of this.watches) signature += `${pairId}:${watch.settling}:${watch.unreadable().join('/')}\n`;
+    if (signature === this.settlingSignature) return;
+    this.settlingSignature = signature;
+    this.markPairs();
+  }
+
+  private settlingSignature = '';
+
+  // --- a full disk ------------------------------------------------------------------------------
+
+  /** A journal write refused by a full disk holds all work (no file's failure); anything else is reported as it is. */
+  private reportError(error: unknown): void {
+    if (isDiskFull(error)) return this.enterDiskFull();
+    this.emit({ type: 'engine-error', message: error instanceof Error ? error.message : String(error) });
+  }
+
+  /**
+   * Every step writes its journal row before it acts, so a refused write leaves each file in the
+   * last state that was written (never `synced` unless verified); the crash-resume path takes
+   * them on from there once the journal can be written again.
+   */
+  private enterDiskFull(): void {
+    if (!this.diskFull) {
+      this.diskFull = true;
+      this.emit({ type: 'disk-full-changed', message: PLAIN_MESSAGES.DISK_FULL });
+      this.emit({ type: 'engine-error', message: PLAIN_MESSAGES.DISK_FULL });
+      this.markPairs();
+    }
+    this.scheduleDiskCheck();
+  }
+
+  private scheduleDiskCheck(): void {
+    if (this.diskCheckTimer || !this.started) return;
+    this.diskCheckTimer = setTimeout(() => {
+      this.diskCheckTimer = undefined;
+      if (!this.started) return;
+      if (!this.journal.canWrite()) return this.scheduleDiskCheck();
+      this.diskFull = false;
+      this.prefetched = [];
+      this.emit({ type: 'disk-full-changed', message: null });
+      this.markPairs();
+      for (const watch of this.watches.values()) watch.retryHeld();
+      this.requestPump();
+    }, this.options.diskCheckMs ?? DISK_CHECK_MS);
   }
 
   // --- publishing ------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
  * sends the file back to the queue.
  */
 import { PLAIN_MESSAGES, type BridgeErrorCode } from '../../shared/bridge-errors.js';
+import { isDiskFull } from './disk-full.js';
 import { certificateProblem } from './tls-trust.js';
 import { AbortedError, ApiNetworkError, ApiProblemError, FileChangedDuringUploadError, TokenError } from './api-errors.js';
 
@@ -54,6 +55,8 @@ export function classifyFailure(error: unknown): FailureVerdict {
   if (error instanceof LinkNotFollowedError) return { kind: 'permanent', code: 'UNAVAILABLE', message: LINK_REASON, detail: null };
   // No detail: it is the app's own finding, not the server's words (the UI labels a CONFLICT's detail as the server's).
   if (error instanceof NameTakenError) return { kind: 'permanent', code: 'CONFLICT', message: NAME_TAKEN_MESSAGE, detail: null };
+  // This computer's disk, not the file: retried (the engine also holds all work until a write works).
+  if (isDiskFull(error)) return retry('DISK_FULL', (error as Error).message, null, false);
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };
   // Locked by the scanner software, or a share that went away for a moment.

@@ -3,8 +3,10 @@
  * change, so a crash, reboot or network loss resumes where it stopped and never loses a file.
  * Also the per-file history the UI shows and the webhook ledger that dedupes by `messageId`.
  */
+import { existsSync, renameSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
+import { isDiskFull } from './disk-full.js';
 import type { BridgeErrorCode } from '../../shared/bridge-errors.js';
 import type { StateCounts, WebhookVerdict } from '../../shared/bridge.js';
 import { canTransition, FILE_STATES, IllegalTransitionError, IN_FLIGHT_STATES } from './states.js';
@@ -198,7 +200,18 @@ const MIGRATIONS: ReadonlyArray<{ name: string; sql: string }> = [
     name: '005-files-pair-state',
     sql: 'CREATE INDEX files_pair_state ON files (pair_id, state);',
   },
+  {
+    // canWrite() writes and removes a row here to learn whether the disk has room again.
+    name: '006-disk-probe',
+    sql: 'CREATE TABLE disk_probe (data BLOB NOT NULL);',
+  },
 ];
+
+/**
+ * What canWrite() writes: room for a few hundred rows' worth of writes, so that the engine does not
+ * go on at the first free byte and stop again at once.
+ */
+const DISK_PROBE_BYTES = 256 * 1024;
 
 const FILE_COLUMNS = `id, pair_id AS pairId, relative_path AS relativePath, remote_path AS remotePath,
   file_name AS fileName, size, mtime_ms AS mtimeMs, sha256, document_id AS documentId,
@@ -241,16 +254,75 @@ function toRecord(row: RawFileRow): FileRecord {
   return { ...row, deletedLocally: row.deletedLocally === 1 };
 }
 
+/** A journal that could not be opened and was moved aside (never deleted) for a fresh one. */
+export interface JournalRecovery {
+  /** Where the damaged file now is (its -wal and -shm files beside it, when there were any). */
+  setAsideAs: string;
+  /** SQLite's words, for the record. */
+  reason: string;
+}
+
+/**
+ * Opens the journal. One that SQLite cannot read (a disk that failed, a power cut on a disk that
+ * lies about flushing, a file someone truncated) is moved aside and a fresh one is made: the scan
+ * at start rebuilds it, and the pipeline adopts what the server already holds (the same bytes
+ * under the same name) instead of uploading it twice. The app starts either way.
+ */
 export function openJournal(file: string, options: JournalOptions = {}): Journal {
+  try {
+    return openHealthyJournal(file, options);
+  } catch (error) {
+    if (!isDamagedDatabase(error)) throw error;
+    const setAsideAs = setAside(file);
+    const journal = openHealthyJournal(file, options);
+    journal.recovery = { setAsideAs, reason: (error as Error).message };
+    return journal;
+  }
+}
+
+/** Plain words for the user, once, when the journal had to be made again. */
+export function journalRecoveryNotice(recovery: JournalRecovery): string {
+  return (
+    `The upload record on this computer was damaged (often after a power cut) and has been rebuilt: every folder is being checked again. ` +
+    `Files already on the server are recognised and not uploaded twice. The damaged record was kept as ${recovery.setAsideAs}.`
+  );
+}
+
+function openHealthyJournal(file: string, options: JournalOptions): Journal {
   const database = new Database(file);
-  database.pragma('journal_mode = WAL');
-  // NORMAL under WAL: a power cut may lose the last transactions but never corrupts the journal;
-  // the scan at start re-observes any file whose row was lost.
-  database.pragma('synchronous = NORMAL');
-  database.pragma('foreign_keys = ON');
-  applyMigrations(database);
-  cacheStatements(database);
+  try {
+    database.pragma('journal_mode = WAL');
+    // NORMAL under WAL: a power cut may lose the last transactions but never corrupts the journal;
+    // the scan at start re-observes any file whose row was lost.
+    database.pragma('synchronous = NORMAL');
+    database.pragma('foreign_keys = ON');
+    // Damage found now costs one rebuild; found later, it would fail files one at a time.
+    const check = database.pragma('quick_check', { simple: true }) as string;
+    if (check !== 'ok') throw Object.assign(new Error(`quick_check: ${check}`), { code: 'SQLITE_CORRUPT' });
+    applyMigrations(database);
+    cacheStatements(database);
+  } catch (error) {
+    database.close();
+    throw error;
+  }
   return new Journal(database, options.now ?? Date.now);
+}
+
+const DAMAGED_CODES = new Set(['SQLITE_NOTADB', 'SQLITE_CORRUPT', 'SQLITE_CORRUPT_VTAB', 'SQLITE_CORRUPT_SEQUENCE', 'SQLITE_CORRUPT_INDEX']);
+
+function isDamagedDatabase(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && DAMAGED_CODES.has(code);
+}
+
+function setAside(file: string): string {
+  const aside = `${file}.unreadable-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+  renameSync(file, aside);
+  // The write-ahead log belongs to the damaged file: a fresh journal must not replay it.
+  for (const suffix of ['-wal', '-shm']) {
+    if (existsSync(file + suffix)) renameSync(file + suffix, aside + suffix);
+  }
+  return aside;
 }
 
 /**
@@ -283,6 +355,8 @@ function applyMigrations(database: Database.Database): void {
 }
 
 export class Journal {
+  /** Set when the journal file was damaged and a fresh one was made in its place. */
+  recovery: JournalRecovery | undefined;
   /** The hot statements, compiled once (the engine reads and writes rows several times per file). */
   private readonly selectById: Database.Statement;
   private readonly selectByPath: Database.Statement;
@@ -320,6 +394,22 @@ export class Journal {
 
   close(): void {
     this.database.close();
+  }
+
+  /**
+   * True when a write reaches the disk now; false while the disk is too full for it (SQLITE_FULL).
+   * The engine asks while it holds its work for a full disk, to go on by itself once there is space.
+   */
+  canWrite(): boolean {
+    try {
+      this.database.prepare('DELETE FROM disk_probe').run();
+      this.database.prepare('INSERT INTO disk_probe (data) VALUES (zeroblob(?))').run(DISK_PROBE_BYTES);
+      this.database.prepare('DELETE FROM disk_probe').run();
+      return true;
+    } catch (error) {
+      if (isDiskFull(error)) return false;
+      throw error;
+    }
   }
 
   get(id: number): FileRecord | undefined {

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { visibleName } from '../../shared/names.js';
 import { LINK_REASON } from './failure.js';
+import { isDiskFull } from './disk-full.js';
 import { createIgnoreMatcher } from './ignore.js';
 import type { FileRecord, HistoryNote, ObservedFile } from './journal.js';
 import { mapToRemote, serverNameKey } from './mapping.js';
@@ -56,6 +57,8 @@ export class PairWatch {
   private flushing: Promise<void> = Promise.resolve();
   /** The files in the folder by the name the server would give them (serverNameKey): see nameClashes. */
   private names = new Map<string, Set<string>>();
+  /** Stable files the journal refused (a full disk): written again by retryHeld, never dropped. */
+  private held: Array<{ relativePath: string; stat: FileStat }> = [];
   /** Set when the folder itself is missing or unreadable. */
   folderError: string | null = null;
 
@@ -179,9 +182,21 @@ export class PairWatch {
   private retryTimer: NodeJS.Timeout | undefined;
   private restarting: Promise<void> | undefined;
 
-  /** Files seen but not yet stable. */
+  /** Files seen but not yet in the journal (not stable yet, or held for a full disk). */
   get settling(): number {
-    return this.gate.pendingCount;
+    return this.gate.pendingCount + this.held.length;
+  }
+
+  /** Files that stopped changing but cannot be opened for reading (see StabilityGate.unreadable). */
+  unreadable(): string[] {
+    return this.gate.unreadable();
+  }
+
+  /** The journal can be written again: the files held for it are journaled now. */
+  retryHeld(): void {
+    const held = this.held;
+    this.held = [];
+    for (const { relativePath, stat } of held) this.onStable(relativePath, stat);
   }
 
   /** Walks the folder now; a missing folder is looked for now instead of at the next retry. */
@@ -226,9 +241,15 @@ export class PairWatch {
       const fileName = mapping.ok ? mapping.fileName : relativePath.slice(relativePath.lastIndexOf('/') + 1);
       return { relativePath, observed: { ...stat, remotePath: mapping.ok ? mapping.remotePath : pair.remoteBasePath, fileName } };
     });
-    const records = journal.observeMany
-      ? journal.observeMany(pair.id, observed)
-      : observed.map((file) => journal.observe(pair.id, file.relativePath, file.observed));
+    let records: FileRecord[];
+    try {
+      records = journal.observeMany ? journal.observeMany(pair.id, observed) : observed.map((file) => journal.observe(pair.id, file.relativePath, file.observed));
+    } catch (error) {
+      // One transaction: nothing of the batch was written. Kept for retryHeld, so a full disk
+      // delays these files instead of losing them until the next rescan.
+      if (isDiskFull(error)) this.held.push(...batch);
+      throw error;
+    }
     records.forEach((record, index) => {
       const mapping = mappings[index]!;
       const clash = mapping.ok ? clashes.get(record.relativePath) : undefined;
@@ -309,8 +330,14 @@ export class PairWatch {
     sharing?.delete(relativePath);
     if (sharing?.size === 0) this.names.delete(key);
     this.gate.forget(relativePath);
-    const record = this.options.journal.markDeletedLocally(this.options.pair.id, relativePath);
-    if (record) this.options.onFileChanged(record);
+    try {
+      const record = this.options.journal.markDeletedLocally(this.options.pair.id, relativePath);
+      if (record) this.options.onFileChanged(record);
+    } catch (error) {
+      // Called from the watcher's event: a refused write (a full disk) must not escape it. The
+      // next scan finds the file gone again.
+      this.options.onError(error);
+    }
   }
 }
 

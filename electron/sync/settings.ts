@@ -3,6 +3,8 @@
  * and electron-store (the desktop, which extends conf and takes the same `schema` option), so
  * both validate the same file the same way. Secrets never live here: see secrets.ts.
  */
+import { closeSync, copyFileSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import path from 'node:path';
 import Conf from 'conf';
 import type { Options, Schema } from 'conf';
 
@@ -123,7 +125,101 @@ export interface SettingsStore {
   readonly path: string;
 }
 
+/** A settings file that could not be read and was moved aside (never deleted). */
+export interface SettingsRecovery {
+  setAsideAs: string;
+  /** True when the copy kept at the last good start or change was put back in its place. */
+  restored: boolean;
+}
+
+export interface OpenedSettings {
+  settings: SettingsStore;
+  recovery?: SettingsRecovery;
+}
+
+/**
+ * Headless settings in `<directory>/settings.json`. conf writes it atomically (a temp file,
+ * fsync, rename), yet a disk that lies about flushing can still leave it empty or full of zeros
+ * after a power cut. A file that does not parse or breaks the schema is moved aside and the copy
+ * kept beside it (`settings.last-good.json`, refreshed at every good start and change) takes its
+ * place, else the defaults: the app starts either way, and `recovery` says what happened.
+ */
+export function openSettingsChecked(directory: string): OpenedSettings {
+  const file = path.join(directory, `${settingsOptions.configName}.json`);
+  const backup = path.join(directory, `${settingsOptions.configName}.last-good.json`);
+  let recovery: SettingsRecovery | undefined;
+  let settings: Conf<SyncSettings>;
+  try {
+    settings = new Conf<SyncSettings>({ ...settingsOptions, cwd: directory });
+    void settings.store; // conf reads lazily when the file exists: check it now
+  } catch (error) {
+    if (!isUnreadableSettings(error)) throw error;
+    const setAsideAs = `${file}.unreadable-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    renameSync(file, setAsideAs);
+    let restored = restoreBackup(backup, file);
+    try {
+      settings = new Conf<SyncSettings>({ ...settingsOptions, cwd: directory });
+      void settings.store;
+    } catch (restoreError) {
+      if (!restored || !isUnreadableSettings(restoreError)) throw restoreError;
+      // The copy breaks the schema too (written by another version): start from the defaults.
+      rmSync(file, { force: true });
+      restored = false;
+      settings = new Conf<SyncSettings>({ ...settingsOptions, cwd: directory });
+    }
+    recovery = { setAsideAs, restored };
+  }
+  keepBackup(file, backup);
+  settings.onDidAnyChange(() => keepBackup(file, backup));
+  return recovery ? { settings, recovery } : { settings };
+}
+
 /** Headless settings in `<directory>/settings.json`. Throws when a value breaks the schema. */
 export function openSettings(directory: string): SettingsStore {
-  return new Conf<SyncSettings>({ ...settingsOptions, cwd: directory });
+  return openSettingsChecked(directory).settings;
+}
+
+/** Plain words for the user, once, when the settings file had to be replaced. */
+export function settingsRecoveryNotice(recovery: SettingsRecovery): string {
+  const kept = `The damaged file was kept as ${recovery.setAsideAs}.`;
+  return recovery.restored
+    ? `The settings file on this computer was damaged (often after a power cut); the copy saved at the last change was put back. Check that every sync folder is listed. ${kept}`
+    : `The settings file on this computer was damaged (often after a power cut) and no saved copy was found: connect to the server and add the sync folders again. ${kept}`;
+}
+
+function isUnreadableSettings(error: unknown): boolean {
+  if (error instanceof SyntaxError) return true;
+  return error instanceof Error && error.message.startsWith('Config schema violation:');
+}
+
+function restoreBackup(backup: string, file: string): boolean {
+  try {
+    const text = readFileSync(backup, 'utf8');
+    JSON.parse(text);
+    // Checked like the file itself when conf opens it; a bad copy fails that check, not silently.
+    copyFileSync(backup, file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The last settings that parsed, beside the file, written atomically like conf writes its own. */
+function keepBackup(file: string, backup: string): void {
+  try {
+    const text = readFileSync(file, 'utf8');
+    JSON.parse(text);
+    const temporary = `${backup}.tmp`;
+    const descriptor = openSync(temporary, 'w', settingsOptions.configFileMode);
+    try {
+      writeSync(descriptor, text);
+      fsyncSync(descriptor);
+    } finally {
+      closeSync(descriptor);
+    }
+    renameSync(temporary, backup);
+  } catch {
+    // A backup is a convenience: a full disk or a missing file must not stop the app.
+    rmSync(`${backup}.tmp`, { force: true });
+  }
 }

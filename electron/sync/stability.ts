@@ -44,6 +44,8 @@ interface PendingFile {
   firstSeenAt: number;
   /** When size and mtime were last taken from the disk (-Infinity: not yet). */
   statAt: number;
+  /** Settled, but opening it for reading failed at the last look (locked, or no permission). */
+  unopenable: boolean;
 }
 
 export async function statIfPresent(absolutePath: string): Promise<FileStat | undefined> {
@@ -104,6 +106,17 @@ export class StabilityGate {
     return this.pending.size;
   }
 
+  /**
+   * Files that stopped changing but cannot be opened for reading (scanner software holding them,
+   * or permissions this account lacks): they are not uploaded until they can be, and the user
+   * should know why they wait.
+   */
+  unreadable(): string[] {
+    const found: string[] = [];
+    for (const [relativePath, entry] of this.pending) if (entry.unopenable && this.isSettled(entry)) found.push(relativePath);
+    return found.sort();
+  }
+
   /** A hint that the file changed (a watch event or a scan); it settles again from now. */
   observe(relativePath: string, stat?: FileStat): void {
     if (this.closed) return;
@@ -115,6 +128,7 @@ export class StabilityGate {
       changedAt: now,
       firstSeenAt: known?.firstSeenAt ?? now,
       statAt: stat ? now : -Infinity,
+      unopenable: known?.unopenable ?? false,
     });
     this.schedule();
   }
@@ -165,7 +179,9 @@ export class StabilityGate {
       if (!members.every(([, entry]) => this.holdsNoSibling(entry))) continue;
       const openable: Array<[string, PendingFile]> = [];
       await eachLimited(members, IO_PARALLEL, async (member) => {
-        if (await this.canOpen(this.absolute(member[0]))) openable.push(member);
+        const canOpen = await this.canOpen(this.absolute(member[0]));
+        member[1].unopenable = !canOpen;
+        if (canOpen) openable.push(member);
       });
       // Opening took time: a sibling may have started changing meanwhile.
       const folder = path.posix.dirname(members[0]![0]);

@@ -15,7 +15,7 @@ import { BridgeError, toCodedError } from './bridge-error.js';
 import { caFor, CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, insecureAddress, testConnection, type ConnectionSettings } from './connection.js';
 import { SyncEngine, type EngineEvent, type EngineOptions } from './engine.js';
 import { lockSyncHome, type HomeLock } from './home-lock.js';
-import { openJournal, type Journal } from './journal.js';
+import { journalRecoveryNotice, openJournal, type Journal } from './journal.js';
 import { describeOverlap, overlappingPair, realFolder } from './pair-folders.js';
 import type { SecretStore } from './secrets.js';
 import type { SettingsStore, SyncPair, SyncSettings, WebhookSettings } from './settings.js';
@@ -52,6 +52,8 @@ export interface SyncAppOptions {
   resumableThreshold?: number;
   /** Off for one-shot commands (`status`), which must not bind the listener's port. */
   webhooks?: boolean;
+  /** What opening the sync home had to repair (sync-home.ts), shown until the app stops. */
+  notices?: readonly string[];
 }
 
 const EMBEDDED_MARKER = 'embedded.json';
@@ -67,9 +69,12 @@ export class SyncApp {
   private embeddedInfo: EmbeddedServerInfo | null = null;
   private started = false;
   private stopForwarding: (() => void) | undefined;
+  /** Repairs made at start (a damaged journal or settings file), in plain words: told once, this run. */
+  readonly notices: string[];
 
   constructor(private readonly options: SyncAppOptions) {
     this.journal = openJournal(path.join(options.home, 'journal.db'));
+    this.notices = [...(options.notices ?? []), ...(this.journal.recovery ? [journalRecoveryNotice(this.journal.recovery)] : [])];
     this.limiter = new BandwidthLimiter(options.settings.get('bandwidthLimit'));
     this.engine = new SyncEngine({ journal: this.journal, tuning: this.tuning(), ...options.engine });
     this.webhooks = new WebhookWiring({
@@ -110,6 +115,7 @@ export class SyncApp {
       case 'files-changed':
         return this.emit({ type: 'files', pairId: event.pairId, files: event.files });
       case 'online-changed':
+      case 'disk-full-changed':
         return this.emitStatus();
       case 'file-synced':
       case 'file-failed':
@@ -187,6 +193,7 @@ export class SyncApp {
       secrets: { backend: this.secrets.backend, warning: this.secrets.warning ?? null, clientSecretMissing: this.clientSecretMissing },
       webhook: { ...webhook, publicUrl: this.settings.get('webhook').publicUrl ?? null },
       version: this.options.version,
+      notices: [...(this.engine.diskFullMessage ? [this.engine.diskFullMessage] : []), ...this.notices],
     };
   }
 

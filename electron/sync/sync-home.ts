@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { openSecretStore, type SecretStore } from './secrets.js';
-import { openSettings, type SettingsStore } from './settings.js';
+import { openSettingsChecked, settingsRecoveryNotice, type SettingsStore } from './settings.js';
 
 export function defaultSyncHome(env: Record<string, string | undefined> = process.env, platform = process.platform): string {
   if (env.PATIENT_DOCS_SYNC_HOME) return path.resolve(env.PATIENT_DOCS_SYNC_HOME);
@@ -22,6 +22,8 @@ export interface SyncHome {
   directory: string;
   settings: SettingsStore;
   secrets: SecretStore;
+  /** What had to be repaired while opening (a damaged settings file), in plain words, to show once. */
+  notices: string[];
 }
 
 const INSTALLATION_ID_FILE = 'installation-id';
@@ -63,7 +65,7 @@ function readId(file: string): string | undefined {
 
 export async function openSyncHome(directory: string): Promise<SyncHome> {
   mkdirSync(directory, { recursive: true, mode: 0o700 });
-  const settings = openSettings(directory);
+  const { settings, recovery } = openSettingsChecked(directory);
   const secrets = await openSecretStore({ serviceName: serviceName(directory), fallbackFile: path.join(directory, 'secrets.enc'), probeTimeoutMs: 3000 });
-  return { directory, settings, secrets };
+  return { directory, settings, secrets, notices: recovery ? [settingsRecoveryNotice(recovery)] : [] };
 }

@@ -55,9 +55,12 @@ export interface PairViewInput {
   online: boolean;
   /** Why the pair's folder is not watched (missing, unreadable), or null/absent while it is. */
   folderError?: string | null;
+  /** Files seen but not yet journaled (the watch's stability gate), and those among them that cannot be opened. */
+  settling?: number;
+  unreadable?: readonly string[];
 }
 
-export function buildPairView({ pair, records, progress, online, folderError = null }: PairViewInput): PairView {
+export function buildPairView({ pair, records, progress, online, folderError = null, settling = 0, unreadable = [] }: PairViewInput): PairView {
   const counts = emptyCounts();
   const cases = new Map<string, CaseView>();
   let bytesDone = 0;
@@ -100,7 +103,7 @@ export function buildPairView({ pair, records, progress, online, folderError = n
     patientName: pair.patientName ?? null,
     remoteBasePath: pair.remoteBasePath,
     paused: pair.paused,
-    state: folderProblem && state === 'idle' ? 'attention' : state,
+    state: state === 'idle' ? (folderProblem || unreadable.length > 0 ? 'attention' : settling > 0 ? 'syncing' : state) : state,
     counts,
     bytesDone,
     bytesTotal,
@@ -111,6 +114,8 @@ export function buildPairView({ pair, records, progress, online, folderError = n
     failureReasons: [...failures.values()].sort((a, b) => b.count - a.count || b.at - a.at).map(({ at: _at, ...reason }) => reason),
     retryReason: retryReason?.error ?? null,
     folderError: folderProblem,
+    settling,
+    unreadable: [...unreadable],
   };
 }
 

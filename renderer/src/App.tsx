@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import type { AppStatus } from '../../shared/bridge.js';
 import { useBridgeEvent, useBridgeQuery } from './bridge/context.js';
-import { ErrorNotice } from './components/ErrorNotice.js';
+import { ErrorNotice, InfoNotice } from './components/ErrorNotice.js';
 import { Sidebar, type Screen } from './components/Sidebar.js';
 import { ActivityScreen } from './screens/activity/ActivityScreen.js';
 import { FirstRunScreen } from './screens/first-run/FirstRunScreen.js';
@@ -35,6 +35,11 @@ export function App() {
     <div className="app-shell">
       <Sidebar status={status.data} current={navigation.screen} onNavigate={(screen) => setNavigation({ screen })} />
       <main className="app-main" id="main">
+        {status.data.notices.map((notice) => (
+          <InfoNotice key={notice} tone="warning">
+            {notice}
+          </InfoNotice>
+        ))}
         <CurrentScreen navigation={navigation} status={status.data} onNavigate={setNavigation} />
       </main>
     </div>

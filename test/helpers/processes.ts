@@ -69,9 +69,13 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Starts `patient-docs-sync <args>` (from source) with its own PATIENT_DOCS_SYNC_HOME. */
-export function spawnCli(home: string, args: string[], env: Record<string, string> = {}, stdin?: string): { child: ChildProcess; done: Promise<CliResult> } {
-  const child = spawn(process.execPath, [...TSX, path.join(ROOT, 'electron/sync/cli.ts'), ...args], {
+/**
+ * Starts `patient-docs-sync <args>` (from source) with its own PATIENT_DOCS_SYNC_HOME; `wrapper`
+ * runs it through another command first (e.g. setpriv, to run it as another user).
+ */
+export function spawnCli(home: string, args: string[], env: Record<string, string> = {}, stdin?: string, wrapper: readonly string[] = []): { child: ChildProcess; done: Promise<CliResult> } {
+  const command = [...wrapper, process.execPath, ...TSX, path.join(ROOT, 'electron/sync/cli.ts'), ...args];
+  const child = spawn(command[0]!, command.slice(1), {
     cwd: ROOT,
     env: { ...process.env, PATIENT_DOCS_SYNC_HOME: home, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -85,6 +89,6 @@ export function spawnCli(home: string, args: string[], env: Record<string, strin
   return { child, done };
 }
 
-export function runCli(home: string, args: string[], env: Record<string, string> = {}, stdin?: string): Promise<CliResult> {
-  return spawnCli(home, args, env, stdin).done;
+export function runCli(home: string, args: string[], env: Record<string, string> = {}, stdin?: string, wrapper: readonly string[] = []): Promise<CliResult> {
+  return spawnCli(home, args, env, stdin, wrapper).done;
 }

@@ -117,6 +117,7 @@ export const STATUS: AppStatus = {
   server: { url: 'http://server.test', tokenUrl: 'http://server.test/oauth2/token', clientId: 'scanner-pc-1', organizationId: '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01', organizationName: 'Smile Clinic', trustedCertificates: [] },
   online: true,
   secrets: { backend: 'encrypted-file', warning: null, clientSecretMissing: false },
+    notices: [],
   webhook: { listening: false, localUrl: null, publicUrl: null, subscribed: false, error: null },
   version: 'test',
 };
@@ -144,6 +145,8 @@ export function pairView(partial: Partial<PairView> = {}): PairView {
     failureReasons: [],
     retryReason: null,
     folderError: null,
+    settling: 0,
+    unreadable: [],
     ...partial,
   };
 }

@@ -223,6 +223,7 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
     server: configured ? { url: 'http://127.0.0.1:8080', tokenUrl: 'http://127.0.0.1:8080/oauth2/token', clientId: 'scanner-pc-1', organizationId: ORGANIZATION_ID, organizationName: 'Smile Clinic', trustedCertificates: [] } : null,
     online: true,
     secrets: { backend: 'keychain', warning: null, clientSecretMissing: false },
+    notices: [],
     webhook: { listening: configured, localUrl: 'http://127.0.0.1:8787/webhook', publicUrl: settings.webhook.publicUrl, subscribed: configured, error: null },
     version: '0.1.0-demo',
   });
@@ -263,6 +264,8 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
       failureReasons: failed?.error ? [{ ...failed.error, count: counts.failed }] : [],
       retryReason: pairFiles.find((file) => file.state === 'waiting')?.error ?? null,
       folderError: null,
+      settling: 0,
+      unreadable: [],
     };
   };
   const pairs = (): PairView[] => Object.keys(pairMeta).map(pairView);

@@ -16,6 +16,18 @@ export function PairNotices({ pair, onRetryAll }: { pair: PairView; onRetryAll: 
       {pair.counts.failed > 0 && pair.failureReasons.length > 0 ? (
         <FailureNotice count={pair.counts.failed} reasons={pair.failureReasons} onRetryAll={onRetryAll} />
       ) : null}
+      {pair.unreadable.length > 0 ? (
+        <InfoNotice tone="warning">
+          <strong>{pair.unreadable.length === 1 ? `'${pair.unreadable[0]}' cannot be opened` : `${formatFileCount(pair.unreadable.length)} cannot be opened`}</strong>
+          <p className="notice-message">{UNREADABLE_HINT}</p>
+          {pair.unreadable.length > 1 ? <p className="notice-hint">{pair.unreadable.slice(0, 5).join(', ')}{pair.unreadable.length > 5 ? ', …' : ''}</p> : null}
+        </InfoNotice>
+      ) : null}
+      {pair.settling > pair.unreadable.length && !pair.paused ? (
+        <InfoNotice>
+          {pair.settling - pair.unreadable.length === 1 ? 'One file is still being written' : `${formatFileCount(pair.settling - pair.unreadable.length)} are still being written`}; uploads start once they stop changing.
+        </InfoNotice>
+      ) : null}
       {pair.counts.waiting > 0 && pair.retryReason && !pair.paused ? (
         <InfoNotice tone="warning">
           <strong>{pair.counts.waiting === 1 ? 'One file will be tried again' : `${formatFileCount(pair.counts.waiting)} will be tried again`}</strong>
@@ -25,6 +37,9 @@ export function PairNotices({ pair, onRetryAll }: { pair: PairView; onRetryAll: 
     </>
   );
 }
+
+const UNREADABLE_HINT =
+  'The scanner software may still have it open, or this computer’s account is not allowed to read it. It is uploaded by itself as soon as it can be read; if this stays, close the program that has it open or ask IT to check the file’s permissions.';
 
 function FailureNotice({ count, reasons, onRetryAll }: { count: number; reasons: FailureReason[]; onRetryAll: () => void }) {
   const title = count === 1 ? 'One file could not be uploaded' : `${formatFileCount(count)} could not be uploaded`;
