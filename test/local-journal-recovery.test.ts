@@ -30,7 +30,7 @@ describe('a damaged journal', () => {
 
   it.each([
     ['garbage', (file: string) => fs.writeFileSync(file, 'x'.repeat(8192))],
-    ['truncated', (file: string) => fs.truncateSync(file, fs.statSync(file).size / 3)],
+    ['truncated', (file: string) => fs.truncateSync(file, Math.floor(fs.statSync(file).size / 3))],
     ['a page overwritten', (file: string) => {
       const descriptor = fs.openSync(file, 'r+');
       fs.writeSync(descriptor, Buffer.alloc(4096, 0xa5), 0, 4096, 4096);
