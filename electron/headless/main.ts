@@ -11,7 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { LAUNCH_TOKEN_PARAM } from '../../shared/bridge-http.js';
 import { BridgeDispatcher, BridgeService } from '../sync/bridge-service.js';
 import { SyncApp } from '../sync/sync-app.js';
-import { toCodedError } from '../sync/bridge-error.js';
+import { startFailureMessage } from '../sync/bridge-error.js';
 import { defaultSyncHome, openSyncHome } from '../sync/sync-home.js';
 import { SERVER_CONTENT_PATH, startBridgeHttpServer, type BridgeHttpServer } from './bridge-http-server.js';
 import { EmbeddedServer } from './embedded-server.js';
@@ -121,13 +121,7 @@ async function main(): Promise<void> {
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   main().catch((error: unknown) => {
-    // A full disk in plain words (nothing runs to wait for space here); anything else as it is, for IT.
-    const diskFull = toCodedError(error).code === 'DISK_FULL';
-    console.error(
-      diskFull
-        ? 'Patient Docs could not start: this computer’s disk is full. Free some space on it (delete old exports, empty the recycle bin), then start Patient Docs again; nothing is lost meanwhile.'
-        : `Patient Docs could not start: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    console.error(startFailureMessage(error));
     process.exit(1);
   });
 }

@@ -5,9 +5,10 @@
  */
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { BrowserWindow, Notification, app, ipcMain, shell } from 'electron';
+import { BrowserWindow, Notification, app, dialog, ipcMain, shell } from 'electron';
 import type { PairView } from '../../shared/bridge.js';
 import { IPC_CALL_CHANNEL, IPC_EVENT_CHANNEL } from '../../shared/bridge-http.js';
+import { startFailureMessage } from '../sync/bridge-error.js';
 import { BridgeDispatcher, BridgeService } from '../sync/bridge-service.js';
 import { SyncApp } from '../sync/sync-app.js';
 import { defaultSyncHome, openSyncHome } from '../sync/sync-home.js';
@@ -138,4 +139,8 @@ async function main(): Promise<void> {
   }
 }
 
-void main();
+// Opening the sync home can fail (a full disk): say so in a dialog instead of an unhandled rejection.
+main().catch((error: unknown) => {
+  dialog.showErrorBox('Patient Docs', startFailureMessage(error));
+  app.exit(1);
+});

@@ -67,3 +67,10 @@ function codeForStatus(status: number, detail: string): BridgeErrorCode {
 function withDetail(error: CodedError, detail: string | undefined): CodedError {
   return detail ? { ...error, detail } : error;
 }
+
+/** The one line a shell (headless or desktop) shows when the app cannot start: a full disk in plain words, anything else as it is, for IT. */
+export function startFailureMessage(error: unknown): string {
+  return toCodedError(error).code === 'DISK_FULL'
+    ? 'Patient Docs could not start: this computer’s disk is full. Free some space on it (delete old exports, empty the recycle bin), then start Patient Docs again; nothing is lost meanwhile.'
+    : `Patient Docs could not start: ${error instanceof Error ? error.message : String(error)}`;
+}
