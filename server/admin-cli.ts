@@ -245,11 +245,7 @@ run(process.argv.slice(2)).then(
       console.error(`patient-docs-admin: ${error.detail}`);
       process.exit(1);
     }
-    if (error instanceof ContentProblems || error instanceof BackupTargetError) {
-      console.error(`patient-docs-admin: ${error.message}`);
-      process.exit(1);
-    }
-    if (error instanceof DatabaseBusyError) {
+    if (error instanceof ContentProblems || error instanceof BackupTargetError || error instanceof DatabaseBusyError) {
       console.error(`patient-docs-admin: ${error.message}`);
       process.exit(1);
     }
