@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openSqlite } from '../server/db/sqlite/database.js';
 import { SQLITE_MIGRATIONS } from '../server/db/sqlite/store.js';
 import { openJournal } from '../electron/sync/journal.js';
+import { openSettingsChecked } from '../electron/sync/settings.js';
 import { ADMIN_TOKEN, tempDir } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -137,5 +138,43 @@ describe('a sync engine started on a journal a newer version wrote', () => {
     // The CLI may create its own small files beside the journal (settings, installation id), never change it.
     expect(after['journal.db']).toBe(before['journal.db']);
     expect(Object.keys(after).filter((name) => name.startsWith('journal.db'))).toEqual(Object.keys(before).filter((name) => name.startsWith('journal.db')));
+  });
+});
+
+describe('a sync engine started on settings a newer version wrote', () => {
+  /** This version's settings with one folder, plus a setting of that folder this version does not know. */
+  function newerSettings(home: string): string {
+    const { settings } = openSettingsChecked(home);
+    settings.set('pairs', [{ id: '7d8c2f4e-0a41-4a55-9c1e-1f2a3b4c5d6e', folder: path.join(home, 'scans'), patientId: '5f0e8a3c-1d2b-4c3d-8e9f-000000000001', remoteBasePath: '/', paused: false }]);
+    const file = path.join(home, 'settings.json');
+    const written = JSON.parse(fs.readFileSync(file, 'utf8')) as { pairs: Array<Record<string, unknown>> };
+    written.pairs[0]!.scannerProfile = 'cbct';
+    fs.writeFileSync(file, JSON.stringify(written, null, '\t'));
+    fs.rmSync(path.join(home, 'settings.last-good.json'), { force: true });
+    return file;
+  }
+
+  it('is refused in plain words, not taken for damage: the folders are kept for the newer version', () => {
+    const home = dir('downgrade-settings');
+    newerSettings(home);
+    const before = snapshot(home);
+    expect(() => openSettingsChecked(home)).toThrow(/settings file .*settings\.json was written by a newer version of Patient Docs.*Install the newer version again/);
+    expect(snapshot(home)).toEqual(before);
+  });
+
+  it('the sync CLI says so in one line and leaves the settings file as it was', async () => {
+    const home = dir('downgrade-settings-cli');
+    const file = newerSettings(home);
+    const before = fs.readFileSync(file, 'utf8');
+    const status = await run(SYNC_CLI, ['status'], { PATIENT_DOCS_SYNC_HOME: home });
+    expect(status.code).toBe(1);
+    const problem = status.stderr
+      .trim()
+      .split('\n')
+      .filter((line) => !line.startsWith('warning:'));
+    expect(problem).toEqual([expect.stringMatching(/^patient-docs-sync: The settings file .* was written by a newer version of Patient Docs/)]);
+    expect(status.stdout).not.toContain('repaired');
+    expect(fs.readFileSync(file, 'utf8')).toBe(before);
+    expect(fs.readdirSync(home).filter((name) => name.includes('unreadable'))).toEqual([]);
   });
 });
