@@ -92,6 +92,7 @@ function databaseError(error: unknown, file: string, config: ServerConfig): unkn
   if (typeof code !== 'string') return error;
   const source = config.databaseUrl ? `PATIENT_DOCS_DATABASE_URL=${config.databaseUrl}` : `PATIENT_DOCS_DATA_DIR=${config.dataDir}`;
   const cause = (error as Error).message.split('\n')[0];
+  if (code === 'PATIENT_DOCS_NEWER_DATABASE') return new ConfigError(`${source}: ${cause}`);
   if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) {
     // SQLite reports a full disk at open as a "disk I/O error" (it cannot size its shared-memory
     // file): the free space tells the two apart, so IT is not sent looking for a broken disk.

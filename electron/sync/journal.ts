@@ -299,7 +299,7 @@ function openHealthyJournal(file: string, options: JournalOptions): Journal {
     // Damage found now costs one rebuild; found later, it would fail files one at a time.
     const check = database.pragma('quick_check', { simple: true }) as string;
     if (check !== 'ok') throw Object.assign(new Error(`quick_check: ${check}`), { code: 'SQLITE_CORRUPT' });
-    applyMigrations(database);
+    applyMigrations(database, file);
     cacheStatements(database);
   } catch (error) {
     database.close();
@@ -342,7 +342,31 @@ function cacheStatements(database: Database.Database): void {
   }) as typeof database.prepare;
 }
 
-function applyMigrations(database: Database.Database): void {
+/**
+ * A journal a newer version of the app has migrated (the app went back to an older version after a
+ * failed update): this version would misread its rows. Refused before anything is written to it,
+ * and not taken for a damaged file (it is never set aside or rebuilt).
+ */
+export class NewerJournalError extends Error {
+  readonly code = 'JOURNAL_FROM_NEWER_VERSION';
+  constructor(
+    readonly file: string,
+    readonly unknownMigrations: string[],
+  ) {
+    super(
+      `The upload record ${file} was written by a newer version of Patient Docs (it has changes ${unknownMigrations.join(', ')} that this version does not know). ` +
+        'It was left as it is. Install the newer version again to go on syncing; nothing is uploaded until then.',
+    );
+  }
+}
+
+function applyMigrations(database: Database.Database, file: string): void {
+  const hasTable = database.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'migrations'").get();
+  if (hasTable) {
+    const known = new Set(MIGRATIONS.map((migration) => migration.name));
+    const unknown = (database.prepare('SELECT name FROM migrations ORDER BY name').pluck().all() as string[]).filter((name) => !known.has(name));
+    if (unknown.length > 0) throw new NewerJournalError(file, unknown);
+  }
   database.exec('CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at INTEGER NOT NULL)');
   const applied = new Set(database.prepare('SELECT name FROM migrations').pluck().all() as string[]);
   for (const migration of MIGRATIONS) {

@@ -154,6 +154,9 @@ export function openSettingsChecked(directory: string): OpenedSettings {
     void settings.store; // conf reads lazily when the file exists: check it now
   } catch (error) {
     if (!isUnreadableSettings(error)) throw error;
+    // Settings this version has no place for are a newer version's (the app went back after a
+    // failed update), not damage: replacing them would drop every sync folder for both versions.
+    if (isFromNewerVersion(error)) throw new NewerSettingsError(file, (error as Error).message);
     const setAsideAs = `${file}.unreadable-${new Date().toISOString().replace(/[:.]/g, '-')}`;
     renameSync(file, setAsideAs);
     let restored = restoreBackup(backup, file);
@@ -185,6 +188,29 @@ export function settingsRecoveryNotice(recovery: SettingsRecovery): string {
   return recovery.restored
     ? `The settings file on this computer was damaged (often after a power cut); the copy saved at the last change was put back. Check that every sync folder is listed. ${kept}`
     : `The settings file on this computer was damaged (often after a power cut) and no saved copy was found: connect to the server and add the sync folders again. ${kept}`;
+}
+
+/** A settings file a newer version of the app wrote, with settings this version does not know. */
+export class NewerSettingsError extends Error {
+  readonly code = 'SETTINGS_FROM_NEWER_VERSION';
+  constructor(
+    readonly file: string,
+    readonly violation: string,
+  ) {
+    super(
+      `The settings file ${file} was written by a newer version of Patient Docs (it has settings this version does not know). ` +
+        'It was left as it is. Install the newer version again to go on syncing; nothing is uploaded until then.',
+    );
+  }
+}
+
+const UNKNOWN_PROPERTY = / must NOT have additional properties$/;
+
+/** Every complaint is a property this version does not know (conf lists them joined by '; '). */
+function isFromNewerVersion(error: unknown): boolean {
+  if (!(error instanceof Error) || !error.message.startsWith('Config schema violation:')) return false;
+  const complaints = error.message.slice('Config schema violation:'.length).trim().split('; ');
+  return complaints.length > 0 && complaints.every((complaint) => UNKNOWN_PROPERTY.test(complaint));
 }
 
 function isUnreadableSettings(error: unknown): boolean {

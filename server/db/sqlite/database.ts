@@ -19,6 +19,14 @@ export function openSqlite(file: string, migrations: Migration[]): SqliteDatabas
   const inMemory = file === ':memory:' || file === '';
   if (!inMemory) fs.mkdirSync(path.dirname(file), { recursive: true, mode: PRIVATE_DIR });
   const db = new Database(file);
+  // A file written by a newer server is refused before anything here writes to it (a downgrade
+  // after a failed update must leave it exactly as the newer version left it).
+  try {
+    refuseNewerSchema(db, file, migrations);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
   // The database holds the signing keys and the link and webhook secrets: the server's user only.
   // SQLite gives the -wal and -shm files the main file's mode; ones left from before are tightened.
   if (!inMemory) for (const part of [file, `${file}-wal`, `${file}-shm`]) if (fs.existsSync(part)) tighten(part, PRIVATE_FILE);
@@ -40,10 +48,65 @@ export function openSqlite(file: string, migrations: Migration[]): SqliteDatabas
   return db;
 }
 
+/**
+ * A database a newer server has migrated (IT went back to an older version after a failed update)
+ * holds migrations this build does not know: its code would read and write tables it does not
+ * understand. Thrown before any write; `code` lets the server and the admin CLI say it in one line.
+ */
+export class NewerDatabaseError extends Error {
+  readonly code = 'PATIENT_DOCS_NEWER_DATABASE';
+  constructor(
+    readonly file: string,
+    readonly unknownMigrations: string[],
+    readonly writtenBy: string | undefined,
+  ) {
+    const by = writtenBy && writtenBy !== SERVER_VERSION ? `a newer Patient Docs server (${writtenBy}; this one is ${SERVER_VERSION})` : `a newer Patient Docs server than this one (${SERVER_VERSION})`;
+    super(
+      `the database ${file} was written by ${by}: it holds database change(s) ${unknownMigrations.join(', ')} that this version does not know. ` +
+        'It was not opened or changed. Start the newer version again, or restore the backup taken before the update to use this version',
+    );
+  }
+}
+
+/** This build's version (package.json), recorded with each migration it applies. */
+export const SERVER_VERSION = readPackageVersion();
+
+function readPackageVersion(): string {
+  // dist/server/db/sqlite/database.js when built, server/db/sqlite/database.ts under the test runner.
+  for (const relative of ['../../../../package.json', '../../../package.json']) {
+    try {
+      const pkg = JSON.parse(fs.readFileSync(new URL(relative, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'patient-docs' && typeof pkg.version === 'string') return pkg.version;
+    } catch {
+      // not this one
+    }
+  }
+  return 'unknown';
+}
+
+function refuseNewerSchema(db: SqliteDatabase, file: string, migrations: Migration[]): void {
+  const table = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'schema_migrations'").get();
+  if (!table) return;
+  const known = new Set(migrations.map((migration) => migration.name));
+  const unknown = (db.prepare('SELECT name FROM schema_migrations ORDER BY name').pluck().all() as string[]).filter((name) => !known.has(name));
+  if (unknown.length === 0) return;
+  const columns = (db.pragma('table_info(schema_migrations)') as Array<{ name: string }>).map((column) => column.name);
+  const writtenBy = columns.includes('app_version')
+    ? (db
+        .prepare(`SELECT app_version FROM schema_migrations WHERE app_version IS NOT NULL AND name IN (${unknown.map(() => '?').join(', ')}) ORDER BY applied_at DESC, name DESC LIMIT 1`)
+        .pluck()
+        .get(...unknown) as string | undefined)
+    : undefined;
+  throw new NewerDatabaseError(file, unknown, writtenBy);
+}
+
 export function migrate(db: SqliteDatabase, migrations: Migration[]): void {
-  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL) WITHOUT ROWID');
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL, app_version TEXT) WITHOUT ROWID');
+  // Tables made before app_version was recorded gain it (older servers insert without it: NULL).
+  const columns = (db.pragma('table_info(schema_migrations)') as Array<{ name: string }>).map((column) => column.name);
+  if (!columns.includes('app_version')) db.exec('ALTER TABLE schema_migrations ADD COLUMN app_version TEXT');
   const applied = new Set(db.prepare('SELECT name FROM schema_migrations').pluck().all() as string[]);
-  const record = db.prepare('INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)');
+  const record = db.prepare('INSERT INTO schema_migrations (name, applied_at, app_version) VALUES (?, ?, ?)');
   for (const migration of migrations) {
     if (applied.has(migration.name)) continue;
     // PRAGMA foreign_keys is a no-op inside a transaction, so it is switched outside it.
@@ -55,7 +118,7 @@ export function migrate(db: SqliteDatabase, migrations: Migration[]): void {
           const broken = db.pragma('foreign_key_check') as unknown[];
           if (broken.length > 0) throw new Error(`migration ${migration.name} would break ${broken.length} foreign key reference(s)`);
         }
-        record.run(migration.name, new Date().toISOString());
+        record.run(migration.name, new Date().toISOString(), SERVER_VERSION);
       }).immediate();
     } finally {
       if (migration.rebuildsReferencedTable) db.pragma('foreign_keys = ON');
