@@ -107,6 +107,12 @@ export function migrate(db: SqliteDatabase, migrations: Migration[]): void {
   if (!columns.includes('app_version')) db.exec('ALTER TABLE schema_migrations ADD COLUMN app_version TEXT');
   const applied = new Set(db.prepare('SELECT name FROM schema_migrations').pluck().all() as string[]);
   const record = db.prepare('INSERT INTO schema_migrations (name, applied_at, app_version) VALUES (?, ?, ?)');
+  const pending = migrations.filter((migration) => !applied.has(migration.name));
+  // An update (not a first start): a large database takes a while (about 12 s for 200,000
+  // documents), and IT must not take the silence for a hang and kill it.
+  if (applied.size > 0 && pending.length > 0 && db.name !== ':memory:') {
+    process.stderr.write(`patient-docs: updating the database ${db.name} to this version (${pending.length} change(s)); this can take a minute for a large clinic, and stopping now loses nothing\n`);
+  }
   for (const migration of migrations) {
     if (applied.has(migration.name)) continue;
     // PRAGMA foreign_keys is a no-op inside a transaction, so it is switched outside it.
