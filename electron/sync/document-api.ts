@@ -32,6 +32,11 @@ export interface DocumentApi {
   /** Gives up a resumable upload begun earlier (best effort; the server expires it otherwise). */
   abandonUpload?(uploadUrl: string, signal?: AbortSignal): Promise<void>;
   search(patientId: string, body: SearchBody): Promise<SearchResponse>;
+  /**
+   * The largest file the server accepts (bytes), null when it does not say. Kept once learned;
+   * `fresh` asks the server again (its limit may have been raised since).
+   */
+  uploadLimit?(fresh?: boolean): Promise<number | null>;
   listPatients(query: { name?: string | undefined; offset?: number | undefined; limit?: number | undefined }): Promise<PatientListResponse>;
 }
 

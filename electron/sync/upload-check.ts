@@ -1,5 +1,6 @@
 /** The check both upload routes run before the last bytes of a file leave. */
 import { stat } from 'node:fs/promises';
+import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { FileChangedDuringUploadError } from './api-errors.js';
 import type { UploadRequest } from './document-api.js';
 
@@ -17,4 +18,39 @@ export function unchangedSinceStart(request: UploadRequest): (() => Promise<void
       throw new FileChangedDuringUploadError(`the file changed during the upload (${request.size} bytes announced, ${now.size} now)`);
     }
   };
+}
+
+/**
+ * The file is larger than the server's upload limit (its tus `Tus-Max-Size`): found before anything
+ * is created on the server, so no empty document is left in the patient's tree.
+ */
+export class FileTooLargeError extends Error {
+  override name = 'FileTooLargeError';
+  constructor(
+    readonly size: number,
+    readonly limit: number,
+  ) {
+    super(`the server's upload limit is ${limit} bytes (Tus-Max-Size); this file has ${size} bytes`);
+  }
+
+  /** What clinic staff read: both sizes in plain words, and what to do. */
+  get plainMessage(): string {
+    let [file, limit] = [formatSize(this.size), formatSize(this.limit)];
+    if (file === limit) [file, limit] = [`${this.size.toLocaleString('en-US')} bytes`, `${this.limit.toLocaleString('en-US')} bytes`];
+    return `${PLAIN_MESSAGES.TOO_LARGE} This file is ${file}; the server accepts up to ${limit} per file. Nothing was uploaded for it: ask IT to raise the server's upload limit, then press Retry.`;
+  }
+}
+
+/** 3 MB, 1.5 GB, 700 KB (1 KB = 1,024 bytes, as file managers count). */
+export function formatSize(bytes: number): string {
+  const units = ['bytes', 'KB', 'MB', 'GB', 'TB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  if (unit === 0) return `${bytes} bytes`;
+  const rounded = value >= 100 ? Math.round(value) : Math.round(value * 10) / 10;
+  return `${rounded} ${units[unit]}`;
 }
