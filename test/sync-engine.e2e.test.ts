@@ -210,7 +210,7 @@ describe('a file over the server limit', () => {
     expect(failed.state).toBe('failed');
     expect(failed.errorCode).toBe('TOO_LARGE');
     // Refused before anything was created (the server's Tus-Max-Size), with both sizes in plain words.
-    expect(failed.errorMessage).toMatch(/^The file is larger than the server accepts\. This file is 2 MB; the server accepts up to 1 MB per file\./);
+    expect(failed.errorMessage).toMatch(/^The file is larger than the server accepts\. This file is 2.1 MB; the server accepts up to 1 MB per file\./);
     expect(failed.errorDetail).toMatch(/limit/i);
     expect(failed.documentId).toBeNull();
     const view = sut.engine.fileViews(sut.pair.id, ['failed'])[0]!;

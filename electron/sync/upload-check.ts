@@ -86,21 +86,21 @@ export class FileTooLargeError extends Error {
     super(`the server's upload limit is ${limit} bytes (Tus-Max-Size); this file has ${size} bytes`);
   }
 
-  /** What clinic staff read: both sizes in plain words, and what to do. */
+  /** What clinic staff read: both sizes in plain words (the app adds what to do: ask IT, then Retry). */
   get plainMessage(): string {
     let [file, limit] = [formatSize(this.size), formatSize(this.limit)];
     if (file === limit) [file, limit] = [`${this.size.toLocaleString('en-US')} bytes`, `${this.limit.toLocaleString('en-US')} bytes`];
-    return `${PLAIN_MESSAGES.TOO_LARGE} This file is ${file}; the server accepts up to ${limit} per file. Nothing was uploaded for it: ask IT to raise the server's upload limit, then press Retry.`;
+    return `${PLAIN_MESSAGES.TOO_LARGE} This file is ${file}; the server accepts up to ${limit} per file. Nothing was uploaded for it.`;
   }
 }
 
-/** 3 MB, 1.5 GB, 700 KB (1 KB = 1,024 bytes, as file managers count). */
+/** 3.1 MB, 1.5 GB, 700 KB: decimal units (1 MB = 1,000,000 bytes), as the app and the operating system show sizes. */
 export function formatSize(bytes: number): string {
   const units = ['bytes', 'KB', 'MB', 'GB', 'TB'];
   let value = bytes;
   let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
     unit += 1;
   }
   if (unit === 0) return `${bytes} bytes`;
