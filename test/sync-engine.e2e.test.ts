@@ -209,10 +209,12 @@ describe('a file over the server limit', () => {
     const failed = sut.journal.find(sut.pair.id, 'big/too large.stl')!;
     expect(failed.state).toBe('failed');
     expect(failed.errorCode).toBe('TOO_LARGE');
-    expect(failed.errorMessage).toBe('The file is larger than the server accepts.');
+    // Refused before anything was created (the server's Tus-Max-Size), with both sizes in plain words.
+    expect(failed.errorMessage).toMatch(/^The file is larger than the server accepts\. This file is 2.1 MB; the server accepts up to 1 MB per file\./);
     expect(failed.errorDetail).toMatch(/limit/i);
+    expect(failed.documentId).toBeNull();
     const view = sut.engine.fileViews(sut.pair.id, ['failed'])[0]!;
-    expect(view.error).toEqual({ code: 'TOO_LARGE', message: 'The file is larger than the server accepts.', detail: failed.errorDetail });
+    expect(view.error).toEqual({ code: 'TOO_LARGE', message: failed.errorMessage, detail: failed.errorDetail });
     expect(sut.engine.pairView(sut.pair.id)!.state).toBe('attention');
     // A manual retry queues it again (and it fails again while the limit stands).
     expect(sut.engine.retryFailed({ fileId: failed.id })).toBe(1);

@@ -14,8 +14,8 @@ import { fileChunks, type BandwidthLimiter } from './bandwidth.js';
 import type { DocumentApi, UploadRequest } from './document-api.js';
 import { multipartBody } from './multipart.js';
 import { TokenManager, type Credentials } from './token-manager.js';
-import { TusUploader } from './tus-upload.js';
-import { unchangedSinceStart } from './upload-check.js';
+import { DEFAULT_TUS_PATH, TUS_VERSION, TusUploader } from './tus-upload.js';
+import { SentBytesHash, unchangedSinceStart } from './upload-check.js';
 
 export interface ApiClientOptions {
   serverUrl: string;
@@ -83,6 +83,48 @@ export class ApiClient implements DocumentApi {
   }
 
   async upload(request: UploadRequest): Promise<DocumentDto | null> {
+    try {
+      return await this.uploadByRoute(request);
+    } catch (error) {
+      // The server's own limit refused it (not a proxy's): the limit kept is out of date.
+      if (error instanceof ApiProblemError && error.status === 413 && !error.foreign) this.limit = null;
+      throw error;
+    }
+  }
+
+  /**
+   * The server's upload limit from its tus capabilities (OPTIONS answers Tus-Max-Size; no token
+   * needed), asked once per client and again after a 413 or when `fresh`. A failed question is not
+   * kept: the next file asks again.
+   */
+  uploadLimit(fresh = false): Promise<number | null> {
+    if (fresh || !this.limit) {
+      const asked = this.askUploadLimit();
+      this.limit = asked;
+      asked.catch(() => {
+        if (this.limit === asked) this.limit = null;
+      });
+    }
+    return this.limit;
+  }
+
+  private limit: Promise<number | null> | null = null;
+
+  private async askUploadLimit(): Promise<number | null> {
+    // Any document's collection answers the same; the nil UUID names none.
+    const url = `${this.serverUrl}/storage/v1/documents/00000000-0000-0000-0000-000000000000${DEFAULT_TUS_PATH}`;
+    let response: Response<string>;
+    try {
+      response = await this.http(url, { method: 'OPTIONS', headers: { 'tus-resumable': TUS_VERSION }, responseType: 'text', timeout: { request: this.options.timeouts?.requestMs ?? 30_000 } });
+    } catch (error) {
+      throw toNetworkError(error);
+    }
+    const header = response.headers['tus-max-size'];
+    const limit = typeof header === 'string' && /^\d{1,16}$/.test(header) ? Number(header) : Number.NaN;
+    return response.statusCode < 300 && limit > 0 ? limit : null;
+  }
+
+  private async uploadByRoute(request: UploadRequest): Promise<DocumentDto | null> {
     const threshold = this.options.resumableThreshold ?? DEFAULT_RESUMABLE_THRESHOLD;
     if (request.size >= threshold || request.resumeUrl || this.tus.bodyLimited) return this.tus.upload(request);
     try {
@@ -196,7 +238,7 @@ export class ApiClient implements DocumentApi {
       sent = 0;
       const chunks = exactly(
         request.size,
-        fileChunks(request.filePath, {
+        SentBytesHash.wrap(request, 0, fileChunks(request.filePath, {
           end: request.size,
           beforeLastChunk: unchangedSinceStart(request),
           limiter: this.options.limiter,
@@ -205,7 +247,7 @@ export class ApiClient implements DocumentApi {
             sent += bytes;
             request.onProgress?.(sent);
           },
-        }),
+        })),
       );
       const multipart = multipartBody({
         fields: { FileName: request.fileName, Type: request.fileType, Id: request.documentId },

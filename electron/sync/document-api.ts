@@ -22,6 +22,11 @@ export interface UploadRequest {
   onProgress?: ((bytesDone: number) => void) | undefined;
   /** A resumable upload begun earlier (the journal keeps it across restarts). */
   resumeUrl?: string | null | undefined;
+  /**
+   * Called with the sha256 of the file's bytes as sent, once all of them were read and before the
+   * last of them leave (synchronously: the caller journals it before the server can commit).
+   */
+  onSentSha256?: ((sha256: string) => void) | undefined;
   /** Called when a resumable upload is created (to persist it), and with null when it is gone. */
   onResumeUrl?: ((url: string | null) => void) | undefined;
 }
@@ -32,6 +37,11 @@ export interface DocumentApi {
   /** Gives up a resumable upload begun earlier (best effort; the server expires it otherwise). */
   abandonUpload?(uploadUrl: string, signal?: AbortSignal): Promise<void>;
   search(patientId: string, body: SearchBody): Promise<SearchResponse>;
+  /**
+   * The largest file the server accepts (bytes), null when it does not say. Kept once learned;
+   * `fresh` asks the server again (its limit may have been raised since).
+   */
+  uploadLimit?(fresh?: boolean): Promise<number | null>;
   listPatients(query: { name?: string | undefined; offset?: number | undefined; limit?: number | undefined }): Promise<PatientListResponse>;
 }
 

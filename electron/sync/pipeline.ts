@@ -16,6 +16,7 @@ import type { FilePatch, FileRecord, HistoryNote } from './journal.js';
 import { DELETED_LOCALLY_CODE } from './journal.js';
 import { DEFAULT_SETTLE_MS, type FileStat } from './stability.js';
 import type { FileState } from './states.js';
+import { FileTooLargeError } from './upload-check.js';
 
 /** The journal as the pipeline uses it. */
 export interface PipelineJournal {
@@ -95,6 +96,8 @@ class FileRun {
     }
     // Nothing is created or replaced for it: an empty version over a scan would hide the scan.
     if (local.size === 0) throw new EmptyFileError('the file has 0 bytes');
+    // Before anything is created: a 413 after the create would leave an empty document behind.
+    await this.checkUploadLimit(local.size);
     if (!record.documentId) record = await this.create(record, local);
     if (!this.createdNow) {
       let remote = await this.fetchRemote(record.documentId!);
@@ -115,15 +118,27 @@ class FileRun {
           record = this.move('verifying', { sha256: localSha, size: local.size, mtimeMs: local.mtimeMs, remoteSha256: remote.sha256, remoteVersion: remote.version });
           return this.verify(record, local);
         }
-        // A new version only replaces content this file put there (the If-Match the journal kept);
-        // anything else is another scan, e.g. another workstation's upload that won the race for
-        // a placeholder both had adopted.
-        if (remote.sha256 !== record.remoteSha256) {
+        // A new version only replaces content this file put there: the If-Match the journal kept,
+        // or the bytes this workstation sent last (an upload the server committed just before a
+        // crash, whose answer never reached the journal). Anything else is another scan, e.g.
+        // another workstation's upload that won the race for a placeholder both had adopted.
+        if (remote.sha256 !== record.remoteSha256 && remote.sha256 !== record.sentSha256) {
           throw new NameTakenError(`document ${remote.id} holds content (sha256 ${remote.sha256}) this file did not upload`);
         }
       }
     }
     return this.upload(local);
+  }
+
+  /** Refuses a file over the server's upload limit (asked again before refusing: IT may have raised it). */
+  private async checkUploadLimit(size: number): Promise<void> {
+    const api = this.deps.api;
+    if (!api.uploadLimit) return;
+    // Unknown (a server that does not say, or no answer) is no reason to hold the file: its 413 still counts.
+    const known = await api.uploadLimit().catch(() => null);
+    if (known === null || size <= known) return;
+    const limit = await api.uploadLimit(true).catch(() => null);
+    if (limit !== null && size > limit) throw new FileTooLargeError(size, limit);
   }
 
   private async create(record: FileRecord, local: FileStat): Promise<FileRecord> {
@@ -173,6 +188,11 @@ class FileRun {
       resumeUrl: record.uploadUrl,
       onResumeUrl: (url) => {
         this.move('uploading', { uploadUrl: url });
+      },
+      // Journalled before the last bytes leave: after a crash that lost the server's answer, content
+      // with this hash is known to be this workstation's own upload (see execute).
+      onSentSha256: (sha256) => {
+        this.move('uploading', { sentSha256: sha256 });
       },
       onProgress: (bytes) => this.deps.onProgress?.(this.fileId, bytes),
     });
@@ -263,8 +283,12 @@ class FileRun {
   }
 
   async settleFailure(error: unknown): Promise<PipelineOutcome> {
-    const verdict = classifyFailure(error);
     const record = this.record();
+    if (error instanceof FileTooLargeError) {
+      const failed = this.rest('failed', { errorCode: 'TOO_LARGE', errorMessage: error.plainMessage, errorDetail: error.message, attempts: record.attempts + 1 });
+      return { result: 'failed', record: failed };
+    }
+    const verdict = classifyFailure(error);
     switch (verdict.kind) {
       case 'stopped':
         return { result: 'stopped', record: this.rest('waiting', { nextAttemptAt: this.deps.now() }) };

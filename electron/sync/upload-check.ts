@@ -1,5 +1,8 @@
 /** The check both upload routes run before the last bytes of a file leave. */
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { FileChangedDuringUploadError } from './api-errors.js';
 import type { UploadRequest } from './document-api.js';
 
@@ -17,4 +20,90 @@ export function unchangedSinceStart(request: UploadRequest): (() => Promise<void
       throw new FileChangedDuringUploadError(`the file changed during the upload (${request.size} bytes announced, ${now.size} now)`);
     }
   };
+}
+
+/**
+ * Hashes the bytes of a file as they are sent (no second read of the file) and hands the sha256 of
+ * the whole file to `request.onSentSha256` as soon as its last byte has been read, before that byte
+ * is passed on to the request: a crash after the server committed still leaves the journal with
+ * proof that the content is this workstation's own upload. Chunks may start anywhere: bytes sent
+ * twice (a resend after a dropped connection) are hashed once, and bytes an earlier process sent
+ * (a resumed upload) are read from disk to fill the gap.
+ */
+export class SentBytesHash {
+  private readonly hash = createHash('sha256');
+  private hashedTo = 0;
+  private reported = false;
+
+  constructor(private readonly request: UploadRequest) {}
+
+  /** The chunks of the file from byte `start` on, passed through once hashed. */
+  static wrap(request: UploadRequest, start: number, chunks: AsyncIterable<Buffer>, hash?: SentBytesHash): AsyncIterable<Buffer> {
+    if (!request.onSentSha256) return chunks;
+    return (hash ?? new SentBytesHash(request)).pass(start, chunks);
+  }
+
+  async *pass(start: number, chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+    let at = start;
+    for await (const chunk of chunks) {
+      await this.take(at, chunk);
+      at += chunk.length;
+      yield chunk;
+    }
+  }
+
+  private async take(at: number, chunk: Buffer): Promise<void> {
+    if (this.reported) return;
+    if (at > this.hashedTo) await this.hashFromDisk(this.hashedTo, at);
+    const skip = this.hashedTo - at;
+    if (skip < chunk.length) {
+      this.hash.update(skip > 0 ? chunk.subarray(skip) : chunk);
+      this.hashedTo = at + chunk.length;
+    }
+    if (this.hashedTo === this.request.size) {
+      this.reported = true;
+      this.request.onSentSha256?.(this.hash.digest('hex'));
+    }
+  }
+
+  private async hashFromDisk(from: number, to: number): Promise<void> {
+    const stream = createReadStream(this.request.filePath, { start: from, end: to - 1, highWaterMark: 1024 * 1024 });
+    for await (const chunk of stream) this.hash.update(chunk as Buffer);
+    this.hashedTo = to;
+  }
+}
+
+/**
+ * The file is larger than the server's upload limit (its tus `Tus-Max-Size`): found before anything
+ * is created on the server, so no empty document is left in the patient's tree.
+ */
+export class FileTooLargeError extends Error {
+  override name = 'FileTooLargeError';
+  constructor(
+    readonly size: number,
+    readonly limit: number,
+  ) {
+    super(`the server's upload limit is ${limit} bytes (Tus-Max-Size); this file has ${size} bytes`);
+  }
+
+  /** What clinic staff read: both sizes in plain words (the app adds what to do: ask IT, then Retry). */
+  get plainMessage(): string {
+    let [file, limit] = [formatSize(this.size), formatSize(this.limit)];
+    if (file === limit) [file, limit] = [`${this.size.toLocaleString('en-US')} bytes`, `${this.limit.toLocaleString('en-US')} bytes`];
+    return `${PLAIN_MESSAGES.TOO_LARGE} This file is ${file}; the server accepts up to ${limit} per file. Nothing was uploaded for it.`;
+  }
+}
+
+/** 3.1 MB, 1.5 GB, 700 KB: decimal units (1 MB = 1,000,000 bytes), as the app and the operating system show sizes. */
+export function formatSize(bytes: number): string {
+  const units = ['bytes', 'KB', 'MB', 'GB', 'TB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1000 && unit < units.length - 1) {
+    value /= 1000;
+    unit += 1;
+  }
+  if (unit === 0) return `${bytes} bytes`;
+  const rounded = value >= 100 ? Math.round(value) : Math.round(value * 10) / 10;
+  return `${rounded} ${units[unit]}`;
 }
