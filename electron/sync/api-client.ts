@@ -15,7 +15,7 @@ import type { DocumentApi, UploadRequest } from './document-api.js';
 import { multipartBody } from './multipart.js';
 import { TokenManager, type Credentials } from './token-manager.js';
 import { DEFAULT_TUS_PATH, TUS_VERSION, TusUploader } from './tus-upload.js';
-import { SentBytesHash, unchangedSinceStart } from './upload-check.js';
+import { unchangedSinceStart } from './upload-check.js';
 
 export interface ApiClientOptions {
   serverUrl: string;
@@ -238,7 +238,7 @@ export class ApiClient implements DocumentApi {
       sent = 0;
       const chunks = exactly(
         request.size,
-        SentBytesHash.wrap(request, 0, fileChunks(request.filePath, {
+        fileChunks(request.filePath, {
           end: request.size,
           beforeLastChunk: unchangedSinceStart(request),
           limiter: this.options.limiter,
@@ -247,7 +247,7 @@ export class ApiClient implements DocumentApi {
             sent += bytes;
             request.onProgress?.(sent);
           },
-        })),
+        }),
       );
       const multipart = multipartBody({
         fields: { FileName: request.fileName, Type: request.fileType, Id: request.documentId },

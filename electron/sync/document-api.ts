@@ -22,11 +22,6 @@ export interface UploadRequest {
   onProgress?: ((bytesDone: number) => void) | undefined;
   /** A resumable upload begun earlier (the journal keeps it across restarts). */
   resumeUrl?: string | null | undefined;
-  /**
-   * Called with the sha256 of the file's bytes as sent, once all of them were read and before the
-   * last of them leave (synchronously: the caller journals it before the server can commit).
-   */
-  onSentSha256?: ((sha256: string) => void) | undefined;
   /** Called when a resumable upload is created (to persist it), and with null when it is gone. */
   onResumeUrl?: ((url: string | null) => void) | undefined;
 }

@@ -39,13 +39,6 @@ export interface FileRecord {
   errorDetail: string | null;
   bytesDone: number;
   uploadUrl: string | null;
-  /**
-   * SHA-256 of the bytes this workstation last sent for the file, written once they were all read
-   * and before the last of them left: content the server holds with this hash came from this
-   * workstation's own upload (its answer lost to a crash), so a new version may replace it.
-   * Optional only for records built by hand; the journal always reads it.
-   */
-  sentSha256?: string | null;
   deletedLocally: boolean;
   updatedAt: number;
   syncedAt: number | null;
@@ -75,7 +68,6 @@ export type FilePatch = Partial<
     | 'errorDetail'
     | 'bytesDone'
     | 'uploadUrl'
-    | 'sentSha256'
   >
 >;
 
@@ -213,11 +205,6 @@ const MIGRATIONS: ReadonlyArray<{ name: string; sql: string }> = [
     name: '006-disk-probe',
     sql: 'CREATE TABLE disk_probe (data BLOB NOT NULL);',
   },
-  {
-    // The pipeline's proof that the content on the server is its own upload (FileRecord.sentSha256).
-    name: '007-files-sent-sha256',
-    sql: 'ALTER TABLE files ADD COLUMN sent_sha256 TEXT NULL;',
-  },
 ];
 
 /**
@@ -230,7 +217,7 @@ const FILE_COLUMNS = `id, pair_id AS pairId, relative_path AS relativePath, remo
   file_name AS fileName, size, mtime_ms AS mtimeMs, sha256, document_id AS documentId,
   remote_sha256 AS remoteSha256, remote_version AS remoteVersion, state, attempts,
   next_attempt_at AS nextAttemptAt, error_code AS errorCode, error_message AS errorMessage,
-  error_detail AS errorDetail, bytes_done AS bytesDone, upload_url AS uploadUrl, sent_sha256 AS sentSha256,
+  error_detail AS errorDetail, bytes_done AS bytesDone, upload_url AS uploadUrl,
   deleted_locally AS deletedLocally, updated_at AS updatedAt, synced_at AS syncedAt`;
 
 // The patch keys are a closed set mapped to fixed column names, so building the UPDATE from them
@@ -249,7 +236,6 @@ const PATCH_COLUMNS: Record<keyof FilePatch, string> = {
   errorDetail: 'error_detail',
   bytesDone: 'bytes_done',
   uploadUrl: 'upload_url',
-  sentSha256: 'sent_sha256',
 };
 
 const FRESH_START: FilePatch = {

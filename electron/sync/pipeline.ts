@@ -118,11 +118,10 @@ class FileRun {
           record = this.move('verifying', { sha256: localSha, size: local.size, mtimeMs: local.mtimeMs, remoteSha256: remote.sha256, remoteVersion: remote.version });
           return this.verify(record, local);
         }
-        // A new version only replaces content this file put there: the If-Match the journal kept,
-        // or the bytes this workstation sent last (an upload the server committed just before a
-        // crash, whose answer never reached the journal). Anything else is another scan, e.g.
-        // another workstation's upload that won the race for a placeholder both had adopted.
-        if (remote.sha256 !== record.remoteSha256 && remote.sha256 !== record.sentSha256) {
+        // A new version only replaces content this file put there (the If-Match the journal kept);
+        // anything else is another scan, e.g. another workstation's upload that won the race for
+        // a placeholder both had adopted.
+        if (remote.sha256 !== record.remoteSha256) {
           throw new NameTakenError(`document ${remote.id} holds content (sha256 ${remote.sha256}) this file did not upload`);
         }
       }
@@ -188,11 +187,6 @@ class FileRun {
       resumeUrl: record.uploadUrl,
       onResumeUrl: (url) => {
         this.move('uploading', { uploadUrl: url });
-      },
-      // Journalled before the last bytes leave: after a crash that lost the server's answer, content
-      // with this hash is known to be this workstation's own upload (see execute).
-      onSentSha256: (sha256) => {
-        this.move('uploading', { sentSha256: sha256 });
       },
       onProgress: (bytes) => this.deps.onProgress?.(this.fileId, bytes),
     });

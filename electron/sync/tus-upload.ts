@@ -8,7 +8,7 @@ import type { DocumentDto } from '../../shared/schemas.js';
 import { AbortedError, ApiNetworkError, ApiProblemError, FileChangedDuringUploadError, problemFromResponse } from './api-errors.js';
 import { fileChunks, type BandwidthLimiter } from './bandwidth.js';
 import type { UploadRequest } from './document-api.js';
-import { SentBytesHash, unchangedSinceStart } from './upload-check.js';
+import { unchangedSinceStart } from './upload-check.js';
 
 export const TUS_VERSION = '1.0.0';
 /** The tus collection under a document's storage URL. */
@@ -58,14 +58,13 @@ export class TusUploader {
       offset = await this.offsetOf(url, signal);
     }
     let failuresWithoutProgress = 0;
-    const sentHash = new SentBytesHash(request);
     for (;;) {
       if (offset >= request.size) {
         request.onResumeUrl?.(null);
         return null;
       }
       try {
-        const result = await this.patch(request, url, offset, sentHash);
+        const result = await this.patch(request, url, offset);
         failuresWithoutProgress = 0;
         offset = result.offset;
         if (offset >= request.size) {
@@ -185,7 +184,7 @@ export class TusUploader {
     );
   }
 
-  private async patch(request: UploadRequest, url: string, offset: number, sentHash: SentBytesHash): Promise<{ offset: number; document: DocumentDto | null }> {
+  private async patch(request: UploadRequest, url: string, offset: number): Promise<{ offset: number; document: DocumentDto | null }> {
     const end = Math.min(request.size, offset + this.patchBytes);
     let sent = 0;
     const response = await this.options.send((token) => {
@@ -198,7 +197,7 @@ export class TusUploader {
           'content-type': 'application/offset+octet-stream',
           'content-length': String(end - offset),
         },
-        body: SentBytesHash.wrap(request, offset, fileChunks(request.filePath, {
+        body: fileChunks(request.filePath, {
           start: offset,
           end,
           beforeLastChunk: end === request.size ? unchangedSinceStart(request) : undefined,
@@ -208,7 +207,7 @@ export class TusUploader {
             sent += bytes;
             request.onProgress?.(offset + sent);
           },
-        }), sentHash),
+        }),
         throwHttpErrors: false,
         retry: { limit: 0 },
         responseType: 'text',

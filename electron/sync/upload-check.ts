@@ -1,6 +1,4 @@
 /** The check both upload routes run before the last bytes of a file leave. */
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { FileChangedDuringUploadError } from './api-errors.js';
@@ -20,57 +18,6 @@ export function unchangedSinceStart(request: UploadRequest): (() => Promise<void
       throw new FileChangedDuringUploadError(`the file changed during the upload (${request.size} bytes announced, ${now.size} now)`);
     }
   };
-}
-
-/**
- * Hashes the bytes of a file as they are sent (no second read of the file) and hands the sha256 of
- * the whole file to `request.onSentSha256` as soon as its last byte has been read, before that byte
- * is passed on to the request: a crash after the server committed still leaves the journal with
- * proof that the content is this workstation's own upload. Chunks may start anywhere: bytes sent
- * twice (a resend after a dropped connection) are hashed once, and bytes an earlier process sent
- * (a resumed upload) are read from disk to fill the gap.
- */
-export class SentBytesHash {
-  private readonly hash = createHash('sha256');
-  private hashedTo = 0;
-  private reported = false;
-
-  constructor(private readonly request: UploadRequest) {}
-
-  /** The chunks of the file from byte `start` on, passed through once hashed. */
-  static wrap(request: UploadRequest, start: number, chunks: AsyncIterable<Buffer>, hash?: SentBytesHash): AsyncIterable<Buffer> {
-    if (!request.onSentSha256) return chunks;
-    return (hash ?? new SentBytesHash(request)).pass(start, chunks);
-  }
-
-  async *pass(start: number, chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-    let at = start;
-    for await (const chunk of chunks) {
-      await this.take(at, chunk);
-      at += chunk.length;
-      yield chunk;
-    }
-  }
-
-  private async take(at: number, chunk: Buffer): Promise<void> {
-    if (this.reported) return;
-    if (at > this.hashedTo) await this.hashFromDisk(this.hashedTo, at);
-    const skip = this.hashedTo - at;
-    if (skip < chunk.length) {
-      this.hash.update(skip > 0 ? chunk.subarray(skip) : chunk);
-      this.hashedTo = at + chunk.length;
-    }
-    if (this.hashedTo === this.request.size) {
-      this.reported = true;
-      this.request.onSentSha256?.(this.hash.digest('hex'));
-    }
-  }
-
-  private async hashFromDisk(from: number, to: number): Promise<void> {
-    const stream = createReadStream(this.request.filePath, { start: from, end: to - 1, highWaterMark: 1024 * 1024 });
-    for await (const chunk of stream) this.hash.update(chunk as Buffer);
-    this.hashedTo = to;
-  }
 }
 
 /**
