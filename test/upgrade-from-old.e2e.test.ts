@@ -7,17 +7,16 @@
  * nothing uploaded again (the folders' files come back from git with new mtimes, as after a
  * restore), the failed file still failed with its reason, settings and the client secret kept.
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, type CliResult } from './helpers/processes.js';
 import { PATIENT, PATIENT_WITHOUT_CONSENT, startTestServer, tempDir, type TestServer } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const FIXTURE = path.join(ROOT, 'test/fixtures/upgrade/e59c18e');
-const SYNC_CLI = path.join(ROOT, 'dist/electron/sync/cli.js');
 const MADE_BY = JSON.parse(fs.readFileSync(path.join(FIXTURE, 'made-by.json'), 'utf8')) as { home: string; folders: string[]; serverUrl: string };
 
 let work: string;
@@ -29,23 +28,9 @@ function sha256(bytes: Buffer): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [SYNC_CLI, ...args], {
-    cwd: ROOT,
-    env: { ...process.env, PATIENT_DOCS_SYNC_HOME: path.join(work, 'sync'), PATIENT_DOCS_SYNC_RESUMABLE_THRESHOLD: '100000' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 40_000);
-  return new Promise((resolve) =>
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    }),
-  );
+/** The sync CLI on the old home, resumable uploads from 100 kB as the old run had them. */
+function cli(args: string[]): Promise<CliResult> {
+  return runCli(path.join(work, 'sync'), args, { PATIENT_DOCS_SYNC_RESUMABLE_THRESHOLD: '100000' });
 }
 
 beforeAll(async () => {
