@@ -43,6 +43,14 @@ function snapshot(directory: string): Record<string, string> {
   return out;
 }
 
+/** The sync CLI's stderr without its keychain warnings: the lines that tell the problem. */
+function problemLines(stderr: string): string[] {
+  return stderr
+    .trim()
+    .split('\n')
+    .filter((line) => !line.startsWith('warning:'));
+}
+
 function run(file: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [file, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -128,10 +136,7 @@ describe('a sync engine started on a journal a newer version wrote', () => {
     const before = snapshot(home);
     const status = await run(SYNC_CLI, ['status'], { PATIENT_DOCS_SYNC_HOME: home });
     expect(status.code).toBe(1);
-    const problem = status.stderr
-      .trim()
-      .split('\n')
-      .filter((line) => !line.startsWith('warning:'));
+    const problem = problemLines(status.stderr);
     expect(problem).toHaveLength(1);
     expect(problem[0]).toMatch(/^patient-docs-sync: The upload record .*journal\.db was written by a newer version of Patient Docs/);
     const after = snapshot(home);
@@ -168,10 +173,7 @@ describe('a sync engine started on settings a newer version wrote', () => {
     const before = fs.readFileSync(file, 'utf8');
     const status = await run(SYNC_CLI, ['status'], { PATIENT_DOCS_SYNC_HOME: home });
     expect(status.code).toBe(1);
-    const problem = status.stderr
-      .trim()
-      .split('\n')
-      .filter((line) => !line.startsWith('warning:'));
+    const problem = problemLines(status.stderr);
     expect(problem).toEqual([expect.stringMatching(/^patient-docs-sync: The settings file .* was written by a newer version of Patient Docs/)]);
     expect(status.stdout).not.toContain('repaired');
     expect(fs.readFileSync(file, 'utf8')).toBe(before);
