@@ -1,3 +1,8 @@
+import { isDiskFull } from '../shared/disk-errors.js';
+
+/** The data disk or its quota is full: nothing the client sent is wrong, and freeing space fixes it without a restart. */
+export { isDiskFull };
+
 /** The one error type routes throw; the problem plugin turns it into problem details. */
 export class ApiError extends Error {
   override name = 'ApiError';
@@ -31,12 +36,6 @@ const CODE_OF = (error: unknown): string => {
   const code = (error as { code?: unknown } | null | undefined)?.code;
   return typeof code === 'string' ? code : '';
 };
-
-/** The data disk or its quota is full: nothing the client sent is wrong, and freeing space fixes it without a restart. */
-export function isDiskFull(error: unknown): boolean {
-  const code = CODE_OF(error);
-  return code === 'ENOSPC' || code === 'EDQUOT' || code === 'SQLITE_FULL';
-}
 
 /** The data directory or database became read-only while the server runs (remounted ro, permissions changed). */
 export function isReadOnly(error: unknown): boolean {

@@ -5,7 +5,7 @@
  * guarded by a per-launch token.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { LAUNCH_TOKEN_PARAM } from '../../shared/bridge-http.js';
@@ -16,6 +16,7 @@ import { defaultSyncHome, openSyncHome } from '../sync/sync-home.js';
 import { SERVER_CONTENT_PATH, startBridgeHttpServer, type BridgeHttpServer } from './bridge-http-server.js';
 import { EmbeddedServer } from './embedded-server.js';
 import { statusPage } from './status-page.js';
+import { APP_VERSION } from '../sync/app-version.js';
 
 export interface HeadlessOptions {
   home?: string;
@@ -43,7 +44,7 @@ export async function launchHeadless(options: HeadlessOptions = {}): Promise<Hea
   const home = await openSyncHome(options.home ?? defaultSyncHome());
   if (home.secrets.warning) log(`warning: ${home.secrets.warning}`);
   const embedded = new EmbeddedServer(home.directory, home.secrets);
-  const app = new SyncApp({ home: home.directory, settings: home.settings, secrets: home.secrets, notices: home.notices, shell: 'headless', version: version(), embedded });
+  const app = new SyncApp({ home: home.directory, settings: home.settings, secrets: home.secrets, notices: home.notices, shell: 'headless', version: APP_VERSION, embedded });
   if (app.mode() === 'unconfigured' && (options.firstRun ?? 'embedded') === 'embedded') {
     const info = await app.setupEmbedded();
     const folder = path.join(home.directory, 'Scans (demo)');
@@ -89,13 +90,6 @@ export async function launchHeadless(options: HeadlessOptions = {}): Promise<Hea
   };
 }
 
-function version(): string {
-  try {
-    return (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: string }).version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
-}
 
 async function main(): Promise<void> {
   const port = process.env.PATIENT_DOCS_HEADLESS_PORT ? Number(process.env.PATIENT_DOCS_HEADLESS_PORT) : 0;

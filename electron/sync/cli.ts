@@ -19,6 +19,7 @@ import { ProgressTracker } from './progress.js';
 import { SyncApp } from './sync-app.js';
 import { defaultSyncHome, openSyncHome } from './sync-home.js';
 import { buildPairView, toFileView } from './views.js';
+import { APP_VERSION } from './app-version.js';
 
 const USAGE = `usage: patient-docs-sync <command> [options]
   connect  --server URL [--token-url URL] --client-id ID --organization UUID [--ca-file FILE | --forget-ca]
@@ -72,7 +73,7 @@ async function openApp(options: { webhooks: boolean }): Promise<SyncApp> {
     secrets: home.secrets,
     notices: home.notices,
     shell: 'headless',
-    version: version(),
+    version: APP_VERSION,
     webhooks: options.webhooks,
     ...(Number.isFinite(threshold) && threshold > 0 ? { resumableThreshold: threshold } : {}),
     ...(Number.isFinite(backoffBase) && backoffBase > 0 ? { engine: { backoff: { baseMs: backoffBase, maxMs: Math.max(backoffBase * 16, 2000) } } } : {}),
@@ -332,14 +333,6 @@ function readSecretFromStdin(): string | undefined {
   }
 }
 
-function version(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: string };
-    return pkg.version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
-}
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
