@@ -13,7 +13,8 @@ import { BridgeDispatcher, BridgeService } from '../sync/bridge-service.js';
 import { SyncApp } from '../sync/sync-app.js';
 import { startFailureMessage } from '../sync/bridge-error.js';
 import { defaultSyncHome, openSyncHome } from '../sync/sync-home.js';
-import { SERVER_CONTENT_PATH, startBridgeHttpServer, type BridgeHttpServer } from './bridge-http-server.js';
+import { startBridgeHttpServer, type BridgeHttpServer } from './bridge-http-server.js';
+import { createContentRelay } from './content-relay.js';
 import { EmbeddedServer } from './embedded-server.js';
 import { statusPage } from './status-page.js';
 import { APP_VERSION } from '../sync/app-version.js';
@@ -53,13 +54,9 @@ export async function launchHeadless(options: HeadlessOptions = {}): Promise<Hea
     log(`first run: started the bundled server at ${info.url} with a demo clinic; files dropped into "${folder}" sync to ${info.demoPatient.name}`);
   }
   await app.start();
-  // The browser holding the UI trusts only the system's CAs: signed links of a server with the
-  // clinic's own CA are read through the engine, which trusts it (thumbnails, 3D and PDF preview, downloads).
-  const contentToken = randomBytes(24).toString('base64url');
-  let contentBase: string | null = null;
-  const service = new BridgeService(app, {
-    contentUrl: (uri) => (contentBase && app.trustsPrivateCa() ? `${contentBase}${SERVER_CONTENT_PATH}?t=${contentToken}&url=${encodeURIComponent(uri)}` : null),
-  });
+  // Signed links of a server with the clinic's own CA are read through the engine (content-relay.ts).
+  const relay = createContentRelay(app);
+  const service = new BridgeService(app, { contentUrl: (uri) => relay.link(uri) });
   const dispatcher = new BridgeDispatcher(service);
   const token = options.token ?? randomBytes(24).toString('base64url');
   const rendererDir = options.rendererDir === undefined ? (existsSync(path.join(DIST_RENDERER, 'index.html')) ? DIST_RENDERER : null) : options.rendererDir;
@@ -74,9 +71,9 @@ export async function launchHeadless(options: HeadlessOptions = {}): Promise<Hea
     rendererDir,
     fallbackPage: statusPage(),
     port: options.port ?? 0,
-    serverContent: { token: contentToken, open: (url) => app.apiClient().openContent(url) },
+    serverContent: relay.source,
   });
-  contentBase = http.url;
+  relay.attach(http.url);
   const openUrl = `${http.url}/#${LAUNCH_TOKEN_PARAM}=${token}`;
   return {
     app,

@@ -1,8 +1,10 @@
 /**
  * The desktop composition root: one window (contextIsolation, sandbox, no Node), the engine and
- * the embedded server wired in-process, the bridge over IPC, a tray and notifications. Everything
+ * the embedded server wired in-process, the bridge over IPC, a tray and notifications, and the
+ * loopback relay for signed links of a server with the clinic's own CA (content-relay.ts). Everything
  * with logic lives in the engine (electron/sync) or in plain modules beside this file.
  */
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BrowserWindow, Notification, app, dialog, ipcMain, shell } from 'electron';
@@ -13,6 +15,8 @@ import { BridgeDispatcher, BridgeService } from '../sync/bridge-service.js';
 import { SyncApp } from '../sync/sync-app.js';
 import { defaultSyncHome, openSyncHome } from '../sync/sync-home.js';
 import { EmbeddedServer } from '../headless/embedded-server.js';
+import { startBridgeHttpServer } from '../headless/bridge-http-server.js';
+import { createContentRelay } from '../headless/content-relay.js';
 import { createBridgeCallHandler, isRendererUrl } from './bridge-call.js';
 import { noticesBetween } from './notices.js';
 import { createShellActions } from './shell-actions.js';
@@ -74,7 +78,19 @@ async function main(): Promise<void> {
     // The same embedded server the headless twin runs (one composition piece, two shells).
     embedded: new EmbeddedServer(home.directory, home.secrets),
   });
-  const dispatcher = new BridgeDispatcher(new BridgeService(syncApp, createShellActions(() => window)));
+  const relay = createContentRelay(syncApp);
+  const dispatcher = new BridgeDispatcher(new BridgeService(syncApp, { ...createShellActions(() => window), contentUrl: (uri) => relay.link(uri) }));
+  // The relay's loopback port answers signed links only: its bridge token never leaves this process.
+  const relayServer = await startBridgeHttpServer({
+    dispatcher,
+    token: randomBytes(24).toString('base64url'),
+    subscribe: () => () => undefined,
+    initialEvents: async () => [],
+    rendererDir: null,
+    fallbackPage: '',
+    serverContent: relay.source,
+  });
+  relay.attach(relayServer.url);
   const handleCall = createBridgeCallHandler({ target: dispatcher, isTrustedSender: isRendererUrl(pathToFileURL(RENDERER_INDEX).href) });
   ipcMain.handle(IPC_CALL_CHANNEL, (event, method: unknown, args: unknown) => handleCall(event.senderFrame?.url, method, args));
 
@@ -117,7 +133,7 @@ async function main(): Promise<void> {
     quitting = true;
     event.preventDefault();
     const timeout = new Promise((resolve) => setTimeout(resolve, SHUTDOWN_GRACE_MS));
-    void Promise.race([syncApp.stop(), timeout])
+    void Promise.race([Promise.all([syncApp.stop(), relayServer.close()]), timeout])
       .catch((error: unknown) => console.error('patient-docs: shutdown', error))
       .finally(() => {
         tray.destroy();
