@@ -11,9 +11,9 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { afterAll, describe, expect, it } from 'vitest';
+import { ROOT, SERVER_MAIN } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
 const MiB = 1024 * 1024;
 
 interface ServerProcess {
@@ -39,10 +39,10 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** The server from its TypeScript entry (no build step), as `npm run server` runs it. */
+/** The built server, as `npm run server` runs it. */
 async function startProcess(dataDir: string, port: number): Promise<ServerProcess> {
   let output = '';
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+  const child = spawn(process.execPath, [SERVER_MAIN], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: 'process-admin-token-0123456789', PATIENT_DOCS_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],

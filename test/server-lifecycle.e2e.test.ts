@@ -1,5 +1,5 @@
 /**
- * Start-up and shutdown as IT meets them: the built server (`npx tsc -b` first) as real processes.
+ * Start-up and shutdown as IT meets them: the built server (test/global-setup.ts builds it) as real processes.
  * A failed first start keeps no admin token hash (the next start prints a token that works); a bad
  * token file, host, port or database file stops the start with one line naming what to fix (exit
  * 2); the first SIGTERM lets an upload in flight finish within the grace period and cuts it off

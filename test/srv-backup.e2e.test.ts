@@ -8,7 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { ADMIN_CLI, ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 
 let server: ServerProcess;
@@ -47,7 +47,7 @@ async function uploadScan(url: string, fileName: string, bytes: Buffer): Promise
 }
 
 function admin(dataDir: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'server/admin-cli.ts'), ...args], {
+  const child = spawn(process.execPath, [ADMIN_CLI, ...args], {
     cwd: ROOT,
     env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -12,7 +12,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeArchStl } from './fixtures/scans.js';
-import { freePort, ROOT } from './helpers/processes.js';
+import { freePort, ROOT, SERVER_MAIN } from './helpers/processes.js';
 import { ADMIN_TOKEN, CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
@@ -25,7 +25,7 @@ afterAll(() => {
 });
 
 async function start(port: number): Promise<{ url: string; child: ChildProcess; kill(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'server/main.ts')], {
+  const child = spawn(process.execPath, [SERVER_MAIN], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN, PATIENT_DOCS_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],

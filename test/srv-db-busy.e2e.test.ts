@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { ADMIN_CLI, ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT } from './helpers/server.js';
 
 let server: ServerProcess;
@@ -62,7 +62,7 @@ interface AdminResult {
 
 /** The admin CLI as IT runs it; `waiting` resolves when it says that it waits. */
 function admin(args: string[]): { waiting: Promise<void>; done: Promise<AdminResult> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'server/admin-cli.ts'), ...args], {
+  const child = spawn(process.execPath, [ADMIN_CLI, ...args], {
     cwd: ROOT,
     env: { ...process.env, PATIENT_DOCS_DATA_DIR: server.dataDir },
     stdio: ['ignore', 'pipe', 'pipe'],

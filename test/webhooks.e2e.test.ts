@@ -1,6 +1,6 @@
 /**
  * Webhooks end to end: the real server as a child process (`node dist/server/main.js`, built by
- * `npx tsc -b`) delivering to a real HTTPS receiver on loopback whose certificate this test makes
+ * test/global-setup.ts) delivering to a real HTTPS receiver on loopback whose certificate this test makes
  * and the server trusts through NODE_EXTRA_CA_CERTS.
  */
 import { makeTestCertificates, type TestCertificates } from './helpers/tls.js';

@@ -6,7 +6,10 @@ import path from 'node:path';
 import { ADMIN_TOKEN, SEED_FILE, tempDir } from './server.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
-const TSX = ['--import', 'tsx'];
+/** The built entry points (test/global-setup.ts builds them before any test): what IT and the installed app run. */
+export const SERVER_MAIN = path.join(ROOT, 'dist/server/main.js');
+export const ADMIN_CLI = path.join(ROOT, 'dist/server/admin-cli.js');
+export const SYNC_CLI = path.join(ROOT, 'dist/electron/sync/cli.js');
 
 export interface ServerProcess {
   url: string;
@@ -27,7 +30,7 @@ export async function freePort(): Promise<number> {
 export async function startServerProcess(env: Record<string, string> = {}): Promise<ServerProcess> {
   const dataDir = tempDir('server-process');
   const port = env.PORT ?? String(await freePort());
-  const child = spawn(process.execPath, [...TSX, path.join(ROOT, 'server/main.ts')], {
+  const child = spawn(process.execPath, [SERVER_MAIN], {
     cwd: ROOT,
     env: { ...process.env, PORT: port, PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN, PATIENT_DOCS_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -70,11 +73,11 @@ export interface CliResult {
 }
 
 /**
- * Starts `patient-docs-sync <args>` (from source) with its own PATIENT_DOCS_SYNC_HOME; `wrapper`
+ * Starts `patient-docs-sync <args>` (built) with its own PATIENT_DOCS_SYNC_HOME; `wrapper`
  * runs it through another command first (e.g. setpriv, to run it as another user).
  */
 export function spawnCli(home: string, args: string[], env: Record<string, string> = {}, stdin?: string, wrapper: readonly string[] = []): { child: ChildProcess; done: Promise<CliResult> } {
-  const command = [...wrapper, process.execPath, ...TSX, path.join(ROOT, 'electron/sync/cli.ts'), ...args];
+  const command = [...wrapper, process.execPath, SYNC_CLI, ...args];
   const child = spawn(command[0]!, command.slice(1), {
     cwd: ROOT,
     env: { ...process.env, PATIENT_DOCS_SYNC_HOME: home, ...env },
