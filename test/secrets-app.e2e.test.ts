@@ -85,13 +85,13 @@ describe('secrets missing or unreadable at start (no keychain)', () => {
 describe('keychain that comes and goes (real keyring)', () => {
   it('the bundled server keeps syncing in every launch, and its secret is not made again when it only moved stores', () => {
     const home = tempDir('keychain-switch');
-    const script = path.join(home, 'phase.mts');
+    const script = path.join(home, 'phase.mjs');
     fs.writeFileSync(
       script,
       `
       import fs from 'node:fs';
       import path from 'node:path';
-      import { launchHeadless } from ${JSON.stringify(path.join(ROOT, 'electron/headless/main.ts'))};
+      import { launchHeadless } from ${JSON.stringify(path.join(ROOT, 'dist/electron/headless/main.js'))};
       const [home, label] = process.argv.slice(2);
       const headless = await launchHeadless({ home, rendererDir: null, log: () => undefined });
       await headless.app.updateSettings({ settleMs: 300, webhook: { port: 0 } });
@@ -112,7 +112,7 @@ describe('keychain that comes and goes (real keyring)', () => {
       `,
     );
     const run = (label: string, keychain: boolean) =>
-      `${keychain ? '' : 'DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent/patient-docs-bus '}node --import tsx "$SCRIPT" "$APP_HOME" ${label}`;
+      `${keychain ? '' : 'DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent/patient-docs-bus '}node "$SCRIPT" "$APP_HOME" ${label}`;
     const phases = [run('1-file', false), run('2-keychain', true), run('3-no-keychain', false), run('4-keychain-back', true)];
     const result = spawnSync('dbus-run-session', ['--', 'sh', '-c', `echo -n pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null; ${phases.join('; ')}`], {
       cwd: ROOT,
