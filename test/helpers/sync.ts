@@ -26,7 +26,7 @@ export interface EngineUnderTest {
 
 export async function startEngine(
   serverUrl: string,
-  options: { tuning?: Partial<EngineTuning>; folder?: string; remoteBasePath?: string; resumableThreshold?: number; backoffMs?: number; publishEveryMs?: number } = {},
+  options: { tuning?: Partial<EngineTuning>; folder?: string; remoteBasePath?: string; resumableThreshold?: number; backoffMs?: number; publishEveryMs?: number; certificateAuthority?: string[] } = {},
 ): Promise<EngineUnderTest> {
   const home = tempDir('engine');
   const folder = options.folder ?? tempDir('folder');
@@ -36,6 +36,7 @@ export async function startEngine(
     organizationId: ORG,
     credentials: { tokenUrl: `${serverUrl}/oauth2/token`, clientId: CLIENT.id, clientSecret: CLIENT.secret },
     ...(options.resumableThreshold !== undefined ? { resumableThreshold: options.resumableThreshold } : {}),
+    ...(options.certificateAuthority ? { certificateAuthority: options.certificateAuthority } : {}),
   });
   const engine = new SyncEngine({
     journal,
