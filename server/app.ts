@@ -46,7 +46,8 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     routerOptions: { maxParamLength: 512 },
     frameworkErrors: frameworkErrors(config.publicUrl),
     clientErrorHandler: clientErrors(config.publicUrl),
-    trustProxy: false,
+    // Only the proxies IT names are believed about the client's address (X-Forwarded-For).
+    trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
     ajv: { customOptions: { coerceTypes: false } },
   });
 

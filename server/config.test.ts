@@ -76,6 +76,14 @@ describe('server configuration', () => {
     expect(loadConfig({ PATIENT_DOCS_PUBLIC_URL: 'https://docs.example.org' }, '/srv').publicUrl).toBe('https://docs.example.org');
   });
 
+  it('believes X-Forwarded-For only from the proxies named in PATIENT_DOCS_TRUSTED_PROXIES', () => {
+    expect(loadConfig({}, '/srv').trustedProxies).toEqual([]);
+    expect(loadConfig({ PATIENT_DOCS_TRUSTED_PROXIES: ' 127.0.0.1, ::1 ,10.0.0.0/24,fd00::/8' }, '/srv').trustedProxies).toEqual(['127.0.0.1', '::1', '10.0.0.0/24', 'fd00::/8']);
+    for (const bad of ['nginx.local', '10.0.0.0/33', '::1/129', '127.0.0.1/8/1', '*']) {
+      expect(refusal({ PATIENT_DOCS_TRUSTED_PROXIES: bad })).toMatch(/^PATIENT_DOCS_TRUSTED_PROXIES: .* is not an IP address or range/);
+    }
+  });
+
   it('waits 10s for requests in flight at shutdown unless told otherwise (0s to 10m)', () => {
     expect(loadConfig({}, '/srv').shutdownGraceMs).toBe(10_000);
     expect(loadConfig({ PATIENT_DOCS_SHUTDOWN_GRACE: '0' }, '/srv').shutdownGraceMs).toBe(0);

@@ -2,6 +2,7 @@
  * Server configuration from the environment (DESIGN §2). Every bad value is a single-line
  * ConfigError naming the variable, so IT sees exactly what to fix.
  */
+import { isIP } from 'node:net';
 import path from 'node:path';
 
 export class ConfigError extends Error {
@@ -33,6 +34,12 @@ export interface ServerConfig {
   maxJsonBytes: number;
   /** On SIGINT/SIGTERM, how long requests in flight may take to finish before their connections are closed. */
   shutdownGraceMs: number;
+  /**
+   * Addresses (or CIDR ranges) of the reverse proxies in front of the server: a request from one of
+   * them is taken to come from the address its X-Forwarded-For names (for the token rate limit,
+   * the token's ipaddr and the log). Empty: the connection's own address, whatever a header says.
+   */
+  trustedProxies: string[];
 }
 
 type Env = Record<string, string | undefined>;
@@ -126,6 +133,24 @@ function boundedDuration(env: Env, [name, fallback, min, max]: readonly [string,
   return value;
 }
 
+/** `127.0.0.1, ::1, 10.0.0.0/8`: each an IPv4 or IPv6 address, optionally with a prefix length. */
+export function parseTrustedProxies(name: string, raw: string): string[] {
+  const entries = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
+  for (const entry of entries) {
+    const [address = '', prefix, extra] = entry.split('/');
+    const family = isIP(address);
+    const bits = family === 6 ? 128 : 32;
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= bits);
+    if (family === 0 || !prefixOk || extra !== undefined) {
+      throw new ConfigError(`${name}: ${JSON.stringify(entry)} is not an IP address or range; give the addresses of the reverse proxies, comma-separated (example: 127.0.0.1,::1 or 10.0.0.0/24)`);
+    }
+  }
+  return entries;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerConfig {
@@ -170,5 +195,6 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
     logLevel,
     maxJsonBytes: parseSize('PATIENT_DOCS_MAX_JSON_BYTES', env.PATIENT_DOCS_MAX_JSON_BYTES ?? '1MiB'),
     shutdownGraceMs,
+    trustedProxies: parseTrustedProxies('PATIENT_DOCS_TRUSTED_PROXIES', env.PATIENT_DOCS_TRUSTED_PROXIES ?? ''),
   };
 }

@@ -2,8 +2,8 @@
  * The server under a path prefix behind a clinic's reverse proxy, and what such a proxy answers
  * when things go wrong: HTML 502/503/504 pages while the server restarts (waited out, with a plain
  * reason and no HTML in it), nginx's 1 MB `client_max_body_size` (files go up in pieces that pass
- * instead of failing), a limit too small even for that (the file fails saying so, not "cannot be
- * reached"), and a redirect (the file fails naming where the address leads).
+ * instead of failing), a limit too small even for that (the file waits saying so, not "cannot be
+ * reached", and goes up once the limit is raised), and a redirect (the file fails naming where the address leads).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { testConnection } from '../electron/sync/connection.js';
@@ -65,13 +65,17 @@ describe('behind a reverse proxy under /patient-docs', () => {
     expect(proxy.seen.filter((line) => line.startsWith('PATCH ')).length).toBeGreaterThanOrEqual(4);
   });
 
-  it('fails a file the proxy refuses however small the piece, saying it is the proxy’s limit', async () => {
+  it('keeps a file the proxy refuses however small the piece waiting, saying it is the proxy’s limit', async () => {
     proxy.intercept = (request) => (uploadLength(request) > 10_000 ? htmlPage(413, 'Request Entity Too Large') : null);
     writeFile(sut.folder, 'tiny-limit/scan.ply', Buffer.alloc(200_000, 3));
-    const failed = await waitFor('failed', () => (record('tiny-limit/scan.ply')?.state === 'failed' ? record('tiny-limit/scan.ply') : undefined));
-    expect(failed!.errorCode).toBe('TOO_LARGE');
-    expect(failed!.errorDetail).toContain('client_max_body_size');
-    expect(failed!.errorDetail).not.toContain('<');
+    const waiting = await waitFor('waiting', () => (record('tiny-limit/scan.ply')?.errorCode === 'TOO_LARGE' ? record('tiny-limit/scan.ply') : undefined));
+    expect(waiting!.state).toBe('waiting');
+    expect(waiting!.errorMessage).toContain('client_max_body_size');
+    expect(waiting!.errorDetail).toContain('client_max_body_size');
+    expect(waiting!.errorDetail).not.toContain('<');
+    // IT raises the limit: the file goes up by itself.
+    proxy.intercept = null;
+    await waitFor('synced once the limit is raised', () => record('tiny-limit/scan.ply')?.state === 'synced');
   });
 
   it('fails a redirected request naming where the address leads; the connection test says the same', async () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiNetworkError, ApiProblemError, TokenError, AbortedError, toNetworkError } from './api-errors.js';
 import { FileChangedDuringUploadError } from './api-client.js';
 import { retryDelayMs } from './backoff.js';
-import { classifyFailure, VerificationError } from './failure.js';
+import { classifyFailure, PROXY_TOO_LARGE_MESSAGE, VerificationError } from './failure.js';
 
 const problem = (status: number, detail = 'detail', retryAfter: number | null = null) =>
   new ApiProblemError(status, { type: 't', title: 't', status, detail, instance: '/', messageKey: 'K', occurredAt: '2026-01-01T00:00:00.000Z' }, retryAfter);
@@ -17,6 +17,9 @@ describe('error policy', () => {
     expect(classifyFailure(new VerificationError('short'))).toMatchObject({ kind: 'retry', code: 'VERIFY_FAILED' });
     expect(classifyFailure(problem(409))).toMatchObject({ kind: 'retry', code: 'CONFLICT' });
     expect(classifyFailure(problem(413, 'over the limit of 10 bytes'))).toEqual({ kind: 'permanent', code: 'TOO_LARGE', message: 'The file is larger than the server accepts.', detail: 'over the limit of 10 bytes' });
+    // A proxy's 413 (not problem details): IT's setting, so the file waits instead of failing.
+    const foreign = new ApiProblemError(413, { type: 'about:blank', title: 'HTTP 413', status: 413, detail: 'nginx: client_max_body_size', instance: '/', messageKey: 'UNKNOWN', occurredAt: '2026-01-01T00:00:00.000Z' }, null, true);
+    expect(classifyFailure(foreign)).toMatchObject({ kind: 'retry', code: 'TOO_LARGE', message: PROXY_TOO_LARGE_MESSAGE, offline: false });
     expect(classifyFailure(problem(404))).toMatchObject({ kind: 'permanent', code: 'NOT_FOUND' });
     expect(classifyFailure(problem(400, 'fileName must not be blank'))).toMatchObject({ kind: 'permanent', code: 'INVALID_NAME' });
     expect(classifyFailure(problem(403, 'patient p has not given consent to organization o'))).toMatchObject({ kind: 'permanent', code: 'NO_CONSENT' });

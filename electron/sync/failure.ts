@@ -1,8 +1,8 @@
 /**
  * The engine's error policy (DESIGN §4) in one place: what a failure means for the file.
- * 429, 5xx, network errors and token trouble are temporary (wait and retry); 400, 403, 404 and
- * 413 are permanent (the file fails with the server's detail until someone acts); a change on disk
- * sends the file back to the queue.
+ * 429, 5xx, network errors, token trouble and a proxy's 413 are temporary (wait and retry); 400,
+ * 403, 404 and the server's own 413 are permanent (the file fails with the server's detail until
+ * someone acts); a change on disk sends the file back to the queue.
  */
 import { PLAIN_MESSAGES, type BridgeErrorCode } from '../../shared/bridge-errors.js';
 import { isDiskFull } from './disk-full.js';
@@ -44,6 +44,14 @@ export class LinkNotFollowedError extends Error {
 export const NAME_TAKEN_MESSAGE =
   "Another file with this name already exists in the patient's folder on the server (names are compared without regard to upper and lower case). It was left as it is and this file was not uploaded; rename this file to upload it.";
 
+/**
+ * A proxy in front of the server (not the server) refused even the smallest piece as too large:
+ * its configuration, which IT changes without anyone at this computer doing anything, so the file
+ * waits and goes up by itself once the limit is raised.
+ */
+export const PROXY_TOO_LARGE_MESSAGE =
+  'A proxy in front of the server refuses uploads this large, so the file waits. Nothing is lost: it is uploaded by itself once IT raises the proxy’s upload limit (nginx: client_max_body_size).';
+
 export function classifyFailure(error: unknown): FailureVerdict {
   if (error instanceof AbortedError) return { kind: 'stopped' };
   if (error instanceof FileChangedDuringUploadError) return { kind: 'changed', detail: error.message };
@@ -74,6 +82,7 @@ function classifyProblem(error: ApiProblemError): FailureVerdict {
   if (status === 401) return retry('BAD_CREDENTIALS', problem.detail, null, false);
   // Another upload to the same document is under way, or its content moved on: look again later.
   if (status === 409 || status === 412) return retry('CONFLICT', problem.detail, null, false);
+  if (status === 413 && error.foreign) return { kind: 'retry', code: 'TOO_LARGE', message: PROXY_TOO_LARGE_MESSAGE, detail: problem.detail, retryAfterSeconds: null, offline: false };
   const code = permanentCode(status, problem.detail);
   return { kind: 'permanent', code, message: PLAIN_MESSAGES[code], detail: problem.detail };
 }

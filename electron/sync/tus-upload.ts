@@ -30,7 +30,7 @@ export interface TusUploaderOptions {
 }
 
 export class TusUploader {
-  /** Bytes per PATCH now: halved each time a proxy refuses a piece as too large (413), and kept so. */
+  /** Bytes per PATCH now: quartered each time a proxy refuses a piece as too large (413), and kept so while pieces pass. */
   private patchBytes = PATCH_BYTES;
   /** A proxy in front of the server limits request bodies: every upload goes through here, in pieces. */
   bodyLimited = false;
@@ -82,6 +82,9 @@ export class TusUploader {
           offset = reported;
           continue;
         }
+        // Refused even at the smallest piece: the next attempt (after IT raised the limit) starts
+        // from large pieces again instead of crawling at 64 KiB for as long as the app runs.
+        if (error instanceof ApiProblemError && error.status === 413 && error.foreign) this.patchBytes = PATCH_BYTES;
         if (error instanceof FileChangedDuringUploadError) {
           // Its bytes so far are of a file that is still changing: nothing to resume later.
           await this.terminate(url, signal);

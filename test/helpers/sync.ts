@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ApiClient } from '../../electron/sync/api-client.js';
+import type { BandwidthLimiter } from '../../electron/sync/bandwidth.js';
 import type { DocumentApi } from '../../electron/sync/document-api.js';
 import { SyncEngine, type EngineTuning } from '../../electron/sync/engine.js';
 import { sha256File } from '../../electron/sync/hash.js';
@@ -26,7 +27,7 @@ export interface EngineUnderTest {
 
 export async function startEngine(
   serverUrl: string,
-  options: { tuning?: Partial<EngineTuning>; folder?: string; remoteBasePath?: string; resumableThreshold?: number; backoffMs?: number; publishEveryMs?: number } = {},
+  options: { tuning?: Partial<EngineTuning>; folder?: string; remoteBasePath?: string; resumableThreshold?: number; backoffMs?: number; publishEveryMs?: number; certificateAuthority?: string[]; limiter?: BandwidthLimiter } = {},
 ): Promise<EngineUnderTest> {
   const home = tempDir('engine');
   const folder = options.folder ?? tempDir('folder');
@@ -36,6 +37,8 @@ export async function startEngine(
     organizationId: ORG,
     credentials: { tokenUrl: `${serverUrl}/oauth2/token`, clientId: CLIENT.id, clientSecret: CLIENT.secret },
     ...(options.resumableThreshold !== undefined ? { resumableThreshold: options.resumableThreshold } : {}),
+    ...(options.certificateAuthority ? { certificateAuthority: options.certificateAuthority } : {}),
+    ...(options.limiter ? { limiter: options.limiter } : {}),
   });
   const engine = new SyncEngine({
     journal,
