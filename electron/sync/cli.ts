@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { FileView, PairView } from '../../shared/bridge.js';
 import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
+import { failureHint } from '../../shared/failure-hints.js';
 import { toCodedError } from './bridge-error.js';
 import { isDiskFull } from './disk-full.js';
 import { ProgressTracker } from './progress.js';
@@ -312,9 +313,12 @@ async function status(args: string[]): Promise<number> {
   }
 }
 
+/** The reason in the app's words, and what to do about it where there is something (the app's hint, worded for the CLI). */
 function describeError(file: FileView): string {
   if (!file.error) return '';
-  return file.error.detail ? `${file.error.message} (${file.error.detail})` : file.error.message;
+  const reason = file.error.detail ? `${file.error.message} (${file.error.detail})` : file.error.message;
+  const hint = file.state === 'failed' ? failureHint(file.error.code, 1, 'cli') : null;
+  return hint ? `${reason} ${hint}` : reason;
 }
 
 function integer(raw: string, name: string): number {
