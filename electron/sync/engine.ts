@@ -256,6 +256,7 @@ export class SyncEngine {
       folderError: watch?.folderError ?? null,
       settling: watch?.settling ?? 0,
       unreadable: watch?.unreadable() ?? [],
+      diskFull: this.diskFull,
     });
   }
 
