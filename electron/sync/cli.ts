@@ -30,7 +30,7 @@ const USAGE = `usage: patient-docs-sync <command> [options]
   config   [--concurrency N] [--settle-ms MS] [--rescan-minutes N] [--bandwidth BYTES_PER_SECOND] [--ignore PATTERN ...]
   run      [--once] [--timeout SECONDS]   watch and sync; --once: sync what is there, exit 0 when all verified
   status   [--json]                       pairs and per-file states
-  retry                                   failed files are tried again at the next run
+  retry                                   failed and waiting files are tried again now (by a running run, else the next run)
 State lives in PATIENT_DOCS_SYNC_HOME (now: ${defaultSyncHome()}).`;
 
 class UsageError extends Error {}
@@ -272,13 +272,16 @@ async function openAppWhenDiskHasSpace(): Promise<SyncApp> {
   }
 }
 
-/** Failed files are tried again at the next run (after the cause was fixed: consent, a name, space on the server). */
+/** Failed files, and waiting ones without their delay, are tried again (after the cause was fixed: consent, a name, the server back). */
 async function retry(args: string[]): Promise<number> {
   parseArgs({ args, options: {}, strict: true });
   const app = await openApp({ webhooks: false });
   try {
-    const count = app.engine.retryFailed();
-    console.log(count === 0 ? 'no failed file' : `${count} failed file(s) will be tried again at the next run`);
+    // A running `run` takes them up within seconds (it reads the same journal); else the next run does.
+    const { failed, waiting } = app.engine.retryNow();
+    if (failed + waiting === 0) console.log('no failed or waiting file');
+    if (failed > 0) console.log(`${failed} failed file(s) will be tried again at the next run (within seconds by a \`run\` already running)`);
+    if (waiting > 0) console.log(`${waiting} waiting file(s) will be tried again at the next run without waiting for their retry time (within seconds by a \`run\` already running)`);
     return 0;
   } finally {
     await app.stop();

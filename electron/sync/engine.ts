@@ -141,6 +141,14 @@ export class SyncEngine {
     this.requestPump();
   }
 
+  /**
+   * Retry as the user means it, after fixing the cause (consent given, the limit raised, the server
+   * back): failed files are queued again, and files waiting out a retry delay are tried now.
+   */
+  retryNow(target?: RetryTarget): { failed: number; waiting: number } {
+    return { failed: this.retryFailed(target), waiting: this.retryWaitingNow(target) };
+  }
+
   /** Files waiting out a retry delay (all, one pair's, one file) are tried now; returns how many. */
   retryWaitingNow(target?: RetryTarget): number {
     let count = 0;

@@ -37,6 +37,10 @@ export function PairNotices({ pair, onRetryAll }: { pair: PairView; onRetryAll: 
         <InfoNotice tone="warning">
           <strong>{pair.counts.waiting === 1 ? 'One file will be tried again' : `${formatFileCount(pair.counts.waiting)} will be tried again`}</strong>
           <p className="notice-message">{pair.retryReason.message}</p>
+          {/* Once the cause is fixed (the server back, the network cable in), no need to wait for the retry time. */}
+          <button type="button" className="button small" onClick={onRetryAll}>
+            <Icon name="retry" size={14} /> Try now
+          </button>
         </InfoNotice>
       ) : null}
     </>
