@@ -79,6 +79,11 @@ export interface PairView {
   settling: number;
   /** Of those, files that stopped changing but cannot be opened (held by another program, or no permission to read them). */
   unreadable: string[];
+  /**
+   * Files of this folder held back because this computer's disk is full (found but not recorded
+   * yet, or not started): they sync by themselves once there is space. 0 while there is space.
+   */
+  heldForDiskFull: number;
 }
 
 export interface FailureReason extends FileError {

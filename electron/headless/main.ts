@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { LAUNCH_TOKEN_PARAM } from '../../shared/bridge-http.js';
 import { BridgeDispatcher, BridgeService } from '../sync/bridge-service.js';
-import { SyncApp } from '../sync/sync-app.js';
+import { SyncApp, type SyncAppOptions } from '../sync/sync-app.js';
 import { startFailureMessage } from '../sync/bridge-error.js';
 import { defaultSyncHome, openSyncHome } from '../sync/sync-home.js';
 import { startBridgeHttpServer, type BridgeHttpServer } from './bridge-http-server.js';
@@ -27,6 +27,8 @@ export interface HeadlessOptions {
   rendererDir?: string | null;
   token?: string;
   log?: (line: string) => void;
+  /** Engine knobs for tests (backoff, polling), as SyncAppOptions.engine. */
+  engine?: SyncAppOptions['engine'];
 }
 
 export interface HeadlessApp {
@@ -45,7 +47,7 @@ export async function launchHeadless(options: HeadlessOptions = {}): Promise<Hea
   const home = await openSyncHome(options.home ?? defaultSyncHome());
   if (home.secrets.warning) log(`warning: ${home.secrets.warning}`);
   const embedded = new EmbeddedServer(home.directory, home.secrets);
-  const app = new SyncApp({ home: home.directory, settings: home.settings, secrets: home.secrets, notices: home.notices, shell: 'headless', version: APP_VERSION, embedded });
+  const app = new SyncApp({ home: home.directory, settings: home.settings, secrets: home.secrets, notices: home.notices, shell: 'headless', version: APP_VERSION, embedded, ...(options.engine ? { engine: options.engine } : {}) });
   if (app.mode() === 'unconfigured' && (options.firstRun ?? 'embedded') === 'embedded') {
     const info = await app.setupEmbedded();
     const folder = path.join(home.directory, 'Scans (demo)');

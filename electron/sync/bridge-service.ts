@@ -89,10 +89,12 @@ export class BridgeService implements BridgeApi {
     return this.pairView(pairId);
   }
 
+  /** Failed files are queued again and waiting ones tried now; returns how many files that was. */
   async retryFailed(target: { pairId?: string; fileId?: number }): Promise<number> {
-    if (target.fileId !== undefined) return this.app.engine.retryFailed({ fileId: target.fileId });
-    if (target.pairId !== undefined) return this.app.engine.retryFailed({ pairId: target.pairId });
-    return this.app.engine.retryFailed();
+    const { failed, waiting } = this.app.engine.retryNow(
+      target.fileId !== undefined ? { fileId: target.fileId } : target.pairId !== undefined ? { pairId: target.pairId } : undefined,
+    );
+    return failed + waiting;
   }
 
   async listFiles(input: { pairId: string; states?: FileView['state'][]; offset?: number; limit?: number }): Promise<{ files: FileView[]; total: number }> {

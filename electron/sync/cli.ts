@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { FileView, PairView } from '../../shared/bridge.js';
 import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
+import { failureHint } from '../../shared/failure-hints.js';
 import { toCodedError } from './bridge-error.js';
 import { isDiskFull } from './disk-full.js';
 import { ProgressTracker } from './progress.js';
@@ -30,7 +31,7 @@ const USAGE = `usage: patient-docs-sync <command> [options]
   config   [--concurrency N] [--settle-ms MS] [--rescan-minutes N] [--bandwidth BYTES_PER_SECOND] [--ignore PATTERN ...]
   run      [--once] [--timeout SECONDS]   watch and sync; --once: sync what is there, exit 0 when all verified
   status   [--json]                       pairs and per-file states
-  retry                                   failed files are tried again at the next run
+  retry                                   failed and waiting files are tried again now (by a running run, else the next run)
 State lives in PATIENT_DOCS_SYNC_HOME (now: ${defaultSyncHome()}).`;
 
 class UsageError extends Error {}
@@ -272,13 +273,16 @@ async function openAppWhenDiskHasSpace(): Promise<SyncApp> {
   }
 }
 
-/** Failed files are tried again at the next run (after the cause was fixed: consent, a name, space on the server). */
+/** Failed files, and waiting ones without their delay, are tried again (after the cause was fixed: consent, a name, the server back). */
 async function retry(args: string[]): Promise<number> {
   parseArgs({ args, options: {}, strict: true });
   const app = await openApp({ webhooks: false });
   try {
-    const count = app.engine.retryFailed();
-    console.log(count === 0 ? 'no failed file' : `${count} failed file(s) will be tried again at the next run`);
+    // A running `run` takes them up within seconds (it reads the same journal); else the next run does.
+    const { failed, waiting } = app.engine.retryNow();
+    if (failed + waiting === 0) console.log('no failed or waiting file');
+    if (failed > 0) console.log(`${failed} failed file(s) will be tried again at the next run (within seconds by a \`run\` already running)`);
+    if (waiting > 0) console.log(`${waiting} waiting file(s) will be tried again at the next run without waiting for their retry time (within seconds by a \`run\` already running)`);
     return 0;
   } finally {
     await app.stop();
@@ -313,9 +317,12 @@ async function status(args: string[]): Promise<number> {
   }
 }
 
+/** The reason in the app's words, and what to do about it where there is something (the app's hint, worded for the CLI). */
 function describeError(file: FileView): string {
   if (!file.error) return '';
-  return file.error.detail ? `${file.error.message} (${file.error.detail})` : file.error.message;
+  const reason = file.error.detail ? `${file.error.message} (${file.error.detail})` : file.error.message;
+  const hint = file.state === 'failed' ? failureHint(file.error.code, 1, 'cli') : null;
+  return hint ? `${reason} ${hint}` : reason;
 }
 
 function integer(raw: string, name: string): number {

@@ -130,10 +130,40 @@ export class SyncEngine {
     return this.diskFull ? PLAIN_MESSAGES.DISK_FULL : null;
   }
 
-  /** The server connection; null stops new work (files wait until it is set). */
+  /**
+   * The server connection; null stops new work (files wait until it is set). A new connection (a
+   * CA certificate or client secret saved, another server) may be what files were waiting for:
+   * those waiting out a retry delay are tried with it at once.
+   */
   setApi(api: DocumentApi | null): void {
     this.api = api;
+    if (api) this.retryWaitingNow();
     this.requestPump();
+  }
+
+  /**
+   * Retry as the user means it, after fixing the cause (consent given, the limit raised, the server
+   * back): failed files are queued again, and files waiting out a retry delay are tried now.
+   */
+  retryNow(target?: RetryTarget): { failed: number; waiting: number } {
+    return { failed: this.retryFailed(target), waiting: this.retryWaitingNow(target) };
+  }
+
+  /** Files waiting out a retry delay (all, one pair's, one file) are tried now; returns how many. */
+  retryWaitingNow(target?: RetryTarget): number {
+    let count = 0;
+    try {
+      count = this.journal.retryWaitingNow(this.now(), target);
+    } catch (error) {
+      this.reportError(error);
+    }
+    if (count > 0) {
+      this.prefetched = [];
+      this.markPairs();
+      for (const pair of this.pairs.values()) this.markFiles(pair.id, []);
+    }
+    this.requestPump();
+    return count;
   }
 
   async setTuning(tuning: Partial<EngineTuning>): Promise<void> {
@@ -234,6 +264,7 @@ export class SyncEngine {
       folderError: watch?.folderError ?? null,
       settling: watch?.settling ?? 0,
       unreadable: watch?.unreadable() ?? [],
+      diskFull: this.diskFull,
     });
   }
 

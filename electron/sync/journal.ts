@@ -588,6 +588,24 @@ export class Journal {
     })();
   }
 
+  /**
+   * Files waiting out a retry delay are made due now (all, one pair's, or one file): what kept
+   * them waiting may be gone (a CA saved, a new secret, Retry chosen). Their attempt count stays,
+   * so if the trouble is still there the next delay is as long as it would have been. Returns how many.
+   */
+  retryWaitingNow(now: number, target?: RetryTarget): number {
+    return this.database
+      .prepare(
+        `UPDATE files SET next_attempt_at = @now WHERE state = 'waiting' AND next_attempt_at > @now
+           AND (@pairId IS NULL OR pair_id = @pairId) AND (@fileId IS NULL OR id = @fileId)`,
+      )
+      .run({
+        now,
+        pairId: target && 'pairId' in target ? target.pairId : null,
+        fileId: target && 'fileId' in target ? target.fileId : null,
+      }).changes;
+  }
+
   history(fileId: number): HistoryEntry[] {
     return this.database
       .prepare('SELECT at, event, version, sha256, detail FROM history WHERE file_id = ? ORDER BY id')

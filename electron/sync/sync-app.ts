@@ -4,7 +4,7 @@
  * between them (the embedded server, the shell) by their composition roots.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, unwatchFile, watchFile, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AddPairInput, AppMode, AppStatus, BridgeEvent, ConnectionTestResult, RemoteSetupInput, SettingsPatch, SettingsView } from '../../shared/bridge.js';
 import { checkPath } from '../../shared/names.js';
@@ -19,7 +19,7 @@ import { journalRecoveryNotice, openJournal, type Journal } from './journal.js';
 import { describeOverlap, overlappingPair, realFolder } from './pair-folders.js';
 import type { SecretStore } from './secrets.js';
 import type { SettingsStore, SyncPair, SyncSettings, WebhookSettings } from './settings.js';
-import { CaCertificateError, parseCaCertificate, readTrustedCa, saveTrustedCa, type TrustedCa } from './tls-trust.js';
+import { CaCertificateError, parseCaCertificate, readTrustedCa, saveTrustedCa, SERVER_CA_FILE, type TrustedCa } from './tls-trust.js';
 import { WebhookWiring } from './webhooks.js';
 
 /** What the embedded server hands back once it runs (the demo organization, patient and client). */
@@ -54,7 +54,11 @@ export interface SyncAppOptions {
   webhooks?: boolean;
   /** What opening the sync home had to repair (sync-home.ts), shown until the app stops. */
   notices?: readonly string[];
+  /** How often the kept CA certificate file is looked at for a change made by another process. */
+  caCheckMs?: number;
 }
+
+export const CA_CHECK_MS = 2000;
 
 const EMBEDDED_MARKER = 'embedded.json';
 
@@ -145,10 +149,12 @@ export class SyncApp {
     await this.connect();
     await this.engine.start(this.settings.get('pairs'));
     await this.startWebhooks();
+    this.watchTrustedCa();
   }
 
   async stop(): Promise<void> {
     this.started = false;
+    unwatchFile(this.caFile(), this.onCaFileChanged);
     await this.engine.stop();
     await this.webhooks.stop();
     if (this.embeddedInfo) await this.options.embedded?.stop();
@@ -373,10 +379,35 @@ export class SyncApp {
     this.settings.set('organizationId', connection.organizationId);
   }
 
+  private caFile(): string {
+    return path.join(this.options.home, SERVER_CA_FILE);
+  }
+
+  /**
+   * IT may save the clinic's CA from another process while this one syncs (`patient-docs-sync
+   * connect --ca-file` next to a running `run` service, or next to the app): the file is looked at
+   * every few seconds, and a changed CA connects again, so files waiting on the certificate go at once.
+   */
+  private watchTrustedCa(): void {
+    unwatchFile(this.caFile(), this.onCaFileChanged);
+    watchFile(this.caFile(), { persistent: false, interval: this.options.caCheckMs ?? CA_CHECK_MS }, this.onCaFileChanged);
+  }
+
+  private readonly onCaFileChanged = (): void => {
+    if (!this.started || (readTrustedCa(this.options.home)?.pem ?? null) === this.connectedCaPem) return;
+    // Should connecting fail (a keychain gone meanwhile), the files keep waiting with their reason
+    // and the next change of the file tries again.
+    void this.reconnect().catch(() => undefined);
+  };
+
+  /** The CA the current connection trusts (null: none kept), to tell a changed file from a touched one. */
+  private connectedCaPem: string | null = null;
+
   private async connect(): Promise<void> {
     const connection = this.connection();
     const secret = connection ? await this.secrets.get(CLIENT_SECRET_ACCOUNT) : undefined;
     const ca = readTrustedCa(this.options.home);
+    this.connectedCaPem = ca?.pem ?? null;
     this.privateCa = Boolean(connection?.serverUrl.startsWith('https:')) && (ca !== null || Boolean(process.env.NODE_EXTRA_CA_CERTS));
     this.clientSecretMissing = connection !== null && !secret;
     // A server address saved by an older version that would carry the secret in clear text is not used.

@@ -58,9 +58,11 @@ export interface PairViewInput {
   /** Files seen but not yet journaled (the watch's stability gate), and those among them that cannot be opened. */
   settling?: number;
   unreadable?: readonly string[];
+  /** This computer's disk is full: no file starts, and files found are not recorded yet. */
+  diskFull?: boolean;
 }
 
-export function buildPairView({ pair, records, progress, online, folderError = null, settling = 0, unreadable = [] }: PairViewInput): PairView {
+export function buildPairView({ pair, records, progress, online, folderError = null, settling = 0, unreadable = [], diskFull = false }: PairViewInput): PairView {
   const counts = emptyCounts();
   const cases = new Map<string, CaseView>();
   let bytesDone = 0;
@@ -94,6 +96,8 @@ export function buildPairView({ pair, records, progress, online, folderError = n
   }
   const folderProblem: FileError | null = folderError ? { code: 'FOLDER_MISSING', message: folderError } : null;
   const state = pairState(pair, counts, online);
+  // Every file not settled either way waits for space: neither "syncing" nor "still being written".
+  const heldForDiskFull = diskFull && !pair.paused ? settling + counts.queued + counts.creating + counts.uploading + counts.verifying + counts.waiting : 0;
   const rate = progress.pairRate(pair.id);
   const remaining = bytesTotal - bytesDone;
   return {
@@ -103,7 +107,7 @@ export function buildPairView({ pair, records, progress, online, folderError = n
     patientName: pair.patientName ?? null,
     remoteBasePath: pair.remoteBasePath,
     paused: pair.paused,
-    state: state === 'idle' ? (folderProblem || unreadable.length > 0 ? 'attention' : settling > 0 ? 'syncing' : state) : state,
+    state: heldForDiskFull > 0 ? 'attention' : state === 'idle' ? (folderProblem || unreadable.length > 0 ? 'attention' : settling > 0 ? 'syncing' : state) : state,
     counts,
     bytesDone,
     bytesTotal,
@@ -116,6 +120,7 @@ export function buildPairView({ pair, records, progress, online, folderError = n
     folderError: folderProblem,
     settling,
     unreadable: [...unreadable],
+    heldForDiskFull,
   };
 }
 

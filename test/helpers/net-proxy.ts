@@ -24,6 +24,8 @@ export interface NetProxy {
   intercept: ((request: http.IncomingMessage) => ProxyAnswer | null) | null;
   /** Requests seen, by `METHOD path`. */
   seen: string[];
+  /** Serves another certificate from now on (IT renewed it, maybe from another CA); https only. */
+  setCertificate(key: Buffer, cert: Buffer): void;
   close(): Promise<void>;
 }
 
@@ -93,6 +95,12 @@ export async function startNetProxy(options: { key?: Buffer; cert?: Buffer; pref
       state.intercept = value;
     },
     seen: state.seen,
+    setCertificate: (key, cert) => {
+      if (!(server instanceof https.Server)) throw new Error('setCertificate: this proxy is plain http');
+      server.setSecureContext({ key, cert });
+      // Connections kept alive would go on with the old certificate.
+      server.closeIdleConnections();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

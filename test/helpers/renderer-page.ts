@@ -147,6 +147,7 @@ export function pairView(partial: Partial<PairView> = {}): PairView {
     folderError: null,
     settling: 0,
     unreadable: [],
+    heldForDiskFull: 0,
     ...partial,
   };
 }

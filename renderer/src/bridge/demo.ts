@@ -266,6 +266,7 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
       folderError: null,
       settling: 0,
       unreadable: [],
+      heldForDiskFull: 0,
     };
   };
   const pairs = (): PairView[] => Object.keys(pairMeta).map(pairView);

@@ -80,7 +80,9 @@ export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView;
 function PairProgress({ pair, fileCount }: { pair: PairView; fileCount: number }) {
   const settled = pair.counts.synced + pair.counts.failed;
   const summary =
-    fileCount === 0
+    pair.heldForDiskFull > 0
+      ? `${pair.counts.synced > 0 ? `${formatCount(pair.counts.synced)} synced, ` : ''}${formatCount(pair.heldForDiskFull)} waiting: this computer’s disk is full`
+      : fileCount === 0
       ? 'Waiting for files in this folder'
       : settled === fileCount && pair.counts.failed === 0
         ? fileCount === 1

@@ -107,9 +107,9 @@ function FileRow({ file }: { file: FileView }) {
       </span>
       <FileStateBadge state={file.state} />
       <span className="file-row-action">
-        {file.state === 'failed' ? (
-          <button type="button" className="button small" onClick={() => void client.retryFailed({ fileId: file.id })} aria-label={`Retry ${visibleName(file.fileName)}`}>
-            <Icon name="retry" size={14} /> Retry
+        {file.state === 'failed' || file.state === 'waiting' ? (
+          <button type="button" className="button small" onClick={() => void client.retryFailed({ fileId: file.id })} aria-label={`${file.state === 'failed' ? 'Retry' : 'Try now'} ${visibleName(file.fileName)}`}>
+            <Icon name="retry" size={14} /> {file.state === 'failed' ? 'Retry' : 'Try now'}
           </button>
         ) : null}
       </span>

@@ -23,20 +23,31 @@ export function PairNotices({ pair, onRetryAll }: { pair: PairView; onRetryAll: 
           {pair.unreadable.length > 1 ? <p className="notice-hint">{pair.unreadable.slice(0, 5).join(', ')}{pair.unreadable.length > 5 ? ', …' : ''}</p> : null}
         </InfoNotice>
       ) : null}
-      {pair.settling > pair.unreadable.length && !pair.paused ? (
+      {pair.heldForDiskFull > 0 ? (
+        <InfoNotice tone="warning">
+          <strong>{pair.heldForDiskFull === 1 ? 'One file waits' : `${formatFileCount(pair.heldForDiskFull)} wait`} for space on this computer’s disk</strong>
+          <p className="notice-message">{DISK_FULL_HINT}</p>
+        </InfoNotice>
+      ) : pair.settling > pair.unreadable.length && !pair.paused ? (
         <InfoNotice>
           {pair.settling - pair.unreadable.length === 1 ? 'One file is still being written' : `${formatFileCount(pair.settling - pair.unreadable.length)} are still being written`}; uploads start once they stop changing.
         </InfoNotice>
       ) : null}
-      {pair.counts.waiting > 0 && pair.retryReason && !pair.paused ? (
+      {pair.counts.waiting > 0 && pair.retryReason && !pair.paused && pair.heldForDiskFull === 0 ? (
         <InfoNotice tone="warning">
           <strong>{pair.counts.waiting === 1 ? 'One file will be tried again' : `${formatFileCount(pair.counts.waiting)} will be tried again`}</strong>
           <p className="notice-message">{pair.retryReason.message}</p>
+          {/* Once the cause is fixed (the server back, the network cable in), no need to wait for the retry time. */}
+          <button type="button" className="button small" onClick={onRetryAll}>
+            <Icon name="retry" size={14} /> Try now
+          </button>
         </InfoNotice>
       ) : null}
     </>
   );
 }
+
+const DISK_FULL_HINT = 'Nothing is lost: they sync by themselves once there is space. Free some space on this computer’s disk (delete old exports, empty the recycle bin).';
 
 const UNREADABLE_HINT =
   'The scanner software may still have it open, or this computer’s account is not allowed to read it. It is uploaded by itself as soon as it can be read; if this stays, close the program that has it open or ask IT to check the file’s permissions.';
