@@ -33,6 +33,8 @@ export interface ServerConfig {
   maxJsonBytes: number;
   /** On SIGINT/SIGTERM, how long requests in flight may take to finish before their connections are closed. */
   shutdownGraceMs: number;
+  /** Audit entries waiting to be written (the database refusing them) past which access to patient files is refused. */
+  auditMaxPending: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -126,6 +128,12 @@ function boundedDuration(env: Env, [name, fallback, min, max]: readonly [string,
   return value;
 }
 
+function parseCount(name: string, raw: string): number {
+  const value = Number(raw.trim());
+  if (!/^\d{1,9}$/.test(raw.trim()) || value < 1) throw new ConfigError(`${name}=${JSON.stringify(raw)} must be a whole number from 1 to 999999999`);
+  return value;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerConfig {
@@ -170,5 +178,6 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
     logLevel,
     maxJsonBytes: parseSize('PATIENT_DOCS_MAX_JSON_BYTES', env.PATIENT_DOCS_MAX_JSON_BYTES ?? '1MiB'),
     shutdownGraceMs,
+    auditMaxPending: parseCount('PATIENT_DOCS_AUDIT_MAX_PENDING', env.PATIENT_DOCS_AUDIT_MAX_PENDING ?? '50000'),
   };
 }
