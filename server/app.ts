@@ -103,7 +103,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     maxUploadBytes: config.maxUploadBytes,
     typeBase: config.publicUrl,
   });
-  await app.register(adminRoutes, { directory: context.directory, adminTokenHash: options.adminTokenHash });
+  await app.register(adminRoutes, { directory: context.directory, audit: context.store.audit, auditLog: context.audit, adminTokenHash: options.adminTokenHash });
 
   app.get('/healthz', { schema: { tags: ['operations'], summary: 'Liveness (also the no-op baseline of the benchmark)' } }, async () => ({ status: 'ok' }));
   return app;
