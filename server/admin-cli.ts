@@ -144,13 +144,13 @@ function problemLines(problems: ContentProblem[]): string {
   return problems.map((problem) => `  document ${problem.documentId} version ${problem.version}: ${problem.problem} (${problem.key})`).join('\n');
 }
 
-function verified(report: { versions: number; bytes: number; problems: ContentProblem[] }, hashes: boolean): string {
+function verified(report: { versions: number; bytes: number; problems: ContentProblem[]; auditEntries: number }, hashes: boolean): string {
   if (report.problems.length > 0) {
     throw new ContentProblems(
       `${report.problems.length} of ${report.versions} stored files are missing or damaged; restore them from a backup (or have the clinic upload them again):\n${problemLines(report.problems)}`,
     );
   }
-  return `all ${report.versions} stored files are in place (${report.bytes} bytes${hashes ? ', each matching its sha256' : '; add --hashes to check their sha256 too'})`;
+  return `all ${report.versions} stored files are in place (${report.bytes} bytes${hashes ? ', each matching its sha256' : '; add --hashes to check their sha256 too'}); the audit log holds ${report.auditEntries} entries`;
 }
 
 function wholeNumber(raw: string | undefined, flag: string): number | undefined {
@@ -224,7 +224,7 @@ async function run(argv: string[]): Promise<unknown> {
     if (command === 'verify') return verified(await verifyContent(file, contentRoot, { hashes: values.hashes === true }), values.hashes === true);
     const report = await backupDataDir({ databaseFile: file, dataDir: config.dataDir, contentRoot, target: required(values.to, 'to') });
     if (report.problems.length > 0) throw new ContentProblems(`backup written to ${report.directory}, but ${report.problems.length} of ${report.versions} stored files could not be copied:\n${problemLines(report.problems)}`);
-    return `backup written to ${report.directory}: the database and ${report.versions} stored files (${report.bytes} bytes), each checked against its sha256`;
+    return `backup written to ${report.directory}: the database and ${report.versions} stored files (${report.bytes} bytes), each checked against its sha256; the audit log's ${report.auditEntries} entries are in the database copy`;
   }
   if (!config.databaseUrl?.startsWith('postgres')) {
     const waitSeconds = values.wait === undefined ? DEFAULT_WAIT_SECONDS : Number(values.wait);
