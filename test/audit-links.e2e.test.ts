@@ -52,10 +52,20 @@ describe('signed links and the audit log', () => {
     expect((await t.api('POST', `/v1/patients/${PATIENT}/documents/search`, search)).body.documents[0].storageDownloadUri).toBe(mine);
     expect(new URL(mine).searchParams.get('client')).toBe(CLIENT.id);
 
-    const response = await fetch(mine);
+    // Through a reverse proxy: the address it names for the workstation is kept beside its own.
+    const response = await fetch(mine, { headers: { 'x-forwarded-for': '192.168.10.23' } });
     expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
     const [entry] = await audit({ action: 'download', documentId: document.id, limit: '1' });
-    expect(entry).toMatchObject({ outcome: 'allowed', status: 200, clientId: CLIENT.id, organizationId: ORG, patientId: PATIENT, version: 1, detail: { bytes: bytes.length, size: bytes.length } });
+    expect(entry).toMatchObject({
+      outcome: 'allowed',
+      status: 200,
+      clientId: CLIENT.id,
+      organizationId: ORG,
+      patientId: PATIENT,
+      version: 1,
+      remoteAddress: '127.0.0.1',
+      detail: { bytes: bytes.length, size: bytes.length, forwardedFor: '192.168.10.23' },
+    });
   });
 
   it('still serves a link signed before the update until it expires, recorded with an unknown client', async () => {

@@ -62,6 +62,10 @@ export function entryOf(request: FastifyRequest, reply: FastifyReply, action: Au
   const detail = note.detail;
   if (outcome !== 'allowed' && note.reason !== undefined) detail.reason = note.reason.length > REASON_MAX ? `${note.reason.slice(0, REASON_MAX)}…` : note.reason;
   if (!raw.writableFinished) detail.finished = false;
+  // Behind a reverse proxy the remote address is the proxy's: what it says the client's was is kept
+  // beside it (as said, not verified: the server does not trust proxy headers).
+  const forwarded = request.headers['x-forwarded-for'];
+  if (typeof forwarded === 'string') detail.forwardedFor = forwarded.slice(0, 200);
   const params = request.params as { patientId?: unknown; documentId?: unknown } | undefined;
   return {
     at: now.toISOString(),
