@@ -53,8 +53,8 @@ function uuidOrNull(value: unknown): string | null {
   return typeof value === 'string' && UUID.test(value) ? value.toLowerCase() : null;
 }
 
-/** The entry for a request whose response is over (or whose connection closed first). */
-export function entryOf(request: FastifyRequest, reply: FastifyReply, action: AuditAction, note: AuditNote, now: Date): AuditEntryRecord {
+/** The entry for a request whose response is over (or whose connection closed first); `startedAt` is when it came in. */
+export function entryOf(request: FastifyRequest, reply: FastifyReply, action: AuditAction, note: AuditNote, startedAt: Date): AuditEntryRecord {
   const raw = reply.raw;
   const answered = raw.headersSent;
   const status = answered ? raw.statusCode : CLOSED_BEFORE_ANSWER;
@@ -68,7 +68,7 @@ export function entryOf(request: FastifyRequest, reply: FastifyReply, action: Au
   if (typeof forwarded === 'string') detail.forwardedFor = forwarded.slice(0, 200);
   const params = request.params as { patientId?: unknown; documentId?: unknown } | undefined;
   return {
-    at: now.toISOString(),
+    at: startedAt.toISOString(),
     action,
     outcome,
     status,
@@ -95,9 +95,11 @@ export function auditAccess(log: AuditLog, now: () => Date = () => new Date()) {
     if (refusal) return done(refusal);
     const note: AuditNote = { detail: {} };
     request.auditNote = note;
+    // The time of the access is when it began (a long download is listed where it started).
+    const startedAt = now();
     const write = (): void => {
       if (config.resumable && !note.completed && !(reply.raw.headersSent && reply.raw.statusCode >= 400)) return;
-      log.record(entryOf(request, reply, config.action, note, now()));
+      log.record(entryOf(request, reply, config.action, note, startedAt));
     };
     reply.raw.once('close', () => {
       if (note.settled) void note.settled.then(write);

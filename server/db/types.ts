@@ -362,7 +362,7 @@ export type AuditOutcome = 'allowed' | 'refused' | 'failed';
 export const AUDIT_OUTCOMES: readonly AuditOutcome[] = ['allowed', 'refused', 'failed'];
 
 export interface AuditEntryRecord {
-  /** The server's clock, ISO 8601 UTC with milliseconds. */
+  /** When the request came in, by the server's clock: ISO 8601 UTC with milliseconds. */
   at: string;
   action: AuditAction;
   outcome: AuditOutcome;
