@@ -185,7 +185,7 @@ describe('the audit log of a patient’s files', () => {
     const [deleted, forged, notPermitted, otherOrganization] = entries;
     expect(deleted).toMatchObject({ clientId: CLIENT.id, organizationId: ORG, patientId: PATIENT, documentId: scan.id, version: 1, detail: { path: '/scans/2026-11-21', fileName: 'upper-jaw.stl' } });
     expect(deleted.remoteAddress).toBe('127.0.0.1');
-    expect(forged).toMatchObject({ clientId: null, patientId: PATIENT, documentId: scan.id, version: 1, detail: { linkClient: 'scanner-pc-2', linkOrganization: ORG } });
+    expect(forged).toMatchObject({ clientId: null, patientId: PATIENT, documentId: scan.id, version: 1, detail: { claimedClient: 'scanner-pc-2', claimedOrganization: ORG } });
     expect(forged.detail.reason).toMatch(/not valid/);
     expect(notPermitted).toMatchObject({ clientId: READ_ONLY_CLIENT.id, documentId: scan.id });
     expect(notPermitted.detail.reason).toMatch(/lacks the scope Patient.File.Write/);

@@ -285,8 +285,8 @@ export class ContentService {
     facts.clientId = null;
     if (Number.isSafeInteger(version)) facts.version = version;
     if (holder) {
-      if (CLIENT_ID.test(holder.clientId)) facts.detail.linkClient = holder.clientId;
-      if (UUID.test(holder.organizationId)) facts.detail.linkOrganization = holder.organizationId;
+      if (CLIENT_ID.test(holder.clientId)) facts.detail.claimedClient = holder.clientId;
+      if (UUID.test(holder.organizationId)) facts.detail.claimedOrganization = holder.organizationId;
     }
     const refuse = async (detail: string): Promise<never> => {
       // Whose file the refused link points at: the log can then show it with the patient's other accesses.
@@ -303,8 +303,8 @@ export class ContentService {
     if (holder) {
       facts.clientId = holder.clientId;
       facts.organizationId = holder.organizationId;
-      delete facts.detail.linkClient;
-      delete facts.detail.linkOrganization;
+      delete facts.detail.claimedClient;
+      delete facts.detail.claimedOrganization;
     } else {
       facts.detail.link = 'signed before the audit log: client unknown';
     }
