@@ -16,6 +16,8 @@ import { readSeedFile } from './domain/directory.js';
 import { ApiError, isDatabaseBusy } from './errors.js';
 import { DatabaseBusyError, waitForWriteLock } from './db/sqlite/write-wait.js';
 import { BackupTargetError, backupDataDir, verifyContent, type ContentProblem } from './db/sqlite/backup.js';
+import type { AuditRepository } from './db/types.js';
+import { auditLine, AuditListQuery, auditQuery, listAudit, parseAuditTime } from './audit/query.js';
 
 const USAGE = `Usage: patient-docs-admin <command> [options]
 
@@ -43,6 +45,16 @@ const USAGE = `Usage: patient-docs-admin <command> [options]
                          server runs; each file is checked against its sha256 as it is copied
   verify [--hashes]      check that every stored version's file is in the data folder with its
                          size (and sha256); run it on a restored backup before starting the server
+  audit [--patient UUID] [--document UUID] [--client-id ID] [--organization UUID]
+        [--action ACTION] [--outcome allowed|refused|failed] [--since TIME] [--until TIME]
+        [--limit N (100, at most 1000)] [--offset N] [--json]
+                         who accessed a patient's files, and who was refused: one line per
+                         entry, newest first (--json: one JSON object per line). TIME is a date
+                         (2026-11-21, the server's time zone; --until includes that day) or a
+                         date and time (2026-11-21T09:30:00Z). ACTION: search, read, versions,
+                         create, upload, download, thumbnail, delete
+  audit prune --before TIME   remove the entries recorded before TIME (nothing is removed
+                         automatically: keep them as long as your country's rules require)
 
   --wait SECONDS         how long to wait while another process (the server, a backup)
                          holds the database's write lock (default 30)
@@ -63,8 +75,19 @@ const OPTIONS = {
   wait: { type: 'string' },
   to: { type: 'string' },
   hashes: { type: 'boolean' },
+  document: { type: 'string' },
+  action: { type: 'string' },
+  outcome: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  before: { type: 'string' },
+  limit: { type: 'string' },
+  offset: { type: 'string' },
+  json: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+type ParsedValues = ReturnType<typeof parseArgs<{ args: string[]; options: typeof OPTIONS; allowPositionals: true; strict: true }>>['values'];
 
 function required(value: string | undefined, flag: string): string {
   if (!value) throw new UsageError(`--${flag} is required`);
@@ -84,6 +107,7 @@ const FLAG_OF: Record<string, string> = {
   patientId: 'patient',
   scopes: 'scope',
   clientId: 'client-id',
+  documentId: 'document',
 };
 
 const ajv = createAjv({ coerceTypes: false, removeAdditional: false });
@@ -120,19 +144,63 @@ function problemLines(problems: ContentProblem[]): string {
   return problems.map((problem) => `  document ${problem.documentId} version ${problem.version}: ${problem.problem} (${problem.key})`).join('\n');
 }
 
-function verified(report: { versions: number; bytes: number; problems: ContentProblem[] }, hashes: boolean): string {
+function verified(report: { versions: number; bytes: number; problems: ContentProblem[]; auditEntries: number }, hashes: boolean): string {
   if (report.problems.length > 0) {
     throw new ContentProblems(
       `${report.problems.length} of ${report.versions} stored files are missing or damaged; restore them from a backup (or have the clinic upload them again):\n${problemLines(report.problems)}`,
     );
   }
-  return `all ${report.versions} stored files are in place (${report.bytes} bytes${hashes ? ', each matching its sha256' : '; add --hashes to check their sha256 too'})`;
+  return `all ${report.versions} stored files are in place (${report.bytes} bytes${hashes ? ', each matching its sha256' : '; add --hashes to check their sha256 too'}); the audit log holds ${report.auditEntries} entries`;
+}
+
+function wholeNumber(raw: string | undefined, flag: string): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^\d{1,10}$/.test(raw)) throw new InputError(`--${flag} ${JSON.stringify(raw)} must be a whole number`);
+  return Number(raw);
+}
+
+/** A time filter's 400 as the flag it came from. */
+function timeFlag(parse: () => string): string {
+  try {
+    return parse();
+  } catch (error) {
+    if (error instanceof ApiError) throw new InputError(`--${error.detail}`);
+    throw error;
+  }
+}
+
+async function auditCommand(audit: AuditRepository, values: ParsedValues): Promise<string> {
+  const input: AuditListQuery = checked<Record<string, unknown>>(AuditListQuery, {
+    patientId: values.patient,
+    documentId: values.document,
+    clientId: values['client-id'],
+    organizationId: values.organization?.[0],
+    action: values.action,
+    outcome: values.outcome,
+    since: values.since,
+    until: values.until,
+    limit: wholeNumber(values.limit, 'limit'),
+    offset: wholeNumber(values.offset, 'offset'),
+  });
+  timeFlag(() => JSON.stringify(auditQuery(input)));
+  const page = await listAudit(audit, input);
+  if (values.json) return page.entries.map((entry) => JSON.stringify(entry)).join('\n');
+  if (page.entries.length === 0) return page.total === 0 ? 'no audit entries match' : `no audit entries on this page (${page.total} match; lower --offset)`;
+  const more = page.offset + page.entries.length < page.total ? `; --offset ${page.offset + page.entries.length} for the next ones` : '';
+  return [`${page.entries.length} of ${page.total} audit entries, newest first${more}:`, ...page.entries.map(auditLine)].join('\n');
+}
+
+async function pruneCommand(audit: AuditRepository, raw: string): Promise<string> {
+  const before = timeFlag(() => parseAuditTime('before', raw));
+  if (Date.parse(before) > Date.now()) throw new InputError(`--before ${JSON.stringify(raw)} is in the future; entries of accesses that already happened are not removed by a date to come`);
+  const removed = await audit.prune(before);
+  return `removed ${removed} audit ${removed === 1 ? 'entry' : 'entries'} recorded before ${before}; ${await audit.count()} remain`;
 }
 
 /** How long a command waits for the database's write lock before giving up (--wait). */
 const DEFAULT_WAIT_SECONDS = 30;
 
-const READ_ONLY = new Set(['organization list', 'patient list', 'patient show', 'client list', 'keys list']);
+const READ_ONLY = new Set(['organization list', 'patient list', 'patient show', 'client list', 'keys list', 'audit']);
 
 async function run(argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
@@ -156,7 +224,7 @@ async function run(argv: string[]): Promise<unknown> {
     if (command === 'verify') return verified(await verifyContent(file, contentRoot, { hashes: values.hashes === true }), values.hashes === true);
     const report = await backupDataDir({ databaseFile: file, dataDir: config.dataDir, contentRoot, target: required(values.to, 'to') });
     if (report.problems.length > 0) throw new ContentProblems(`backup written to ${report.directory}, but ${report.problems.length} of ${report.versions} stored files could not be copied:\n${problemLines(report.problems)}`);
-    return `backup written to ${report.directory}: the database and ${report.versions} stored files (${report.bytes} bytes), each checked against its sha256`;
+    return `backup written to ${report.directory}: the database and ${report.versions} stored files (${report.bytes} bytes), each checked against its sha256; the audit log's ${report.auditEntries} entries are in the database copy`;
   }
   if (!config.databaseUrl?.startsWith('postgres')) {
     const waitSeconds = values.wait === undefined ? DEFAULT_WAIT_SECONDS : Number(values.wait);
@@ -218,6 +286,10 @@ async function run(argv: string[]): Promise<unknown> {
         return { kid: await keys.rotate(), note: 'new tokens are signed with this key; tokens signed before keep verifying until `keys prune`' };
       case 'keys prune':
         return { removed: await keys.prune(overlapSeconds(values.overlap, config.tokenLifetimeSeconds)) };
+      case 'audit':
+        return await auditCommand(context.store.audit, values);
+      case 'audit prune':
+        return await pruneCommand(context.store.audit, required(values.before, 'before'));
       case 'keys list':
         return (await context.store.signingKeys.list()).map(({ kid, createdAt, retiredAt }) => ({ kid, createdAt, retiredAt }));
       default:

@@ -5,6 +5,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { ServerContext } from './context.js';
 import { redactedUrl } from './log-redaction.js';
+import { auditAccess, auditPlugin } from './audit/http.js';
 import authPlugin from './plugins/auth.js';
 import problemsPlugin, { clientErrors, frameworkErrors } from './plugins/problems.js';
 import validationPlugin from './plugins/validation.js';
@@ -72,6 +73,9 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(authPlugin, { tokens: context.tokens });
+  // Every access to a patient's files goes into the audit log, refused ones included (server/audit/).
+  await app.register(auditPlugin);
+  const trackAccess = auditAccess(context.audit);
   await app.register(identityRoutes, {
     clients: context.store.clients,
     tokens: context.tokens,
@@ -84,6 +88,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
 
   // Everything under /v1 carries a bearer token (the autohooks pattern of STYLE.md).
   await app.register(async (api) => {
+    api.addHook('onRequest', trackAccess);
     api.addHook('onRequest', api.authenticate);
     await api.register(documentRoutes, { documents: context.documents, access: context.access, content: context.content.service });
     await api.register(patientRoutes, { patients: context.store.patients, access: context.access });
@@ -92,13 +97,14 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
 
   await app.register(webhookMetricsRoutes, { webhooks: context.webhooks });
   await app.register(contentRoutes, {
+    auditAccess: trackAccess,
     parts: context.content,
     documents: context.documents,
     links: context.links,
     maxUploadBytes: config.maxUploadBytes,
     typeBase: config.publicUrl,
   });
-  await app.register(adminRoutes, { directory: context.directory, adminTokenHash: options.adminTokenHash });
+  await app.register(adminRoutes, { directory: context.directory, audit: context.store.audit, auditLog: context.audit, adminTokenHash: options.adminTokenHash });
 
   app.get('/healthz', { schema: { tags: ['operations'], summary: 'Liveness (also the no-op baseline of the benchmark)' } }, async () => ({ status: 'ok' }));
   return app;

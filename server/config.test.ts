@@ -90,6 +90,14 @@ describe('server configuration', () => {
     expect(loadConfig({ PATIENT_DOCS_SHUTDOWN_GRACE: '10m' }, '/srv').shutdownGraceMs).toBe(600_000);
   });
 
+  it('refuses access to patient files past 50,000 unwritten audit entries unless told otherwise', () => {
+    expect(loadConfig({}, '/srv').auditMaxPending).toBe(50_000);
+    expect(loadConfig({ PATIENT_DOCS_AUDIT_MAX_PENDING: '200000' }, '/srv').auditMaxPending).toBe(200_000);
+    for (const raw of ['0', '-1', '5k', '1e6', '']) {
+      expect(() => loadConfig({ PATIENT_DOCS_AUDIT_MAX_PENDING: raw }, '/srv')).toThrow(/^PATIENT_DOCS_AUDIT_MAX_PENDING=".*" must be a whole number from 1 to 999999999$/);
+    }
+  });
+
   it('takes sqlite:<file> relative to the data directory', () => {
     expect(loadConfig({ PATIENT_DOCS_DATABASE_URL: 'sqlite:docs.db' }, '/srv').databaseUrl).toBe('sqlite:docs.db');
   });

@@ -40,6 +40,8 @@ export interface ServerConfig {
    * the token's ipaddr and the log). Empty: the connection's own address, whatever a header says.
    */
   trustedProxies: string[];
+  /** Audit entries waiting to be written (the database refusing them) past which access to patient files is refused. */
+  auditMaxPending: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -151,6 +153,12 @@ export function parseTrustedProxies(name: string, raw: string): string[] {
   return entries;
 }
 
+function parseCount(name: string, raw: string): number {
+  const value = Number(raw.trim());
+  if (!/^\d{1,9}$/.test(raw.trim()) || value < 1) throw new ConfigError(`${name}=${JSON.stringify(raw)} must be a whole number from 1 to 999999999`);
+  return value;
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerConfig {
@@ -196,5 +204,6 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
     maxJsonBytes: parseSize('PATIENT_DOCS_MAX_JSON_BYTES', env.PATIENT_DOCS_MAX_JSON_BYTES ?? '1MiB'),
     shutdownGraceMs,
     trustedProxies: parseTrustedProxies('PATIENT_DOCS_TRUSTED_PROXIES', env.PATIENT_DOCS_TRUSTED_PROXIES ?? ''),
+    auditMaxPending: parseCount('PATIENT_DOCS_AUDIT_MAX_PENDING', env.PATIENT_DOCS_AUDIT_MAX_PENDING ?? '50000'),
   };
 }

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { ConfigError, type ServerConfig } from './config.js';
 import { SqliteStore } from './db/sqlite/store.js';
 import type { Store } from './db/types.js';
+import { AuditLog } from './audit/log.js';
 import { AccessGuard } from './domain/access.js';
 import { DirectoryService } from './domain/directory.js';
 import { DocumentService } from './domain/documents.js';
@@ -38,6 +39,8 @@ export interface ServerContext {
   /** Seals subscription hmacs at rest (key: meta 'webhook-secret-key'). */
   webhookSecrets: SecretBox;
   callbackGuard: CallbackGuard;
+  /** Every access to a patient's files, buffered and written in batches (server/audit/log.ts). */
+  audit: AuditLog;
 }
 
 export function ensureDataDir(dataDir: string): void {
@@ -148,5 +151,6 @@ export async function createContext(config: ServerConfig, store?: Store): Promis
     webhooks: new WebhookService(opened.webhooks, webhookSecrets, callbackGuard),
     webhookSecrets,
     callbackGuard,
+    audit: new AuditLog(opened.audit, { maxPending: config.auditMaxPending }),
   };
 }

@@ -18,7 +18,9 @@ async function main(): Promise<void> {
   const shutdown = (signal: string): void => {
     if (closing) {
       console.log(`Patient Docs server stopping at once (${signal} again); uploads and requests in flight are cut off`);
-      process.exit(1);
+      // The audit entries of what was answered are written first (one synchronous write).
+      void server.context.audit.flushBeforeExit().finally(() => process.exit(1));
+      return;
     }
     closing = true;
     const inFlight = server.uploadsInFlight();

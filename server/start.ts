@@ -115,6 +115,9 @@ function listenError(error: unknown, host: string, port: number): unknown {
   }
 }
 
+/** At shutdown, how long audit entries the database refuses (disk full) are tried again before they go to the log instead. */
+const AUDIT_CLOSE_WAIT_MS = 5000;
+
 /** After the connections are gone, how long a shutdown waits for uploads to finish their cleanup (discarding their temp files). */
 const SETTLE_MS = 2000;
 
@@ -165,6 +168,7 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
     }
     // The delivery worker runs beside the HTTP server, never inside a request.
     webhookDelivery = startWebhookDelivery(context, app.log.child({ component: 'webhooks' }));
+    context.audit.useLogger(app.log.child({ component: 'audit' }));
     // Last: whatever fails before this leaves no hash of a token that was never shown.
     admin.keep();
     const address = app.server.address();
@@ -189,6 +193,9 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
           clearInterval(idle);
           clearTimeout(cutOff);
         }
+        // Every access answered is in the audit log before the database closes (a full disk is
+        // waited out for a few seconds; what still cannot be written goes to the server's log).
+        await context.audit.close(AUDIT_CLOSE_WAIT_MS);
         await delivery.stop();
         await context.store.close();
       } finally {

@@ -11,7 +11,7 @@ import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Links } from '../server/domain/links.js';
 import { lyingCountStl, makeArchStl, makePdf, pdfBomb, truncatedStl } from './fixtures/scans.js';
-import { expectProblem, ORG, PATIENT, startTestServer, type TestServer } from './helpers/server.js';
+import { CLIENT, expectProblem, ORG, PATIENT, startTestServer, type TestServer } from './helpers/server.js';
 import * as tus from 'tus-js-client';
 
 const OTHER_ORG_CLIENT = { id: 'other-clinic-pc', secret: 'other-clinic-pc-secret-0123456789' };
@@ -237,7 +237,7 @@ describe('signed downloads', () => {
     }
     const key = Buffer.from((await t.server.context.store.meta.get('link-signing-key'))!, 'base64');
     const past = new Links(t.server.context.config.publicUrl, key, () => Date.now() - 16 * 60_000);
-    const expired = await fetch(past.signed(document.id, document.version, 'content'));
+    const expired = await fetch(past.signed(document.id, document.version, 'content', { clientId: CLIENT.id, organizationId: ORG }));
     const problem = expectProblem({ status: expired.status, body: await expired.json(), headers: expired.headers }, 403);
     expect(problem.detail).toMatch(/expired/);
     const storage = await fetch(document.storageUrl);

@@ -349,8 +349,70 @@ export interface WebhookRepository {
   counts(organizationId?: string): Promise<WebhookCounts>;
 }
 
+/**
+ * The audit log (DESIGN §5): one entry per access to a patient's files, allowed or refused.
+ * `search` and `versions` read a patient's document list; `read` one document's record; `create`
+ * a placeholder; `upload` content (one-shot, or a resumable upload when it completes);
+ * `download` and `thumbnail` go through signed links; `delete` removes a document from search.
+ */
+export type AuditAction = 'search' | 'read' | 'versions' | 'create' | 'upload' | 'download' | 'thumbnail' | 'delete';
+export const AUDIT_ACTIONS: readonly AuditAction[] = ['search', 'read', 'versions', 'create', 'upload', 'download', 'thumbnail', 'delete'];
+/** allowed: answered 1xx–3xx; refused: 4xx (the request was not granted); failed: 5xx, or the connection closed before the answer. */
+export type AuditOutcome = 'allowed' | 'refused' | 'failed';
+export const AUDIT_OUTCOMES: readonly AuditOutcome[] = ['allowed', 'refused', 'failed'];
+
+export interface AuditEntryRecord {
+  /** When the request came in, by the server's clock: ISO 8601 UTC with milliseconds. */
+  at: string;
+  action: AuditAction;
+  outcome: AuditOutcome;
+  /** The HTTP status answered; 499 when the client closed the connection before an answer. */
+  status: number;
+  organizationId: string | null;
+  /** The client whose token (or, for signed links, to whom the link was handed) made the request; null when unknown. */
+  clientId: string | null;
+  patientId: string | null;
+  documentId: string | null;
+  version: number | null;
+  requestId: string;
+  remoteAddress: string | null;
+  /** A few facts of the access (filters and result count, bytes sent, the refusal's reason); never secrets or content. */
+  detail: Record<string, unknown> | null;
+}
+
+export interface StoredAuditEntry extends AuditEntryRecord {
+  /** Grows with every entry written: newest first is `at` then `id` descending. */
+  id: number;
+}
+
+export interface AuditQuery {
+  patientId?: string;
+  documentId?: string;
+  clientId?: string;
+  organizationId?: string;
+  action?: AuditAction;
+  outcome?: AuditOutcome;
+  /** Inclusive lower bound on `at` (ISO 8601 UTC, as stored). */
+  since?: string;
+  /** Exclusive upper bound on `at`. */
+  until?: string;
+  offset: number;
+  limit: number;
+}
+
+export interface AuditRepository {
+  /** Writes the entries in one transaction: all or none. */
+  append(entries: readonly AuditEntryRecord[]): Promise<void>;
+  /** Newest first, with the total matching. */
+  search(query: AuditQuery): Promise<Page<StoredAuditEntry>>;
+  /** Removes entries older than `before` (IT's retention rules); returns how many. */
+  prune(before: string): Promise<number>;
+  count(): Promise<number>;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
+  readonly audit: AuditRepository;
   readonly organizations: OrganizationRepository;
   readonly patients: PatientRepository;
   readonly clients: ClientRepository;

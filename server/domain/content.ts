@@ -16,7 +16,7 @@ import type { AccessGuard } from './access.js';
 import type { Actor, DocumentService } from './documents.js';
 import { outboxEvent } from './events.js';
 import { mediaTypeOf } from './http-content.js';
-import type { LinkKind, Links } from './links.js';
+import type { LinkHolder, LinkKind, Links } from './links.js';
 import type { ThumbnailJobs } from './thumbnail-jobs.js';
 import { wokenOrTimedOut } from './wake.js';
 
@@ -29,6 +29,17 @@ export interface UploadForm {
 
 export type VersionDto = DocumentVersionDto;
 
+/** What the service learns about an access that the audit log records (filled in as it goes, refused or not). */
+export interface AccessFacts {
+  patientId?: string;
+  organizationId?: string;
+  clientId?: string | null;
+  version?: number;
+  /** The access happened (an upload committed), whatever becomes of the answer. */
+  completed?: boolean;
+  detail: Record<string, unknown>;
+}
+
 export interface DownloadTarget {
   key: string;
   size: number;
@@ -37,6 +48,15 @@ export interface DownloadTarget {
   etag: string;
   /** The sha256 the whole content must have (content only): a download is checked against it as it streams. */
   sha256?: string;
+}
+
+const CLIENT_ID = /^[A-Za-z0-9._-]{1,128}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The client and organization a link names, if it names them in their shapes (before its signature is checked). */
+function holderOf(query: { client?: string; org?: string }): LinkHolder | undefined {
+  if (query.client === undefined && query.org === undefined) return undefined;
+  return { clientId: query.client ?? '', organizationId: (query.org ?? '').toLowerCase() };
 }
 
 /** `"abc…"` or `W/"abc…"` → `abc…`; the ETag we hand out is the sha256 in quotes. */
@@ -83,9 +103,13 @@ export class ContentService {
    * The upload routes carry no Organization-ID: the document's organization must be one of the
    * client's, and that organization must still have access to and consent from the patient.
    */
-  async authorizeWrite(principal: Principal, documentId: string): Promise<DocumentRecord> {
-    this.access.requireScope(principal, 'Patient.File.Write');
+  async authorizeWrite(principal: Principal, documentId: string, facts?: AccessFacts): Promise<DocumentRecord> {
     const document = await this.store.content.find(documentId);
+    if (document && facts) {
+      facts.patientId = document.patientId;
+      facts.organizationId = document.organizationId;
+    }
+    this.access.requireScope(principal, 'Patient.File.Write');
     if (!document) throw notFound(`document ${documentId} does not exist`);
     const organizations = await this.access.organizationsOf(principal);
     if (!organizations.has(document.organizationId)) {
@@ -208,7 +232,8 @@ export class ContentService {
     return updated;
   }
 
-  async remove(patientId: string, documentId: string, actor: Actor): Promise<void> {
+  /** Returns the document as it was when deleted. */
+  async remove(patientId: string, documentId: string, actor: Actor): Promise<DocumentRecord> {
     const document = await this.store.documents.get(patientId, documentId);
     if (!document) throw notFound(`document ${documentId} does not exist for patient ${patientId}`);
     const at = this.now().toISOString();
@@ -222,9 +247,10 @@ export class ContentService {
     if (!(await this.store.content.remove(patientId, document.id, { at, by: actor.clientId }, [event]))) {
       throw notFound(`document ${documentId} does not exist for patient ${patientId}`);
     }
+    return document;
   }
 
-  async versions(patientId: string, documentId: string): Promise<VersionDto[]> {
+  async versions(patientId: string, documentId: string, holder: LinkHolder): Promise<VersionDto[]> {
     const document = await this.store.documents.get(patientId, documentId);
     if (!document) throw notFound(`document ${documentId} does not exist for patient ${patientId}`);
     const versions = await this.store.content.versions(document.id);
@@ -238,7 +264,7 @@ export class ContentService {
       uploadedAt: version.uploadedAt,
       uploadedBy: version.uploadedBy,
       thumbnailStatus: version.thumbnailStatus,
-      storageDownloadUri: this.links.signed(document.id, version.version, 'content'),
+      storageDownloadUri: this.links.signed(document.id, version.version, 'content', holder),
     }));
   }
 
@@ -246,16 +272,45 @@ export class ContentService {
    * What a signed link serves: the version it names (links stay valid for their 15 minutes even
    * when a newer version arrives, and always serve the bytes their ETag promises).
    */
-  async resolveLink(documentId: string, query: { v?: string; expires?: string; sig?: string }, kind: LinkKind): Promise<DownloadTarget> {
+  async resolveLink(
+    documentId: string,
+    query: { v?: string; expires?: string; sig?: string; client?: string; org?: string },
+    kind: LinkKind,
+    facts: AccessFacts = { detail: {} },
+  ): Promise<DownloadTarget> {
     const version = Number(query.v);
     const expires = Number(query.expires);
-    if (!query.sig || !Number.isSafeInteger(version) || !Number.isSafeInteger(expires)) {
-      throw forbidden('the download link is incomplete; ask for the document again to get a fresh link');
+    const holder = holderOf(query);
+    // Until the signature is checked, the link's holder is only what it claims: recorded as such.
+    facts.clientId = null;
+    if (Number.isSafeInteger(version)) facts.version = version;
+    if (holder) {
+      if (CLIENT_ID.test(holder.clientId)) facts.detail.claimedClient = holder.clientId;
+      if (UUID.test(holder.organizationId)) facts.detail.claimedOrganization = holder.organizationId;
     }
-    const verdict = this.links.check({ documentId, version, kind, expires }, query.sig);
-    if (verdict === 'invalid') throw forbidden('the download link is not valid (its signature does not match)');
-    if (verdict === 'expired') throw forbidden('the download link has expired; ask for the document again to get a fresh link');
+    const refuse = async (detail: string): Promise<never> => {
+      // Whose file the refused link points at: the log can then show it with the patient's other accesses.
+      const target = await this.store.content.find(documentId).catch(() => undefined);
+      if (target) facts.patientId = target.patientId;
+      throw forbidden(detail);
+    };
+    if (!query.sig || !Number.isSafeInteger(version) || !Number.isSafeInteger(expires) || (holder && (!CLIENT_ID.test(holder.clientId) || !UUID.test(holder.organizationId)))) {
+      return refuse('the download link is incomplete; ask for the document again to get a fresh link');
+    }
+    const verdict = this.links.check({ documentId, version, kind, expires, ...(holder ? { holder } : {}) }, query.sig);
+    if (verdict === 'invalid') return refuse('the download link is not valid (its signature does not match)');
+    // The signature vouches for the holder from here on (even for an expired link).
+    if (holder) {
+      facts.clientId = holder.clientId;
+      facts.organizationId = holder.organizationId;
+      delete facts.detail.claimedClient;
+      delete facts.detail.claimedOrganization;
+    } else {
+      facts.detail.link = 'signed before the audit log: client unknown';
+    }
+    if (verdict === 'expired') return refuse('the download link has expired; ask for the document again to get a fresh link');
     const document = await this.store.content.find(documentId);
+    if (document) facts.patientId = document.patientId;
     let stored = document ? await this.store.content.version(document.id, version) : undefined;
     if (!document || !stored) throw notFound(`document ${documentId} has no content version ${version}`);
     if (kind === 'thumbnail' && stored.thumbnailStatus === 'pending') {

@@ -7,7 +7,7 @@ import { SEARCH_DEFAULTS, type CreateDocumentBody, type CreateDocumentResponse, 
 import { DuplicateError, NO_THUMBNAIL, type DocumentQuery, type DocumentRecord, type Store } from '../db/types.js';
 import { badRequest, conflict } from '../errors.js';
 import { outboxEvent } from './events.js';
-import type { Links } from './links.js';
+import type { LinkHolder, Links } from './links.js';
 
 export interface Actor {
   clientId: string;
@@ -25,6 +25,9 @@ interface CachedPage {
   changeCounter: number;
   linkExpiry: number;
   json: Buffer;
+  /** The page's documents, and all that match (the audit log records both). */
+  count: number;
+  total: number;
   sends: number;
   /** Compressed when first sent again, off the event loop (zlib's thread pool), then kept with the page. */
   gzip?: Promise<Buffer>;
@@ -41,7 +44,13 @@ export interface SearchOptions {
 export interface EncodedPage {
   body: Buffer;
   gzip: boolean;
+  /** Documents on the page, and matching in all. */
+  count: number;
+  total: number;
 }
+
+/** toEventData signs no links: webhook messages carry none. */
+const NO_HOLDER: LinkHolder = { clientId: '', organizationId: '' };
 
 export class DocumentService {
   constructor(
@@ -61,7 +70,8 @@ export class DocumentService {
   private readonly pages = new Map<string, CachedPage>();
   private pageBytes = 0;
 
-  toDto(document: DocumentRecord): DocumentDto {
+  /** The document as the API shows it to `holder`, whose signed links it carries. */
+  toDto(document: DocumentRecord, holder: LinkHolder): DocumentDto {
     return {
       id: document.id,
       storageUrl: this.links.storageUrl(document.id),
@@ -74,19 +84,20 @@ export class DocumentService {
       fileSize: document.fileSize,
       sha256: document.sha256,
       version: document.version,
-      storageDownloadUri: document.hasContent ? this.links.signed(document.id, document.version, 'content') : null,
+      storageDownloadUri: document.hasContent ? this.links.signed(document.id, document.version, 'content', holder) : null,
       // DESIGN §3: null for types without a preview and before content exists (and when the render
       // failed). While the render runs, the link waits for it (ContentService.resolveLink).
       thumbnailDownloadUri:
         document.hasContent && document.thumbnailKey !== NO_THUMBNAIL && (document.thumbnailKey !== null || this.previewable(document.fileType))
-          ? this.links.signed(document.id, document.version, 'thumbnail')
+          ? this.links.signed(document.id, document.version, 'thumbnail', holder)
           : null,
     };
   }
 
   /** The document as webhook messages carry it: no signed links. */
   toEventData(document: DocumentRecord): Record<string, unknown> {
-    const { storageDownloadUri: _download, thumbnailDownloadUri: _thumbnail, ...rest } = this.toDto(document);
+    const { storageDownloadUri: _download, thumbnailDownloadUri: _thumbnail, ...rest } = this.toDto({ ...document, hasContent: false }, NO_HOLDER);
+    rest.hasContent = document.hasContent;
     return rest;
   }
 
@@ -139,21 +150,22 @@ export class DocumentService {
    * browsers, fetch). A page asked for once is sent as it is: compressing it would cost more CPU
    * than sending 28 KB on a clinic's network.
    */
-  async searchPage(patientId: string, body: SearchBody, options: SearchOptions = {}): Promise<EncodedPage> {
-    const page = await this.page(patientId, body, options.documentChanges ?? (await this.store.documents.changeCounter(patientId)));
+  async searchPage(patientId: string, body: SearchBody, holder: LinkHolder, options: SearchOptions = {}): Promise<EncodedPage> {
+    const page = await this.page(patientId, body, holder, options.documentChanges ?? (await this.store.documents.changeCounter(patientId)));
     page.sends += 1;
-    if (!options.acceptsGzip || page.json.length < GZIP_FROM_BYTES || page.sends === 1) return { body: page.json, gzip: false };
+    const { count, total } = page;
+    if (!options.acceptsGzip || page.json.length < GZIP_FROM_BYTES || page.sends === 1) return { body: page.json, gzip: false, count, total };
     page.gzip ??= gzipAsync(page.json, { level: zlibConstants.Z_BEST_SPEED });
     try {
-      return { body: await page.gzip, gzip: true };
+      return { body: await page.gzip, gzip: true, count, total };
     } catch {
       // zlib failed (out of memory, say): this answer goes out as it is, and a later one tries again.
       page.gzip = undefined;
-      return { body: page.json, gzip: false };
+      return { body: page.json, gzip: false, count, total };
     }
   }
 
-  private async page(patientId: string, body: SearchBody, changeCounter: number): Promise<CachedPage> {
+  private async page(patientId: string, body: SearchBody, holder: LinkHolder, changeCounter: number): Promise<CachedPage> {
     const offset = body.offset ?? SEARCH_DEFAULTS.offset;
     const limit = body.limit ?? SEARCH_DEFAULTS.limit;
     let pathKey: string | undefined;
@@ -174,7 +186,8 @@ export class DocumentService {
       offset,
       limit,
     };
-    const key = JSON.stringify([query.patientId, query.ids, query.pathKey, query.hasContent, query.nameContains, query.fileType, query.sortBy, query.sortDirection, offset, limit]);
+    // The page carries the links signed for its holder: cached per client and organization.
+    const key = JSON.stringify([holder.clientId, holder.organizationId, query.patientId, query.ids, query.pathKey, query.hasContent, query.nameContains, query.fileType, query.sortBy, query.sortDirection, offset, limit]);
     const linkExpiry = this.links.currentExpiry();
     const cached = this.pages.get(key);
     if (cached) {
@@ -185,8 +198,8 @@ export class DocumentService {
       }
     }
     const page = await this.store.documents.search(query);
-    const response: SearchResponse = { documents: page.rows.map((row) => this.toDto(row)), offset, limit, total: page.total };
-    const fresh: CachedPage = { changeCounter, linkExpiry, json: Buffer.from(JSON.stringify(response), 'utf8'), sends: 0 };
+    const response: SearchResponse = { documents: page.rows.map((row) => this.toDto(row, holder)), offset, limit, total: page.total };
+    const fresh: CachedPage = { changeCounter, linkExpiry, json: Buffer.from(JSON.stringify(response), 'utf8'), count: page.rows.length, total: page.total, sends: 0 };
     if (fresh.json.length <= PAGE_CACHE_BYTES / 16) this.remember(key, fresh);
     return fresh;
   }

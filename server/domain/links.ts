@@ -1,7 +1,13 @@
 /**
  * The URLs the server hands out. Download and thumbnail URIs are signed (HMAC-SHA256 over
- * document, version, kind and expiry) and expire, so they work without a bearer token and
- * cannot be forged or extended.
+ * document, version, kind, expiry and the client and organization the link was handed to) and
+ * expire, so they work without a bearer token and cannot be forged, extended or passed off as
+ * another client's: the audit log names who a download was for (the S3 pre-signed URL model).
+ *
+ * Links signed before the holder was part of them (no `client`/`org` parameters) are still
+ * honoured until they expire, at most 16 minutes after the update; their downloads are recorded
+ * with an unknown client. A link's holder cannot be removed to make it look like one of those:
+ * the two kinds sign different texts.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
@@ -10,11 +16,19 @@ const EXPIRY_STEP_SECONDS = 60;
 const CACHE_LIMIT = 100_000;
 export type LinkKind = 'content' | 'thumbnail';
 
+/** Who a link was handed to. */
+export interface LinkHolder {
+  clientId: string;
+  organizationId: string;
+}
+
 export interface SignedLink {
   documentId: string;
   version: number;
   kind: LinkKind;
   expires: number;
+  /** Absent only in links signed by versions before the audit log. */
+  holder?: LinkHolder;
 }
 
 export class Links {
@@ -29,7 +43,10 @@ export class Links {
   }
 
   private signature(link: SignedLink): string {
-    return createHmac('sha256', this.signingKey).update(`${link.documentId}\n${link.version}\n${link.kind}\n${link.expires}`).digest('base64url');
+    const text = link.holder
+      ? `link-v2\n${link.documentId}\n${link.version}\n${link.kind}\n${link.expires}\n${link.holder.clientId}\n${link.holder.organizationId}`
+      : `${link.documentId}\n${link.version}\n${link.kind}\n${link.expires}`;
+    return createHmac('sha256', this.signingKey).update(text).digest('base64url');
   }
 
   /**
@@ -37,17 +54,19 @@ export class Links {
    * same URL for a minute: a page of search results costs no HMACs when asked again, and the
    * browser can cache thumbnails by URL.
    */
-  signed(documentId: string, version: number, kind: LinkKind): string {
+  signed(documentId: string, version: number, kind: LinkKind, holder: LinkHolder): string {
     const expires = this.currentExpiry();
     if (expires !== this.cachedExpires || this.cache.size > CACHE_LIMIT) {
       this.cache.clear();
       this.cachedExpires = expires;
     }
-    const key = `${documentId}\n${version}\n${kind}`;
+    // Keyed by holder too: one client is never handed another's link.
+    const key = `${documentId}\n${version}\n${kind}\n${holder.clientId}\n${holder.organizationId}`;
     let url = this.cache.get(key);
     if (url === undefined) {
       const segment = kind === 'content' ? 'content' : 'thumbnail';
-      url = `${this.publicUrl}/storage/v1/documents/${documentId}/${segment}?v=${version}&expires=${expires}&sig=${this.signature({ documentId, version, kind, expires })}`;
+      const signature = this.signature({ documentId, version, kind, expires, holder });
+      url = `${this.publicUrl}/storage/v1/documents/${documentId}/${segment}?v=${version}&expires=${expires}&sig=${signature}&client=${encodeURIComponent(holder.clientId)}&org=${holder.organizationId}`;
       this.cache.set(key, url);
     }
     return url;

@@ -10,6 +10,7 @@ import fp from 'fastify-plugin';
 import { ruleOf } from '../../shared/ajv.js';
 import { buildProblem, PROBLEM_CONTENT_TYPE } from '../../shared/problem.js';
 import { ApiError, storageFault } from '../errors.js';
+import type {} from '../audit/http.js';
 
 declare module 'fastify' {
   interface FastifyReply {
@@ -54,6 +55,8 @@ function validationDetail(error: FastifyError): string {
 
 function sendProblem(request: FastifyRequest, reply: FastifyReply, typeBase: string, status: number, detail: string, headers: Record<string, string> = {}): FastifyReply {
   const body = buildProblem({ status, detail, instance: instanceOf(request), typeBase, requestId: status >= 500 ? request.id : undefined });
+  // An audited access that is refused: the log says why, in the words the client got.
+  if (request.auditNote) request.auditNote.reason = detail;
   for (const [name, value] of Object.entries(headers)) void reply.header(name, value);
   return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).send(body);
 }

@@ -22,6 +22,9 @@ import {
   ProblemSchema,
   Uuid,
 } from '../../shared/schemas.js';
+import { AuditListQuery, AuditListResponse, listAudit } from '../audit/query.js';
+import type { AuditLog } from '../audit/log.js';
+import type { AuditRepository } from '../db/types.js';
 import type { DirectoryService } from '../domain/directory.js';
 import { unauthorized } from '../errors.js';
 import { bearerToken } from '../plugins/auth.js';
@@ -33,7 +36,7 @@ export function hashAdminToken(token: string): Buffer {
 const errors = { 400: ProblemSchema, 401: ProblemSchema, 404: ProblemSchema, 409: ProblemSchema };
 const IdParams = Type.Object({ id: Uuid });
 
-export async function adminRoutes(appBase: FastifyInstance, options: { directory: DirectoryService; adminTokenHash: Buffer }): Promise<void> {
+export async function adminRoutes(appBase: FastifyInstance, options: { directory: DirectoryService; audit: AuditRepository; auditLog: AuditLog; adminTokenHash: Buffer }): Promise<void> {
   const app = appBase.withTypeProvider<TypeBoxTypeProvider>();
   const { directory } = options;
 
@@ -90,6 +93,26 @@ export async function adminRoutes(appBase: FastifyInstance, options: { directory
     '/admin/v1/clients/:clientId/secret',
     { schema: { tags, security, params: ClientParams, body: AdminClientSecretBody, response: { 200: AdminClientSchema, ...errors } } },
     async (request, reply) => reply.header('Cache-Control', 'no-store').send(await directory.rotateClientSecret(request.params.clientId, request.body?.clientSecret)),
+  );
+
+  app.get(
+    '/admin/v1/audit',
+    {
+      schema: {
+        tags,
+        security,
+        summary: 'The audit log: who accessed which patient files, when, from where — and who was refused (newest first)',
+        description:
+          'Filters combine (AND). `since` is inclusive and `until` exclusive; a date alone is midnight at the server (for `until`, the end of that day). Entries still buffered (at most about 200 ms old) appear once written.',
+        querystring: AuditListQuery,
+        response: { 200: AuditListResponse, ...errors },
+      },
+    },
+    async (request) => {
+      // What this server has buffered goes in first, so the answer includes the accesses of the last moments.
+      await options.auditLog.flush();
+      return listAudit(options.audit, request.query);
+    },
   );
 
   app.post('/admin/v1/orders', { schema: { tags, security, body: AdminOrderBody, response: { 201: OrderSchema, ...errors } } }, async (request, reply) => {

@@ -15,6 +15,7 @@ import {
   SearchBody,
   SearchResponse,
 } from '../../shared/schemas.js';
+import type {} from '../audit/http.js';
 import type { AccessGuard } from '../domain/access.js';
 import type { ContentService } from '../domain/content.js';
 import type { DocumentService, EncodedPage } from '../domain/documents.js';
@@ -40,6 +41,18 @@ export async function authorizePatient(request: FastifyRequest, access: AccessGu
   return { principal, organizationId, patientId: patient, documentChanges };
 }
 
+/** The filters of a search as the audit log keeps them (ids counted, not listed). */
+function searchFilters(body: SearchBody | undefined): Record<string, unknown> {
+  const filters: Record<string, unknown> = {};
+  if (!body || typeof body !== 'object') return filters;
+  if (typeof body.path === 'string') filters.path = body.path.slice(0, 300);
+  if (typeof body.fileName === 'string') filters.fileName = body.fileName.slice(0, 300);
+  if (typeof body.fileType === 'string') filters.fileType = body.fileType.slice(0, 32);
+  if (typeof body.hasContent === 'boolean') filters.hasContent = body.hasContent;
+  if (Array.isArray(body.id)) filters.ids = body.id.length;
+  return filters;
+}
+
 /** Sends a page the service already serialized (the route's schema still documents its shape). */
 function sendPage(reply: FastifyReply, page: EncodedPage): FastifyReply {
   reply.type('application/json; charset=utf-8').header('Vary', 'Accept-Encoding');
@@ -60,6 +73,7 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
   app.post(
     '/v1/patients/:patientId/documents',
     {
+      config: { audit: { action: 'create' } },
       schema: {
         tags: ['documents'],
         summary: 'Create a document placeholder (Patient.File.Write)',
@@ -73,6 +87,10 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
     async (request, reply) => {
       const { principal, organizationId, patientId } = await authorizePatient(request, access, 'Patient.File.Write', request.params.patientId);
       const created = await documents.create(patientId, request.body, { clientId: principal.clientId, organizationId, operationId: request.id });
+      if (request.auditNote) {
+        request.auditNote.documentId = created.id;
+        request.auditNote.detail = { path: created.path, fileName: created.fileName };
+      }
       return reply.code(201).header('Location', `/v1/patients/${patientId}/documents/${created.id}`).send(created);
     },
   );
@@ -80,6 +98,7 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
   app.post(
     '/v1/patients/:patientId/documents/search',
     {
+      config: { audit: { action: 'search' } },
       schema: {
         tags: ['documents'],
         summary: 'Search a patient’s documents (Patient.File.Read)',
@@ -91,15 +110,20 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
       },
     },
     async (request, reply) => {
-      const { patientId, documentChanges } = await authorizePatient(request, access, 'Patient.File.Read', request.params.patientId);
+      if (request.auditNote) request.auditNote.detail = searchFilters(request.body);
+      const { principal, organizationId, patientId, documentChanges } = await authorizePatient(request, access, 'Patient.File.Read', request.params.patientId);
+      const holder = { clientId: principal.clientId, organizationId };
       // Already serialized (and often cached) by the service: sent as is, past the response serializer.
-      return sendPage(reply, await documents.searchPage(patientId, request.body, { acceptsGzip: acceptsGzip(request), documentChanges }));
+      const page = await documents.searchPage(patientId, request.body, holder, { acceptsGzip: acceptsGzip(request), documentChanges });
+      if (request.auditNote) Object.assign(request.auditNote.detail, { results: page.count, total: page.total });
+      return sendPage(reply, page);
     },
   );
 
   app.get(
     '/v1/patients/:patientId/documents/:documentId',
     {
+      config: { audit: { action: 'read' } },
       schema: {
         tags: ['documents'],
         summary: 'Read one document (Patient.File.Read)',
@@ -110,16 +134,18 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
       },
     },
     async (request) => {
-      const { patientId } = await authorizePatient(request, access, 'Patient.File.Read', request.params.patientId);
+      const { principal, organizationId, patientId } = await authorizePatient(request, access, 'Patient.File.Read', request.params.patientId);
       const document = await documents.get(patientId, request.params.documentId);
       if (!document) throw notFound(`document ${request.params.documentId} does not exist for patient ${patientId}`);
-      return documents.toDto(document);
+      if (request.auditNote && document.hasContent) request.auditNote.version = document.version;
+      return documents.toDto(document, { clientId: principal.clientId, organizationId });
     },
   );
 
   app.delete(
     '/v1/patients/:patientId/documents/:documentId',
     {
+      config: { audit: { action: 'delete' } },
       schema: {
         tags: ['documents'],
         summary: 'Delete a document (Patient.File.Write); it leaves search, its history stays for audit',
@@ -131,7 +157,11 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
     },
     async (request, reply) => {
       const { principal, organizationId, patientId } = await authorizePatient(request, access, 'Patient.File.Write', request.params.patientId);
-      await content.remove(patientId, request.params.documentId, { clientId: principal.clientId, organizationId, operationId: request.id });
+      const removed = await content.remove(patientId, request.params.documentId, { clientId: principal.clientId, organizationId, operationId: request.id });
+      if (request.auditNote) {
+        if (removed.hasContent) request.auditNote.version = removed.version;
+        request.auditNote.detail = { path: removed.path, fileName: removed.fileName };
+      }
       return reply.code(204).send(null);
     },
   );
@@ -139,6 +169,7 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
   app.get(
     '/v1/patients/:patientId/documents/:documentId/versions',
     {
+      config: { audit: { action: 'versions' } },
       schema: {
         tags: ['documents'],
         summary: 'The content versions of a document, newest first (Patient.File.Read)',
@@ -149,8 +180,10 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
       },
     },
     async (request) => {
-      const { patientId } = await authorizePatient(request, access, 'Patient.File.Read', request.params.patientId);
-      return { versions: await content.versions(patientId, request.params.documentId) };
+      const { principal, organizationId, patientId } = await authorizePatient(request, access, 'Patient.File.Read', request.params.patientId);
+      const versions = await content.versions(patientId, request.params.documentId, { clientId: principal.clientId, organizationId });
+      if (request.auditNote) request.auditNote.detail = { versions: versions.length };
+      return { versions };
     },
   );
 }

@@ -5,13 +5,14 @@
  */
 import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import multipart, { type MultipartFile, type MultipartValue } from '@fastify/multipart';
 import { Type } from 'typebox';
 import { checkFileName, FILE_TYPE_PATTERN } from '../../shared/names.js';
 import { DocumentSchema, ProblemSchema, Uuid } from '../../shared/schemas.js';
-import type { ContentService, UploadForm } from '../domain/content.js';
+import type { AccessFacts, ContentService, UploadForm } from '../domain/content.js';
+import { holdEntry } from '../audit/http.js';
 import type { DocumentService } from '../domain/documents.js';
 import { contentDisposition, parseRange } from '../domain/http-content.js';
 import type { LinkKind, Links } from '../domain/links.js';
@@ -22,6 +23,8 @@ import { SizeLimitError, type ContentStorage, type ReceivedContent } from '../st
 import { tusRoutes } from './tus.js';
 
 export interface StorageRouteOptions {
+  /** The audit log's onRequest hook (first, before authentication). */
+  auditAccess: onRequestHookHandler;
   content: ContentService;
   documents: DocumentService;
   storage: ContentStorage;
@@ -33,6 +36,9 @@ const LinkQuery = Type.Object({
   v: Type.Optional(Type.String()),
   expires: Type.Optional(Type.String()),
   sig: Type.Optional(Type.String()),
+  /** The client and organization the link was handed to (signed with it). */
+  client: Type.Optional(Type.String()),
+  org: Type.Optional(Type.String()),
   /** `inline` shows the file in the page (PDF preview) instead of saving it; not part of the signature. */
   disposition: Type.Optional(Type.Union([Type.Literal('attachment'), Type.Literal('inline')])),
 });
@@ -121,9 +127,25 @@ function uploadForm(form: ReceivedForm, documentId: string): UploadForm {
   return result;
 }
 
+/** Passes the bytes through, adding their count to `facts.detail.bytes` (what the audit log says was sent). */
+function counted(source: Readable, facts: AccessFacts | undefined): Readable {
+  if (!facts) return source;
+  facts.detail.bytes = 0;
+  const counter = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      (facts.detail.bytes as number) += chunk.length;
+      callback(null, chunk);
+    },
+  });
+  source.once('error', (error) => counter.destroy(error));
+  return source.pipe(counter);
+}
+
 async function serveLink(request: FastifyRequest, reply: FastifyReply, content: ContentService, storage: ContentStorage, kind: LinkKind) {
   const params = request.params as { documentId: string };
-  const target = await content.resolveLink(params.documentId, request.query as { v?: string; expires?: string; sig?: string }, kind);
+  const facts = request.auditNote ?? undefined;
+  const target = await content.resolveLink(params.documentId, request.query as { v?: string; expires?: string; sig?: string; client?: string; org?: string }, kind, facts);
+  if (facts) facts.detail.size = target.size;
   const query = request.query as { disposition?: 'attachment' | 'inline' };
   const disposition = query.disposition ?? (kind === 'content' ? 'attachment' : 'inline');
   void reply
@@ -147,11 +169,12 @@ async function serveLink(request: FastifyRequest, reply: FastifyReply, content: 
   }
   void reply.type(target.mediaType);
   if (range.kind === 'partial') {
+    if (facts) facts.detail.range = `${range.start}-${range.end}`;
     return reply
       .code(206)
       .header('Content-Range', `bytes ${range.start}-${range.end}/${target.size}`)
       .header('Content-Length', String(range.end - range.start + 1))
-      .send(storage.read(target.key, range));
+      .send(counted(storage.read(target.key, range), facts));
   }
   const body = target.sha256
     ? verifiedContent(storage.read(target.key), target.sha256, () => {
@@ -162,7 +185,7 @@ async function serveLink(request: FastifyRequest, reply: FastifyReply, content: 
         );
       })
     : storage.read(target.key);
-  return reply.code(200).header('Content-Length', String(target.size)).send(body);
+  return reply.code(200).header('Content-Length', String(target.size)).send(counted(body, facts));
 }
 
 /**
@@ -195,12 +218,42 @@ export function verifiedContent(source: Readable, sha256: string, onMismatch: ()
 
 export async function storageRoutes(appBase: FastifyInstance, options: StorageRouteOptions): Promise<void> {
   const app = appBase.withTypeProvider<TypeBoxTypeProvider>();
-  const { content, documents, storage, maxUploadBytes } = options;
+  const { auditAccess, content, documents, storage, maxUploadBytes } = options;
+
+  /** The one-shot upload once past the route's checks; `facts` collects what the audit log records. */
+  const receiveUpload = async (request: FastifyRequest, reply: FastifyReply, documentId: string, facts: AccessFacts | undefined) => {
+    const document = await content.authorizeWrite(principalOf(request), documentId, facts);
+    content.checkPrecondition(document, request.headers['if-match']);
+    if (!request.isMultipart()) throw badRequest('the body must be multipart/form-data with the fields file, FileName, Type and Id');
+    const declared = Number(request.headers['content-length']);
+    if (Number.isFinite(declared) && declared > maxUploadBytes + FORM_OVERHEAD_BYTES) {
+      throw payloadTooLarge(`the upload (${declared} bytes) is larger than the upload limit of ${maxUploadBytes} bytes`);
+    }
+    const release = content.claim(document.id);
+    let form: ReceivedForm | undefined;
+    try {
+      form = await receiveForm(request, storage, maxUploadBytes);
+      const fields = uploadForm(form, document.id);
+      const received = form.received!;
+      form.received = undefined;
+      const updated = await content.commit(document, received, fields, { clientId: principalOf(request).clientId, organizationId: document.organizationId, operationId: request.id });
+      if (facts) {
+        facts.completed = true;
+        facts.version = updated.version;
+        facts.detail = { bytes: received.size, sha256: received.sha256 };
+      }
+      return reply.code(201).header('ETag', `"${updated.sha256 ?? ''}"`).send(documents.toDto(updated, { clientId: principalOf(request).clientId, organizationId: document.organizationId }));
+    } finally {
+      if (form?.received) await storage.discard(form.received.temp);
+      release();
+    }
+  };
 
   app.post(
     '/storage/v1/documents/:documentId/file',
     {
-      onRequest: app.authenticate,
+      onRequest: [auditAccess, app.authenticate],
+      config: { audit: { action: 'upload' } },
       schema: {
         tags: ['storage'],
         summary: 'Upload the document content (multipart: file, FileName, Type, Id; Patient.File.Write)',
@@ -212,25 +265,12 @@ export async function storageRoutes(appBase: FastifyInstance, options: StorageRo
       },
     },
     async (request, reply) => {
-      const document = await content.authorizeWrite(principalOf(request), request.params.documentId);
-      content.checkPrecondition(document, request.headers['if-match']);
-      if (!request.isMultipart()) throw badRequest('the body must be multipart/form-data with the fields file, FileName, Type and Id');
-      const declared = Number(request.headers['content-length']);
-      if (Number.isFinite(declared) && declared > maxUploadBytes + FORM_OVERHEAD_BYTES) {
-        throw payloadTooLarge(`the upload (${declared} bytes) is larger than the upload limit of ${maxUploadBytes} bytes`);
-      }
-      const release = content.claim(document.id);
-      let form: ReceivedForm | undefined;
+      const facts = request.auditNote ?? undefined;
+      const settled = holdEntry(request);
       try {
-        form = await receiveForm(request, storage, maxUploadBytes);
-        const fields = uploadForm(form, document.id);
-        const received = form.received!;
-        form.received = undefined;
-        const updated = await content.commit(document, received, fields, { clientId: principalOf(request).clientId, organizationId: document.organizationId, operationId: request.id });
-        return reply.code(201).header('ETag', `"${updated.sha256 ?? ''}"`).send(documents.toDto(updated));
+        return await receiveUpload(request, reply, request.params.documentId, facts);
       } finally {
-        if (form?.received) await storage.discard(form.received.temp);
-        release();
+        settled();
       }
     },
   );
@@ -239,6 +279,8 @@ export async function storageRoutes(appBase: FastifyInstance, options: StorageRo
     app.get(
       `/storage/v1/documents/:documentId/${kind}`,
       {
+        onRequest: auditAccess,
+        config: { audit: { action: kind === 'content' ? 'download' : 'thumbnail' } },
         schema: {
           tags: ['storage'],
           summary: kind === 'content' ? 'Download the content through a signed link (storageDownloadUri)' : 'Download the PNG thumbnail through a signed link (thumbnailDownloadUri)',
@@ -252,6 +294,7 @@ export async function storageRoutes(appBase: FastifyInstance, options: StorageRo
 }
 
 export interface ContentRouteOptions {
+  auditAccess: onRequestHookHandler;
   parts: ContentParts;
   documents: DocumentService;
   links: Links;
@@ -270,8 +313,8 @@ export async function contentRoutes(app: FastifyInstance, options: ContentRouteO
   app.addContentTypeParser('*', (_request, _payload, done) => done(null));
   // The size limit is storage's to enforce (exactly, while streaming): busboy only stops one byte past it.
   await app.register(multipart, { throwFileSizeLimit: false });
-  await app.register(storageRoutes, { content: parts.service, documents: options.documents, storage: parts.storage, maxUploadBytes: options.maxUploadBytes });
-  await app.register(tusRoutes, { content: parts.service, resumable: parts.resumable, links: options.links, maxUploadBytes: options.maxUploadBytes, typeBase: options.typeBase });
+  await app.register(storageRoutes, { auditAccess: options.auditAccess, content: parts.service, documents: options.documents, storage: parts.storage, maxUploadBytes: options.maxUploadBytes });
+  await app.register(tusRoutes, { auditAccess: options.auditAccess, content: parts.service, resumable: parts.resumable, links: options.links, maxUploadBytes: options.maxUploadBytes, typeBase: options.typeBase });
   app.addHook('onReady', async () => {
     await parts.janitor.start();
     await parts.thumbnails.resumePending();

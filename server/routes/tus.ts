@@ -5,7 +5,7 @@
  * commit and `document.uploaded` event as the one-shot upload.
  */
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { checkFileName, FILE_TYPE_PATTERN } from '../../shared/names.js';
@@ -14,6 +14,7 @@ import { Uuid } from '../../shared/schemas.js';
 import type { ContentService, UploadForm } from '../domain/content.js';
 import type { Links } from '../domain/links.js';
 import { ApiError, badRequest, isTransientStorageFault, notFound, payloadTooLarge } from '../errors.js';
+import { holdEntry } from '../audit/http.js';
 import { principalOf } from '../plugins/auth.js';
 import { instanceOf } from '../plugins/problems.js';
 import { ChecksumMismatchError, OffsetMismatchError, SizeLimitError, type ResumableStore, type ResumableUpload } from '../storage/types.js';
@@ -25,6 +26,8 @@ export const RESUMABLE_LIFETIME_MS = 24 * 3_600_000;
 const OFFSET_CONTENT_TYPE = 'application/offset+octet-stream';
 
 export interface TusRouteOptions {
+  /** The audit log's onRequest hook: a resumable upload is recorded when it completes or is refused. */
+  auditAccess: onRequestHookHandler;
   content: ContentService;
   resumable: ResumableStore;
   links: Links;
@@ -89,7 +92,9 @@ export function parseChecksum(header: string | undefined): Buffer | undefined {
 
 export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptions): Promise<void> {
   const app = appBase.withTypeProvider<TypeBoxTypeProvider>();
-  const { content, resumable, links, maxUploadBytes } = options;
+  const { auditAccess, content, resumable, links, maxUploadBytes } = options;
+  const audit = { audit: { action: 'upload', resumable: true } } as const;
+  const facts = (request: FastifyRequest) => request.auditNote ?? undefined;
   const base = '/storage/v1/documents/:documentId/uploads';
 
   app.addHook('onSend', async (_request, reply) => {
@@ -116,19 +121,25 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
   /** The last byte arrived: the same commit as the one-shot upload. */
   const finish = async (request: FastifyRequest, upload: ResumableUpload): Promise<void> => {
     const principal = principalOf(request);
-    const document = await content.authorizeWrite(principal, upload.documentId);
+    const document = await content.authorizeWrite(principal, upload.documentId, facts(request));
     content.checkPrecondition(document, upload.ifMatch === null ? undefined : `"${upload.ifMatch}"`);
     const release = content.claim(document.id);
     try {
       const received = await resumable.complete(upload.id);
       try {
-        await content.commit(
+        const updated = await content.commit(
           document,
           received,
           formFromMetadata(upload.metadata, document.id),
           { clientId: principal.clientId, organizationId: document.organizationId, operationId: request.id },
           { keepOnFault: true },
         );
+        const note = facts(request);
+        if (note) {
+          note.completed = true;
+          note.version = updated.version;
+          note.detail = { bytes: received.size, sha256: received.sha256, resumable: true };
+        }
       } catch (error) {
         // Disk full, read-only or busy at the last moment: the upload stays resumable (the client
         // retries after the 503's Retry-After and sends its last byte again) instead of starting over.
@@ -153,43 +164,50 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
   app.post(
     base,
     {
-      onRequest: [app.authenticate, requireTusVersion],
+      onRequest: [auditAccess, app.authenticate, requireTusVersion],
+      config: audit,
       schema: { tags: ['storage'], summary: 'tus creation: start a resumable upload (Patient.File.Write)', security: [{ bearer: [] }], params: UploadsParams },
     },
     async (request, reply) => {
-      const document = await content.authorizeWrite(principalOf(request), request.params.documentId);
-      const ifMatch = request.headers['if-match'];
-      content.checkPrecondition(document, ifMatch);
-      if (request.headers['upload-defer-length'] !== undefined) throw badRequest('Upload-Defer-Length is not supported; send Upload-Length');
-      const length = nonNegativeInteger(request.headers['upload-length'], 'Upload-Length');
-      if (length > maxUploadBytes) throw payloadTooLarge(`Upload-Length ${length} is larger than the upload limit of ${maxUploadBytes} bytes`);
-      const metadata = parseUploadMetadata(headerValue(request.headers['upload-metadata']));
-      formFromMetadata(metadata, document.id);
-      const createdAt = new Date();
-      const upload = await resumable.create({
-        id: randomUUID(),
-        documentId: document.id,
-        length,
-        metadata,
-        ifMatch: document.hasContent ? document.sha256 : null,
-        createdBy: principalOf(request).clientId,
-        createdAt: createdAt.toISOString(),
-        expiresAt: new Date(createdAt.getTime() + RESUMABLE_LIFETIME_MS).toISOString(),
-      });
-      if (length === 0) await finish(request, upload);
-      return reply
-        .code(201)
-        .header('Location', `${links.storageUrl(document.id)}/uploads/${upload.id}`)
-        .header('Upload-Expires', new Date(upload.expiresAt).toUTCString())
-        .send();
+      // The commit at the last byte may outlive the connection: the entry waits to say whether it was stored.
+      const settled = holdEntry(request);
+      try {
+        const document = await content.authorizeWrite(principalOf(request), request.params.documentId, facts(request));
+        const ifMatch = request.headers['if-match'];
+        content.checkPrecondition(document, ifMatch);
+        if (request.headers['upload-defer-length'] !== undefined) throw badRequest('Upload-Defer-Length is not supported; send Upload-Length');
+        const length = nonNegativeInteger(request.headers['upload-length'], 'Upload-Length');
+        if (length > maxUploadBytes) throw payloadTooLarge(`Upload-Length ${length} is larger than the upload limit of ${maxUploadBytes} bytes`);
+        const metadata = parseUploadMetadata(headerValue(request.headers['upload-metadata']));
+        formFromMetadata(metadata, document.id);
+        const createdAt = new Date();
+        const upload = await resumable.create({
+          id: randomUUID(),
+          documentId: document.id,
+          length,
+          metadata,
+          ifMatch: document.hasContent ? document.sha256 : null,
+          createdBy: principalOf(request).clientId,
+          createdAt: createdAt.toISOString(),
+          expiresAt: new Date(createdAt.getTime() + RESUMABLE_LIFETIME_MS).toISOString(),
+        });
+        if (length === 0) await finish(request, upload);
+        return reply
+          .code(201)
+          .header('Location', `${links.storageUrl(document.id)}/uploads/${upload.id}`)
+          .header('Upload-Expires', new Date(upload.expiresAt).toUTCString())
+          .send();
+      } finally {
+        settled();
+      }
     },
   );
 
   app.head(
     `${base}/:uploadId`,
-    { onRequest: [app.authenticate, requireTusVersion], schema: { tags: ['storage'], summary: 'tus core: the offset to resume from', security: [{ bearer: [] }], params: UploadParams } },
+    { onRequest: [auditAccess, app.authenticate, requireTusVersion], config: audit, schema: { tags: ['storage'], summary: 'tus core: the offset to resume from', security: [{ bearer: [] }], params: UploadParams } },
     async (request, reply) => {
-      await content.authorizeWrite(principalOf(request), request.params.documentId);
+      await content.authorizeWrite(principalOf(request), request.params.documentId, facts(request));
       const upload = await loadUpload(request.params.documentId, request.params.uploadId);
       uploadHeaders(reply, upload);
       return reply.code(200).header('Upload-Length', String(upload.length)).send();
@@ -199,43 +217,50 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
   app.patch(
     `${base}/:uploadId`,
     {
-      onRequest: [app.authenticate, requireTusVersion],
+      onRequest: [auditAccess, app.authenticate, requireTusVersion],
+      config: audit,
       schema: { tags: ['storage'], summary: 'tus core: append bytes at Upload-Offset', security: [{ bearer: [] }], params: UploadParams },
     },
     async (request, reply) => {
-      await content.authorizeWrite(principalOf(request), request.params.documentId);
-      if (request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() !== OFFSET_CONTENT_TYPE) {
-        throw new ApiError(415, `PATCH bodies must be ${OFFSET_CONTENT_TYPE}`);
-      }
-      const offset = nonNegativeInteger(request.headers['upload-offset'], 'Upload-Offset');
-      const checksum = parseChecksum(headerValue(request.headers['upload-checksum']));
-      const upload = await loadUpload(request.params.documentId, request.params.uploadId);
-      const declared = Number(request.headers['content-length']);
-      if (Number.isFinite(declared) && offset + declared > upload.length) throw payloadTooLarge(`the chunk would end past Upload-Length ${upload.length}`);
-      let updated: ResumableUpload;
+      // The commit at the last byte may outlive the connection: the entry waits to say whether it was stored.
+      const settled = holdEntry(request);
       try {
-        updated = await resumable.append(upload.id, offset, request.raw, checksum);
-      } catch (error) {
-        if (error instanceof OffsetMismatchError) throw new ApiError(409, error.message);
-        if (error instanceof SizeLimitError) throw payloadTooLarge(`the chunk would end past Upload-Length ${upload.length}`);
-        if (error instanceof ChecksumMismatchError) {
-          // 460 is tus's own status; the body is still problem details.
-          const body = { ...buildProblem({ status: 400, detail: error.message, instance: instanceOf(request), typeBase: options.typeBase }), status: 460, title: 'Checksum Mismatch', messageKey: 'CHECKSUM_MISMATCH' };
-          return reply.code(460).type(PROBLEM_CONTENT_TYPE).send(body);
+        await content.authorizeWrite(principalOf(request), request.params.documentId, facts(request));
+        if (request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() !== OFFSET_CONTENT_TYPE) {
+          throw new ApiError(415, `PATCH bodies must be ${OFFSET_CONTENT_TYPE}`);
         }
-        throw error;
+        const offset = nonNegativeInteger(request.headers['upload-offset'], 'Upload-Offset');
+        const checksum = parseChecksum(headerValue(request.headers['upload-checksum']));
+        const upload = await loadUpload(request.params.documentId, request.params.uploadId);
+        const declared = Number(request.headers['content-length']);
+        if (Number.isFinite(declared) && offset + declared > upload.length) throw payloadTooLarge(`the chunk would end past Upload-Length ${upload.length}`);
+        let updated: ResumableUpload;
+        try {
+          updated = await resumable.append(upload.id, offset, request.raw, checksum);
+        } catch (error) {
+          if (error instanceof OffsetMismatchError) throw new ApiError(409, error.message);
+          if (error instanceof SizeLimitError) throw payloadTooLarge(`the chunk would end past Upload-Length ${upload.length}`);
+          if (error instanceof ChecksumMismatchError) {
+            // 460 is tus's own status; the body is still problem details.
+            const body = { ...buildProblem({ status: 400, detail: error.message, instance: instanceOf(request), typeBase: options.typeBase }), status: 460, title: 'Checksum Mismatch', messageKey: 'CHECKSUM_MISMATCH' };
+            return reply.code(460).type(PROBLEM_CONTENT_TYPE).send(body);
+          }
+          throw error;
+        }
+        if (updated.offset === updated.length) await finish(request, updated);
+        uploadHeaders(reply, updated);
+        return reply.code(204).send();
+      } finally {
+        settled();
       }
-      if (updated.offset === updated.length) await finish(request, updated);
-      uploadHeaders(reply, updated);
-      return reply.code(204).send();
     },
   );
 
   app.delete(
     `${base}/:uploadId`,
-    { onRequest: [app.authenticate, requireTusVersion], schema: { tags: ['storage'], summary: 'tus termination: abandon an upload', security: [{ bearer: [] }], params: UploadParams } },
+    { onRequest: [auditAccess, app.authenticate, requireTusVersion], config: audit, schema: { tags: ['storage'], summary: 'tus termination: abandon an upload', security: [{ bearer: [] }], params: UploadParams } },
     async (request, reply) => {
-      await content.authorizeWrite(principalOf(request), request.params.documentId);
+      await content.authorizeWrite(principalOf(request), request.params.documentId, facts(request));
       const upload = await loadUpload(request.params.documentId, request.params.uploadId);
       await resumable.remove(upload.id);
       return reply.code(204).send();

@@ -34,6 +34,14 @@ export interface VerifyReport {
   versions: number;
   bytes: number;
   problems: ContentProblem[];
+  /** Entries of the audit log in the database (it travels with the database: nothing to copy beside it). */
+  auditEntries: number;
+}
+
+/** The audit log's size; 0 for a database from before it (backup and verify do not migrate). */
+function auditEntries(db: Database.Database): number {
+  const table = db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'audit_log'").get();
+  return table ? (db.prepare('SELECT count(*) FROM audit_log').pluck().get() as number) : 0;
 }
 
 export interface BackupReport extends VerifyReport {
@@ -93,7 +101,7 @@ function errorText(error: unknown): string {
  */
 export async function verifyContent(databaseFile: string, contentRoot: string, options: { hashes: boolean }): Promise<VerifyReport> {
   const db = new Database(databaseFile, { readonly: true, fileMustExist: true });
-  const report: VerifyReport = { versions: 0, bytes: 0, problems: [] };
+  const report: VerifyReport = { versions: 0, bytes: 0, problems: [], auditEntries: auditEntries(db) };
   try {
     const objectsDir = path.join(contentRoot, 'objects');
     for (const row of versionRows(db)) {
@@ -140,9 +148,10 @@ export async function backupDataDir(options: { databaseFile: string; dataDir: st
   }
   fs.chmodSync(snapshot, PRIVATE_FILE);
   const createdAt = (options.now?.() ?? new Date()).toISOString();
-  const report: BackupReport = { directory: target, createdAt, versions: 0, bytes: 0, problems: [] };
+  const report: BackupReport = { directory: target, createdAt, versions: 0, bytes: 0, problems: [], auditEntries: 0 };
   const db = new Database(snapshot, { readonly: true, fileMustExist: true });
   try {
+    report.auditEntries = auditEntries(db);
     const from = path.join(options.contentRoot, 'objects');
     const to = path.join(target, 'content', 'objects');
     for (const row of versionRows(db)) {

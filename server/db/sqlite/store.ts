@@ -6,11 +6,12 @@ import { SqliteOrganizations, SqlitePatients, SqliteClients, SqliteOrders, Sqlit
 import { CONTENT_MIGRATION, SqliteDocumentContent } from './content.js';
 import { SqliteDocuments } from './documents.js';
 import { SqliteOutbox } from './outbox.js';
+import { AUDIT_MIGRATION, SqliteAudit } from './audit.js';
 import { SqliteWebhooks, WEBHOOK_LEAN_MESSAGES_MIGRATION, WEBHOOK_MIGRATION } from './webhooks.js';
 
 const OPTIMIZE_EVERY_MS = 6 * 60 * 60 * 1000;
 
-export const SQLITE_MIGRATIONS: Migration[] = [...CORE_MIGRATIONS, WEBHOOK_MIGRATION, CONTENT_MIGRATION, WEBHOOK_LEAN_MESSAGES_MIGRATION, DOCUMENTS_BY_FOLDER_MIGRATION, CASE_FOLDED_KEYS_MIGRATION];
+export const SQLITE_MIGRATIONS: Migration[] = [...CORE_MIGRATIONS, WEBHOOK_MIGRATION, CONTENT_MIGRATION, WEBHOOK_LEAN_MESSAGES_MIGRATION, DOCUMENTS_BY_FOLDER_MIGRATION, CASE_FOLDED_KEYS_MIGRATION, AUDIT_MIGRATION];
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
@@ -24,6 +25,7 @@ export class SqliteStore implements Store {
   readonly signingKeys;
   readonly meta;
   readonly webhooks;
+  readonly audit;
 
   constructor(readonly db: SqliteDatabase) {
     this.outbox = new SqliteOutbox(db);
@@ -36,6 +38,7 @@ export class SqliteStore implements Store {
     this.signingKeys = new SqliteSigningKeys(db);
     this.meta = new SqliteMeta(db);
     this.webhooks = new SqliteWebhooks(db);
+    this.audit = new SqliteAudit(db);
   }
 
   static open(file: string): SqliteStore {
