@@ -14,7 +14,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exampleSite, nginxPort, startNginx, type Nginx } from './helpers/nginx.js';
 import { startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { CLIENT, ORG, PATIENT } from './helpers/server.js';
+import { ADMIN_TOKEN, CLIENT, ORG, PATIENT } from './helpers/server.js';
 import { waitFor } from './helpers/sync.js';
 import { makeAsciiStl } from './fixtures/scans.js';
 import { makeTestCertificates } from './helpers/tls.js';
@@ -144,5 +144,20 @@ describe('behind nginx as docs/nginx.conf.example sets it up', () => {
     expect(claims.ipaddr).toBe('127.0.0.1');
     // The outsider's own address is the one held back (and named in the token it would get).
     expect((await tokenFor(CLIENT.secret, '127.0.0.2')).status).toBe(429);
+  });
+
+  it('the audit log names the workstation’s address nginx vouches for, not nginx’s or a forged one', async () => {
+    const search = await request('POST', `${publicUrl}/v1/patients/${PATIENT}/documents/search`, {
+      headers: { ...bearer, 'content-type': 'application/json', 'x-forwarded-for': '10.9.9.9' },
+      body: JSON.stringify({ path: '/proxy-audit' }),
+      from: '127.0.0.2',
+    });
+    expect(search.status).toBe(200);
+    // The admin API writes what the log holds in memory before it answers.
+    const audit = await fetch(`${server.url}/admin/v1/audit?${new URLSearchParams({ patientId: PATIENT, action: 'search' })}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const entries = ((await audit.json()) as { entries: Array<{ remoteAddress: string | null; detail: Record<string, unknown> | null }> }).entries;
+    const entry = entries.find((candidate) => JSON.stringify(candidate.detail).includes('/proxy-audit'));
+    expect(entry?.remoteAddress).toBe('127.0.0.2');
+    expect(entry?.detail?.forwardedFor).toBeUndefined();
   });
 });
