@@ -45,10 +45,11 @@ export function PatientList({ selectedId, onSelect, label = 'Find a patient', co
         <input id={inputId} type="search" placeholder={label} value={name} onChange={(event) => setName(event.target.value)} onKeyDown={(event) => moveFocus(event, 'search')} autoComplete="off" />
       </div>
       {patients.error ? <ErrorNotice error={patients.error} /> : null}
-      <ul ref={listRef} className="patient-options" role="listbox" aria-label="Patients" onKeyDown={(event) => moveFocus(event, 'list')}>
+      {/* A list of buttons (not a listbox: an option may not hold a button); the one chosen is aria-current. */}
+      <ul ref={listRef} className="patient-options" aria-label="Patients" onKeyDown={(event) => moveFocus(event, 'list')}>
         {patients.data?.patients.map((patient) => (
-          <li key={patient.id} role="option" aria-selected={patient.id === selectedId}>
-            <button type="button" className={patient.id === selectedId ? 'patient-option selected' : 'patient-option'} onClick={() => onSelect(patient)}>
+          <li key={patient.id}>
+            <button type="button" className={patient.id === selectedId ? 'patient-option selected' : 'patient-option'} aria-current={patient.id === selectedId ? 'true' : undefined} onClick={() => onSelect(patient)}>
               <span className="avatar" aria-hidden="true">
                 {initials(patient.name)}
               </span>

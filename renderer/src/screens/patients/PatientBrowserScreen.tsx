@@ -35,8 +35,10 @@ export function PatientBrowserScreen({ initialPatientId }: { initialPatientId?: 
 
   return (
     <div className="browser">
+      {/* The screen's heading stays when a narrow window hides the patients column for the details. */}
+      <h1 className="visually-hidden">Patient files</h1>
       <section className="browser-patients" aria-label="Patients">
-        <h1 className="column-title">Patients</h1>
+        <h2 className="column-title">Patients</h2>
         <PatientList selectedId={patient?.id ?? null} onSelect={setPatient} />
       </section>
       {patient ? (

@@ -30,7 +30,8 @@ export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView;
   return (
     <article className={`card pair-card state-${pair.state}`} aria-label={`${pair.folder} to ${pair.patientName ?? pair.patientId}`} data-pair-id={pair.id}>
       <header className="pair-header">
-        <div className="pair-route">
+        {/* The card's heading: where from, to whom (the "Cases" heading below it is a level down). */}
+        <h2 className="pair-route">
           <span className="pair-folder" title={pair.folder}>
             <Icon name="folder" size={18} />
             <span className="truncate">{pair.folder}</span>
@@ -43,7 +44,7 @@ export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView;
               <span className="pair-remote-path">{pair.remoteBasePath}</span>
             </span>
           </span>
-        </div>
+        </h2>
         <PairStateBadge state={pair.state} />
       </header>
 

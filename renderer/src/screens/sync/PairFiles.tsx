@@ -43,7 +43,7 @@ export function PairFiles({ pairId, label }: { pairId: string; label: string }) 
   );
   if (!files.data || files.data.files.length === 0) return null;
   return (
-    <section className="pair-files" aria-label="Files">
+    <div className="pair-files">
       <button type="button" className="disclosure" aria-expanded={expanded} onClick={() => setExpanded(!expanded)}>
         <Icon name={expanded ? 'chevronDown' : 'chevronRight'} size={16} />
         Files ({files.data.total})
@@ -56,10 +56,11 @@ export function PairFiles({ pairId, label }: { pairId: string; label: string }) 
           getKey={(file) => file.id}
           renderRow={(file) => <FileRow file={file} />}
           className="file-rows"
+          kind="list"
           style={{ height: Math.min(ordered.length, VISIBLE_ROWS) * ROW_HEIGHT + 2 }}
         />
       ) : null}
-    </section>
+    </div>
   );
 }
 
