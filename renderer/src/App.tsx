@@ -34,7 +34,7 @@ export function App() {
   return (
     <div className="app-shell">
       <Sidebar status={status.data} current={navigation.screen} onNavigate={(screen) => setNavigation({ screen })} />
-      <main className="app-main" id="main">
+      <main className="app-main" id="main" tabIndex={-1}>
         {status.data.notices.map((notice) => (
           <InfoNotice key={notice} tone="warning">
             {notice}

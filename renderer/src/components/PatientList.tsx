@@ -17,7 +17,7 @@ function useDebounced<T>(value: T, delay: number): T {
 }
 
 /** Search by name and pick one patient; the server decides which patients this clinic may see. */
-export function PatientList({ selectedId, onSelect, label = 'Find a patient', compact }: { selectedId: string | null; onSelect: (patient: PatientDto) => void; label?: string; compact?: boolean }) {
+export function PatientList({ selectedId, onSelect, label = 'Find a patient', compact, autoFocus }: { selectedId: string | null; onSelect: (patient: PatientDto) => void; label?: string; compact?: boolean; autoFocus?: boolean }) {
   const [name, setName] = useState('');
   const query = useDebounced(name.trim(), SEARCH_DELAY_MS);
   const patients = useBridgeQuery((client) => client.listPatients({ name: query || undefined, limit: 100 }), [query]);
@@ -42,7 +42,7 @@ export function PatientList({ selectedId, onSelect, label = 'Find a patient', co
       </label>
       <div className="search-input">
         <Icon name="search" size={16} />
-        <input id={inputId} type="search" placeholder={label} value={name} onChange={(event) => setName(event.target.value)} onKeyDown={(event) => moveFocus(event, 'search')} autoComplete="off" />
+        <input id={inputId} type="search" placeholder={label} value={name} onChange={(event) => setName(event.target.value)} onKeyDown={(event) => moveFocus(event, 'search')} autoComplete="off" data-autofocus={autoFocus ? '' : undefined} />
       </div>
       {patients.error ? <ErrorNotice error={patients.error} /> : null}
       {/* A list of buttons (not a listbox: an option may not hold a button); the one chosen is aria-current. */}

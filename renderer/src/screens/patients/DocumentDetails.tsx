@@ -1,3 +1,4 @@
+import { useEffect, useRef } from 'react';
 import { visibleName } from '../../../../shared/names.js';
 import type { DocumentDto } from '../../../../shared/schemas.js';
 import { Icon } from '../../components/Icon.js';
@@ -17,10 +18,23 @@ export function previewKindOf(document: DocumentDto): PreviewKind | null {
 /** The side panel for one file: what it is, whether its content arrived, and what can be done with it. */
 export function DocumentDetails({ document, onClose, onDownload, onPreview, downloading, downloadNote }: { document: DocumentDto; onClose: () => void; onDownload: () => void; onPreview: (kind: PreviewKind) => void; downloading: boolean; downloadNote: string | null }) {
   const preview = previewKindOf(document);
+  // The focus comes to the panel when it opens on a file (Enter on a row), so its actions are the next
+  // Tab away; Escape or "Close details" takes it back to the list.
+  const headingRef = useRef<HTMLHeadingElement>(null);
+  useEffect(() => headingRef.current?.focus(), [document.id]);
   return (
-    <aside className="details-panel" aria-label={`Details of ${document.fileName}`}>
+    <aside
+      className="details-panel"
+      aria-label={`Details of ${visibleName(document.fileName)}`}
+      onKeyDown={(event) => {
+        if (event.key === 'Escape') {
+          event.preventDefault();
+          onClose();
+        }
+      }}
+    >
       <header className="details-header">
-        <h2 className="truncate" title={visibleName(document.fileName)}>
+        <h2 ref={headingRef} tabIndex={-1} className="truncate details-title" title={visibleName(document.fileName)}>
           {visibleName(document.fileName)}
         </h2>
         <button type="button" className="icon-button" onClick={onClose} aria-label="Close details">
@@ -42,7 +56,9 @@ export function DocumentDetails({ document, onClose, onDownload, onPreview, down
           </button>
         ) : null}
         {document.hasContent ? (
-          <button type="button" className="button" onClick={onDownload} disabled={downloading}>
+          // aria-disabled, not disabled: a button that becomes disabled loses the focus (to the page),
+          // and the keyboard user pressing Download would have to start again from the top.
+          <button type="button" className="button" onClick={() => !downloading && onDownload()} aria-disabled={downloading}>
             <Icon name="download" size={16} /> {downloading ? 'Downloading…' : 'Download'}
           </button>
         ) : null}

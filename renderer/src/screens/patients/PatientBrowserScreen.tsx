@@ -137,7 +137,11 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
       {selected ? (
         <DocumentDetails
           document={selected}
-          onClose={() => setSelected(null)}
+          onClose={() => {
+            setSelected(null);
+            // Back to the file list, on the row that was opened (it stays the active row).
+            window.document.querySelector<HTMLElement>('.document-rows')?.focus();
+          }}
           onDownload={() => void download(selected)}
           onPreview={setPreview}
           downloading={downloading}

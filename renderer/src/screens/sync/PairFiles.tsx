@@ -109,7 +109,17 @@ function FileRow({ file }: { file: FileView }) {
       <FileStateBadge state={file.state} />
       <span className="file-row-action">
         {file.state === 'failed' ? (
-          <button type="button" className="button small" onClick={() => void client.retryFailed({ fileId: file.id })} aria-label={`Retry ${visibleName(file.fileName)}`}>
+          <button
+            type="button"
+            className="button small"
+            onClick={(event) => {
+              // The button leaves with the failed state: the focus moves to the list around it
+              // rather than to nowhere (a keyboard user would start again from the top of the page).
+              event.currentTarget.closest<HTMLElement>('[role="list"]')?.focus();
+              void client.retryFailed({ fileId: file.id });
+            }}
+            aria-label={`Retry ${visibleName(file.fileName)}`}
+          >
             <Icon name="retry" size={14} /> Retry
           </button>
         ) : null}
