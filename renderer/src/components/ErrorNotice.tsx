@@ -3,11 +3,15 @@ import type { ReactNode } from 'react';
 import { detailLabel } from '../bridge/errors.js';
 import { Icon } from './Icon.js';
 
-/** A failure in plain language first, the detail underneath for IT ("Server said:" only for the server's own words). */
-export function ErrorNotice({ error, title, action, children }: { error: Pick<FileError, 'message' | 'detail'> & { code?: FileError['code'] }; title?: string; action?: ReactNode; children?: ReactNode }) {
+/**
+ * A failure in plain language first, the detail underneath for IT ("Server said:" only for the server's own words).
+ * Announced at once (role="alert") unless `announce` is false: a standing state whose changes the
+ * sync announcer sums up (a folder's failed files), which would otherwise be read out at every count.
+ */
+export function ErrorNotice({ error, title, action, children, announce = true }: { error: Pick<FileError, 'message' | 'detail'> & { code?: FileError['code'] }; title?: string; action?: ReactNode; children?: ReactNode; announce?: boolean }) {
   const label = error.detail ? detailLabel(error) : null;
   return (
-    <div className="notice notice-danger" role="alert">
+    <div className="notice notice-danger" role={announce ? 'alert' : undefined}>
       <Icon name="alert" size={18} />
       <div className="notice-body">
         {title ? <strong>{title}</strong> : null}

@@ -9,7 +9,7 @@ export function PairNotices({ pair, onRetryAll }: { pair: PairView; onRetryAll: 
   return (
     <>
       {pair.folderError ? (
-        <ErrorNotice title="The scan folder cannot be found" error={pair.folderError}>
+        <ErrorNotice title="The scan folder cannot be found" error={pair.folderError} announce={false}>
           <p className="notice-hint">It is looked for every few seconds; files sync again when it is back.</p>
         </ErrorNotice>
       ) : null}
@@ -52,13 +52,13 @@ function FailureNotice({ count, reasons, onRetryAll }: { count: number; reasons:
     const reason = reasons[0]!;
     const hint = failureHint(reason.code, count);
     return (
-      <ErrorNotice title={title} error={reason} action={action}>
+      <ErrorNotice title={title} error={reason} action={action} announce={false}>
         {hint ? <p className="notice-hint">{hint}</p> : null}
       </ErrorNotice>
     );
   }
   return (
-    <ErrorNotice title={title} error={{ message: '' }} action={action}>
+    <ErrorNotice title={title} error={{ message: '' }} action={action} announce={false}>
       <ul className="reason-list" aria-label="Reasons">
         {reasons.map((reason) => {
           const hint = failureHint(reason.code, reason.count);
