@@ -28,9 +28,10 @@ export function ErrorNotice({ error, title, action, children, announce = true }:
   );
 }
 
-export function InfoNotice({ children, tone = 'info' }: { children: ReactNode; tone?: 'info' | 'warning' | 'success' }) {
+/** A note, read out politely when it appears or changes — unless `announce` is false (see ErrorNotice). */
+export function InfoNotice({ children, tone = 'info', announce = true }: { children: ReactNode; tone?: 'info' | 'warning' | 'success'; announce?: boolean }) {
   return (
-    <div className={`notice notice-${tone}`} role="status">
+    <div className={`notice notice-${tone}`} role={announce ? 'status' : undefined}>
       <Icon name={tone === 'success' ? 'checkCircle' : tone === 'warning' ? 'alert' : 'info'} size={18} />
       <div className="notice-body">{children}</div>
     </div>

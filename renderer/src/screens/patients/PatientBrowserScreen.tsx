@@ -117,7 +117,8 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
         <header className="browser-files-header">
           <div>
             <h2>{folder === '/' ? 'All files' : folder.slice(folder.lastIndexOf('/') + 1)}</h2>
-            <p className="muted small" role="status" aria-live="polite" data-testid="document-count">
+            {/* Busy while a large record is read page by page, so the count is read out once, when it is complete. */}
+            <p className="muted small" role="status" aria-live="polite" aria-busy={!listWalk.done} data-testid="document-count">
               {listWalk.done ? `${formatCount(listWalk.total)} ${listWalk.total === 1 ? 'file' : 'files'}` : `Loading… ${formatCount(listWalk.documents.length)}${listWalk.total ? ` of ${formatCount(listWalk.total)}` : ''}`}
               {folder !== '/' ? ` in ${folder}` : ''}
             </p>
