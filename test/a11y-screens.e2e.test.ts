@@ -219,6 +219,15 @@ describe('axe finds no serious or critical violation', () => {
       await page.getByRole('button', { name: 'View in 3D' }).click();
       await page.locator('[data-viewer-state="ready"], [data-viewer-state="failed"]').waitFor({ timeout: 20_000 });
       await audit(page, '3D viewer', findings);
+      // The keyboard alone turns and zooms the model (the picture changes), and Escape still closes.
+      expect(await page.locator('.model-canvas').getAttribute('data-viewer-state')).toBe('ready');
+      const picture = () => page.locator('.model-canvas canvas').evaluate((canvas: HTMLCanvasElement) => canvas.toDataURL());
+      await page.locator('.model-canvas').focus();
+      for (const key of ['+', 'Shift+ArrowLeft', '-']) {
+        const before = await picture();
+        await page.keyboard.press(key);
+        await expect.poll(picture, { message: `${key} changes the view` }).not.toBe(before);
+      }
       await page.keyboard.press('Escape');
       await page.getByRole('dialog').waitFor({ state: 'hidden' });
       await page.getByRole('button', { name: 'Close details' }).click();
