@@ -344,6 +344,13 @@ describe('small windows: 200% zoom of 1024×768 and 360 px wide', () => {
         await page.locator('.document-row').first().click();
         await page.locator('.details-panel').waitFor();
         expect(await outside(page, '.details-panel, .details-panel .button, .details-panel .icon-button, .details-list dd')).toEqual([]);
+        // The details cover the window: Tab stays on what is shown (the list and the navigation underneath are inert).
+        const tabbed: string[] = [];
+        for (let press = 0; press < 6; press += 1) {
+          await page.keyboard.press('Tab');
+          tabbed.push(await page.evaluate(() => (document.activeElement === document.body ? 'page' : document.activeElement?.closest('.details-panel') ? 'details' : `${document.activeElement?.className} (under the details)`)));
+        }
+        expect(tabbed.filter((where) => where !== 'details' && where !== 'page'), `Tab went under the details (${size.name})`).toEqual([]);
         await page.locator('.details-panel').getByRole('button', { name: 'Download' }).click();
         await page.getByText('Saved to /home/clinic/Downloads/upper-arch.stl').waitFor();
         await page.getByRole('button', { name: 'Close details' }).click();

@@ -1,4 +1,4 @@
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, type RefObject } from 'react';
 import { visibleName } from '../../../../shared/names.js';
 import type { DocumentDto } from '../../../../shared/schemas.js';
 import { Icon } from '../../components/Icon.js';
@@ -22,8 +22,11 @@ export function DocumentDetails({ document, onClose, onDownload, onPreview, down
   // Tab away; Escape or "Close details" takes it back to the list.
   const headingRef = useRef<HTMLHeadingElement>(null);
   useEffect(() => headingRef.current?.focus(), [document.id]);
+  const panelRef = useRef<HTMLElement>(null);
+  useCoveredInert(panelRef);
   return (
     <aside
+      ref={panelRef}
       className="details-panel"
       aria-label={`Details of ${visibleName(document.fileName)}`}
       onKeyDown={(event) => {
@@ -88,4 +91,44 @@ export function DocumentDetails({ document, onClose, onDownload, onPreview, down
       </dl>
     </aside>
   );
+}
+
+/** Where the details cover the whole window (styles.css, max-width 900px), what they cover. */
+const COVERING = '(max-width: 900px)';
+
+/**
+ * While the panel covers the window, what is under it is inert: Tab cannot wander onto controls no
+ * one can see, and a screen reader reads the panel alone — as a dialog would, until Escape or Close.
+ */
+function useCoveredInert(panelRef: RefObject<HTMLElement | null>): void {
+  useEffect(() => {
+    const panel = panelRef.current;
+    if (!panel) return;
+    const query = window.matchMedia(COVERING);
+    let covered: HTMLElement[] = [];
+    const release = () => {
+      for (const element of covered) element.inert = false;
+      covered = [];
+    };
+    const apply = () => {
+      release();
+      if (!query.matches) return;
+      // Every sibling of the panel and of each of its ancestors, up to the page's root.
+      for (let node: HTMLElement | null = panel; node && node.parentElement && node !== window.document.body; node = node.parentElement) {
+        for (const sibling of node.parentElement.children) {
+          // The sync announcements stay audible (an inert live region is silent).
+          if (sibling !== node && sibling instanceof HTMLElement && !sibling.inert && !sibling.hasAttribute('aria-live')) {
+            sibling.inert = true;
+            covered.push(sibling);
+          }
+        }
+      }
+    };
+    apply();
+    query.addEventListener('change', apply);
+    return () => {
+      query.removeEventListener('change', apply);
+      release();
+    };
+  }, [panelRef]);
 }
