@@ -3,6 +3,7 @@ import type { AppStatus } from '../../shared/bridge.js';
 import { useBridgeEvent, useBridgeQuery } from './bridge/context.js';
 import { ErrorNotice, InfoNotice } from './components/ErrorNotice.js';
 import { Sidebar, type Screen } from './components/Sidebar.js';
+import { SyncAnnouncer } from './components/SyncAnnouncer.js';
 import { ActivityScreen } from './screens/activity/ActivityScreen.js';
 import { FirstRunScreen } from './screens/first-run/FirstRunScreen.js';
 import { PatientBrowserScreen } from './screens/patients/PatientBrowserScreen.js';
@@ -24,17 +25,18 @@ export function App() {
   if (status.error && !status.data) {
     return (
       <main className="splash">
+        <h1 className="visually-hidden">Patient Docs</h1>
         <ErrorNotice title="Patient Docs cannot start" error={status.error} />
       </main>
     );
   }
-  if (!status.data) return <main className="splash" aria-busy="true"><div className="spinner" aria-label="Loading" /></main>;
+  if (!status.data) return <main className="splash" aria-busy="true"><div className="spinner" role="status" aria-label="Loading" /></main>;
   if (status.data.mode === 'unconfigured') return <FirstRunScreen onConfigured={(next: AppStatus) => status.setData(next)} />;
 
   return (
     <div className="app-shell">
       <Sidebar status={status.data} current={navigation.screen} onNavigate={(screen) => setNavigation({ screen })} />
-      <main className="app-main" id="main">
+      <main className="app-main" id="main" tabIndex={-1}>
         {status.data.notices.map((notice) => (
           <InfoNotice key={notice} tone="warning">
             {notice}
@@ -42,6 +44,7 @@ export function App() {
         ))}
         <CurrentScreen navigation={navigation} status={status.data} onNavigate={setNavigation} />
       </main>
+      <SyncAnnouncer />
     </div>
   );
 }

@@ -15,9 +15,15 @@ export function Dialog({ title, open, onClose, children, wide }: { title: string
     // leaves the page without being closed (a preview unmounted by its screen).
     const opener = document.activeElement instanceof HTMLElement && document.activeElement !== document.body ? document.activeElement : null;
     if (!dialog.open) dialog.showModal();
+    // The browser focuses the first control (the Close button); a dialog that starts with a field to
+    // fill in names it with data-autofocus, so typing starts there.
+    dialog.querySelector<HTMLElement>('[data-autofocus]')?.focus();
     return () => {
       if (dialog.open) dialog.close();
+      // An opener that left the page meanwhile (the empty list's "Add folder" once a folder is
+      // added): the focus goes to the start of the screen's content instead of being lost.
       if (opener?.isConnected) opener.focus();
+      else document.getElementById('main')?.focus();
     };
   }, [open]);
   return (

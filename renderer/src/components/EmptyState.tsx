@@ -7,7 +7,7 @@ export function EmptyState({ icon, title, children, action }: { icon: IconName; 
       <div className="empty-state-icon">
         <Icon name={icon} size={28} />
       </div>
-      <h3>{title}</h3>
+      <h2>{title}</h2>
       {children ? <p>{children}</p> : null}
       {action}
     </div>

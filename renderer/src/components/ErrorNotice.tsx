@@ -3,11 +3,15 @@ import type { ReactNode } from 'react';
 import { detailLabel } from '../bridge/errors.js';
 import { Icon } from './Icon.js';
 
-/** A failure in plain language first, the detail underneath for IT ("Server said:" only for the server's own words). */
-export function ErrorNotice({ error, title, action, children }: { error: Pick<FileError, 'message' | 'detail'> & { code?: FileError['code'] }; title?: string; action?: ReactNode; children?: ReactNode }) {
+/**
+ * A failure in plain language first, the detail underneath for IT ("Server said:" only for the server's own words).
+ * Announced at once (role="alert") unless `announce` is false: a standing state whose changes the
+ * sync announcer sums up (a folder's failed files), which would otherwise be read out at every count.
+ */
+export function ErrorNotice({ error, title, action, children, announce = true }: { error: Pick<FileError, 'message' | 'detail'> & { code?: FileError['code'] }; title?: string; action?: ReactNode; children?: ReactNode; announce?: boolean }) {
   const label = error.detail ? detailLabel(error) : null;
   return (
-    <div className="notice notice-danger" role="alert">
+    <div className="notice notice-danger" role={announce ? 'alert' : undefined}>
       <Icon name="alert" size={18} />
       <div className="notice-body">
         {title ? <strong>{title}</strong> : null}
@@ -24,9 +28,10 @@ export function ErrorNotice({ error, title, action, children }: { error: Pick<Fi
   );
 }
 
-export function InfoNotice({ children, tone = 'info' }: { children: ReactNode; tone?: 'info' | 'warning' | 'success' }) {
+/** A note, read out politely when it appears or changes — unless `announce` is false (see ErrorNotice). */
+export function InfoNotice({ children, tone = 'info', announce = true }: { children: ReactNode; tone?: 'info' | 'warning' | 'success'; announce?: boolean }) {
   return (
-    <div className={`notice notice-${tone}`} role="status">
+    <div className={`notice notice-${tone}`} role={announce ? 'status' : undefined}>
       <Icon name={tone === 'success' ? 'checkCircle' : tone === 'warning' ? 'alert' : 'info'} size={18} />
       <div className="notice-body">{children}</div>
     </div>

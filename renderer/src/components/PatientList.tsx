@@ -17,7 +17,7 @@ function useDebounced<T>(value: T, delay: number): T {
 }
 
 /** Search by name and pick one patient; the server decides which patients this clinic may see. */
-export function PatientList({ selectedId, onSelect, label = 'Find a patient', compact }: { selectedId: string | null; onSelect: (patient: PatientDto) => void; label?: string; compact?: boolean }) {
+export function PatientList({ selectedId, onSelect, label = 'Find a patient', compact, autoFocus }: { selectedId: string | null; onSelect: (patient: PatientDto) => void; label?: string; compact?: boolean; autoFocus?: boolean }) {
   const [name, setName] = useState('');
   const query = useDebounced(name.trim(), SEARCH_DELAY_MS);
   const patients = useBridgeQuery((client) => client.listPatients({ name: query || undefined, limit: 100 }), [query]);
@@ -42,13 +42,14 @@ export function PatientList({ selectedId, onSelect, label = 'Find a patient', co
       </label>
       <div className="search-input">
         <Icon name="search" size={16} />
-        <input id={inputId} type="search" placeholder={label} value={name} onChange={(event) => setName(event.target.value)} onKeyDown={(event) => moveFocus(event, 'search')} autoComplete="off" />
+        <input id={inputId} type="search" placeholder={label} value={name} onChange={(event) => setName(event.target.value)} onKeyDown={(event) => moveFocus(event, 'search')} autoComplete="off" data-autofocus={autoFocus ? '' : undefined} />
       </div>
       {patients.error ? <ErrorNotice error={patients.error} /> : null}
-      <ul ref={listRef} className="patient-options" role="listbox" aria-label="Patients" onKeyDown={(event) => moveFocus(event, 'list')}>
+      {/* A list of buttons (not a listbox: an option may not hold a button); the one chosen is aria-current. */}
+      <ul ref={listRef} className="patient-options" aria-label="Patients" onKeyDown={(event) => moveFocus(event, 'list')}>
         {patients.data?.patients.map((patient) => (
-          <li key={patient.id} role="option" aria-selected={patient.id === selectedId}>
-            <button type="button" className={patient.id === selectedId ? 'patient-option selected' : 'patient-option'} onClick={() => onSelect(patient)}>
+          <li key={patient.id}>
+            <button type="button" className={patient.id === selectedId ? 'patient-option selected' : 'patient-option'} aria-current={patient.id === selectedId ? 'true' : undefined} onClick={() => onSelect(patient)}>
               <span className="avatar" aria-hidden="true">
                 {initials(patient.name)}
               </span>

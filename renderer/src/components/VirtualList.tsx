@@ -14,6 +14,11 @@ export interface VirtualListProps<T> {
   onActiveIndexChange?: (index: number) => void;
   className?: string;
   style?: CSSProperties;
+  /**
+   * 'listbox' (default): rows are options with one active row, moved by the keys. 'list': rows are
+   * plain list items that may hold buttons of their own (an option may not); the keys scroll.
+   */
+  kind?: 'listbox' | 'list';
 }
 
 /**
@@ -21,7 +26,7 @@ export interface VirtualListProps<T> {
  * like 30. Rows have a fixed height: that keeps scroll maths exact and layout work constant.
  * Arrow keys, Page Up/Down, Home and End move the active row; Enter activates it.
  */
-export function VirtualList<T>({ items, rowHeight, overscan = 4, label, getKey, renderRow, onActivate, activeIndex = -1, onActiveIndexChange, className, style }: VirtualListProps<T>) {
+export function VirtualList<T>({ items, rowHeight, overscan = 4, label, getKey, renderRow, onActivate, activeIndex = -1, onActiveIndexChange, className, style, kind = 'listbox' }: VirtualListProps<T>) {
   const { viewportRef, firstVisible, viewportHeight, onScroll } = useVirtualWindow(rowHeight);
 
   const scrollIntoView = useCallback(
@@ -36,7 +41,7 @@ export function VirtualList<T>({ items, rowHeight, overscan = 4, label, getKey, 
   );
 
   const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
-    if (items.length === 0) return;
+    if (items.length === 0 || kind === 'list') return;
     const page = Math.max(1, Math.floor(viewportHeight / rowHeight) - 1);
     const moves: Record<string, number> = { ArrowDown: activeIndex + 1, ArrowUp: activeIndex - 1, PageDown: activeIndex + page, PageUp: activeIndex - page, Home: 0, End: items.length - 1 };
     if (event.key in moves) {
@@ -60,8 +65,8 @@ export function VirtualList<T>({ items, rowHeight, overscan = 4, label, getKey, 
         key={getKey(item, index)}
         id={`${label.replace(/\W+/g, '-')}-row-${index}`}
         className={index === activeIndex ? 'virtual-row active' : 'virtual-row'}
-        role="option"
-        aria-selected={index === activeIndex}
+        role={kind === 'list' ? 'listitem' : 'option'}
+        aria-selected={kind === 'list' ? undefined : index === activeIndex}
         aria-posinset={index + 1}
         aria-setsize={items.length}
         style={{ transform: `translateY(${index * rowHeight}px)`, height: rowHeight }}
@@ -83,9 +88,9 @@ export function VirtualList<T>({ items, rowHeight, overscan = 4, label, getKey, 
       onScroll={onScroll}
       onKeyDown={onKeyDown}
       tabIndex={0}
-      role="listbox"
+      role={kind}
       aria-label={label}
-      aria-activedescendant={activeIndex >= first && activeIndex < last ? `${label.replace(/\W+/g, '-')}-row-${activeIndex}` : undefined}
+      aria-activedescendant={kind === 'list' ? undefined : activeIndex >= first && activeIndex < last ? `${label.replace(/\W+/g, '-')}-row-${activeIndex}` : undefined}
     >
       <div className="virtual-spacer" style={{ height: items.length * rowHeight }}>
         {rows}

@@ -7,7 +7,10 @@ import { parseModel } from './load-model.js';
 
 type ViewerState = { phase: 'loading' } | { phase: 'ready'; triangles: number } | { phase: 'failed'; message: string };
 
-/** STL/PLY/OBJ viewer: drag to turn, scroll to zoom, arrow keys to pan. Renders only when the view changes. */
+/**
+ * STL/PLY/OBJ viewer: drag (or Shift+arrow keys) to turn, scroll (or + and −) to zoom, right-drag or
+ * arrow keys to pan, so the keyboard alone can look at a scan. Renders only when the view changes.
+ */
 export default function ModelViewer({ url, fileType, fileName }: { url: string; fileType: ModelType; fileName: string }) {
   const containerRef = useRef<HTMLDivElement>(null);
   const resetRef = useRef<() => void>(() => undefined);
@@ -43,7 +46,7 @@ export default function ModelViewer({ url, fileType, fileName }: { url: string; 
 
   return (
     <div className="model-viewer">
-      <div ref={containerRef} className="model-canvas" role="img" aria-label={`3D view of ${fileName}`} data-viewer-state={state.phase} tabIndex={0} />
+      <div ref={containerRef} className="model-canvas" role="img" aria-label={`3D view of ${fileName}`} aria-describedby={state.phase === 'ready' ? 'model-viewer-keys' : undefined} data-viewer-state={state.phase} tabIndex={0} />
       {state.phase === 'loading' ? (
         <div className="model-overlay" role="status">
           <span className="spinner" aria-hidden="true" /> Loading the 3D model…
@@ -56,7 +59,9 @@ export default function ModelViewer({ url, fileType, fileName }: { url: string; 
       ) : null}
       {state.phase === 'ready' ? (
         <div className="model-footer">
-          <span className="muted small">{formatCount(state.triangles)} triangles · drag to rotate, scroll to zoom, right-drag or arrow keys to move</span>
+          <span className="muted small" id="model-viewer-keys">
+            {formatCount(state.triangles)} triangles · drag or Shift+arrow keys to turn, scroll or + and − to zoom, right-drag or arrow keys to move
+          </span>
           <button type="button" className="button small" onClick={() => resetRef.current()}>
             Reset view
           </button>
@@ -102,6 +107,15 @@ function createScene(container: HTMLDivElement, geometries: ReturnType<typeof pa
 
   const controls = new OrbitControls(camera, renderer.domElement);
   controls.listenToKeyEvents(container);
+  // OrbitControls pans and turns with the arrow keys but has no zoom key: + and − do what the wheel does.
+  const onZoomKey = (event: KeyboardEvent): void => {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === '+' || event.key === '=') controls.dollyIn(1.15);
+    else if (event.key === '-' || event.key === '−') controls.dollyOut(1.15);
+    else return;
+    event.preventDefault();
+  };
+  container.addEventListener('keydown', onZoomKey);
   const render = (): void => renderer.render(scene, camera);
   const reset = (): void => {
     const distance = sphere.radius / Math.sin((camera.fov * Math.PI) / 360);
@@ -126,6 +140,7 @@ function createScene(container: HTMLDivElement, geometries: ReturnType<typeof pa
     reset,
     dispose: () => {
       observer.disconnect();
+      container.removeEventListener('keydown', onZoomKey);
       controls.dispose();
       material.dispose();
       geometries.forEach((geometry) => geometry.dispose());

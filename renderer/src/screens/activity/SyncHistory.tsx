@@ -69,7 +69,7 @@ function FileTimeline({ file }: { file: HistoryFileView }) {
   const history = useBridgeQuery((client) => client.fileHistory(file.id), [file.id]);
   return (
     <section className="card timeline" aria-label={`History of ${file.fileName}`}>
-      <h3>{visibleName(file.fileName)}</h3>
+      <h2 className="timeline-title">{visibleName(file.fileName)}</h2>
       {history.error ? <ErrorNotice error={history.error} /> : null}
       <ol className="timeline-list">
         {history.data?.map((entry, index) => (

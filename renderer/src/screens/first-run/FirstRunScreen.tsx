@@ -68,6 +68,7 @@ function EmbeddedSetup({ onConfigured }: { onConfigured: (status: AppStatus) => 
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<BridgeError | null>(null);
   const start = async () => {
+    if (busy) return;
     setBusy(true);
     setError(null);
     try {
@@ -92,7 +93,7 @@ function EmbeddedSetup({ onConfigured }: { onConfigured: (status: AppStatus) => 
       </ul>
       {error ? <ErrorNotice error={error} title="The server could not start" /> : null}
       <div className="form-actions">
-        <button type="button" className="button primary" onClick={() => void start()} disabled={busy}>
+        <button type="button" className="button primary" onClick={() => void start()} aria-disabled={busy}>
           {busy ? <span className="spinner spinner-small" aria-hidden="true" /> : <Icon name="play" size={16} />}
           {busy ? 'Starting the server…' : 'Start the server here'}
         </button>

@@ -49,7 +49,7 @@ export function RemoteServerForm({ onConfigured }: { onConfigured: (status: AppS
   };
 
   const test = async () => {
-    if (!checked()) return;
+    if (testing || saving || !checked()) return;
     setTesting(true);
     setError(null);
     try {
@@ -63,7 +63,7 @@ export function RemoteServerForm({ onConfigured }: { onConfigured: (status: AppS
 
   const connect = async (event: FormEvent) => {
     event.preventDefault();
-    if (!checked()) return;
+    if (testing || saving || !checked()) return;
     setSaving(true);
     setError(null);
     try {
@@ -98,11 +98,12 @@ export function RemoteServerForm({ onConfigured }: { onConfigured: (status: AppS
       {result ? <ConnectionSteps result={result} /> : null}
       {error ? <ErrorNotice error={error} /> : null}
       <div className="form-actions">
-        <button type="button" className="button" onClick={() => void test()} disabled={testing || saving}>
+        {/* Busy buttons are aria-disabled, not disabled: a disabled button drops the keyboard focus to the page. */}
+        <button type="button" className="button" onClick={() => void test()} aria-disabled={testing || saving}>
           {testing ? <span className="spinner spinner-small" aria-hidden="true" /> : <Icon name="link" size={16} />}
           {testing ? 'Testing…' : 'Test connection'}
         </button>
-        <button type="submit" className="button primary" disabled={testing || saving}>
+        <button type="submit" className="button primary" aria-disabled={testing || saving}>
           {saving ? <span className="spinner spinner-small" aria-hidden="true" /> : <Icon name="arrowRight" size={16} />}
           Connect
         </button>

@@ -1,3 +1,4 @@
+import { useEffect, useRef, type RefObject } from 'react';
 import { visibleName } from '../../../../shared/names.js';
 import type { DocumentDto } from '../../../../shared/schemas.js';
 import { Icon } from '../../components/Icon.js';
@@ -17,10 +18,26 @@ export function previewKindOf(document: DocumentDto): PreviewKind | null {
 /** The side panel for one file: what it is, whether its content arrived, and what can be done with it. */
 export function DocumentDetails({ document, onClose, onDownload, onPreview, downloading, downloadNote }: { document: DocumentDto; onClose: () => void; onDownload: () => void; onPreview: (kind: PreviewKind) => void; downloading: boolean; downloadNote: string | null }) {
   const preview = previewKindOf(document);
+  // The focus comes to the panel when it opens on a file (Enter on a row), so its actions are the next
+  // Tab away; Escape or "Close details" takes it back to the list.
+  const headingRef = useRef<HTMLHeadingElement>(null);
+  useEffect(() => headingRef.current?.focus(), [document.id]);
+  const panelRef = useRef<HTMLElement>(null);
+  useCoveredInert(panelRef);
   return (
-    <aside className="details-panel" aria-label={`Details of ${document.fileName}`}>
+    <aside
+      ref={panelRef}
+      className="details-panel"
+      aria-label={`Details of ${visibleName(document.fileName)}`}
+      onKeyDown={(event) => {
+        if (event.key === 'Escape') {
+          event.preventDefault();
+          onClose();
+        }
+      }}
+    >
       <header className="details-header">
-        <h2 className="truncate" title={visibleName(document.fileName)}>
+        <h2 ref={headingRef} tabIndex={-1} className="truncate details-title" title={visibleName(document.fileName)}>
           {visibleName(document.fileName)}
         </h2>
         <button type="button" className="icon-button" onClick={onClose} aria-label="Close details">
@@ -42,7 +59,9 @@ export function DocumentDetails({ document, onClose, onDownload, onPreview, down
           </button>
         ) : null}
         {document.hasContent ? (
-          <button type="button" className="button" onClick={onDownload} disabled={downloading}>
+          // aria-disabled, not disabled: a button that becomes disabled loses the focus (to the page),
+          // and the keyboard user pressing Download would have to start again from the top.
+          <button type="button" className="button" onClick={() => !downloading && onDownload()} aria-disabled={downloading}>
             <Icon name="download" size={16} /> {downloading ? 'Downloading…' : 'Download'}
           </button>
         ) : null}
@@ -72,4 +91,44 @@ export function DocumentDetails({ document, onClose, onDownload, onPreview, down
       </dl>
     </aside>
   );
+}
+
+/** Where the details cover the whole window (styles.css, max-width 900px), what they cover. */
+const COVERING = '(max-width: 900px)';
+
+/**
+ * While the panel covers the window, what is under it is inert: Tab cannot wander onto controls no
+ * one can see, and a screen reader reads the panel alone — as a dialog would, until Escape or Close.
+ */
+function useCoveredInert(panelRef: RefObject<HTMLElement | null>): void {
+  useEffect(() => {
+    const panel = panelRef.current;
+    if (!panel) return;
+    const query = window.matchMedia(COVERING);
+    let covered: HTMLElement[] = [];
+    const release = () => {
+      for (const element of covered) element.inert = false;
+      covered = [];
+    };
+    const apply = () => {
+      release();
+      if (!query.matches) return;
+      // Every sibling of the panel and of each of its ancestors, up to the page's root.
+      for (let node: HTMLElement | null = panel; node && node.parentElement && node !== window.document.body; node = node.parentElement) {
+        for (const sibling of node.parentElement.children) {
+          // The sync announcements stay audible (an inert live region is silent).
+          if (sibling !== node && sibling instanceof HTMLElement && !sibling.inert && !sibling.hasAttribute('aria-live')) {
+            sibling.inert = true;
+            covered.push(sibling);
+          }
+        }
+      }
+    };
+    apply();
+    query.addEventListener('change', apply);
+    return () => {
+      query.removeEventListener('change', apply);
+      release();
+    };
+  }, [panelRef]);
 }

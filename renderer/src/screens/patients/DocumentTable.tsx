@@ -28,7 +28,7 @@ export function DocumentTable({ documents, sort, onSort, onOpen, onDownload, sel
     <div className="document-table">
       <div className="document-header" role="group" aria-label="Sort files">
         {COLUMNS.map((column) => (
-          <div key={column.label || 'actions'} className={`document-cell ${column.className}`} aria-sort={column.field && column.field === sort.sortBy ? (sort.sortDirection === 'ASC' ? 'ascending' : 'descending') : undefined}>
+          <div key={column.label || 'actions'} className={`document-cell ${column.className}`}>
             {column.field ? (
               <button
                 type="button"
@@ -36,6 +36,8 @@ export function DocumentTable({ documents, sort, onSort, onOpen, onDownload, sel
                 onClick={() => onSort({ sortBy: column.field!, sortDirection: column.field === sort.sortBy && sort.sortDirection === 'ASC' ? 'DESC' : column.field === sort.sortBy ? 'ASC' : column.field === 'lastModifiedAt' || column.field === 'fileSize' ? 'DESC' : 'ASC' })}
               >
                 {column.label}
+                {/* aria-sort belongs to a table's column header; this header is a row of buttons, so the order is said in the button's name. */}
+                {column.field === sort.sortBy ? <span className="visually-hidden">{sort.sortDirection === 'ASC' ? ', sorted ascending' : ', sorted descending'}</span> : null}
                 {column.field === sort.sortBy ? <Icon name={sort.sortDirection === 'ASC' ? 'sortAscending' : 'sortDescending'} size={14} /> : null}
               </button>
             ) : (
@@ -88,19 +90,21 @@ const DocumentRow = memo(function DocumentRow({ document, selected, onDownload }
       </div>
       <div className="document-cell col-actions">
         {document.hasContent ? (
-          <button
-            type="button"
+          // A shortcut for the mouse only: a row is an option, which may not hold a control of its
+          // own. By keyboard (and to assistive technology) Enter on the row opens its details, whose
+          // Download button does the same.
+          <span
             className="icon-button"
-            aria-label={`Download ${document.fileName}`}
+            aria-hidden="true"
             title="Download"
-            tabIndex={-1}
+            data-action="download"
             onClick={(event) => {
               event.stopPropagation();
               onDownload(document);
             }}
           >
             <Icon name="download" size={18} />
-          </button>
+          </span>
         ) : null}
       </div>
     </div>

@@ -159,7 +159,6 @@ export function FolderTree({ root, selectedPath, onSelect, loading }: { root: Fo
               aria-setsize={row.siblings}
               aria-expanded={hasChildren ? row.expanded : undefined}
               aria-selected={selected}
-              aria-label={`${node.name}, ${formatCount(node.totalCount)} ${node.totalCount === 1 ? 'file' : 'files'}`}
               className={selected ? 'tree-label selected' : 'tree-label'}
               data-path={node.path}
               tabIndex={index === tabIndex ? 0 : -1}
@@ -181,9 +180,11 @@ export function FolderTree({ root, selectedPath, onSelect, loading }: { root: Fo
                 <span className="tree-twisty" aria-hidden="true" />
               )}
               <Icon name={level === 1 ? 'patients' : row.expanded ? 'folderOpen' : 'folder'} size={16} />
+              {/* The name comes from what is shown (a spoken name that differs from the visible one trips up speech input): the folder and its count, said in words. */}
               <span className="truncate tree-name">
                 {visibleName(node.name)}
               </span>
+              <span className="visually-hidden">, {formatCount(node.totalCount)} {node.totalCount === 1 ? 'file' : 'files'}</span>
               <span className="tree-count" aria-hidden="true">
                 {formatCount(node.totalCount)}
               </span>

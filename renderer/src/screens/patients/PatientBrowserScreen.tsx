@@ -35,8 +35,10 @@ export function PatientBrowserScreen({ initialPatientId }: { initialPatientId?: 
 
   return (
     <div className="browser">
+      {/* The screen's heading stays when a narrow window hides the patients column for the details. */}
+      <h1 className="visually-hidden">Patient files</h1>
       <section className="browser-patients" aria-label="Patients">
-        <h1 className="column-title">Patients</h1>
+        <h2 className="column-title">Patients</h2>
         <PatientList selectedId={patient?.id ?? null} onSelect={setPatient} />
       </section>
       {patient ? (
@@ -115,7 +117,8 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
         <header className="browser-files-header">
           <div>
             <h2>{folder === '/' ? 'All files' : folder.slice(folder.lastIndexOf('/') + 1)}</h2>
-            <p className="muted small" role="status" aria-live="polite" data-testid="document-count">
+            {/* Busy while a large record is read page by page, so the count is read out once, when it is complete. */}
+            <p className="muted small" role="status" aria-live="polite" aria-busy={!listWalk.done} data-testid="document-count">
               {listWalk.done ? `${formatCount(listWalk.total)} ${listWalk.total === 1 ? 'file' : 'files'}` : `Loading… ${formatCount(listWalk.documents.length)}${listWalk.total ? ` of ${formatCount(listWalk.total)}` : ''}`}
               {folder !== '/' ? ` in ${folder}` : ''}
             </p>
@@ -135,7 +138,11 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
       {selected ? (
         <DocumentDetails
           document={selected}
-          onClose={() => setSelected(null)}
+          onClose={() => {
+            setSelected(null);
+            // Back to the file list, on the row that was opened (it stays the active row).
+            window.document.querySelector<HTMLElement>('.document-rows')?.focus();
+          }}
           onDownload={() => void download(selected)}
           onPreview={setPreview}
           downloading={downloading}

@@ -65,7 +65,8 @@ export function SettingsScreen({ status }: { status: AppStatus }) {
   };
   const save = async (event: FormEvent) => {
     event.preventDefault();
-    if (!draft) return;
+    // aria-disabled while saving (a disabled button would drop the keyboard focus): a second press waits.
+    if (!draft || saving) return;
     // Checked here first, so a mistyped field is named beside it in plain words.
     const errors = validateSettings(draft);
     setFieldErrors(errors);
@@ -121,7 +122,7 @@ export function SettingsScreen({ status }: { status: AppStatus }) {
             <button type="button" className="button quiet" onClick={() => settings.data && setDraft(draftFrom(settings.data))}>
               Undo changes
             </button>
-            <button type="submit" className="button primary" disabled={saving}>
+            <button type="submit" className="button primary" aria-disabled={saving}>
               {saving ? 'Saving…' : 'Save settings'}
             </button>
           </div>

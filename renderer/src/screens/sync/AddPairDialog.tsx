@@ -1,4 +1,5 @@
 import { useState, type FormEvent } from 'react';
+import type { PairView } from '../../../../shared/bridge.js';
 import type { PatientDto } from '../../../../shared/schemas.js';
 import { useBridge, useBridgeKind } from '../../bridge/context.js';
 import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
@@ -7,7 +8,7 @@ import { ErrorNotice } from '../../components/ErrorNotice.js';
 import { Icon } from '../../components/Icon.js';
 import { PatientList } from '../../components/PatientList.js';
 
-export function AddPairDialog({ open, onClose, onAdded }: { open: boolean; onClose: () => void; onAdded: () => void }) {
+export function AddPairDialog({ open, onClose, onAdded }: { open: boolean; onClose: () => void; onAdded: (pair: PairView) => void }) {
   return (
     <Dialog title="Sync a folder" open={open} onClose={onClose} wide>
       <AddPairForm onAdded={onAdded} onCancel={onClose} />
@@ -15,7 +16,7 @@ export function AddPairDialog({ open, onClose, onAdded }: { open: boolean; onClo
   );
 }
 
-function AddPairForm({ onAdded, onCancel }: { onAdded: () => void; onCancel: () => void }) {
+function AddPairForm({ onAdded, onCancel }: { onAdded: (pair: PairView) => void; onCancel: () => void }) {
   const client = useBridge();
   const kind = useBridgeKind();
   const [patient, setPatient] = useState<PatientDto | null>(null);
@@ -34,12 +35,11 @@ function AddPairForm({ onAdded, onCancel }: { onAdded: () => void; onCancel: () 
   };
   const submit = async (event: FormEvent) => {
     event.preventDefault();
-    if (!patient) return;
+    if (!patient || saving) return;
     setSaving(true);
     setError(null);
     try {
-      await client.addPair({ folder: folder.trim(), patientId: patient.id, patientName: patient.name, remoteBasePath: remoteBasePath.trim() || '/' });
-      onAdded();
+      onAdded(await client.addPair({ folder: folder.trim(), patientId: patient.id, patientName: patient.name, remoteBasePath: remoteBasePath.trim() || '/' }));
     } catch (failure) {
       setError(toBridgeError(failure));
     } finally {
@@ -53,7 +53,7 @@ function AddPairForm({ onAdded, onCancel }: { onAdded: () => void; onCancel: () 
         <h3 className="form-step-title">
           <span className="step-number">1</span> Patient
         </h3>
-        <PatientList selectedId={patient?.id ?? null} onSelect={setPatient} label="Search patients by name" compact />
+        <PatientList selectedId={patient?.id ?? null} onSelect={setPatient} label="Search patients by name" compact autoFocus />
       </div>
       <div className="form-step">
         <h3 className="form-step-title">
@@ -82,7 +82,7 @@ function AddPairForm({ onAdded, onCancel }: { onAdded: () => void; onCancel: () 
         <button type="button" className="button quiet" onClick={onCancel}>
           Cancel
         </button>
-        <button type="submit" className="button primary" disabled={!patient || !folder.trim() || saving}>
+        <button type="submit" className="button primary" disabled={!patient || !folder.trim()} aria-disabled={saving}>
           <Icon name="sync" size={16} /> {patient ? `Sync to ${patient.name}` : 'Choose a patient first'}
         </button>
       </div>

@@ -6,7 +6,7 @@ import { formatBytes, formatCount } from '../../format.js';
 /** A case is one scanner export (the first folder level); staff think in cases, not files. */
 export function CaseList({ cases }: { cases: CaseView[] }) {
   return (
-    <section className="case-list" aria-label="Cases">
+    <section className="case-list">
       <h3 className="section-label">Cases</h3>
       <ul>
         {cases.map((entry) => {

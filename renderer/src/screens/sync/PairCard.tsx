@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { PairView } from '../../../../shared/bridge.js';
 import { useBridge } from '../../bridge/context.js';
 import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
@@ -16,6 +16,11 @@ export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView;
   const client = useBridge();
   const [actionError, setActionError] = useState<BridgeError | null>(null);
   const [openedFolder, setOpenedFolder] = useState<string | null>(null);
+  const cardRef = useRef<HTMLElement>(null);
+  /** Focus the card itself when the control that had the focus goes away with what it did (Retry all, Stop syncing). */
+  const keepFocus = () => {
+    if (cardRef.current?.contains(document.activeElement)) cardRef.current.focus();
+  };
   const run = async (action: () => Promise<unknown>) => {
     setActionError(null);
     try {
@@ -28,9 +33,10 @@ export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView;
   const fileCount = Object.values(pair.counts).reduce((sum, count) => sum + count, 0);
 
   return (
-    <article className={`card pair-card state-${pair.state}`} aria-label={`${pair.folder} to ${pair.patientName ?? pair.patientId}`} data-pair-id={pair.id}>
+    <article ref={cardRef} tabIndex={-1} className={`card pair-card state-${pair.state}`} aria-label={`${pair.folder} to ${pair.patientName ?? pair.patientId}`} data-pair-id={pair.id}>
       <header className="pair-header">
-        <div className="pair-route">
+        {/* The card's heading: where from, to whom (the "Cases" heading below it is a level down). */}
+        <h2 className="pair-route">
           <span className="pair-folder" title={pair.folder}>
             <Icon name="folder" size={18} />
             <span className="truncate">{pair.folder}</span>
@@ -43,13 +49,17 @@ export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView;
               <span className="pair-remote-path">{pair.remoteBasePath}</span>
             </span>
           </span>
-        </div>
+        </h2>
         <PairStateBadge state={pair.state} />
       </header>
 
       <PairProgress pair={pair} fileCount={fileCount} />
       <StateCountChips counts={pair.counts} />
-      <PairNotices pair={pair} onRetryAll={() => void run(() => client.retryFailed({ pairId: pair.id }))} />
+      <PairNotices pair={pair} onRetryAll={() => {
+          keepFocus();
+          void run(() => client.retryFailed({ pairId: pair.id }));
+        }}
+      />
       {actionError ? <ErrorNotice error={actionError} /> : null}
       {openedFolder ? <p className="muted small">Opened {openedFolder}</p> : null}
 
@@ -69,7 +79,13 @@ export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView;
         <button type="button" className="button" onClick={() => onBrowsePatient(pair.patientId)}>
           <Icon name="patients" size={16} /> Patient files
         </button>
-        <RemovePairButton onConfirm={() => void run(() => client.removePair(pair.id))} />
+        <RemovePairButton
+          onConfirm={() => {
+            // The card leaves the page with its folder: the focus goes to the start of the screen.
+            document.getElementById('main')?.focus();
+            void run(() => client.removePair(pair.id));
+          }}
+        />
       </div>
       {pair.cases.length > 0 ? <CaseList cases={pair.cases} /> : null}
       <PairFiles pairId={pair.id} label={`${pair.folder} to ${pair.patientName ?? 'the patient'}`} />
@@ -104,22 +120,45 @@ function PairProgress({ pair, fileCount }: { pair: PairView; fileCount: number }
   );
 }
 
+/**
+ * "Stop syncing" asks first, in place. The focus follows the question (to its Cancel, the choice that
+ * changes nothing) and comes back to "Stop syncing" on Cancel or Escape, instead of being lost with the
+ * button that was replaced.
+ */
 function RemovePairButton({ onConfirm }: { onConfirm: () => void }) {
   const [confirming, setConfirming] = useState(false);
+  const cancelRef = useRef<HTMLButtonElement>(null);
+  const askRef = useRef<HTMLButtonElement>(null);
+  const moved = useRef(false);
+  useEffect(() => {
+    if (!moved.current) return;
+    (confirming ? cancelRef : askRef).current?.focus();
+  }, [confirming]);
+  const ask = (next: boolean) => {
+    moved.current = true;
+    setConfirming(next);
+  };
   if (!confirming) {
     return (
-      <button type="button" className="button quiet" onClick={() => setConfirming(true)}>
+      <button ref={askRef} type="button" className="button quiet" onClick={() => ask(true)}>
         <Icon name="trash" size={16} /> Stop syncing
       </button>
     );
   }
   return (
-    <span className="confirm-inline" role="group" aria-label="Confirm stop syncing">
+    <span
+      className="confirm-inline"
+      role="group"
+      aria-label="Confirm stop syncing"
+      onKeyDown={(event) => {
+        if (event.key === 'Escape') ask(false);
+      }}
+    >
       <span className="small">Files already uploaded stay on the server.</span>
       <button type="button" className="button danger" onClick={onConfirm}>
         Stop syncing
       </button>
-      <button type="button" className="button quiet" onClick={() => setConfirming(false)}>
+      <button ref={cancelRef} type="button" className="button quiet" onClick={() => ask(false)}>
         Cancel
       </button>
     </span>

@@ -43,7 +43,7 @@ export function PairFiles({ pairId, label }: { pairId: string; label: string }) 
   );
   if (!files.data || files.data.files.length === 0) return null;
   return (
-    <section className="pair-files" aria-label="Files">
+    <div className="pair-files">
       <button type="button" className="disclosure" aria-expanded={expanded} onClick={() => setExpanded(!expanded)}>
         <Icon name={expanded ? 'chevronDown' : 'chevronRight'} size={16} />
         Files ({files.data.total})
@@ -56,10 +56,11 @@ export function PairFiles({ pairId, label }: { pairId: string; label: string }) 
           getKey={(file) => file.id}
           renderRow={(file) => <FileRow file={file} />}
           className="file-rows"
+          kind="list"
           style={{ height: Math.min(ordered.length, VISIBLE_ROWS) * ROW_HEIGHT + 2 }}
         />
       ) : null}
-    </section>
+    </div>
   );
 }
 
@@ -108,7 +109,17 @@ function FileRow({ file }: { file: FileView }) {
       <FileStateBadge state={file.state} />
       <span className="file-row-action">
         {file.state === 'failed' || file.state === 'waiting' ? (
-          <button type="button" className="button small" onClick={() => void client.retryFailed({ fileId: file.id })} aria-label={`${file.state === 'failed' ? 'Retry' : 'Try now'} ${visibleName(file.fileName)}`}>
+          <button
+            type="button"
+            className="button small"
+            onClick={(event) => {
+              // The button leaves with the failed or waiting state: the focus moves to the list around
+              // it rather than to nowhere (a keyboard user would start again from the top of the page).
+              event.currentTarget.closest<HTMLElement>('[role="list"]')?.focus();
+              void client.retryFailed({ fileId: file.id });
+            }}
+            aria-label={`${file.state === 'failed' ? 'Retry' : 'Try now'} ${visibleName(file.fileName)}`}
+          >
             <Icon name="retry" size={14} /> {file.state === 'failed' ? 'Retry' : 'Try now'}
           </button>
         ) : null}

@@ -4,12 +4,16 @@ import { Icon } from '../../components/Icon.js';
 import { failureHint } from '../../documents/failure-hints.js';
 import { formatFileCount } from '../../format.js';
 
-/** Why a pair needs attention, each kind of trouble on its own: the folder, the failed files, the files waiting to be retried. */
+/**
+ * Why a pair needs attention, each kind of trouble on its own: the folder, the failed files, the files waiting to be retried.
+ * None is a live region: their counts move with every file (files being written, waiting), and the
+ * sync announcer (components/SyncAnnouncer) says what happened once per burst instead.
+ */
 export function PairNotices({ pair, onRetryAll }: { pair: PairView; onRetryAll: () => void }) {
   return (
     <>
       {pair.folderError ? (
-        <ErrorNotice title="The scan folder cannot be found" error={pair.folderError}>
+        <ErrorNotice title="The scan folder cannot be found" error={pair.folderError} announce={false}>
           <p className="notice-hint">It is looked for every few seconds; files sync again when it is back.</p>
         </ErrorNotice>
       ) : null}
@@ -17,24 +21,24 @@ export function PairNotices({ pair, onRetryAll }: { pair: PairView; onRetryAll: 
         <FailureNotice count={pair.counts.failed} reasons={pair.failureReasons} onRetryAll={onRetryAll} />
       ) : null}
       {pair.unreadable.length > 0 ? (
-        <InfoNotice tone="warning">
+        <InfoNotice tone="warning" announce={false}>
           <strong>{pair.unreadable.length === 1 ? `'${pair.unreadable[0]}' cannot be opened` : `${formatFileCount(pair.unreadable.length)} cannot be opened`}</strong>
           <p className="notice-message">{UNREADABLE_HINT}</p>
           {pair.unreadable.length > 1 ? <p className="notice-hint">{pair.unreadable.slice(0, 5).join(', ')}{pair.unreadable.length > 5 ? ', …' : ''}</p> : null}
         </InfoNotice>
       ) : null}
       {pair.heldForDiskFull > 0 ? (
-        <InfoNotice tone="warning">
+        <InfoNotice tone="warning" announce={false}>
           <strong>{pair.heldForDiskFull === 1 ? 'One file waits' : `${formatFileCount(pair.heldForDiskFull)} wait`} for space on this computer’s disk</strong>
           <p className="notice-message">{DISK_FULL_HINT}</p>
         </InfoNotice>
       ) : pair.settling > pair.unreadable.length && !pair.paused ? (
-        <InfoNotice>
+        <InfoNotice announce={false}>
           {pair.settling - pair.unreadable.length === 1 ? 'One file is still being written' : `${formatFileCount(pair.settling - pair.unreadable.length)} are still being written`}; uploads start once they stop changing.
         </InfoNotice>
       ) : null}
       {pair.counts.waiting > 0 && pair.retryReason && !pair.paused && pair.heldForDiskFull === 0 ? (
-        <InfoNotice tone="warning">
+        <InfoNotice tone="warning" announce={false}>
           <strong>{pair.counts.waiting === 1 ? 'One file will be tried again' : `${formatFileCount(pair.counts.waiting)} will be tried again`}</strong>
           <p className="notice-message">{pair.retryReason.message}</p>
           {/* Once the cause is fixed (the server back, the network cable in), no need to wait for the retry time. */}
@@ -63,13 +67,13 @@ function FailureNotice({ count, reasons, onRetryAll }: { count: number; reasons:
     const reason = reasons[0]!;
     const hint = failureHint(reason.code, count);
     return (
-      <ErrorNotice title={title} error={reason} action={action}>
+      <ErrorNotice title={title} error={reason} action={action} announce={false}>
         {hint ? <p className="notice-hint">{hint}</p> : null}
       </ErrorNotice>
     );
   }
   return (
-    <ErrorNotice title={title} error={{ message: '' }} action={action}>
+    <ErrorNotice title={title} error={{ message: '' }} action={action} announce={false}>
       <ul className="reason-list" aria-label="Reasons">
         {reasons.map((reason) => {
           const hint = failureHint(reason.code, reason.count);

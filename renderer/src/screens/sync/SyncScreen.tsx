@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useBridgeEvent, useBridgeQuery } from '../../bridge/context.js';
 import { EmptyState } from '../../components/EmptyState.js';
 import { ErrorNotice } from '../../components/ErrorNotice.js';
@@ -9,6 +9,16 @@ import { PairCard } from './PairCard.js';
 export function SyncScreen({ onBrowsePatient }: { onBrowsePatient: (patientId: string) => void }) {
   const pairs = useBridgeQuery((client) => client.listPairs(), []);
   const [adding, setAdding] = useState(false);
+  // After "Sync a folder" the focus goes to the new folder's card once it is listed (the button that
+  // opened the dialog may have gone with the empty list).
+  const [focusPair, setFocusPair] = useState<string | null>(null);
+  useEffect(() => {
+    if (!focusPair) return;
+    const card = document.querySelector<HTMLElement>(`.pair-card[data-pair-id="${CSS.escape(focusPair)}"]`);
+    if (!card) return;
+    card.focus();
+    setFocusPair(null);
+  }, [focusPair, pairs.data]);
   useBridgeEvent((event) => {
     if (event.type === 'pairs') pairs.setData(event.pairs);
   });
@@ -41,8 +51,9 @@ export function SyncScreen({ onBrowsePatient }: { onBrowsePatient: (patientId: s
       <AddPairDialog
         open={adding}
         onClose={() => setAdding(false)}
-        onAdded={() => {
+        onAdded={(pair) => {
           setAdding(false);
+          setFocusPair(pair.id);
           pairs.reload();
         }}
       />

@@ -1,0 +1,405 @@
+// axe-core on every screen and state, in real Chromium against a scripted engine
+// (test/helpers/renderer-page.ts): first run and connection, folder cards in each state (synced,
+// syncing, waiting, failed, disk full, paused), the add-folder dialog, the patient browser (tree,
+// filters, table, thumbnails, details, PDF preview, 3D viewer, a failed download), settings, activity
+// and the error banners — at 1440×900 and 360 px wide; the layout test checks 200% zoom of 1024×768 (512×384 CSS pixels) too.
+// A serious or critical violation fails the test, and so do the moderate ones fixed once (so they stay fixed).
+// Then what a screen reader hears when files sync or fail: one summary, not one line per file.
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PLAIN_MESSAGES } from '../shared/bridge-errors.js';
+import type { CaseView, HistoryFileView, PairView, WebhookActivityView } from '../shared/bridge.js';
+import type { DocumentDto, SearchBody } from '../shared/schemas.js';
+import { makeArchStl, makePdf, makePng } from './fixtures/scans.js';
+import { counts, documentDto, fileView, openRenderer, pairView, patient, Refusal, STATUS, type Handlers } from './helpers/renderer-page.js';
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+/** Moderate rules this UI once broke and now keeps. */
+const KEPT_MODERATE = new Set(['heading-order', 'landmark-unique', 'page-has-heading-one', 'landmark-one-main', 'region']);
+const WIDE = { name: '1440×900', width: 1440, height: 900 } as const;
+const PHONE = { name: '360 wide', width: 360, height: 740 } as const;
+/** 200% zoom of a 1024×768 window: what the page gets is 512×384 CSS pixels. */
+const ZOOMED = { name: '200% of 1024×768', width: 512, height: 384 } as const;
+
+let browser: Browser;
+beforeAll(async () => {
+  // SwiftShader: the 3D viewer needs WebGL without a GPU.
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--use-angle=swiftshader', '--enable-unsafe-swiftshader'] });
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+interface Finding {
+  state: string;
+  rule: string;
+  impact: string;
+  help: string;
+  nodes: string[];
+}
+
+/** Runs axe on the page as it is now (animations finished, so colours are the final ones). */
+async function audit(page: Page, state: string, findings: Finding[]): Promise<void> {
+  // Injected through the debugger protocol: the page's CSP (script-src 'self') refuses inline scripts.
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
+  const violations = await page.evaluate(async () => {
+    for (const animation of document.getAnimations()) animation.finish();
+    const axe = (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: Array<{ id: string; impact: string; help: string; nodes: Array<{ target: string[]; failureSummary?: string }> }> }> } }).axe;
+    const result = await axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.map((violation) => ({ rule: violation.id, impact: violation.impact, help: violation.help, nodes: violation.nodes.slice(0, 3).map((node) => `${node.target.join(' ')}: ${(node.failureSummary ?? '').replace(/\s+/g, ' ')}`) }));
+  });
+  findings.push(...violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical' || KEPT_MODERATE.has(violation.rule)).map((violation) => ({ state, ...violation })));
+}
+
+function report(findings: Finding[]): string {
+  return findings.map((finding) => `${finding.state}: [${finding.impact}] ${finding.rule} — ${finding.help}\n    ${finding.nodes.join('\n    ')}`).join('\n');
+}
+
+const PATIENTS = [patient('Jane Roe', 1), patient('Maximiliane Alexandra von Hohenzollern-Sigmaringen', 2)];
+const THUMBNAIL = makePng(64, 64);
+const DOCUMENTS: DocumentDto[] = [
+  documentDto({ fileName: 'upper-arch.stl', path: '/scans/2026-03-12 Upper arch', storageDownloadUri: 'http://patient-docs.test/content/upper-arch.stl?signature=x', thumbnailDownloadUri: 'http://patient-docs.test/thumbnails/upper-arch.png?signature=x' }, 1),
+  documentDto({ fileName: 'order-form.pdf', path: '/reports', storageDownloadUri: 'http://patient-docs.test/content/order-form.pdf?signature=x' }, 2),
+  documentDto({ fileName: 'lower-arch.stl', path: '/scans/2026-03-12 Upper arch', hasContent: false }, 3),
+];
+
+function browsing(): Handlers {
+  return {
+    listPatients: (query) => {
+      const found = PATIENTS.filter((entry) => !query.name || entry.name.toLowerCase().includes(query.name.toLowerCase()));
+      return { patients: found, total: found.length, offset: 0, limit: 100 };
+    },
+    searchDocuments: (patientId, body: SearchBody) => {
+      const query = body as SearchBody & { path?: string; fileName?: string; id?: string[] };
+      const found = (patientId === PATIENTS[0]!.id ? DOCUMENTS : []).filter(
+        (document) => (!query.id || query.id.includes(document.id)) && (!query.path || query.path === '/' || document.path.startsWith(query.path)) && (!query.fileName || document.fileName.includes(query.fileName)),
+      );
+      return { documents: found, total: found.length, offset: 0, limit: 100 };
+    },
+  };
+}
+
+/** Folder cards in each state a clinic meets. */
+function cards(): { pairs: PairView[]; handlers: Handlers } {
+  const upper: CaseView = { path: '2026-03-12 Upper arch', counts: counts({ synced: 2 }), bytesDone: 2000, bytesTotal: 2000 } as CaseView;
+  const pairs = [
+    pairView({ id: 'synced', state: 'idle', counts: counts({ synced: 2 }), bytesDone: 2000, bytesTotal: 2000, cases: [upper] }),
+    pairView({ id: 'syncing', folder: '/home/clinic/scans/chair 2', state: 'syncing', counts: counts({ uploading: 1, verifying: 1, waiting: 1, queued: 1 }), bytesDone: 500, bytesTotal: 4000, rateBytesPerSecond: 1000, etaSeconds: 4, retryReason: { code: 'UNREACHABLE', message: PLAIN_MESSAGES.UNREACHABLE }, settling: 1 }),
+    pairView({ id: 'failed', folder: '/home/clinic/scans/chair 3', state: 'attention', counts: counts({ failed: 3, synced: 1 }), failureReasons: [{ code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, count: 2 }, { code: 'INVALID_NAME', message: PLAIN_MESSAGES.INVALID_NAME, count: 1 }], unreadable: ['locked-by-scanner.stl'] }),
+    pairView({ id: 'disk-full', folder: '/home/clinic/scans/chair 4', state: 'attention', counts: counts({ queued: 3 }), folderError: { code: 'DISK_FULL', message: PLAIN_MESSAGES.DISK_FULL }, lastError: { code: 'DISK_FULL', message: PLAIN_MESSAGES.DISK_FULL } }),
+    pairView({ id: 'paused', folder: '/home/clinic/scans/chair 5', state: 'paused', paused: true, counts: counts({ queued: 2 }) }),
+  ];
+  const files: Record<string, ReturnType<typeof fileView>[]> = {
+    synced: [fileView({ pairId: 'synced', relativePath: '2026-03-12 Upper arch/upper-arch.stl' })],
+    syncing: [
+      fileView({ pairId: 'syncing', relativePath: 'uploading.stl', state: 'uploading', bytesDone: 300, rate: 100, syncedAt: null }),
+      fileView({ pairId: 'syncing', relativePath: 'verifying.stl', state: 'verifying', syncedAt: null }),
+      fileView({ pairId: 'syncing', relativePath: 'waiting.stl', state: 'waiting', nextAttemptAt: Date.now() + 30_000, syncedAt: null, error: { code: 'UNREACHABLE', message: PLAIN_MESSAGES.UNREACHABLE } }),
+    ],
+    failed: [fileView({ pairId: 'failed', relativePath: 'no consent.stl', state: 'failed', syncedAt: null, error: { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, detail: 'consent missing for organization' } })],
+  };
+  return { pairs, handlers: { listPairs: () => pairs, listFiles: (input) => ({ files: files[input.pairId] ?? [], total: (files[input.pairId] ?? []).length }) } };
+}
+
+describe('axe finds no serious or critical violation', () => {
+  // One page per test; the narrow pass resizes the same page (opening a page costs seconds on a loaded machine).
+  it('first run: the choice, the connection form with its field errors, a failed connection test, the embedded setup, and a start that fails', async () => {
+    const findings: Finding[] = [];
+    const app = await openRenderer(browser, {
+      getStatus: () => ({ ...STATUS, mode: 'unconfigured', server: null }),
+      testConnection: () => ({ ok: false, step: 'authenticate', error: { code: 'BAD_CREDENTIALS', message: PLAIN_MESSAGES.BAD_CREDENTIALS, detail: 'invalid_client' } }) as never,
+      setupEmbedded: () => {
+        throw new Refusal('INTERNAL', 'The bundled server could not start.', 'EADDRINUSE');
+      },
+    });
+    try {
+      const page = app.page;
+      await page.getByText('Where are the patient records kept?').waitFor();
+      await audit(page, 'first run', findings);
+      await page.getByText('Connect to a server').click();
+      await page.getByRole('button', { name: 'Test connection' }).click();
+      await page.locator('.field-error').first().waitFor();
+      await audit(page, 'connection form, fields missing', findings);
+      await page.getByLabel('Server address', { exact: true }).fill('https://docs.smile-clinic.example');
+      await page.getByLabel('Client ID', { exact: true }).fill('scanner-pc-1');
+      await page.getByLabel('Client secret', { exact: true }).fill('wrong');
+      await page.getByLabel('Organization ID', { exact: true }).fill('0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01');
+      await page.getByRole('button', { name: 'Test connection' }).click();
+      await page.getByTestId('connection-result').waitFor();
+      await audit(page, 'connection test failed', findings);
+      await page.setViewportSize(PHONE);
+      await audit(page, `connection test failed (${PHONE.name})`, findings);
+      await page.setViewportSize(WIDE);
+      await page.getByText('This computer runs the server').click();
+      await page.getByRole('button', { name: 'Start the server here' }).click();
+      await page.locator('.notice-danger').waitFor();
+      await audit(page, 'embedded server failed to start', findings);
+    } finally {
+      await app.close();
+    }
+    const broken = await openRenderer(browser, {
+      getStatus: () => {
+        throw new Refusal('INTERNAL', 'The sync engine did not answer.');
+      },
+    });
+    try {
+      await broken.page.getByText('Patient Docs cannot start').waitFor();
+      await audit(broken.page, 'cannot start', findings);
+    } finally {
+      await broken.close();
+    }
+    expect(findings, report(findings)).toEqual([]);
+  });
+
+  it('sync: folder cards synced, syncing, waiting, failed, disk full and paused, the stop question, the add-folder dialog and the empty list', async () => {
+    const findings: Finding[] = [];
+    const { handlers } = cards();
+    const app = await openRenderer(browser, { ...handlers, ...browsing(), getStatus: () => ({ ...STATUS, online: false, notices: ['The upload record was damaged by a power cut and has been rebuilt from the folders and the server.'] }) });
+    try {
+      const page = app.page;
+      await page.locator('.pair-card').nth(4).waitFor();
+      await page.locator('.file-row[data-state="failed"]').waitFor();
+      await audit(page, 'folder cards', findings);
+      await page.locator('.pair-card').first().getByRole('button', { name: 'Stop syncing' }).click();
+      await audit(page, 'stop syncing question', findings);
+      await page.getByRole('button', { name: 'Add folder' }).first().click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Jane Roe', exact: true }).waitFor();
+      await audit(page, 'add-folder dialog', findings);
+      await page.setViewportSize(PHONE);
+      await audit(page, `add-folder dialog (${PHONE.name})`, findings);
+      await page.keyboard.press('Escape');
+      await page.getByRole('dialog').waitFor({ state: 'hidden' });
+      await audit(page, `folder cards (${PHONE.name})`, findings);
+    } finally {
+      await app.close();
+    }
+    const empty = await openRenderer(browser, {});
+    try {
+      await empty.page.getByText('No folders are synced yet').waitFor();
+      await audit(empty.page, 'no folders yet', findings);
+    } finally {
+      await empty.close();
+    }
+    expect(findings, report(findings)).toEqual([]);
+  });
+
+  it('patient browser: list, tree, filters, table with thumbnails, details, a failed download, the PDF preview and the 3D viewer', async () => {
+    const findings: Finding[] = [];
+    const stl = makeArchStl({ triangles: 2000 });
+    const pdf = makePdf('Order form');
+    const app = await openRenderer(browser, {
+      ...browsing(),
+      saveDocument: () => {
+        throw new Refusal('NOT_FOUND', 'The file is no longer on the server.');
+      },
+    });
+    const page = app.page;
+    await page.route('**/content/**', (route) => route.fulfill({ status: 200, body: route.request().url().includes('.pdf') ? pdf : stl, contentType: route.request().url().includes('.pdf') ? 'application/pdf' : 'model/stl' }));
+    await page.route('**/thumbnails/**', (route) => route.fulfill({ status: 200, body: THUMBNAIL, contentType: 'image/png' }));
+    try {
+      await page.getByRole('button', { name: 'Patients', exact: true }).click();
+      await page.locator('.patient-option').nth(1).waitFor();
+      await audit(page, 'choose a patient', findings);
+      await page.getByRole('button', { name: 'Jane Roe' }).click();
+      await page.getByTestId('document-count').filter({ hasText: '3 files' }).waitFor();
+      await page.locator('img.thumbnail').first().waitFor();
+      await audit(page, 'tree, filters, table', findings);
+      await page.getByLabel('Filter by file name').fill('nothing-like-this');
+      await page.getByText('No file matches').waitFor();
+      await audit(page, 'no file matches', findings);
+      await page.getByLabel('Filter by file name').fill('');
+      await page.locator('.document-row[data-document="upper-arch.stl"]').click();
+      await page.locator('.details-panel').waitFor();
+      await audit(page, 'details', findings);
+      await page.locator('.details-panel').getByRole('button', { name: 'Download' }).click();
+      await page.getByText('The file cannot be downloaded').waitFor();
+      await audit(page, 'download failed', findings);
+      await page.getByRole('button', { name: 'View in 3D' }).click();
+      await page.locator('[data-viewer-state="ready"], [data-viewer-state="failed"]').waitFor({ timeout: 20_000 });
+      await audit(page, '3D viewer', findings);
+      // The keyboard alone turns and zooms the model (the picture changes), and Escape still closes.
+      expect(await page.locator('.model-canvas').getAttribute('data-viewer-state')).toBe('ready');
+      const picture = () => page.locator('.model-canvas canvas').evaluate((canvas: HTMLCanvasElement) => canvas.toDataURL());
+      await page.locator('.model-canvas').focus();
+      for (const key of ['+', 'Shift+ArrowLeft', '-']) {
+        const before = await picture();
+        await page.keyboard.press(key);
+        await expect.poll(picture, { message: `${key} changes the view` }).not.toBe(before);
+      }
+      await page.keyboard.press('Escape');
+      await page.getByRole('dialog').waitFor({ state: 'hidden' });
+      await page.getByRole('button', { name: 'Close details' }).click();
+      await page.locator('.document-row[data-document="order-form.pdf"]').click();
+      await page.getByRole('button', { name: 'Preview' }).click();
+      await page.locator('iframe.pdf-frame').waitFor();
+      await audit(page, 'PDF preview', findings);
+      await page.keyboard.press('Escape');
+      await page.getByRole('dialog').waitFor({ state: 'hidden' });
+      await page.setViewportSize(PHONE);
+      await audit(page, `details over the list (${PHONE.name})`, findings);
+      await page.getByRole('button', { name: 'Close details' }).click();
+      await audit(page, `patients, tree, files stacked (${PHONE.name})`, findings);
+    } finally {
+      await app.close();
+    }
+    expect(findings, report(findings)).toEqual([]);
+  });
+
+  it('settings (with a field error and a refused save) and activity (notifications, history, a file’s timeline)', async () => {
+    const findings: Finding[] = [];
+    const activity: WebhookActivityView[] = [
+      { id: 1, receivedAt: Date.parse('2026-03-12T10:00:00Z'), verdict: 'accepted', eventType: 'document.uploaded', patientId: PATIENTS[0]!.id, reason: null, messageId: 'msg_1' },
+      { id: 2, receivedAt: Date.parse('2026-03-12T10:01:00Z'), verdict: 'rejected', eventType: null, patientId: null, reason: 'The signature does not match.', messageId: 'msg_2' },
+    ] as WebhookActivityView[];
+    const history = [{ ...fileView({ relativePath: 'case/upper-arch.stl' }), folder: '/home/clinic/scans/chair 1', patientName: 'Jane Roe', pairRemoved: false }] as HistoryFileView[];
+    const app = await openRenderer(browser, {
+      getStatus: () => ({ ...STATUS, secrets: { backend: 'encrypted-file', warning: 'No keychain is reachable; secrets are kept in an encrypted file.', clientSecretMissing: true }, webhook: { listening: false, localUrl: null, publicUrl: null, subscribed: false, error: 'Port 8787 is in use.' } }),
+      updateSettings: () => {
+        throw new Refusal('INVALID_INPUT', 'The request was not valid.', 'webhook port in use');
+      },
+      webhookActivity: () => activity,
+      historyFiles: () => history,
+      fileHistory: () => [{ at: Date.parse('2026-03-12T10:00:00Z'), event: 'Verified on the server', version: 1, detail: null, sha256: 'ab'.repeat(32) }] as never,
+    });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Settings', exact: true }).click();
+      await page.getByLabel('Files at once').fill('0');
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      await page.locator('.field-error').waitFor();
+      await audit(page, 'settings, field error', findings);
+      await page.getByLabel('Files at once').fill('2');
+      await page.getByRole('button', { name: 'Save settings' }).click();
+      await page.getByText('The settings were not saved').waitFor();
+      await audit(page, 'settings, save refused', findings);
+      await page.setViewportSize(PHONE);
+      await audit(page, `settings, save refused (${PHONE.name})`, findings);
+      await page.getByRole('button', { name: 'Activity', exact: true }).click();
+      await page.locator('tr[data-verdict="rejected"]').waitFor();
+      await audit(page, `server notifications (${PHONE.name})`, findings);
+      await page.setViewportSize(WIDE);
+      await audit(page, 'server notifications', findings);
+      await page.getByRole('tab', { name: 'Sync history' }).click();
+      await page.getByRole('button', { name: 'case/upper-arch.stl' }).click();
+      await page.locator('.timeline-list li').waitFor();
+      await audit(page, 'sync history and timeline', findings);
+    } finally {
+      await app.close();
+    }
+    expect(findings, report(findings)).toEqual([]);
+  });
+});
+
+/** Every visible element `selector` matches lies within the window's width; names those that do not. */
+async function outside(page: Page, selector: string): Promise<string[]> {
+  return page.locator(selector).evaluateAll((elements) =>
+    elements
+      .filter((element) => element.getClientRects().length > 0)
+      .map((element) => ({ element, box: element.getBoundingClientRect() }))
+      .filter(({ box }) => box.left < -0.5 || box.right > window.innerWidth + 0.5 || box.width < 1)
+      .map(({ element, box }) => `${element.className || element.tagName} "${(element.textContent ?? '').trim().slice(0, 30)}" at ${Math.round(box.left)}–${Math.round(box.right)} of ${window.innerWidth}`),
+  );
+}
+
+/** Neither the page nor the main area scrolls sideways (a table inside its own scroller may). */
+async function sideways(page: Page): Promise<number> {
+  return page.evaluate(() => {
+    const main = document.getElementById('main');
+    return Math.max(document.documentElement.scrollWidth - window.innerWidth, main ? main.scrollWidth - main.clientWidth : 0);
+  });
+}
+
+describe('small windows: 200% zoom of 1024×768 and 360 px wide', () => {
+  it('navigation, folder cards with Retry, the add-folder dialog, the patient browser with details, and settings fit the width', async () => {
+    for (const size of [ZOOMED, PHONE]) {
+      const { handlers } = cards();
+      const app = await openRenderer(browser, { ...handlers, ...browsing(), saveDocument: () => '/home/clinic/Downloads/upper-arch.stl' }, size);
+      try {
+        const page = app.page;
+        await page.locator('.file-row[data-state="failed"]').waitFor();
+        expect(await sideways(page), `sync screen scrolls sideways (${size.name})`).toBeLessThanOrEqual(1);
+        expect(await outside(page, '.nav-item, .pair-card, .pair-route, .pair-card .button, .notice, .file-row .badge, .file-row-name')).toEqual([]);
+        const nav = await page.locator('.nav-item').evaluateAll((items) => items.map((item) => item.getBoundingClientRect()).map((box) => [box.left, box.top, box.right, box.bottom] as const));
+        const overlapping = nav.some((a, i) => nav.some((b, j) => i < j && a[0] < b[2] - 0.5 && b[0] < a[2] - 0.5 && a[1] < b[3] - 0.5 && b[1] < a[3] - 0.5));
+        expect(overlapping, `navigation buttons overlap (${size.name})`).toBe(false);
+
+        await page.getByRole('button', { name: 'Add folder' }).first().click();
+        const dialog = page.getByRole('dialog');
+        await dialog.getByRole('button', { name: 'Jane Roe', exact: true }).click();
+        await dialog.getByLabel('Scan folder').fill('/home/clinic/scans/chair 9');
+        const submit = dialog.getByRole('button', { name: 'Sync to Jane Roe' });
+        await submit.scrollIntoViewIfNeeded();
+        expect(await outside(page, 'dialog[open], dialog[open] .button, dialog[open] input')).toEqual([]);
+        await page.keyboard.press('Escape');
+
+        await page.getByRole('button', { name: 'Patients', exact: true }).click();
+        await page.getByRole('button', { name: 'Jane Roe' }).click();
+        await page.getByTestId('document-count').filter({ hasText: '3 files' }).waitFor();
+        expect(await sideways(page), `patient browser scrolls sideways (${size.name})`).toBeLessThanOrEqual(1);
+        expect(await outside(page, '.browser-patients, .folder-tree, .browser-files, .document-row .col-name, .document-row .col-size, .toolbar input, .toolbar select')).toEqual([]);
+        expect((await page.locator('.document-row .document-name').first().boundingBox())!.width, 'room for a file name').toBeGreaterThan(120);
+        expect((await page.locator('.folder-tree').boundingBox())!.height, 'room for the folders').toBeGreaterThan(120);
+        await page.locator('.document-row').first().click();
+        await page.locator('.details-panel').waitFor();
+        expect(await outside(page, '.details-panel, .details-panel .button, .details-panel .icon-button, .details-list dd')).toEqual([]);
+        // The details cover the window: Tab stays on what is shown (the list and the navigation underneath are inert).
+        const tabbed: string[] = [];
+        for (let press = 0; press < 6; press += 1) {
+          await page.keyboard.press('Tab');
+          tabbed.push(await page.evaluate(() => (document.activeElement === document.body ? 'page' : document.activeElement?.closest('.details-panel') ? 'details' : `${document.activeElement?.className} (under the details)`)));
+        }
+        expect(tabbed.filter((where) => where !== 'details' && where !== 'page'), `Tab went under the details (${size.name})`).toEqual([]);
+        await page.locator('.details-panel').getByRole('button', { name: 'Download' }).click();
+        await page.getByText('Saved to /home/clinic/Downloads/upper-arch.stl').waitFor();
+        await page.getByRole('button', { name: 'Close details' }).click();
+
+        await page.getByRole('button', { name: 'Settings', exact: true }).click();
+        await page.getByLabel('Files at once').waitFor();
+        expect(await sideways(page), `settings scroll sideways (${size.name})`).toBeLessThanOrEqual(1);
+        expect(await outside(page, '.settings-section, .field input, .field textarea, .form-actions .button')).toEqual([]);
+      } finally {
+        await app.close();
+      }
+    }
+  });
+});
+
+describe('what a screen reader hears', () => {
+  it('a burst of synced and failed files is said once per folder, politely, after it settles; a folder problem that starts is said too', async () => {
+    const pair = pairView({ state: 'syncing', counts: counts({ uploading: 4 }) });
+    const files = Array.from({ length: 4 }, (_, index) => fileView({ relativePath: `scan-${index + 1}.stl`, state: 'uploading', syncedAt: null }));
+    const app = await openRenderer(browser, { listPairs: () => [pair], listFiles: () => ({ files, total: files.length }) });
+    try {
+      const page = app.page;
+      const region = page.getByTestId('sync-announcements');
+      await page.locator('.file-row').nth(3).waitFor();
+      expect(await region.getAttribute('aria-live')).toBe('polite');
+      expect(await region.getAttribute('role')).toBe('status');
+      // Record every text the region shows, so a message per file in between would be seen.
+      await page.evaluate(() => {
+        const said: string[] = [];
+        (window as unknown as { said: string[] }).said = said;
+        const node = document.querySelector('[data-testid="sync-announcements"]')!;
+        new MutationObserver(() => node.textContent && said.push(node.textContent)).observe(node, { childList: true, characterData: true, subtree: true });
+      });
+      // Progress alone is not announced.
+      await app.emit([{ type: 'files', pairId: pair.id, files: files.map((file) => ({ ...file, bytesDone: 500 })) }]);
+      await app.emit([
+        { type: 'files', pairId: pair.id, files: [{ ...files[0]!, state: 'synced', syncedAt: Date.now() }, { ...files[1]!, state: 'synced', syncedAt: Date.now() }] },
+        { type: 'files', pairId: pair.id, files: [{ ...files[2]!, state: 'synced', syncedAt: Date.now() }] },
+        { type: 'files', pairId: pair.id, files: [{ ...files[3]!, state: 'failed', error: { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT } }] },
+      ]);
+      const expected = 'chair 1 to Jane Roe: 3 files synced and verified, 1 file could not be uploaded.';
+      await expect.poll(() => region.textContent(), { timeout: 10_000 }).toBe(expected);
+      expect(await page.evaluate(() => (window as unknown as { said: string[] }).said)).toEqual([expected]);
+
+      // The disk fills: said once, in the words of the card.
+      await app.emit([{ type: 'pairs', pairs: [{ ...pair, state: 'attention', folderError: { code: 'DISK_FULL', message: PLAIN_MESSAGES.DISK_FULL } }] }]);
+      await expect.poll(() => region.textContent(), { timeout: 10_000 }).toBe(`chair 1 to Jane Roe: ${PLAIN_MESSAGES.DISK_FULL}`.replace(/\.?$/, '.'));
+    } finally {
+      await app.close();
+    }
+  });
+});
