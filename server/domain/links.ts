@@ -13,7 +13,13 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export const LINK_LIFETIME_SECONDS = 15 * 60;
 const EXPIRY_STEP_SECONDS = 60;
-const CACHE_LIMIT = 100_000;
+/**
+ * Links kept for the current minute: 200 pages of 50 documents with previews. Each costs about
+ * 450 bytes of heap (its key and URL name the holder); at 100,000 the cache alone held about 45 MB
+ * and put the server over its 300 MB with a million documents (bench/search.mjs). A search page
+ * asked again is answered from the page cache without looking here.
+ */
+const CACHE_LIMIT = 20_000;
 export type LinkKind = 'content' | 'thumbnail';
 
 /** Who a link was handed to. */
