@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fillDisk } from './helpers/disk.js';
 import { ADMIN_TOKEN, expectProblem, PATIENT, startTestServer, type TestServer } from './helpers/server.js';
 
 const mountPoint = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-audit-full-'));
@@ -32,17 +33,6 @@ afterAll(async () => {
   }
 });
 
-function fillDisk(): void {
-  const chunk = Buffer.alloc(256 * 1024, 1);
-  const fd = fs.openSync(filler, 'a');
-  try {
-    for (;;) fs.writeSync(fd, chunk);
-  } catch (error) {
-    if ((error as { code?: string }).code !== 'ENOSPC') throw error;
-  } finally {
-    fs.closeSync(fd);
-  }
-}
 
 async function searches(): Promise<number> {
   const response = await fetch(`${server.url}/admin/v1/audit?action=search&patientId=${PATIENT}&limit=1`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
@@ -57,7 +47,7 @@ describe('the audit log cannot be written (disk full)', () => {
     const before = await searches();
     expect(before).toBe(1);
 
-    fillDisk();
+    fillDisk(filler);
     let answered = 0;
     let refused: Awaited<ReturnType<typeof search>> | undefined;
     try {

@@ -16,27 +16,9 @@ import { openSyncHome } from '../electron/sync/sync-home.js';
 import { ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { launchBrowser } from './helpers/renderer-page.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
+import { fillDisk } from './helpers/disk.js';
 import { waitFor, writeFile } from './helpers/sync.js';
 
-/** Fills the file system of `directory` to the last byte; returns the filler to delete. */
-function fillDisk(directory: string): string {
-  const filler = path.join(directory, 'filler');
-  const descriptor = fs.openSync(filler, 'w');
-  const chunk = Buffer.alloc(64 * 1024);
-  try {
-    for (let size = chunk.length; size >= 512; ) {
-      try {
-        fs.writeSync(descriptor, chunk, 0, size);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
-        size /= 2;
-      }
-    }
-  } finally {
-    fs.closeSync(descriptor);
-  }
-  return filler;
-}
 
 describe('a folder card while this computer’s disk is full', () => {
   const mountPoint = tempDir('desk-disk-full');
@@ -86,7 +68,7 @@ describe('a folder card while this computer’s disk is full', () => {
       const card = page.locator('article.pair-card');
       await card.getByText('All 3 files synced and verified').waitFor();
 
-      filler = fillDisk(mountPoint);
+      filler = fillDisk(path.join(mountPoint, 'filler'));
       writeFile(folder, 'upper-2.stl', 'solid upper again');
       writeFile(folder, 'lower-2.stl', 'solid lower again');
       await waitFor('both new scans held for the full disk', () => app.engine.pairView(pairId)?.heldForDiskFull === 2, 20_000);

@@ -16,27 +16,9 @@ import { openJournal, type Journal } from '../electron/sync/journal.js';
 import { openSettings } from '../electron/sync/settings.js';
 import { runCli, spawnCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
+import { fillDisk } from './helpers/disk.js';
 import { allDocuments, waitFor, writeFile } from './helpers/sync.js';
 
-/** Fills the file system of `directory` to the last byte; returns the filler to delete. */
-function fillDisk(directory: string): string {
-  const filler = path.join(directory, 'filler');
-  const descriptor = fs.openSync(filler, 'w');
-  const chunk = Buffer.alloc(64 * 1024);
-  try {
-    for (let size = chunk.length; size >= 512; ) {
-      try {
-        fs.writeSync(descriptor, chunk, 0, size);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
-        size /= 2;
-      }
-    }
-  } finally {
-    fs.closeSync(descriptor);
-  }
-  return filler;
-}
 
 describe("the sync home's disk is full", () => {
   const mountPoint = tempDir('local-disk-full');
@@ -81,7 +63,7 @@ describe("the sync home's disk is full", () => {
       writeFile(folder, 'upper.stl', 'solid upper');
       await waitFor('the first scan synced', () => journal.find(pair.id, 'upper.stl')?.state === 'synced');
 
-      filler = fillDisk(mountPoint);
+      filler = fillDisk(path.join(mountPoint, 'filler'));
       writeFile(folder, 'lower.stl', 'solid lower');
       writeFile(folder, 'upper.stl', 'solid upper, exported again');
       await waitFor('the full disk noticed', () => engine.diskFullMessage);
@@ -117,7 +99,7 @@ describe("the sync home's disk is full", () => {
     expect((await runCli(home, ['connect', '--server', server.url, '--client-id', CLIENT.id, '--organization', ORG], env)).code).toBe(0);
     expect((await runCli(home, ['config', '--settle-ms', '200'], env)).code).toBe(0);
     expect((await runCli(home, ['add-pair', '--folder', scans, '--patient', PATIENT, '--path', '/disk-full-cli'], env)).code).toBe(0);
-    let filler: string | undefined = fillDisk(mountPoint);
+    let filler: string | undefined = fillDisk(path.join(mountPoint, 'filler'));
     writeFile(scans, 'lower.stl', 'solid lower');
     const refused = await runCli(home, ['status'], env);
     expect(refused.code).toBe(1);
@@ -148,7 +130,7 @@ describe("the sync home's disk is full", () => {
     const settings = openSettings(home);
     settings.set('concurrency', 2);
     const before = fs.readFileSync(settings.path, 'utf8');
-    const filler = fillDisk(mountPoint);
+    const filler = fillDisk(path.join(mountPoint, 'filler'));
     try {
       let refused: unknown;
       try {

@@ -13,6 +13,7 @@ import { ThumbnailJobs } from '../server/domain/thumbnail-jobs.js';
 import { startServer } from '../server/start.js';
 import { hasThumbnail, renderThumbnail } from '../server/thumbnails/index.js';
 import { makeArchStl } from './fixtures/scans.js';
+import { fillDisk } from './helpers/disk.js';
 import { ADMIN_TOKEN, expectProblem, PATIENT, SEED_FILE, startTestServer, type TestServer } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
@@ -38,19 +39,6 @@ afterAll(async () => {
   }
 });
 
-/** Fills the disk, then gives back `free` bytes (a clinic's disk at its last megabyte). */
-function fillDisk(free = 0): void {
-  const chunk = Buffer.alloc(256 * 1024, 1);
-  const fd = fs.openSync(filler, 'a');
-  try {
-    for (;;) fs.writeSync(fd, chunk);
-  } catch (error) {
-    if ((error as { code?: string }).code !== 'ENOSPC') throw error;
-  } finally {
-    fs.closeSync(fd);
-  }
-  if (free > 0) fs.truncateSync(filler, Math.max(0, fs.statSync(filler).size - free));
-}
 
 function freeDisk(): void {
   fs.rmSync(filler, { force: true });
@@ -103,7 +91,7 @@ async function tus(method: string, url: string, headers: Record<string, string> 
 describe('the data disk is full', () => {
   it('a one-shot upload answers 503 with Retry-After, stores nothing, and succeeds once space is freed', async () => {
     const document = await createDocument('full-oneshot.stl');
-    fillDisk(MiB);
+    fillDisk(filler, MiB);
     try {
       const refused = await upload(document, Buffer.alloc(3 * MiB, 7));
       expectStorageFull(refused);
@@ -118,7 +106,7 @@ describe('the data disk is full', () => {
   });
 
   it('a placeholder create answers 503 with Retry-After while the database cannot grow, 201 after', async () => {
-    fillDisk();
+    fillDisk(filler);
     let refused: { status: number; body: any; headers: Headers } | undefined;
     try {
       // The database has some free pages of its own: keep creating until it must grow.
@@ -137,7 +125,7 @@ describe('the data disk is full', () => {
   it('tus: creation refused without leaving files, a chunk keeps what reached the disk and the upload resumes once space is freed', async () => {
     const document = await createDocument('full-tus.stl');
     const length = 3 * MiB;
-    fillDisk();
+    fillDisk(filler);
     try {
       expectStorageFull(await tus('POST', `${document.storageUrl}/uploads`, { 'upload-length': String(length) }));
       expect(leftovers()).toEqual([]);
@@ -148,7 +136,7 @@ describe('the data disk is full', () => {
     expect(created.status).toBe(201);
     const location = created.headers.get('location')!;
     const bytes = Buffer.alloc(length, 9);
-    fillDisk(MiB);
+    fillDisk(filler, MiB);
     let offset: number;
     try {
       expectStorageFull(await tus('PATCH', location, { 'upload-offset': '0', 'content-type': 'application/offset+octet-stream' }, bytes));
@@ -180,7 +168,7 @@ describe('the data disk is full', () => {
     await context.store.content.setThumbnail(document.id, 1, { status: 'pending', key: null, error: null });
     const jobs = new ThumbnailJobs(context.store, context.content.storage, { hasThumbnail, renderThumbnail }, { size: 64, timeoutMs: 20_000, concurrency: 1, retryDelayMs: 100 });
     try {
-      fillDisk();
+      fillDisk(filler);
       try {
         expect(await jobs.resumePending()).toBe(1);
         await jobs.idle();
@@ -224,7 +212,7 @@ describe('the data disk is full', () => {
   it('a server (re)started on a full disk says the disk is full, not "disk I/O error", and starts once space is freed', async () => {
     const config = loadConfig({ PORT: '0', PATIENT_DOCS_DATA_DIR: path.join(mountPoint, 'second'), PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN, PATIENT_DOCS_LOG_LEVEL: 'silent' });
     await (await startServer(config, { logger: false })).close();
-    fillDisk();
+    fillDisk(filler);
     try {
       await expect(startServer(config, { logger: false })).rejects.toThrow(/^the disk holding .*second is full \(\d+ bytes free\), so the database .* cannot be opened; free space on that disk and start the server again$/);
     } finally {
