@@ -9,6 +9,7 @@ import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 import { isDiskFull } from './disk-full.js';
 import type { DocumentApi } from './document-api.js';
+import { UNREACHABLE_CODES } from './failure.js';
 import { sha256File } from './hash.js';
 import type { FileRecord, Journal, RetryTarget } from './journal.js';
 import { PairWatch } from './pair-watch.js';
@@ -497,11 +498,30 @@ export class SyncEngine {
 
   // --- publishing ------------------------------------------------------------------------------
 
+  /**
+   * Offline → online (a request went through after the server or network was unreachable) also
+   * ends the retry delays of the files that were waiting only because nothing answered: they are
+   * due at once, and the pump still starts no more than `concurrency` of them at a time.
+   */
   private setOnline(online: boolean): void {
     if (this.online === online) return;
     this.online = online;
     this.emit({ type: 'online-changed', online });
     this.markPairs();
+    if (online) this.catchUp();
+  }
+
+  private catchUp(): void {
+    let count = 0;
+    try {
+      count = this.journal.retryUnreachableNow(this.now(), UNREACHABLE_CODES);
+    } catch (error) {
+      this.reportError(error);
+    }
+    if (count === 0) return;
+    this.prefetched = [];
+    for (const pair of this.pairs.values()) this.markFiles(pair.id, []);
+    this.requestPump();
   }
 
   /**

@@ -52,6 +52,12 @@ export const NAME_TAKEN_MESSAGE =
 export const PROXY_TOO_LARGE_MESSAGE =
   'A proxy in front of the server refuses uploads this large, so the file waits. Nothing is lost: it is uploaded by itself once IT raises the proxy’s upload limit (nginx: client_max_body_size).';
 
+/**
+ * Codes of files waiting because nothing answered (no connection, or no TLS handshake with the
+ * server): any request that then goes through shows the server is reachable again.
+ */
+export const UNREACHABLE_CODES: readonly BridgeErrorCode[] = ['UNREACHABLE', 'CERT_UNTRUSTED', 'CERT_EXPIRED', 'CERT_NAME_MISMATCH'];
+
 export function classifyFailure(error: unknown): FailureVerdict {
   if (error instanceof AbortedError) return { kind: 'stopped' };
   if (error instanceof FileChangedDuringUploadError) return { kind: 'changed', detail: error.message };
