@@ -302,7 +302,9 @@ async function status(args: string[]): Promise<number> {
       };
     });
     if (values.json) {
-      console.log(JSON.stringify({ mode: app.mode(), server: app.settings.get('serverUrl') ?? null, pairs }, null, 2));
+      // Each file with `hint`: what to do about its failure, as the text output ends it (null when there is nothing to do).
+      const withHints = pairs.map(({ pair, files }) => ({ pair, files: files.map((file) => ({ ...file, hint: cliHint(file) })) }));
+      console.log(JSON.stringify({ mode: app.mode(), server: app.settings.get('serverUrl') ?? null, pairs: withHints }, null, 2));
       return 0;
     }
     console.log(`mode: ${app.mode()}${app.settings.get('serverUrl') ? ` (${app.settings.get('serverUrl')})` : ''}`);
@@ -321,8 +323,13 @@ async function status(args: string[]): Promise<number> {
 function describeError(file: FileView): string {
   if (!file.error) return '';
   const reason = file.error.detail ? `${file.error.message} (${file.error.detail})` : file.error.message;
-  const hint = file.state === 'failed' ? failureHint(file.error.code, 1, 'cli') : null;
+  const hint = cliHint(file);
   return hint ? `${reason} ${hint}` : reason;
+}
+
+/** What to do about a failed file, worded for the CLI; null when it did not fail or there is nothing to do. */
+function cliHint(file: FileView): string | null {
+  return file.state === 'failed' && file.error ? failureHint(file.error.code, 1, 'cli') : null;
 }
 
 function integer(raw: string, name: string): number {
