@@ -226,7 +226,10 @@ async function run(args: string[]): Promise<number> {
     if (pair.folderError) lines.push(`folder not synced  ${pair.folder}: ${pair.folderError.message}`);
     const settling = app.engine.settlingCount(pair.id);
     for (const name of pair.unreadable) lines.push(`cannot be opened  ${name}: another program has it open, or this account may not read it; it is uploaded once it can be read`);
-    const writing = settling - pair.unreadable.length;
+    // Files that stopped changing but could not be recorded for the full disk are not "being written".
+    const heldForSpace = app.engine.heldForSpaceCount(pair.id);
+    if (heldForSpace > 0) lines.push(`waiting for space  ${heldForSpace} file(s) in ${pair.folder} stopped changing but wait until this computer’s disk has space: free some, then run again`);
+    const writing = settling - pair.unreadable.length - heldForSpace;
     if (writing > 0) lines.push(`still being written  ${writing} file(s) in ${pair.folder} did not stop changing`);
     notSynced += settling;
     for (const file of app.engine.fileViews(pair.id).filter((view) => view.state !== 'synced')) {

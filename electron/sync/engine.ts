@@ -282,6 +282,11 @@ export class SyncEngine {
     return this.watches.get(pairId)?.settling ?? 0;
   }
 
+  /** Of `settlingCount`, the files that stopped changing but wait for disk space to be journaled. */
+  heldForSpaceCount(pairId: string): number {
+    return this.watches.get(pairId)?.heldForSpace ?? 0;
+  }
+
   /** True when nothing is settling, due, running or waiting for a retry (or for disk space). */
   isSettled(): boolean {
     if (this.running.size > 0 || this.diskFull) return false;
