@@ -89,6 +89,10 @@ export class SyncEngine {
   private pumpScheduled = false;
   private prefetched: FileRecord[] = [];
   private publishTimer: NodeJS.Timeout | undefined;
+  /** Set when a proxy said the server behind it does not answer (502, 504), until the server answers. */
+  private serverUnavailable = false;
+  /** Files waiting for such an answer from a proxy (in memory: their journal code does not say so). */
+  private readonly unavailableFiles = new Set<number>();
   /** Set while the journal cannot be written (a full disk): no file is started until it can. */
   private diskFull = false;
   private diskCheckTimer: NodeJS.Timeout | undefined;
@@ -385,14 +389,28 @@ export class SyncEngine {
   private settled(fileId: number, pairId: string, outcome: PipelineOutcome): void {
     this.markFiles(pairId, [fileId]);
     if (outcome.record.errorCode === 'DISK_FULL' && outcome.result === 'waiting') this.enterDiskFull();
+    const wasUnreachable = !this.online || this.serverUnavailable;
+    // The server itself answered this file (whatever it said), or nothing did.
+    let answered = false;
     if (outcome.result === 'waiting') {
       this.setOnline(!outcome.offline);
+      if (outcome.unavailable) {
+        this.serverUnavailable = true;
+        // Its code (SERVER_ERROR) does not tell a proxy's 502 from the server's own 503: remember it.
+        if (!outcome.offline) this.unavailableFiles.add(fileId);
+      } else {
+        this.unavailableFiles.delete(fileId);
+        answered = true;
+      }
       if (outcome.record.nextAttemptAt !== null) this.scheduleWake(outcome.record.nextAttemptAt);
     } else if (outcome.result !== 'stopped') {
+      this.unavailableFiles.delete(fileId);
+      answered = true;
       this.setOnline(true);
       // A file that changed under its upload is held until it settles again.
       if (outcome.result === 'queued' && outcome.record.nextAttemptAt !== null) this.scheduleWake(outcome.record.nextAttemptAt);
     }
+    if (answered && wasUnreachable) this.catchUp();
     if (outcome.result !== 'synced' && outcome.result !== 'failed') return;
     const event: SettledFileEvent = { type: outcome.result === 'synced' ? 'file-synced' : 'file-failed', file: toFileView(outcome.record, this.progress) };
     this.emit(event);
@@ -503,23 +521,27 @@ export class SyncEngine {
 
   // --- publishing ------------------------------------------------------------------------------
 
-  /**
-   * Offline → online (a request went through after the server or network was unreachable) also
-   * ends the retry delays of the files that were waiting only because nothing answered: they are
-   * due at once, and the pump still starts no more than `concurrency` of them at a time.
-   */
   private setOnline(online: boolean): void {
     if (this.online === online) return;
     this.online = online;
     this.emit({ type: 'online-changed', online });
     this.markPairs();
-    if (online) this.catchUp();
   }
 
+  /**
+   * The server answered after it could not be reached (offline → online, or a proxy's 502/504
+   * before): the files that waited only for that are due at once, not when their retry delays
+   * (grown to minutes over a weekend) run out. The pump still starts at most `concurrency` at a time.
+   */
   private catchUp(): void {
+    this.serverUnavailable = false;
+    const behindProxy = [...this.unavailableFiles];
+    this.unavailableFiles.clear();
     let count = 0;
     try {
-      count = this.journal.retryUnreachableNow(this.now(), UNREACHABLE_CODES);
+      const now = this.now();
+      count = this.journal.retryUnreachableNow(now, UNREACHABLE_CODES);
+      for (const fileId of behindProxy) count += this.journal.retryWaitingNow(now, { fileId });
     } catch (error) {
       this.reportError(error);
     }
