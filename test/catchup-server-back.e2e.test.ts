@@ -93,8 +93,25 @@ describe('the sync engine catches up by itself when the server is back', () => {
       // Monday's first scan is queued, not waiting: it is what finds the server back.
       writeFile(folder, 'mon-upper.stl', 'solid monday');
       const back = Date.now();
-      await waitFor('every scan to be verified', () => [...weekend, 'mon-upper.stl'].every((name) => output.includes(`synced   ${name}`)), 20_000);
+      // No stampede: never more files under way at once than the concurrency setting (2).
+      const watching = new Database(path.join(home, 'journal.db'), { readonly: true });
+      let mostAtOnce = 0;
+      try {
+        await waitFor(
+          'every scan to be verified',
+          () => {
+            const { n } = watching.prepare("SELECT COUNT(*) AS n FROM files WHERE state IN ('creating', 'uploading', 'verifying')").get() as { n: number };
+            mostAtOnce = Math.max(mostAtOnce, n);
+            return [...weekend, 'mon-upper.stl'].every((name) => output.includes(`synced   ${name}`));
+          },
+          20_000,
+          20,
+        );
+      } finally {
+        watching.close();
+      }
       expect(Date.now() - back).toBeLessThan(20_000);
+      expect(mostAtOnce).toBeLessThanOrEqual(2);
     } finally {
       run.child.kill('SIGTERM');
       await run.done;
