@@ -9,7 +9,7 @@ import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 import { isDiskFull } from './disk-full.js';
 import type { DocumentApi } from './document-api.js';
-import { UNREACHABLE_CODES } from './failure.js';
+import { classifyFailure, UNREACHABLE_CODES } from './failure.js';
 import { sha256File } from './hash.js';
 import type { FileRecord, Journal, RetryTarget } from './journal.js';
 import { PairWatch } from './pair-watch.js';
@@ -56,7 +56,12 @@ export interface EngineOptions {
   diskCheckMs?: number;
   /** How often a pair's missing folder is looked for (pair-watch.ts FOLDER_CHECK_MS by default). */
   folderCheckMs?: number;
+  /** While the server cannot be reached, how often one small request asks whether it is back. */
+  probeMs?: number;
 }
+
+/** Shorter than the retry delays grow to (minutes), so waiting files go soon after the server is back. */
+export const PROBE_MS = 15_000;
 
 export const DISK_CHECK_MS = 2000;
 
@@ -93,6 +98,7 @@ export class SyncEngine {
   private serverUnavailable = false;
   /** Files waiting for such an answer from a proxy (in memory: their journal code does not say so). */
   private readonly unavailableFiles = new Set<number>();
+  private probeTimer: NodeJS.Timeout | undefined;
   /** Set while the journal cannot be written (a full disk): no file is started until it can. */
   private diskFull = false;
   private diskCheckTimer: NodeJS.Timeout | undefined;
@@ -197,6 +203,8 @@ export class SyncEngine {
     clearTimeout(this.wakeTimer);
     clearTimeout(this.publishTimer);
     clearTimeout(this.diskCheckTimer);
+    clearTimeout(this.probeTimer);
+    this.probeTimer = undefined;
     this.wakeTimer = undefined;
     this.publishTimer = undefined;
     this.diskCheckTimer = undefined;
@@ -411,6 +419,7 @@ export class SyncEngine {
       if (outcome.result === 'queued' && outcome.record.nextAttemptAt !== null) this.scheduleWake(outcome.record.nextAttemptAt);
     }
     if (answered && wasUnreachable) this.catchUp();
+    else if (!answered && outcome.result === 'waiting') this.scheduleProbe();
     if (outcome.result !== 'synced' && outcome.result !== 'failed') return;
     const event: SettledFileEvent = { type: outcome.result === 'synced' ? 'file-synced' : 'file-failed', file: toFileView(outcome.record, this.progress) };
     this.emit(event);
@@ -481,6 +490,37 @@ export class SyncEngine {
 
   private settlingSignature = '';
 
+  /**
+   * While nothing answers, every file waits out its own delay (minutes after a weekend): one small
+   * request (a page of one patient) asks now and then whether the server is back, so the waiting
+   * files need not wait for the first of those delays, nor for a new scan, to find out.
+   */
+  private scheduleProbe(): void {
+    if (this.probeTimer || !this.started) return;
+    this.probeTimer = setTimeout(() => void this.probe(), this.options.probeMs ?? PROBE_MS);
+  }
+
+  private async probe(): Promise<void> {
+    const api = this.api;
+    if (!this.started || (this.online && !this.serverUnavailable)) return void (this.probeTimer = undefined);
+    let answered = true;
+    if (api && !this.diskFull) {
+      try {
+        await api.listPatients({ limit: 1 });
+      } catch (error) {
+        // A refusal (no scope for the patient list, a bad secret) is an answer too: the files find their own reasons.
+        const verdict = classifyFailure(error);
+        answered = !(verdict.kind === 'retry' && verdict.unavailable);
+      }
+    } else answered = false;
+    this.probeTimer = undefined;
+    if (!this.started) return;
+    if (answered && (!this.online || this.serverUnavailable)) {
+      this.setOnline(true);
+      this.catchUp();
+    } else if (!answered) this.scheduleProbe();
+  }
+
   // --- a full disk ------------------------------------------------------------------------------
 
   /** A journal write refused by a full disk holds all work (no file's failure); anything else is reported as it is. */
@@ -535,6 +575,8 @@ export class SyncEngine {
    */
   private catchUp(): void {
     this.serverUnavailable = false;
+    clearTimeout(this.probeTimer);
+    this.probeTimer = undefined;
     const behindProxy = [...this.unavailableFiles];
     this.unavailableFiles.clear();
     let count = 0;
