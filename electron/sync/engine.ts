@@ -492,7 +492,7 @@ export class SyncEngine {
 
   /**
    * While nothing answers, every file waits out its own delay (minutes after a weekend): one small
-   * request (a page of one patient) asks now and then whether the server is back, so the waiting
+   * request (the patient list, one entry) asks now and then whether the server is back, so the waiting
    * files need not wait for the first of those delays, nor for a new scan, to find out.
    */
   private scheduleProbe(): void {
