@@ -226,7 +226,10 @@ async function run(args: string[]): Promise<number> {
     if (pair.folderError) lines.push(`folder not synced  ${pair.folder}: ${pair.folderError.message}`);
     const settling = app.engine.settlingCount(pair.id);
     for (const name of pair.unreadable) lines.push(`cannot be opened  ${name}: another program has it open, or this account may not read it; it is uploaded once it can be read`);
-    const writing = settling - pair.unreadable.length;
+    // Files that stopped changing but could not be recorded for the full disk are not "being written".
+    const heldForSpace = app.engine.heldForSpaceCount(pair.id);
+    if (heldForSpace > 0) lines.push(`waiting for space  ${heldForSpace} file(s) in ${pair.folder} stopped changing but wait until this computer’s disk has space: free some, then run again`);
+    const writing = settling - pair.unreadable.length - heldForSpace;
     if (writing > 0) lines.push(`still being written  ${writing} file(s) in ${pair.folder} did not stop changing`);
     notSynced += settling;
     for (const file of app.engine.fileViews(pair.id).filter((view) => view.state !== 'synced')) {
@@ -302,7 +305,9 @@ async function status(args: string[]): Promise<number> {
       };
     });
     if (values.json) {
-      console.log(JSON.stringify({ mode: app.mode(), server: app.settings.get('serverUrl') ?? null, pairs }, null, 2));
+      // Each file with `hint`: what to do about its failure, as the text output ends it (null when there is nothing to do).
+      const withHints = pairs.map(({ pair, files }) => ({ pair, files: files.map((file) => ({ ...file, hint: cliHint(file) })) }));
+      console.log(JSON.stringify({ mode: app.mode(), server: app.settings.get('serverUrl') ?? null, pairs: withHints }, null, 2));
       return 0;
     }
     console.log(`mode: ${app.mode()}${app.settings.get('serverUrl') ? ` (${app.settings.get('serverUrl')})` : ''}`);
@@ -321,8 +326,13 @@ async function status(args: string[]): Promise<number> {
 function describeError(file: FileView): string {
   if (!file.error) return '';
   const reason = file.error.detail ? `${file.error.message} (${file.error.detail})` : file.error.message;
-  const hint = file.state === 'failed' ? failureHint(file.error.code, 1, 'cli') : null;
+  const hint = cliHint(file);
   return hint ? `${reason} ${hint}` : reason;
+}
+
+/** What to do about a failed file, worded for the CLI; null when it did not fail or there is nothing to do. */
+function cliHint(file: FileView): string | null {
+  return file.state === 'failed' && file.error ? failureHint(file.error.code, 1, 'cli') : null;
 }
 
 function integer(raw: string, name: string): number {

@@ -9,6 +9,7 @@ import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 import { isDiskFull } from './disk-full.js';
 import type { DocumentApi } from './document-api.js';
+import { classifyFailure, UNREACHABLE_CODES } from './failure.js';
 import { sha256File } from './hash.js';
 import type { FileRecord, Journal, RetryTarget } from './journal.js';
 import { PairWatch } from './pair-watch.js';
@@ -55,7 +56,12 @@ export interface EngineOptions {
   diskCheckMs?: number;
   /** How often a pair's missing folder is looked for (pair-watch.ts FOLDER_CHECK_MS by default). */
   folderCheckMs?: number;
+  /** While the server cannot be reached, how often one small request asks whether it is back. */
+  probeMs?: number;
 }
+
+/** Shorter than the retry delays grow to (minutes), so waiting files go soon after the server is back. */
+export const PROBE_MS = 15_000;
 
 export const DISK_CHECK_MS = 2000;
 
@@ -88,6 +94,11 @@ export class SyncEngine {
   private pumpScheduled = false;
   private prefetched: FileRecord[] = [];
   private publishTimer: NodeJS.Timeout | undefined;
+  /** Set when a proxy said the server behind it does not answer (502, 504), until the server answers. */
+  private serverUnavailable = false;
+  /** Files waiting for such an answer from a proxy (in memory: their journal code does not say so). */
+  private readonly unavailableFiles = new Set<number>();
+  private probeTimer: NodeJS.Timeout | undefined;
   /** Set while the journal cannot be written (a full disk): no file is started until it can. */
   private diskFull = false;
   private diskCheckTimer: NodeJS.Timeout | undefined;
@@ -192,6 +203,8 @@ export class SyncEngine {
     clearTimeout(this.wakeTimer);
     clearTimeout(this.publishTimer);
     clearTimeout(this.diskCheckTimer);
+    clearTimeout(this.probeTimer);
+    this.probeTimer = undefined;
     this.wakeTimer = undefined;
     this.publishTimer = undefined;
     this.diskCheckTimer = undefined;
@@ -279,6 +292,11 @@ export class SyncEngine {
   /** Files of a pair seen but not yet stable (still being written, or not readable yet). */
   settlingCount(pairId: string): number {
     return this.watches.get(pairId)?.settling ?? 0;
+  }
+
+  /** Of `settlingCount`, the files that stopped changing but wait for disk space to be journaled. */
+  heldForSpaceCount(pairId: string): number {
+    return this.watches.get(pairId)?.heldForSpace ?? 0;
   }
 
   /** True when nothing is settling, due, running or waiting for a retry (or for disk space). */
@@ -379,14 +397,29 @@ export class SyncEngine {
   private settled(fileId: number, pairId: string, outcome: PipelineOutcome): void {
     this.markFiles(pairId, [fileId]);
     if (outcome.record.errorCode === 'DISK_FULL' && outcome.result === 'waiting') this.enterDiskFull();
+    const wasUnreachable = !this.online || this.serverUnavailable;
+    // The server itself answered this file (whatever it said), or nothing did.
+    let answered = false;
     if (outcome.result === 'waiting') {
       this.setOnline(!outcome.offline);
+      if (outcome.unavailable) {
+        this.serverUnavailable = true;
+        // Its code (SERVER_ERROR) does not tell a proxy's 502 from the server's own 503: remember it.
+        if (!outcome.offline) this.unavailableFiles.add(fileId);
+      } else {
+        this.unavailableFiles.delete(fileId);
+        answered = true;
+      }
       if (outcome.record.nextAttemptAt !== null) this.scheduleWake(outcome.record.nextAttemptAt);
     } else if (outcome.result !== 'stopped') {
+      this.unavailableFiles.delete(fileId);
+      answered = true;
       this.setOnline(true);
       // A file that changed under its upload is held until it settles again.
       if (outcome.result === 'queued' && outcome.record.nextAttemptAt !== null) this.scheduleWake(outcome.record.nextAttemptAt);
     }
+    if (answered && wasUnreachable) this.catchUp();
+    else if (!answered && outcome.result === 'waiting') this.scheduleProbe();
     if (outcome.result !== 'synced' && outcome.result !== 'failed') return;
     const event: SettledFileEvent = { type: outcome.result === 'synced' ? 'file-synced' : 'file-failed', file: toFileView(outcome.record, this.progress) };
     this.emit(event);
@@ -457,6 +490,37 @@ export class SyncEngine {
 
   private settlingSignature = '';
 
+  /**
+   * While nothing answers, every file waits out its own delay (minutes after a weekend): one small
+   * request (the patient list, one entry) asks now and then whether the server is back, so the waiting
+   * files need not wait for the first of those delays, nor for a new scan, to find out.
+   */
+  private scheduleProbe(): void {
+    if (this.probeTimer || !this.started) return;
+    this.probeTimer = setTimeout(() => void this.probe(), this.options.probeMs ?? PROBE_MS);
+  }
+
+  private async probe(): Promise<void> {
+    const api = this.api;
+    if (!this.started || (this.online && !this.serverUnavailable)) return void (this.probeTimer = undefined);
+    let answered = true;
+    if (api && !this.diskFull) {
+      try {
+        await api.listPatients({ limit: 1 });
+      } catch (error) {
+        // A refusal (no scope for the patient list, a bad secret) is an answer too: the files find their own reasons.
+        const verdict = classifyFailure(error);
+        answered = !(verdict.kind === 'retry' && verdict.unavailable);
+      }
+    } else answered = false;
+    this.probeTimer = undefined;
+    if (!this.started) return;
+    if (answered && (!this.online || this.serverUnavailable)) {
+      this.setOnline(true);
+      this.catchUp();
+    } else if (!answered) this.scheduleProbe();
+  }
+
   // --- a full disk ------------------------------------------------------------------------------
 
   /** A journal write refused by a full disk holds all work (no file's failure); anything else is reported as it is. */
@@ -502,6 +566,31 @@ export class SyncEngine {
     this.online = online;
     this.emit({ type: 'online-changed', online });
     this.markPairs();
+  }
+
+  /**
+   * The server answered after it could not be reached (offline → online, or a proxy's 502/504
+   * before): the files that waited only for that are due at once, not when their retry delays
+   * (grown to minutes over a weekend) run out. The pump still starts at most `concurrency` at a time.
+   */
+  private catchUp(): void {
+    this.serverUnavailable = false;
+    clearTimeout(this.probeTimer);
+    this.probeTimer = undefined;
+    const behindProxy = [...this.unavailableFiles];
+    this.unavailableFiles.clear();
+    let count = 0;
+    try {
+      const now = this.now();
+      count = this.journal.retryUnreachableNow(now, UNREACHABLE_CODES);
+      for (const fileId of behindProxy) count += this.journal.retryWaitingNow(now, { fileId });
+    } catch (error) {
+      this.reportError(error);
+    }
+    if (count === 0) return;
+    this.prefetched = [];
+    for (const pair of this.pairs.values()) this.markFiles(pair.id, []);
+    this.requestPump();
   }
 
   /**

@@ -52,4 +52,13 @@ describe('error policy', () => {
     const spread = new Set(Array.from({ length: 50 }, () => retryDelayMs(policy, 3, null)));
     expect(spread.size).toBeGreaterThan(10);
   });
+  it("counts a proxy's word that the server behind it does not answer as the server unavailable, not a Retry-After the server asked for", () => {
+    expect(classifyFailure(new ApiNetworkError('ECONNREFUSED', 'refused'))).toMatchObject({ offline: true, unavailable: true });
+    for (const status of [502, 503, 504]) expect(classifyFailure(problem(status))).toMatchObject({ code: 'SERVER_ERROR', offline: false, unavailable: true });
+    expect(classifyFailure(new TokenError(502, 'server_error', null))).toMatchObject({ code: 'SERVER_ERROR', unavailable: true });
+    // The server's own 503 (a full disk, a busy database) asks for a time, which is kept; so is a 429's.
+    expect(classifyFailure(problem(503, 'disk full', 30))).toMatchObject({ code: 'SERVER_ERROR', unavailable: false });
+    expect(classifyFailure(problem(429, 'slow down', 9))).toMatchObject({ unavailable: false });
+    expect(classifyFailure(problem(500))).toMatchObject({ code: 'SERVER_ERROR', unavailable: false });
+  });
 });

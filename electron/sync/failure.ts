@@ -10,7 +10,19 @@ import { certificateProblem } from './tls-trust.js';
 import { AbortedError, ApiNetworkError, ApiProblemError, FileChangedDuringUploadError, TokenError } from './api-errors.js';
 
 export type FailureVerdict =
-  | { kind: 'retry'; code: BridgeErrorCode; message: string; detail: string | null; retryAfterSeconds: number | null; offline: boolean }
+  | {
+      kind: 'retry';
+      code: BridgeErrorCode;
+      message: string;
+      detail: string | null;
+      retryAfterSeconds: number | null;
+      offline: boolean;
+      /**
+       * The server could not be reached, directly (`offline`) or behind a proxy that says so (502,
+       * 504, a 503 without Retry-After): the file may go as soon as any request gets through again.
+       */
+      unavailable: boolean;
+    }
   | { kind: 'permanent'; code: BridgeErrorCode; message: string; detail: string | null }
   | { kind: 'changed'; detail: string }
   | { kind: 'stopped' }
@@ -52,6 +64,12 @@ export const NAME_TAKEN_MESSAGE =
 export const PROXY_TOO_LARGE_MESSAGE =
   'A proxy in front of the server refuses uploads this large, so the file waits. Nothing is lost: it is uploaded by itself once IT raises the proxy’s upload limit (nginx: client_max_body_size).';
 
+/**
+ * Codes of files waiting because nothing answered (no connection, or no TLS handshake with the
+ * server): any request that then goes through shows the server is reachable again.
+ */
+export const UNREACHABLE_CODES: readonly BridgeErrorCode[] = ['UNREACHABLE', 'CERT_UNTRUSTED', 'CERT_EXPIRED', 'CERT_NAME_MISMATCH'];
+
 export function classifyFailure(error: unknown): FailureVerdict {
   if (error instanceof AbortedError) return { kind: 'stopped' };
   if (error instanceof FileChangedDuringUploadError) return { kind: 'changed', detail: error.message };
@@ -77,12 +95,12 @@ export function classifyFailure(error: unknown): FailureVerdict {
 function classifyProblem(error: ApiProblemError): FailureVerdict {
   const { status, problem } = error;
   if (status === 429) return retry('RATE_LIMITED', problem.detail, error.retryAfterSeconds, false);
-  if (status >= 500 || status === 408) return retry('SERVER_ERROR', problem.detail, error.retryAfterSeconds, false);
+  if (status >= 500 || status === 408) return { ...retry('SERVER_ERROR', problem.detail, error.retryAfterSeconds, false), unavailable: gatewayUnavailable(status, error.retryAfterSeconds) };
   // Still 401 after a fresh token: the credentials or the server's clock; worth retrying later.
   if (status === 401) return retry('BAD_CREDENTIALS', problem.detail, null, false);
   // Another upload to the same document is under way, or its content moved on: look again later.
   if (status === 409 || status === 412) return retry('CONFLICT', problem.detail, null, false);
-  if (status === 413 && error.foreign) return { kind: 'retry', code: 'TOO_LARGE', message: PROXY_TOO_LARGE_MESSAGE, detail: problem.detail, retryAfterSeconds: null, offline: false };
+  if (status === 413 && error.foreign) return { ...retry('TOO_LARGE', problem.detail, null, false), message: PROXY_TOO_LARGE_MESSAGE };
   const code = permanentCode(status, problem.detail);
   return { kind: 'permanent', code, message: PLAIN_MESSAGES[code], detail: problem.detail };
 }
@@ -108,11 +126,19 @@ export function forbiddenCode(detail: string): BridgeErrorCode {
 
 function classifyToken(error: TokenError): FailureVerdict {
   if (error.status === 429) return retry('RATE_LIMITED', error.message, error.retryAfterSeconds, false);
-  if (error.status >= 500) return retry('SERVER_ERROR', error.message, error.retryAfterSeconds, false);
+  if (error.status >= 500) return { ...retry('SERVER_ERROR', error.message, error.retryAfterSeconds, false), unavailable: gatewayUnavailable(error.status, error.retryAfterSeconds) };
   if (error.oauthError === 'invalid_scope') return retry('MISSING_SCOPE', error.description ?? error.message, null, false);
   return retry('BAD_CREDENTIALS', error.description ?? error.message, null, false);
 }
 
-function retry(code: BridgeErrorCode, detail: string, retryAfterSeconds: number | null, offline: boolean): FailureVerdict {
-  return { kind: 'retry', code, message: PLAIN_MESSAGES[code], detail, retryAfterSeconds, offline };
+function retry(code: BridgeErrorCode, detail: string, retryAfterSeconds: number | null, offline: boolean): Extract<FailureVerdict, { kind: 'retry' }> {
+  return { kind: 'retry', code, message: PLAIN_MESSAGES[code], detail, retryAfterSeconds, offline, unavailable: offline };
+}
+
+/**
+ * A proxy's (or load balancer's) way of saying the server behind it does not answer: 502 and 504,
+ * or 503 without a Retry-After (the server's own 503s always ask for a time, which is kept).
+ */
+function gatewayUnavailable(status: number, retryAfterSeconds: number | null): boolean {
+  return retryAfterSeconds === null && (status === 502 || status === 503 || status === 504);
 }

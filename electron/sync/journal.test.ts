@@ -184,4 +184,23 @@ describe('journal', () => {
     expect(activity[1]).toMatchObject({ verdict: 'accepted', messageId: `m-${WEBHOOK_ACTIVITY_LIMIT + 4}` });
     expect(activity.at(-1)?.messageId).toBe('m-6');
   });
+  it('makes due at once only the files waiting for an unreachable server, not those the server asked to wait', () => {
+    const wait = (name: string, code: string) => {
+      const { id } = journal.observe(PAIR, name, { ...scan, fileName: name });
+      journal.transition(id, 'creating');
+      return journal.transition(id, 'waiting', { attempts: 3, nextAttemptAt: 600_000, errorCode: code }).id;
+    };
+    const unreachable = wait('a.stl', 'UNREACHABLE');
+    const untrusted = wait('b.stl', 'CERT_UNTRUSTED');
+    const limited = wait('c.stl', 'RATE_LIMITED');
+    const serverBusy = wait('d.stl', 'SERVER_ERROR');
+    clock = 20_000;
+    expect(journal.retryUnreachableNow(clock, ['UNREACHABLE', 'CERT_UNTRUSTED'])).toBe(2);
+    expect(journal.get(unreachable)).toMatchObject({ state: 'waiting', nextAttemptAt: 20_000, attempts: 3 });
+    expect(journal.get(untrusted)).toMatchObject({ nextAttemptAt: 20_000 });
+    expect(journal.get(limited)).toMatchObject({ nextAttemptAt: 600_000 });
+    expect(journal.get(serverBusy)).toMatchObject({ nextAttemptAt: 600_000 });
+    expect(journal.due(clock, 10).map((record) => record.id).sort()).toEqual([unreachable, untrusted].sort());
+    expect(journal.retryUnreachableNow(clock, [])).toBe(0);
+  });
 });

@@ -606,6 +606,22 @@ export class Journal {
       }).changes;
   }
 
+  /**
+   * Files waiting because the server could not be reached (`codes`: no connection, or no TLS
+   * handshake) are made due now: a request that just went through proves the server is back.
+   * Files waiting for anything else (a Retry-After or 429 the server sent, a 5xx, a lock on the
+   * file) keep their time. Their attempt count stays. Returns how many.
+   */
+  retryUnreachableNow(now: number, codes: readonly string[]): number {
+    if (codes.length === 0) return 0;
+    return this.database
+      .prepare(
+        `UPDATE files SET next_attempt_at = ? WHERE state = 'waiting' AND next_attempt_at > ?
+           AND error_code IN (${codes.map(() => '?').join(', ')})`,
+      )
+      .run(now, now, ...codes).changes;
+  }
+
   history(fileId: number): HistoryEntry[] {
     return this.database
       .prepare('SELECT at, event, version, sha256, detail FROM history WHERE file_id = ? ORDER BY id')

@@ -187,6 +187,11 @@ export class PairWatch {
     return this.gate.pendingCount + this.held.length;
   }
 
+  /** Of `settling`, the files that stopped changing but wait for the journal (a full disk). */
+  get heldForSpace(): number {
+    return this.held.length;
+  }
+
   /** Files that stopped changing but cannot be opened for reading (see StabilityGate.unreadable). */
   unreadable(): string[] {
     return this.gate.unreadable();

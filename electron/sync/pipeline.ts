@@ -45,7 +45,7 @@ export interface PipelineDeps {
 
 export type PipelineOutcome =
   | { result: 'synced'; record: FileRecord }
-  | { result: 'waiting'; record: FileRecord; offline: boolean }
+  | { result: 'waiting'; record: FileRecord; offline: boolean; unavailable: boolean }
   | { result: 'queued'; record: FileRecord }
   | { result: 'failed'; record: FileRecord }
   | { result: 'stopped'; record: FileRecord };
@@ -308,7 +308,7 @@ class FileRun {
           errorMessage: verdict.message,
           errorDetail: verdict.detail,
         });
-        return { result: 'waiting', record: waiting, offline: verdict.offline };
+        return { result: 'waiting', record: waiting, offline: verdict.offline, unavailable: verdict.unavailable };
       }
     }
   }
