@@ -152,6 +152,62 @@ describe('keyboard only', () => {
     }
   });
 
+  it('"Try now" on a waiting file and on the card keeps the focus and says what it did; "Stop syncing" moves the focus to the next card, then to "Add folder"', async () => {
+    const waiting = fileView({ relativePath: 'w.stl', state: 'waiting', syncedAt: null, nextAttemptAt: Date.now() + 600_000, error: { code: 'UNREACHABLE', message: PLAIN_MESSAGES.UNREACHABLE } });
+    const first = pairView({ id: 'chair-1', state: 'syncing', counts: counts({ waiting: 2 }), retryReason: { code: 'UNREACHABLE', message: PLAIN_MESSAGES.UNREACHABLE } });
+    const second = pairView({ id: 'chair-2', folder: '/home/clinic/scans/chair 2' });
+    let pairs: PairView[] = [first, second];
+    const app = await openRenderer(browser, {
+      listPairs: () => pairs,
+      listFiles: (input) => (input.pairId === first.id ? { files: [waiting], total: 1 } : { files: [], total: 0 }),
+      retryFailed: (target) => (target.fileId ? 1 : 2),
+      removePair: (pairId) => {
+        pairs = pairs.filter((pair) => pair.id !== pairId);
+      },
+    });
+    try {
+      const page = app.page;
+      // What the sync screen's polite status region says (read without waiting for it to exist).
+      const heard = () => page.locator('[data-testid="sync-screen-announcements"]').evaluateAll((regions) => regions[0]?.textContent ?? null);
+      await page.locator('.file-row[data-state="waiting"]').waitFor();
+      // The row's "Try now": the row leaves the waiting state, the focus stays on the list, the reader hears it.
+      await tabTo(page, (stop) => stop.name === 'Try now w.stl', 'the file’s Try now button');
+      await page.keyboard.press('Enter');
+      await expect.poll(heard).toBe('Trying 1 file again now.');
+      await app.emit([{ type: 'files', pairId: first.id, files: [{ ...waiting, state: 'queued', nextAttemptAt: null, error: null }] }]);
+      await page.locator('.file-row[data-state="queued"]').waitFor();
+      expect(await focused(page)).toMatchObject({ role: 'list', name: 'Files of /home/clinic/scans/chair 1 to Jane Roe' });
+
+      // The card notice's "Try now": the notice goes as the files become due; the focus is on the card.
+      await tabTo(page, (stop) => stop.name === 'Try now', 'the card’s Try now button', { key: 'Shift+Tab' });
+      await page.keyboard.press('Enter');
+      await expect.poll(heard).toBe('Trying 2 files again now.');
+      await app.emit([{ type: 'pairs', pairs: (pairs = [{ ...first, counts: counts({ queued: 2 }), retryReason: null }, second]) }]);
+      await page.getByRole('button', { name: 'Try now', exact: true }).waitFor({ state: 'detached' });
+      expect(await focused(page)).toMatchObject({ tag: 'article', name: '/home/clinic/scans/chair 1 to Jane Roe' });
+
+      // "Stop syncing", confirmed: the focus goes to the next folder's card, not to the top of the screen.
+      await tabTo(page, (stop) => stop.name === 'Stop syncing', '"Stop syncing"');
+      await page.keyboard.press('Enter');
+      await page.keyboard.press('Shift+Tab');
+      expect(await focused(page)).toMatchObject({ name: 'Stop syncing' });
+      await page.keyboard.press('Enter');
+      await page.locator('.pair-card[data-pair-id="chair-1"]').waitFor({ state: 'detached' });
+      await expect.poll(async () => (await focused(page)).name).toBe('/home/clinic/scans/chair 2 to Jane Roe');
+      await expect.poll(heard).toBe('Stopped syncing /home/clinic/scans/chair 1. Files already uploaded stay on the server.');
+
+      // The last one: the focus goes to "Add folder" of the empty list.
+      await tabTo(page, (stop) => stop.name === 'Stop syncing', '"Stop syncing" of the last folder');
+      await page.keyboard.press('Enter');
+      await page.keyboard.press('Shift+Tab');
+      await page.keyboard.press('Enter');
+      await page.getByText('No folders are synced yet').waitFor();
+      await expect.poll(async () => (await focused(page)).name).toBe('Add folder');
+    } finally {
+      await app.close();
+    }
+  });
+
   it('finds a patient, walks the folder tree with the arrows, filters, opens the details, a preview and a download, and comes back to the list', async () => {
     const documents = [
       documentDto({ fileName: 'order-form.pdf', path: '/reports', storageDownloadUri: 'http://patient-docs.test/content/order-form.pdf?signature=x' }, 1),

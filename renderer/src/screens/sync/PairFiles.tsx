@@ -2,7 +2,7 @@ import { useMemo, useState } from 'react';
 import { flushSync } from 'react-dom';
 import type { FileState, FileView } from '../../../../shared/bridge.js';
 import { visibleName } from '../../../../shared/names.js';
-import { useBridge, useBridgeEvent, useBridgeQuery } from '../../bridge/context.js';
+import { useBridgeEvent, useBridgeQuery } from '../../bridge/context.js';
 import { Icon } from '../../components/Icon.js';
 import { ProgressBar } from '../../components/ProgressBar.js';
 import { FileStateBadge, fileStateTone } from '../../components/StateBadge.js';
@@ -24,7 +24,7 @@ const VISIBLE_ROWS = 7;
 /** Failures first (they need a person), then what is moving, then what is done. */
 const STATE_ORDER: Record<FileState, number> = { failed: 0, uploading: 1, creating: 2, verifying: 3, waiting: 4, queued: 5, synced: 6 };
 
-export function PairFiles({ pairId, label }: { pairId: string; label: string }) {
+export function PairFiles({ pairId, label, onRetry }: { pairId: string; label: string; onRetry: (fileId: number) => void }) {
   const files = useBridgeQuery((client) => client.listFiles({ pairId, limit: FILE_LIMIT }), [pairId]);
   const [expanded, setExpanded] = useState(true);
   useBridgeEvent((event) => {
@@ -54,7 +54,7 @@ export function PairFiles({ pairId, label }: { pairId: string; label: string }) 
           rowHeight={ROW_HEIGHT}
           label={`Files of ${label}`}
           getKey={(file) => file.id}
-          renderRow={(file) => <FileRow file={file} />}
+          renderRow={(file) => <FileRow file={file} onRetry={onRetry} />}
           className="file-rows"
           kind="list"
           style={{ height: Math.min(ordered.length, VISIBLE_ROWS) * ROW_HEIGHT + 2 }}
@@ -75,8 +75,7 @@ function mergeFiles(current: FilePage, changed: readonly FileView[]): FilePage {
   return { files: [...byId.values()], total: current.total + added };
 }
 
-function FileRow({ file }: { file: FileView }) {
-  const client = useBridge();
+function FileRow({ file, onRetry }: { file: FileView; onRetry: (fileId: number) => void }) {
   const moving = file.state === 'uploading' || file.state === 'creating';
   return (
     <div className={`file-row state-${file.state}`} data-file={file.relativePath} data-state={file.state}>
@@ -116,7 +115,7 @@ function FileRow({ file }: { file: FileView }) {
               // The button leaves with the failed or waiting state: the focus moves to the list around
               // it rather than to nowhere (a keyboard user would start again from the top of the page).
               event.currentTarget.closest<HTMLElement>('[role="list"]')?.focus();
-              void client.retryFailed({ fileId: file.id });
+              onRetry(file.id);
             }}
             aria-label={`${file.state === 'failed' ? 'Retry' : 'Try now'} ${visibleName(file.fileName)}`}
           >
