@@ -127,13 +127,28 @@ describe('keyboard only', () => {
     }
   });
 
-  it('retries a failed file and answers "Stop syncing" without losing the focus', async () => {
-    const failed = fileView({ relativePath: 'lower-arch.stl', state: 'failed', syncedAt: null, error: { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT } });
+  it('reads a failed file’s whole reason, retries it and answers "Stop syncing" without losing the focus', async () => {
+    const detail = 'consent missing for organization 0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01 and patient 5f0e8a3c-1d2b-4c3d-8e9f-000000000001 (record 4711)';
+    const failed = fileView({ relativePath: 'lower-arch.stl', state: 'failed', syncedAt: null, error: { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, detail } });
     const pair = pairView({ state: 'attention', counts: counts({ failed: 1, synced: 1 }), failureReasons: [{ code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, count: 1 }] });
     const app = await openRenderer(browser, { listPairs: () => [pair], listFiles: () => ({ files: [failed, fileView({ relativePath: 'upper-arch.stl' })], total: 2 }), retryFailed: () => 1 });
     try {
       const page = app.page;
       await page.locator('.file-row[data-state="failed"]').waitFor();
+      // The row has room for one line of the reason; "Details" shows the whole of it, and Escape hides it again.
+      await tabTo(page, (stop) => stop.name === 'Details of lower-arch.stl', 'the failed file’s Details button');
+      await page.keyboard.press('Enter');
+      expect(await focused(page)).toMatchObject({ role: 'region', name: 'Why lower-arch.stl could not be uploaded' });
+      const whole = page.getByRole('region', { name: 'Why lower-arch.stl could not be uploaded' });
+      const shown = (await whole.innerText()).replace(/\s+/g, ' ');
+      for (const part of [PLAIN_MESSAGES.NO_CONSENT, 'Once the patient’s consent is recorded, choose Retry.', `Server said: ${detail}`]) expect(shown).toContain(part);
+      // Nothing of it cut off: every line fits the panel.
+      expect(await whole.locator('p, strong').evaluateAll((lines) => lines.filter((line) => line.scrollWidth > line.clientWidth + 1).length)).toBe(0);
+      expect(await page.getByRole('button', { name: 'Details of lower-arch.stl' }).getAttribute('aria-expanded')).toBe('true');
+      await page.keyboard.press('Escape');
+      await whole.waitFor({ state: 'detached' });
+      expect(await focused(page)).toMatchObject({ name: 'Details of lower-arch.stl' });
+      expect(await page.getByRole('button', { name: 'Details of lower-arch.stl' }).getAttribute('aria-expanded')).toBe('false');
       await tabTo(page, (stop) => stop.name === 'Retry lower-arch.stl', 'the file’s Retry button');
       await page.keyboard.press('Enter');
       await expect.poll(() => app.calls.find((call) => call.method === 'retryFailed')?.args[0]).toEqual({ fileId: failed.id });

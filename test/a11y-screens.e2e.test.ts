@@ -162,6 +162,9 @@ describe('axe finds no serious or critical violation', () => {
       await page.locator('.pair-card').nth(4).waitFor();
       await page.locator('.file-row[data-state="failed"]').waitFor();
       await audit(page, 'folder cards', findings);
+      await page.getByRole('button', { name: 'Details of no consent.stl' }).click();
+      await page.getByRole('region', { name: 'Why no consent.stl could not be uploaded' }).waitFor();
+      await audit(page, 'a failed file’s whole reason', findings);
       await page.locator('.pair-card').first().getByRole('button', { name: 'Stop syncing' }).click();
       await audit(page, 'stop syncing question', findings);
       await page.getByRole('button', { name: 'Add folder' }).first().click();
