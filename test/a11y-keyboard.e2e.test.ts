@@ -167,6 +167,24 @@ describe('keyboard only', () => {
     }
   });
 
+  it('a failed file’s whole reason goes when the file is retried from elsewhere, and the focus it had stays in the file list', async () => {
+    const failed = fileView({ relativePath: 'bite.stl', state: 'failed', syncedAt: null, error: { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT } });
+    const pair = pairView({ state: 'attention', counts: counts({ failed: 1 }), failureReasons: [{ code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, count: 1 }] });
+    const app = await openRenderer(browser, { listPairs: () => [pair], listFiles: () => ({ files: [failed], total: 1 }) });
+    try {
+      const page = app.page;
+      await page.locator('.file-row[data-state="failed"]').waitFor();
+      await tabTo(page, (stop) => stop.name === 'Details of bite.stl', 'the failed file’s Details button');
+      await page.keyboard.press('Enter');
+      expect(await focused(page)).toMatchObject({ role: 'region', name: 'Why bite.stl could not be uploaded' });
+      await app.emit([{ type: 'files', pairId: pair.id, files: [{ ...failed, state: 'queued', error: null }] }]);
+      await page.locator('.whole-reason').waitFor({ state: 'detached' });
+      expect(await focused(page)).toMatchObject({ role: 'list', name: 'Files of /home/clinic/scans/chair 1 to Jane Roe' });
+    } finally {
+      await app.close();
+    }
+  });
+
   it('"Try now" on a waiting file and on the card keeps the focus and says what it did; "Stop syncing" moves the focus to the next card, then to "Add folder"', async () => {
     const waiting = fileView({ relativePath: 'w.stl', state: 'waiting', syncedAt: null, nextAttemptAt: Date.now() + 600_000, error: { code: 'UNREACHABLE', message: PLAIN_MESSAGES.UNREACHABLE } });
     const first = pairView({ id: 'chair-1', state: 'syncing', counts: counts({ waiting: 2 }), retryReason: { code: 'UNREACHABLE', message: PLAIN_MESSAGES.UNREACHABLE } });

@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useRef, useState } from 'react';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { flushSync } from 'react-dom';
 import type { FileState, FileView } from '../../../../shared/bridge.js';
 import { visibleName } from '../../../../shared/names.js';
@@ -186,6 +186,15 @@ function WholeReason({ id, file, onHide }: { id: string; file: FileView; onHide:
   useEffect(() => {
     ref.current?.focus();
   }, [file.id]);
+  // The panel also goes when the file stops being failed (retried from the card, synced): the focus
+  // it had goes to the list rather than to the page. A layout effect: it runs before the panel leaves.
+  useLayoutEffect(() => {
+    const panel = ref.current;
+    const list = panel?.parentElement?.querySelector<HTMLElement>('[role="list"]');
+    return () => {
+      if (panel?.contains(document.activeElement)) list?.focus();
+    };
+  }, []);
   const hide = () => {
     const list = ref.current?.parentElement?.querySelector<HTMLElement>('[role="list"]');
     onHide();
