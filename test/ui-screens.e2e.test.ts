@@ -85,6 +85,24 @@ describe('sync screen: a pair’s reasons', () => {
       await app.close();
     }
   });
+  it('a file row’s Retry that the engine refuses says so on the card, instead of nothing happening', async () => {
+    const pair = pairView({ state: 'attention', counts: counts({ failed: 1 }), failureReasons: [{ code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, count: 1 }] });
+    const failed = fileView({ relativePath: 'bite.stl', state: 'failed', syncedAt: null, error: { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT } });
+    const app = await openRenderer(browser, {
+      listPairs: () => [pair],
+      listFiles: () => ({ files: [failed], total: 1 }),
+      retryFailed: () => {
+        throw new Refusal('UNAVAILABLE', 'The sync engine is busy; try again in a moment.');
+      },
+    });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Retry bite.stl' }).click();
+      await page.locator('.pair-card [role="alert"]').filter({ hasText: 'The sync engine is busy; try again in a moment.' }).waitFor();
+    } finally {
+      await app.close();
+    }
+  });
 });
 
 /** A patient list and a search that follow the server's rules closely enough for the screens (folder and below, name contains, by id). */
