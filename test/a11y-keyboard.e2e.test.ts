@@ -127,13 +127,28 @@ describe('keyboard only', () => {
     }
   });
 
-  it('retries a failed file and answers "Stop syncing" without losing the focus', async () => {
-    const failed = fileView({ relativePath: 'lower-arch.stl', state: 'failed', syncedAt: null, error: { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT } });
+  it('reads a failed file’s whole reason, retries it and answers "Stop syncing" without losing the focus', async () => {
+    const detail = 'consent missing for organization 0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01 and patient 5f0e8a3c-1d2b-4c3d-8e9f-000000000001 (record 4711)';
+    const failed = fileView({ relativePath: 'lower-arch.stl', state: 'failed', syncedAt: null, error: { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, detail } });
     const pair = pairView({ state: 'attention', counts: counts({ failed: 1, synced: 1 }), failureReasons: [{ code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, count: 1 }] });
     const app = await openRenderer(browser, { listPairs: () => [pair], listFiles: () => ({ files: [failed, fileView({ relativePath: 'upper-arch.stl' })], total: 2 }), retryFailed: () => 1 });
     try {
       const page = app.page;
       await page.locator('.file-row[data-state="failed"]').waitFor();
+      // The row has room for one line of the reason; "Details" shows the whole of it, and Escape hides it again.
+      await tabTo(page, (stop) => stop.name === 'Details of lower-arch.stl', 'the failed file’s Details button');
+      await page.keyboard.press('Enter');
+      expect(await focused(page)).toMatchObject({ role: 'region', name: 'Why lower-arch.stl could not be uploaded' });
+      const whole = page.getByRole('region', { name: 'Why lower-arch.stl could not be uploaded' });
+      const shown = (await whole.innerText()).replace(/\s+/g, ' ');
+      for (const part of [PLAIN_MESSAGES.NO_CONSENT, 'Once the patient’s consent is recorded, choose Retry.', `Server said: ${detail}`]) expect(shown).toContain(part);
+      // Nothing of it cut off: every line fits the panel.
+      expect(await whole.locator('p, strong').evaluateAll((lines) => lines.filter((line) => line.scrollWidth > line.clientWidth + 1).length)).toBe(0);
+      expect(await page.getByRole('button', { name: 'Details of lower-arch.stl' }).getAttribute('aria-expanded')).toBe('true');
+      await page.keyboard.press('Escape');
+      await whole.waitFor({ state: 'detached' });
+      expect(await focused(page)).toMatchObject({ name: 'Details of lower-arch.stl' });
+      expect(await page.getByRole('button', { name: 'Details of lower-arch.stl' }).getAttribute('aria-expanded')).toBe('false');
       await tabTo(page, (stop) => stop.name === 'Retry lower-arch.stl', 'the file’s Retry button');
       await page.keyboard.press('Enter');
       await expect.poll(() => app.calls.find((call) => call.method === 'retryFailed')?.args[0]).toEqual({ fileId: failed.id });
@@ -147,6 +162,80 @@ describe('keyboard only', () => {
       expect(await focused(page)).toMatchObject({ name: 'Cancel' });
       await page.keyboard.press('Escape');
       expect(await focused(page)).toMatchObject({ name: 'Stop syncing' });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a failed file’s whole reason goes when the file is retried from elsewhere, and the focus it had stays in the file list', async () => {
+    const failed = fileView({ relativePath: 'bite.stl', state: 'failed', syncedAt: null, error: { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT } });
+    const pair = pairView({ state: 'attention', counts: counts({ failed: 1 }), failureReasons: [{ code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, count: 1 }] });
+    const app = await openRenderer(browser, { listPairs: () => [pair], listFiles: () => ({ files: [failed], total: 1 }) });
+    try {
+      const page = app.page;
+      await page.locator('.file-row[data-state="failed"]').waitFor();
+      await tabTo(page, (stop) => stop.name === 'Details of bite.stl', 'the failed file’s Details button');
+      await page.keyboard.press('Enter');
+      expect(await focused(page)).toMatchObject({ role: 'region', name: 'Why bite.stl could not be uploaded' });
+      await app.emit([{ type: 'files', pairId: pair.id, files: [{ ...failed, state: 'queued', error: null }] }]);
+      await page.locator('.whole-reason').waitFor({ state: 'detached' });
+      expect(await focused(page)).toMatchObject({ role: 'list', name: 'Files of /home/clinic/scans/chair 1 to Jane Roe' });
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('"Try now" on a waiting file and on the card keeps the focus and says what it did; "Stop syncing" moves the focus to the next card, then to "Add folder"', async () => {
+    const waiting = fileView({ relativePath: 'w.stl', state: 'waiting', syncedAt: null, nextAttemptAt: Date.now() + 600_000, error: { code: 'UNREACHABLE', message: PLAIN_MESSAGES.UNREACHABLE } });
+    const first = pairView({ id: 'chair-1', state: 'syncing', counts: counts({ waiting: 2 }), retryReason: { code: 'UNREACHABLE', message: PLAIN_MESSAGES.UNREACHABLE } });
+    const second = pairView({ id: 'chair-2', folder: '/home/clinic/scans/chair 2' });
+    let pairs: PairView[] = [first, second];
+    const app = await openRenderer(browser, {
+      listPairs: () => pairs,
+      listFiles: (input) => (input.pairId === first.id ? { files: [waiting], total: 1 } : { files: [], total: 0 }),
+      retryFailed: (target) => (target.fileId ? 1 : 2),
+      removePair: (pairId) => {
+        pairs = pairs.filter((pair) => pair.id !== pairId);
+      },
+    });
+    try {
+      const page = app.page;
+      // What the sync screen's polite status region says (read without waiting for it to exist).
+      const heard = () => page.locator('[data-testid="sync-screen-announcements"]').evaluateAll((regions) => regions[0]?.textContent ?? null);
+      await page.locator('.file-row[data-state="waiting"]').waitFor();
+      // The row's "Try now": the row leaves the waiting state, the focus stays on the list, the reader hears it.
+      await tabTo(page, (stop) => stop.name === 'Try now w.stl', 'the file’s Try now button');
+      await page.keyboard.press('Enter');
+      await expect.poll(heard).toBe('Trying 1 file again now.');
+      await app.emit([{ type: 'files', pairId: first.id, files: [{ ...waiting, state: 'queued', nextAttemptAt: null, error: null }] }]);
+      await page.locator('.file-row[data-state="queued"]').waitFor();
+      expect(await focused(page)).toMatchObject({ role: 'list', name: 'Files of /home/clinic/scans/chair 1 to Jane Roe' });
+
+      // The card notice's "Try now": the notice goes as the files become due; the focus is on the card.
+      await tabTo(page, (stop) => stop.name === 'Try now', 'the card’s Try now button', { key: 'Shift+Tab' });
+      await page.keyboard.press('Enter');
+      await expect.poll(heard).toBe('Trying 2 files again now.');
+      await app.emit([{ type: 'pairs', pairs: (pairs = [{ ...first, counts: counts({ queued: 2 }), retryReason: null }, second]) }]);
+      await page.getByRole('button', { name: 'Try now', exact: true }).waitFor({ state: 'detached' });
+      expect(await focused(page)).toMatchObject({ tag: 'article', name: '/home/clinic/scans/chair 1 to Jane Roe' });
+
+      // "Stop syncing", confirmed: the focus goes to the next folder's card, not to the top of the screen.
+      await tabTo(page, (stop) => stop.name === 'Stop syncing', '"Stop syncing"');
+      await page.keyboard.press('Enter');
+      await page.keyboard.press('Shift+Tab');
+      expect(await focused(page)).toMatchObject({ name: 'Stop syncing' });
+      await page.keyboard.press('Enter');
+      await page.locator('.pair-card[data-pair-id="chair-1"]').waitFor({ state: 'detached' });
+      await expect.poll(async () => (await focused(page)).name).toBe('/home/clinic/scans/chair 2 to Jane Roe');
+      await expect.poll(heard).toBe('Stopped syncing /home/clinic/scans/chair 1. Files already uploaded stay on the server.');
+
+      // The last one: the focus goes to "Add folder" of the empty list.
+      await tabTo(page, (stop) => stop.name === 'Stop syncing', '"Stop syncing" of the last folder');
+      await page.keyboard.press('Enter');
+      await page.keyboard.press('Shift+Tab');
+      await page.keyboard.press('Enter');
+      await page.getByText('No folders are synced yet').waitFor();
+      await expect.poll(async () => (await focused(page)).name).toBe('Add folder');
     } finally {
       await app.close();
     }

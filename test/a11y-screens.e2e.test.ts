@@ -162,6 +162,9 @@ describe('axe finds no serious or critical violation', () => {
       await page.locator('.pair-card').nth(4).waitFor();
       await page.locator('.file-row[data-state="failed"]').waitFor();
       await audit(page, 'folder cards', findings);
+      await page.getByRole('button', { name: 'Details of no consent.stl' }).click();
+      await page.getByRole('region', { name: 'Why no consent.stl could not be uploaded' }).waitFor();
+      await audit(page, 'a failed file’s whole reason', findings);
       await page.locator('.pair-card').first().getByRole('button', { name: 'Stop syncing' }).click();
       await audit(page, 'stop syncing question', findings);
       await page.getByRole('button', { name: 'Add folder' }).first().click();
@@ -213,6 +216,14 @@ describe('axe finds no serious or critical violation', () => {
       await page.locator('.document-row[data-document="upper-arch.stl"]').click();
       await page.locator('.details-panel').waitFor();
       await audit(page, 'details', findings);
+      // The open details sit beside the file table, not over it: every column shown (the Modified date
+      // among them at 1440) is whole and uncovered, at 1440 and in the band just above the laptop layout.
+      for (const width of [WIDE.width, 1280]) {
+        await page.setViewportSize({ width, height: WIDE.height });
+        expect(await covered(page), `file table cut or covered by the details at ${width} px`).toEqual([]);
+        if (width === WIDE.width) expect(await page.locator('.document-row .col-modified').first().isVisible(), 'the Modified date shows at 1440 beside the details').toBe(true);
+      }
+      await page.setViewportSize(WIDE);
       await page.locator('.details-panel').getByRole('button', { name: 'Download' }).click();
       await page.getByText('The file cannot be downloaded').waitFor();
       await audit(page, 'download failed', findings);
@@ -301,6 +312,19 @@ async function outside(page: Page, selector: string): Promise<string[]> {
       .filter(({ box }) => box.left < -0.5 || box.right > window.innerWidth + 0.5 || box.width < 1)
       .map(({ element, box }) => `${element.className || element.tagName} "${(element.textContent ?? '').trim().slice(0, 30)}" at ${Math.round(box.left)}–${Math.round(box.right)} of ${window.innerWidth}`),
   );
+}
+
+/** File-table cells that are cut by the table's edge or lie under the open details panel. */
+async function covered(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const table = document.querySelector('.document-table')!.getBoundingClientRect();
+    const panel = document.querySelector('.details-panel')?.getBoundingClientRect();
+    return [...document.querySelectorAll('.document-header .document-cell, .document-row .document-cell')]
+      .filter((cell) => cell.getClientRects().length > 0)
+      .map((cell) => ({ cell, box: cell.getBoundingClientRect() }))
+      .filter(({ box }) => box.right > table.right + 0.5 || box.left < table.left - 0.5 || (panel && box.right > panel.left + 0.5 && box.left < panel.right - 0.5))
+      .map(({ cell, box }) => `${cell.className} "${(cell.textContent ?? '').trim().slice(0, 20)}" at ${Math.round(box.left)}–${Math.round(box.right)} (table to ${Math.round(table.right)}, details from ${Math.round(panel?.left ?? NaN)})`);
+  });
 }
 
 /** Neither the page nor the main area scrolls sideways (a table inside its own scroller may). */

@@ -72,15 +72,33 @@ describe('sync screen: a pair’s reasons', () => {
     try {
       const page = app.page;
       await page.getByRole('list', { name: 'Files of /home/clinic/scans/chair 1 to Jane Roe' }).waitFor();
-      const retry = page.locator('.file-row[data-state="failed"] button');
+      const retry = page.locator('.file-row[data-state="failed"] .file-row-action button');
       const label = (await retry.getAttribute('aria-label'))!;
       expect(label).not.toMatch(/\p{Cc}/u);
       expect(label).toBe(`Retry ${await page.locator('.file-row[data-state="failed"] .strong').innerText()}`);
       const reason = page.locator('.file-row[data-state="failed"] .tone-text-danger');
       expect(await reason.innerText()).toContain('Rename the file in the scan folder');
-      expect(await reason.locator('..').getAttribute('title')).toContain('Rename the file in the scan folder');
+      expect(await reason.getAttribute('title')).toContain('Rename the file in the scan folder');
       // 20 s from when the view was made: a loaded machine may take a few seconds to show it.
       expect(await page.locator('.file-row[data-state="waiting"]').innerText()).toMatch(/next try in (1[0-9]|20) seconds/);
+    } finally {
+      await app.close();
+    }
+  });
+  it('a file row’s Retry that the engine refuses says so on the card, instead of nothing happening', async () => {
+    const pair = pairView({ state: 'attention', counts: counts({ failed: 1 }), failureReasons: [{ code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, count: 1 }] });
+    const failed = fileView({ relativePath: 'bite.stl', state: 'failed', syncedAt: null, error: { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT } });
+    const app = await openRenderer(browser, {
+      listPairs: () => [pair],
+      listFiles: () => ({ files: [failed], total: 1 }),
+      retryFailed: () => {
+        throw new Refusal('UNAVAILABLE', 'The sync engine is busy; try again in a moment.');
+      },
+    });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Retry bite.stl' }).click();
+      await page.locator('.pair-card [role="alert"]').filter({ hasText: 'The sync engine is busy; try again in a moment.' }).waitFor();
     } finally {
       await app.close();
     }

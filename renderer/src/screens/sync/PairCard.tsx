@@ -12,7 +12,21 @@ import { PairFiles } from './PairFiles.js';
 import { PairNotices } from './PairNotices.js';
 import { StateCountChips } from './StateCountChips.js';
 
-export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView; onBrowsePatient: (patientId: string) => void; onChanged: () => void }) {
+export function PairCard({
+  pair,
+  onBrowsePatient,
+  onChanged,
+  onStopping,
+  announce,
+}: {
+  pair: PairView;
+  onBrowsePatient: (patientId: string) => void;
+  onChanged: () => void;
+  /** "Stop syncing" was confirmed (true), or refused by the engine (false). */
+  onStopping: (confirmed: boolean) => void;
+  /** Says something to a screen reader (what a button did when the button itself goes away). */
+  announce: (message: string) => void;
+}) {
   const client = useBridge();
   const [actionError, setActionError] = useState<BridgeError | null>(null);
   const [openedFolder, setOpenedFolder] = useState<string | null>(null);
@@ -21,15 +35,20 @@ export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView;
   const keepFocus = () => {
     if (cardRef.current?.contains(document.activeElement)) cardRef.current.focus();
   };
-  const run = async (action: () => Promise<unknown>) => {
+  const run = async (action: () => Promise<unknown>): Promise<boolean> => {
     setActionError(null);
     try {
       await action();
       onChanged();
+      return true;
     } catch (failure) {
       setActionError(toBridgeError(failure));
+      return false;
     }
   };
+  /** Retry (failed files) or Try now (waiting ones), for the folder or one file: says what it did, since the notice or row with the button may go. */
+  const retry = (target: { pairId: string } | { fileId: number }) =>
+    void run(async () => announce(retried(await client.retryFailed(target))));
   const fileCount = Object.values(pair.counts).reduce((sum, count) => sum + count, 0);
 
   return (
@@ -57,7 +76,7 @@ export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView;
       <StateCountChips counts={pair.counts} />
       <PairNotices pair={pair} onRetryAll={() => {
           keepFocus();
-          void run(() => client.retryFailed({ pairId: pair.id }));
+          retry({ pairId: pair.id });
         }}
       />
       {actionError ? <ErrorNotice error={actionError} /> : null}
@@ -81,16 +100,23 @@ export function PairCard({ pair, onBrowsePatient, onChanged }: { pair: PairView;
         </button>
         <RemovePairButton
           onConfirm={() => {
-            // The card leaves the page with its folder: the focus goes to the start of the screen.
-            document.getElementById('main')?.focus();
-            void run(() => client.removePair(pair.id));
+            // The card leaves the page with its folder; the sync screen then puts the focus on the next card.
+            onStopping(true);
+            void run(() => client.removePair(pair.id)).then((done) => {
+              if (!done) onStopping(false);
+            });
           }}
         />
       </div>
       {pair.cases.length > 0 ? <CaseList cases={pair.cases} /> : null}
-      <PairFiles pairId={pair.id} label={`${pair.folder} to ${pair.patientName ?? 'the patient'}`} />
+      <PairFiles pairId={pair.id} label={`${pair.folder} to ${pair.patientName ?? 'the patient'}`} onRetry={(fileId) => retry({ fileId })} />
     </article>
   );
+}
+
+/** What Retry or Try now did, for a screen reader. */
+function retried(count: number): string {
+  return count === 0 ? 'Nothing to try again: the files are already on their way.' : `Trying ${formatFileCount(count)} again now.`;
 }
 
 function PairProgress({ pair, fileCount }: { pair: PairView; fileCount: number }) {

@@ -1,8 +1,8 @@
-import { useMemo, useState } from 'react';
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { flushSync } from 'react-dom';
 import type { FileState, FileView } from '../../../../shared/bridge.js';
 import { visibleName } from '../../../../shared/names.js';
-import { useBridge, useBridgeEvent, useBridgeQuery } from '../../bridge/context.js';
+import { useBridgeEvent, useBridgeQuery } from '../../bridge/context.js';
 import { Icon } from '../../components/Icon.js';
 import { ProgressBar } from '../../components/ProgressBar.js';
 import { FileStateBadge, fileStateTone } from '../../components/StateBadge.js';
@@ -24,9 +24,12 @@ const VISIBLE_ROWS = 7;
 /** Failures first (they need a person), then what is moving, then what is done. */
 const STATE_ORDER: Record<FileState, number> = { failed: 0, uploading: 1, creating: 2, verifying: 3, waiting: 4, queued: 5, synced: 6 };
 
-export function PairFiles({ pairId, label }: { pairId: string; label: string }) {
+export function PairFiles({ pairId, label, onRetry }: { pairId: string; label: string; onRetry: (fileId: number) => void }) {
   const files = useBridgeQuery((client) => client.listFiles({ pairId, limit: FILE_LIMIT }), [pairId]);
   const [expanded, setExpanded] = useState(true);
+  // The one failed file whose whole reason is shown under the list ("Details" on its row).
+  const [reasonOf, setReasonOf] = useState<number | null>(null);
+  const reasonId = `reason-${pairId}`;
   useBridgeEvent((event) => {
     if (event.type !== 'files' || event.pairId !== pairId) return;
     const apply = () => files.setData((current) => (current ? mergeFiles(current, event.files) : current));
@@ -41,6 +44,7 @@ export function PairFiles({ pairId, label }: { pairId: string; label: string }) 
     () => [...(files.data?.files ?? [])].sort((a, b) => STATE_ORDER[a.state] - STATE_ORDER[b.state] || (b.syncedAt ?? b.updatedAt) - (a.syncedAt ?? a.updatedAt) || a.relativePath.localeCompare(b.relativePath)),
     [files.data],
   );
+  const shownReason = reasonOf === null ? undefined : ordered.find((file) => file.id === reasonOf && file.state === 'failed' && file.error);
   if (!files.data || files.data.files.length === 0) return null;
   return (
     <div className="pair-files">
@@ -54,12 +58,19 @@ export function PairFiles({ pairId, label }: { pairId: string; label: string }) 
           rowHeight={ROW_HEIGHT}
           label={`Files of ${label}`}
           getKey={(file) => file.id}
-          renderRow={(file) => <FileRow file={file} />}
+          renderRow={(file) => (
+            <FileRow
+              file={file}
+              onRetry={onRetry}
+              reason={{ id: reasonId, open: shownReason?.id === file.id, onToggle: () => setReasonOf(shownReason?.id === file.id ? null : file.id) }}
+            />
+          )}
           className="file-rows"
           kind="list"
           style={{ height: Math.min(ordered.length, VISIBLE_ROWS) * ROW_HEIGHT + 2 }}
         />
       ) : null}
+      {expanded && shownReason ? <WholeReason id={reasonId} file={shownReason} onHide={() => setReasonOf(null)} /> : null}
     </div>
   );
 }
@@ -75,8 +86,14 @@ function mergeFiles(current: FilePage, changed: readonly FileView[]): FilePage {
   return { files: [...byId.values()], total: current.total + added };
 }
 
-function FileRow({ file }: { file: FileView }) {
-  const client = useBridge();
+interface ReasonToggle {
+  /** The id of the panel that shows the whole reason. */
+  id: string;
+  open: boolean;
+  onToggle: () => void;
+}
+
+function FileRow({ file, onRetry, reason }: { file: FileView; onRetry: (fileId: number) => void; reason: ReasonToggle }) {
   const moving = file.state === 'uploading' || file.state === 'creating';
   return (
     <div className={`file-row state-${file.state}`} data-file={file.relativePath} data-state={file.state}>
@@ -87,7 +104,7 @@ function FileRow({ file }: { file: FileView }) {
         <span className="truncate strong" title={visibleName(file.relativePath)}>
           {visibleName(file.fileName)}
         </span>
-        {file.state === 'failed' && file.error ? <FailureText file={file} /> : <span className="truncate muted small">To {file.remotePath === '/' ? 'the top of the record' : file.remotePath}</span>}
+        {file.state === 'failed' && file.error ? <FailureText file={file} toggle={reason} /> : <span className="truncate muted small">To {file.remotePath === '/' ? 'the top of the record' : file.remotePath}</span>}
       </span>
       <span className="file-row-progress">
         {moving || file.state === 'verifying' ? (
@@ -116,7 +133,7 @@ function FileRow({ file }: { file: FileView }) {
               // The button leaves with the failed or waiting state: the focus moves to the list around
               // it rather than to nowhere (a keyboard user would start again from the top of the page).
               event.currentTarget.closest<HTMLElement>('[role="list"]')?.focus();
-              void client.retryFailed({ fileId: file.id });
+              onRetry(file.id);
             }}
             aria-label={`${file.state === 'failed' ? 'Retry' : 'Try now'} ${visibleName(file.fileName)}`}
           >
@@ -128,20 +145,88 @@ function FileRow({ file }: { file: FileView }) {
   );
 }
 
-/** The reason in one line; the whole of it (and what to do) in the tooltip, since the line may be cut. */
-function FailureText({ file }: { file: FileView }) {
-  const error = file.error!;
-  const hint = failureHint(error.code);
+/** A failed file's reason, message, what to do and the detail for IT, in one string. */
+function wholeReason(error: NonNullable<FileView['error']>): { message: string; hint: string | null; detail: string | null } {
   const label = error.detail ? detailLabel(error) : null;
-  const whole = [error.message, hint, label ? `${label} ${error.detail}` : null].filter(Boolean).join(' ');
+  return { message: error.message, hint: failureHint(error.code), detail: label ? `${label} ${error.detail}` : null };
+}
+
+/**
+ * The reason in one line (the row keeps its height: the list is virtualised, and stays quick to scan),
+ * and a "Details" button that shows the whole of it under the list — for the keyboard and touch, which
+ * a tooltip does not reach.
+ */
+function FailureText({ file, toggle }: { file: FileView; toggle: ReasonToggle }) {
+  const { message, hint, detail } = wholeReason(file.error!);
+  const whole = [message, hint, detail].filter(Boolean).join(' ');
   return (
-    <span className="truncate muted small" title={whole}>
-      <span className="tone-text-danger">
-        {error.message}
-        {hint ? ` ${hint}` : ''}
-        {label ? ` ${label} ${error.detail}` : ''}
+    <span className="file-row-reason small">
+      <span className="truncate tone-text-danger" title={whole}>
+        {whole}
       </span>
+      <button
+        type="button"
+        className="link-button reason-toggle"
+        aria-expanded={toggle.open}
+        aria-controls={toggle.open ? toggle.id : undefined}
+        aria-label={`Details of ${visibleName(file.fileName)}`}
+        data-reason-of={file.id}
+        onClick={toggle.onToggle}
+      >
+        Details
+      </button>
     </span>
+  );
+}
+
+/** The whole reason of one failed file, under the list; it takes the focus when opened and gives it back to its "Details" on Hide. */
+function WholeReason({ id, file, onHide }: { id: string; file: FileView; onHide: () => void }) {
+  const { message, hint, detail } = wholeReason(file.error!);
+  const ref = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    ref.current?.focus();
+  }, [file.id]);
+  // The panel also goes when the file stops being failed (retried from the card, synced): the focus
+  // it had goes to the list rather than to the page. A layout effect: it runs before the panel leaves.
+  useLayoutEffect(() => {
+    const panel = ref.current;
+    const list = panel?.parentElement?.querySelector<HTMLElement>('[role="list"]');
+    return () => {
+      if (panel?.contains(document.activeElement)) list?.focus();
+    };
+  }, []);
+  const hide = () => {
+    const list = ref.current?.parentElement?.querySelector<HTMLElement>('[role="list"]');
+    onHide();
+    // Back on the row's "Details" if it is still in view, else on the list.
+    (list?.querySelector<HTMLElement>(`[data-reason-of="${file.id}"]`) ?? list)?.focus();
+  };
+  const title = `Why ${visibleName(file.fileName)} could not be uploaded`;
+  return (
+    <div
+      ref={ref}
+      id={id}
+      className="notice notice-danger whole-reason"
+      role="region"
+      aria-label={title}
+      tabIndex={-1}
+      onKeyDown={(event) => {
+        if (event.key === 'Escape') hide();
+      }}
+    >
+      <Icon name="alert" size={18} />
+      <div className="notice-body">
+        <strong className="break-anywhere">{title}</strong>
+        <p className="notice-message">{message}</p>
+        {hint ? <p className="notice-hint">{hint}</p> : null}
+        {detail ? <p className="notice-detail break-anywhere">{detail}</p> : null}
+      </div>
+      <div className="notice-action">
+        <button type="button" className="button small" onClick={hide}>
+          Hide details
+        </button>
+      </div>
+    </div>
   );
 }
 

@@ -1,4 +1,5 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
+import type { PairView } from '../../../../shared/bridge.js';
 import { useBridgeEvent, useBridgeQuery } from '../../bridge/context.js';
 import { EmptyState } from '../../components/EmptyState.js';
 import { ErrorNotice } from '../../components/ErrorNotice.js';
@@ -22,9 +23,38 @@ export function SyncScreen({ onBrowsePatient }: { onBrowsePatient: (patientId: s
   useBridgeEvent((event) => {
     if (event.type === 'pairs') pairs.setData(event.pairs);
   });
+  // After "Stop syncing" the card leaves with its folder: the focus goes to the next card (or the one
+  // before, or "Add folder" when none remains) once the list no longer holds it, and the screen reader
+  // hears that it is done. Chosen when the stop is confirmed, so a list updated by the engine before the
+  // call returns still finds it.
+  const [stopping, setStopping] = useState<{ pairId: string; next: string | null; folder: string } | null>(null);
+  const addRef = useRef<HTMLButtonElement>(null);
+  const [said, setSaid] = useState('');
+  const announce = (message: string) => {
+    // The same words twice in a row are not read again by every screen reader: clear first.
+    setSaid('');
+    setTimeout(() => setSaid(message), 50);
+  };
+  useEffect(() => {
+    if (!stopping || !pairs.data || pairs.data.some((pair) => pair.id === stopping.pairId)) return;
+    setStopping(null);
+    announce(`Stopped syncing ${stopping.folder}. Files already uploaded stay on the server.`);
+    // Only if the focus went with the card (not if staff have moved on meanwhile).
+    const active = document.activeElement;
+    if (active && active !== document.body && active.id !== 'main') return;
+    const card = stopping.next ? document.querySelector<HTMLElement>(`.pair-card[data-pair-id="${CSS.escape(stopping.next)}"]`) : null;
+    (card ?? addRef.current)?.focus();
+  }, [stopping, pairs.data]);
+  const onStopping = (pair: PairView, confirmed: boolean) => {
+    if (!confirmed) return setStopping(null);
+    const list = pairs.data ?? [];
+    const index = list.findIndex((entry) => entry.id === pair.id);
+    const next = list[index + 1] ?? list[index - 1] ?? null;
+    setStopping({ pairId: pair.id, next: next?.id ?? null, folder: pair.folder });
+  };
 
   const addButton = (
-    <button type="button" className="button primary" onClick={() => setAdding(true)}>
+    <button ref={addRef} type="button" className="button primary" onClick={() => setAdding(true)}>
       <Icon name="plus" size={16} /> Add folder
     </button>
   );
@@ -45,9 +75,12 @@ export function SyncScreen({ onBrowsePatient }: { onBrowsePatient: (patientId: s
       ) : null}
       <div className="pair-list">
         {pairs.data?.map((pair) => (
-          <PairCard key={pair.id} pair={pair} onBrowsePatient={onBrowsePatient} onChanged={pairs.reload} />
+          <PairCard key={pair.id} pair={pair} onBrowsePatient={onBrowsePatient} onChanged={pairs.reload} onStopping={(confirmed) => onStopping(pair, confirmed)} announce={announce} />
         ))}
       </div>
+      <p className="visually-hidden" role="status" aria-live="polite" data-testid="sync-screen-announcements">
+        {said}
+      </p>
       <AddPairDialog
         open={adding}
         onClose={() => setAdding(false)}
