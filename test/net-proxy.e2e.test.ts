@@ -68,8 +68,11 @@ describe('behind a reverse proxy under /patient-docs', () => {
   it('keeps a file the proxy refuses however small the piece waiting, saying it is the proxy’s limit', async () => {
     proxy.intercept = (request) => (uploadLength(request) > 10_000 ? htmlPage(413, 'Request Entity Too Large') : null);
     writeFile(sut.folder, 'tiny-limit/scan.ply', Buffer.alloc(200_000, 3));
-    const waiting = await waitFor('waiting', () => (record('tiny-limit/scan.ply')?.errorCode === 'TOO_LARGE' ? record('tiny-limit/scan.ply') : undefined));
-    expect(waiting!.state).toBe('waiting');
+    // The code stays on the row into its next attempt (uploading): wait for both together.
+    const waiting = await waitFor('waiting', () => {
+      const file = record('tiny-limit/scan.ply');
+      return file?.state === 'waiting' && file.errorCode === 'TOO_LARGE' ? file : undefined;
+    });
     expect(waiting!.errorMessage).toContain('client_max_body_size');
     expect(waiting!.errorDetail).toContain('client_max_body_size');
     expect(waiting!.errorDetail).not.toContain('<');
