@@ -12,7 +12,7 @@ import { SyncEngine } from '../electron/sync/engine.js';
 import { openJournal, type Journal } from '../electron/sync/journal.js';
 import { certificateAuthorities, parseCaCertificate } from '../electron/sync/tls-trust.js';
 import { exampleSite, nginxPort, startNginx, type Nginx } from './helpers/nginx.js';
-import { freePort, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { freePort, type ServerProcess, startServerProcess, stopProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { makeTestCertificates } from './helpers/tls.js';
 import { waitFor, writeFile } from './helpers/sync.js';
@@ -37,12 +37,7 @@ describe('catching up behind nginx when the server is back', () => {
   };
   const stopServer = async () => {
     // The same data directory is used again: stop the process without removing it.
-    const child = server!.child;
-    if (child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await stopProcess(server!.child);
     server = undefined;
   };
 

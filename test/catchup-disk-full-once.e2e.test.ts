@@ -11,29 +11,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SyncApp } from '../electron/sync/sync-app.js';
 import { openSyncHome } from '../electron/sync/sync-home.js';
+import { fillDisk } from './helpers/disk.js';
 import { spawnCli, startServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { waitFor, writeFile } from './helpers/sync.js';
 
-/** Fills the file system of `directory` to the last byte; returns the filler to delete. */
-function fillDisk(directory: string): string {
-  const filler = path.join(directory, 'filler');
-  const descriptor = fs.openSync(filler, 'w');
-  const chunk = Buffer.alloc(64 * 1024);
-  try {
-    for (let size = chunk.length; size >= 512; ) {
-      try {
-        fs.writeSync(descriptor, chunk, 0, size);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOSPC') throw error;
-        size /= 2;
-      }
-    }
-  } finally {
-    fs.closeSync(descriptor);
-  }
-  return filler;
-}
 
 describe('run --once while the disk fills up', () => {
   const mountPoint = tempDir('catchup-disk-full-once');
@@ -81,7 +63,7 @@ describe('run --once while the disk fills up', () => {
       } finally {
         journal.close();
       }
-      filler = fillDisk(mountPoint);
+      filler = fillDisk(path.join(mountPoint, 'filler'));
       writeFile(folder, 'mon-lower.stl', 'solid monday');
       await waitFor('run to find the disk full', () => stderr.includes('disk is full'), 12_000);
       const result = await run.done;

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../electron/sync/api-client.js';
 import { SyncEngine } from '../electron/sync/engine.js';
 import { openJournal, type Journal } from '../electron/sync/journal.js';
-import { freePort, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { freePort, type ServerProcess, startServerProcess, stopProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { waitFor, writeFile } from './helpers/sync.js';
 
@@ -32,12 +32,7 @@ describe('the engine finds out by itself that the server is back', () => {
   };
   const stopServer = async () => {
     // The same data directory is used again: stop the process without removing it.
-    const child = server!.child;
-    if (child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await stopProcess(server!.child);
     server = undefined;
   };
 

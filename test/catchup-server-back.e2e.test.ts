@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SyncApp } from '../electron/sync/sync-app.js';
 import { openSyncHome } from '../electron/sync/sync-home.js';
-import { freePort, spawnCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { freePort, type ServerProcess, spawnCli, startServerProcess, stopProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { waitFor, writeFile } from './helpers/sync.js';
 
@@ -29,12 +29,7 @@ describe('the sync engine catches up by itself when the server is back', () => {
   };
   const stopServer = async () => {
     // The same data directory is used again: stop the process without removing it.
-    const child = server!.child;
-    if (child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await stopProcess(server!.child);
     server = undefined;
   };
 

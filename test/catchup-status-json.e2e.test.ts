@@ -6,10 +6,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SyncApp } from '../electron/sync/sync-app.js';
-import { openSyncHome } from '../electron/sync/sync-home.js';
 import { runCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
+import { CLIENT, tempDir } from './helpers/server.js';
+import { prepareSyncHome } from './helpers/sync.js';
 
 const CLI_HINT = 'Ask IT to raise the server’s upload limit, then run `patient-docs-sync retry`.';
 
@@ -29,16 +28,7 @@ describe('status --json on failed files', () => {
   beforeAll(async () => {
     server = await startServerProcess({ PATIENT_DOCS_MAX_UPLOAD_BYTES: '1MiB' });
     fs.mkdirSync(folder, { recursive: true });
-    // Set up as `connect`, `config` and `add-pair` would (in-process, to keep the test quick).
-    const opened = await openSyncHome(home);
-    const app = new SyncApp({ home, settings: opened.settings, secrets: opened.secrets, shell: 'headless', version: 'test', webhooks: false });
-    try {
-      await app.setupRemote({ serverUrl: server.url, clientId: CLIENT.id, clientSecret: CLIENT.secret, organizationId: ORG });
-      await app.updateSettings({ settleMs: 200 });
-      await app.addPair({ folder, patientId: PATIENT, remoteBasePath: '/status-json' });
-    } finally {
-      await app.stop();
-    }
+    await prepareSyncHome(home, { serverUrl: server.url, folder, remoteBasePath: '/status-json' });
   });
   afterAll(async () => {
     await server?.stop();

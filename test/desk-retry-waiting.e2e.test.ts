@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchHeadless } from '../electron/headless/main.js';
 import { SyncApp } from '../electron/sync/sync-app.js';
 import { openSyncHome } from '../electron/sync/sync-home.js';
-import { freePort, ROOT, runCli, spawnCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { freePort, ROOT, runCli, type ServerProcess, spawnCli, startServerProcess, stopProcess } from './helpers/processes.js';
 import { launchBrowser } from './helpers/renderer-page.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { waitFor, writeFile } from './helpers/sync.js';
@@ -52,12 +52,7 @@ describe('files waiting for a server that is back', () => {
   };
   const stopServer = async () => {
     // The same data directory is used again: stop the process without removing it.
-    const child = server!.child;
-    if (child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    await stopProcess(server!.child);
     server = undefined;
   };
 

@@ -55,14 +55,18 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
     child,
     dataDir,
     stop: async () => {
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once('exit', resolve));
-        child.kill('SIGTERM');
-        await exited;
-      }
+      await stopProcess(child);
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** SIGTERM, and resolves once the process has exited (at once if it already had). */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
 }
 
 export interface CliResult {

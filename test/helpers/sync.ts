@@ -11,6 +11,8 @@ import { openJournal, type Journal } from '../../electron/sync/journal.js';
 import { syncFile, type PipelineDeps, type PipelineOutcome, type PipelinePair } from '../../electron/sync/pipeline.js';
 import type { SyncPair } from '../../electron/sync/settings.js';
 import { statIfPresent } from '../../electron/sync/stability.js';
+import { SyncApp } from '../../electron/sync/sync-app.js';
+import { openSyncHome } from '../../electron/sync/sync-home.js';
 import { afterAll, beforeAll } from 'vitest';
 import { startServerProcess, type ServerProcess } from './processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './server.js';
@@ -160,4 +162,20 @@ export function usePipelineBench(options: Parameters<typeof startEngine>[1]): Pi
       return syncFile(fileId, this.pair, { journal, api: sut.api, backoff: { baseMs: 10, maxMs: 10 }, now: Date.now, stat: statIfPresent, hash: sha256File, ...overrides });
     },
   };
+}
+
+/**
+ * A sync home set up as `connect`, `config --settle-ms 200` and `add-pair` would (in-process: quicker
+ * than three CLI runs), for tests of the CLI's `run` and `status`.
+ */
+export async function prepareSyncHome(home: string, options: { serverUrl: string; folder: string; remoteBasePath: string }): Promise<void> {
+  const opened = await openSyncHome(home);
+  const app = new SyncApp({ home, settings: opened.settings, secrets: opened.secrets, shell: 'headless', version: 'test', webhooks: false });
+  try {
+    await app.setupRemote({ serverUrl: options.serverUrl, clientId: CLIENT.id, clientSecret: CLIENT.secret, organizationId: ORG });
+    await app.updateSettings({ settleMs: 200 });
+    await app.addPair({ folder: options.folder, patientId: PATIENT, remoteBasePath: options.remoteBasePath });
+  } finally {
+    await app.stop();
+  }
 }
