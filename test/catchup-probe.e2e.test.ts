@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../electron/sync/api-client.js';
 import { SyncEngine } from '../electron/sync/engine.js';
 import { openJournal, type Journal } from '../electron/sync/journal.js';
-import { freePort, type ServerProcess, startServerProcess, stopProcess } from './helpers/processes.js';
+import { type RestartableServer, restartableServer } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { waitFor, writeFile } from './helpers/sync.js';
 
@@ -21,24 +21,17 @@ describe('the engine finds out by itself that the server is back', () => {
   const scratch = tempDir('catchup-probe');
   const dataDir = path.join(scratch, 'server-data');
   const folder = path.join(scratch, 'scans');
-  let port: string;
-  let server: ServerProcess | undefined;
+  let servers: RestartableServer;
   let journal: Journal;
   let engine: SyncEngine;
 
-  const startServer = async () => {
-    server = await startServerProcess({ PORT: port, PATIENT_DOCS_DATA_DIR: dataDir });
-    return server.url;
-  };
-  const stopServer = async () => {
-    // The same data directory is used again: stop the process without removing it.
-    await stopProcess(server!.child);
-    server = undefined;
-  };
+  const startServer = () => servers.start();
+  // The same data directory is used again: stop the process without removing it.
+  const stopServer = () => servers.stop();
 
   beforeAll(async () => {
     fs.mkdirSync(folder, { recursive: true });
-    port = String(await freePort());
+    servers = await restartableServer(dataDir);
     const url = await startServer();
     const api = new ApiClient({ serverUrl: url, organizationId: ORG, credentials: { tokenUrl: `${url}/oauth2/token`, clientId: CLIENT.id, clientSecret: CLIENT.secret } });
     journal = openJournal(path.join(scratch, 'journal.db'));
@@ -56,7 +49,7 @@ describe('the engine finds out by itself that the server is back', () => {
   afterAll(async () => {
     await engine?.stop();
     journal?.close();
-    await server?.stop();
+    await servers?.close();
     fs.rmSync(scratch, { recursive: true, force: true });
   });
 

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SyncApp } from '../electron/sync/sync-app.js';
 import { openSyncHome } from '../electron/sync/sync-home.js';
-import { freePort, type ServerProcess, spawnCli, startServerProcess, stopProcess } from './helpers/processes.js';
+import { type RestartableServer, restartableServer, spawnCli } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { waitFor, writeFile } from './helpers/sync.js';
 
@@ -20,25 +20,18 @@ const LONG_BACKOFF_MS = 60_000;
 describe('the sync engine catches up by itself when the server is back', () => {
   const scratch = tempDir('catchup-server-back');
   const dataDir = path.join(scratch, 'server-data');
-  let port: string;
-  let server: ServerProcess | undefined;
+  let servers: RestartableServer;
 
-  const startServer = async () => {
-    server = await startServerProcess({ PORT: port, PATIENT_DOCS_DATA_DIR: dataDir });
-    return server.url;
-  };
-  const stopServer = async () => {
-    // The same data directory is used again: stop the process without removing it.
-    await stopProcess(server!.child);
-    server = undefined;
-  };
+  const startServer = () => servers.start();
+  // The same data directory is used again: stop the process without removing it.
+  const stopServer = () => servers.stop();
 
   beforeAll(async () => {
-    port = String(await freePort());
+    servers = await restartableServer(dataDir);
     await startServer();
   });
   afterAll(async () => {
-    await server?.stop();
+    await servers?.close();
     fs.rmSync(scratch, { recursive: true, force: true });
   });
 
@@ -49,7 +42,7 @@ describe('the sync engine catches up by itself when the server is back', () => {
     const opened = await openSyncHome(home);
     const app = new SyncApp({ home, settings: opened.settings, secrets: opened.secrets, shell: 'headless', version: 'test', webhooks: false });
     try {
-      await app.setupRemote({ serverUrl: server!.url, clientId: CLIENT.id, clientSecret: CLIENT.secret, organizationId: ORG });
+      await app.setupRemote({ serverUrl: servers.url, clientId: CLIENT.id, clientSecret: CLIENT.secret, organizationId: ORG });
       await app.updateSettings({ settleMs: 200, concurrency: 2 });
       await app.addPair({ folder, patientId: PATIENT, patientName: 'Jane Roe', remoteBasePath: '/catchup' });
     } finally {

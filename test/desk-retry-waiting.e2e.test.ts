@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchHeadless } from '../electron/headless/main.js';
 import { SyncApp } from '../electron/sync/sync-app.js';
 import { openSyncHome } from '../electron/sync/sync-home.js';
-import { freePort, ROOT, runCli, type ServerProcess, spawnCli, startServerProcess, stopProcess } from './helpers/processes.js';
+import { type RestartableServer, restartableServer, ROOT, runCli, spawnCli } from './helpers/processes.js';
 import { launchBrowser } from './helpers/renderer-page.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { waitFor, writeFile } from './helpers/sync.js';
@@ -23,9 +23,8 @@ const LONG_BACKOFF_MS = 60_000;
 describe('files waiting for a server that is back', () => {
   const scratch = tempDir('desk-retry-waiting');
   const dataDir = path.join(scratch, 'server-data');
-  let port: string;
+  let servers: RestartableServer;
   let serverUrl: string;
-  let server: ServerProcess | undefined;
   let browser: Browser;
   let homes = 0;
 
@@ -46,24 +45,18 @@ describe('files waiting for a server that is back', () => {
     return { home, folder };
   }
 
-  const startServer = async () => {
-    server = await startServerProcess({ PORT: port, PATIENT_DOCS_DATA_DIR: dataDir });
-    return server.url;
-  };
-  const stopServer = async () => {
-    // The same data directory is used again: stop the process without removing it.
-    await stopProcess(server!.child);
-    server = undefined;
-  };
+  const startServer = () => servers.start();
+  // The same data directory is used again: stop the process without removing it.
+  const stopServer = () => servers.stop();
 
   beforeAll(async () => {
-    port = String(await freePort());
+    servers = await restartableServer(dataDir);
     serverUrl = await startServer();
     browser = await launchBrowser();
   });
   afterAll(async () => {
     await browser?.close();
-    await server?.stop();
+    await servers?.close();
     fs.rmSync(scratch, { recursive: true, force: true });
   });
 

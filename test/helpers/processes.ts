@@ -61,6 +61,41 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
   };
 }
 
+/** A server stopped and started again on one port and data directory: the clinic's box rebooting. */
+export interface RestartableServer {
+  /** The server's address (the same across restarts). */
+  readonly url: string;
+  start(): Promise<string>;
+  /** Stops the process and keeps its data for the next start. */
+  stop(): Promise<void>;
+  /** Stops it for good and removes its data. */
+  close(): Promise<void>;
+}
+
+export async function restartableServer(dataDir: string): Promise<RestartableServer> {
+  const port = String(await freePort());
+  let server: ServerProcess | undefined;
+  let url = '';
+  return {
+    get url() {
+      return url;
+    },
+    async start() {
+      server = await startServerProcess({ PORT: port, PATIENT_DOCS_DATA_DIR: dataDir });
+      url = server.url;
+      return url;
+    },
+    async stop() {
+      if (server) await stopProcess(server.child);
+      server = undefined;
+    },
+    async close() {
+      await server?.stop();
+      server = undefined;
+    },
+  };
+}
+
 /** SIGTERM, and resolves once the process has exited (at once if it already had). */
 export async function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
