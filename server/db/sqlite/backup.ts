@@ -71,9 +71,11 @@ function objectPath(objectsDir: string, key: string): string {
 async function hashCopy(from: string, to: string | undefined): Promise<{ size: number; sha256: string }> {
   const hash = createHash('sha256');
   let size = 0;
-  const read = fs.createReadStream(from, { highWaterMark: 1024 * 1024 });
+  // Each stream is opened only where it is read at once: one opened before an await could fail to
+  // open (a missing file) with no listener yet, and the unhandled 'error' would end the process.
+  const read = () => fs.createReadStream(from, { highWaterMark: 1024 * 1024 });
   if (to === undefined) {
-    for await (const chunk of read as AsyncIterable<Buffer>) {
+    for await (const chunk of read() as AsyncIterable<Buffer>) {
       hash.update(chunk);
       size += chunk.length;
     }
@@ -87,7 +89,7 @@ async function hashCopy(from: string, to: string | undefined): Promise<{ size: n
     },
   });
   await fsp.mkdir(path.dirname(to), { recursive: true, mode: PRIVATE_DIR });
-  await pipeline(read, tap, fs.createWriteStream(to, { flags: 'wx', mode: PRIVATE_FILE }));
+  await pipeline(read(), tap, fs.createWriteStream(to, { flags: 'wx', mode: PRIVATE_FILE }));
   return { size, sha256: hash.digest('hex') };
 }
 
