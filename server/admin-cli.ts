@@ -51,8 +51,8 @@ const USAGE = `Usage: patient-docs-admin <command> [options]
                          who accessed a patient's files, and who was refused: one line per
                          entry, newest first (--json: one JSON object per line). TIME is a date
                          (2026-11-21, the server's time zone; --until includes that day) or a
-                         date and time (2026-11-21T09:30:00Z). ACTION: search, read, versions,
-                         create, upload, download, thumbnail, delete
+                         date and time (2026-11-21T09:30:00Z). ACTION: list-patients, search,
+                         read, versions, create, upload, download, thumbnail, delete
   audit prune --before TIME   remove the entries recorded before TIME (nothing is removed
                          automatically: keep them as long as your country's rules require)
 

@@ -22,7 +22,7 @@ export const AuditListQuery = Type.Object(
     documentId: Type.Optional(Uuid),
     clientId: Type.Optional(ClientId),
     organizationId: Type.Optional(Uuid),
-    action: Type.Optional(literalUnion(AUDIT_ACTIONS as readonly ['search', 'read', 'versions', 'create', 'upload', 'download', 'thumbnail', 'delete'])),
+    action: Type.Optional(literalUnion(AUDIT_ACTIONS as readonly ['list-patients', 'search', 'read', 'versions', 'create', 'upload', 'download', 'thumbnail', 'delete'])),
     outcome: Type.Optional(literalUnion(AUDIT_OUTCOMES as readonly ['allowed', 'refused', 'failed'])),
     since: Type.Optional(TimeText),
     until: Type.Optional(TimeText),

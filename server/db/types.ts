@@ -355,8 +355,9 @@ export interface WebhookRepository {
  * a placeholder; `upload` content (one-shot, or a resumable upload when it completes);
  * `download` and `thumbnail` go through signed links; `delete` removes a document from search.
  */
-export type AuditAction = 'search' | 'read' | 'versions' | 'create' | 'upload' | 'download' | 'thumbnail' | 'delete';
-export const AUDIT_ACTIONS: readonly AuditAction[] = ['search', 'read', 'versions', 'create', 'upload', 'download', 'thumbnail', 'delete'];
+/** `list-patients`: GET /v1/patients, which shows who is a patient of the clinic (names), no files. */
+export type AuditAction = 'list-patients' | 'search' | 'read' | 'versions' | 'create' | 'upload' | 'download' | 'thumbnail' | 'delete';
+export const AUDIT_ACTIONS: readonly AuditAction[] = ['list-patients', 'search', 'read', 'versions', 'create', 'upload', 'download', 'thumbnail', 'delete'];
 /** allowed: answered 1xx–3xx; refused: 4xx (the request was not granted); failed: 5xx, or the connection closed before the answer. */
 export type AuditOutcome = 'allowed' | 'refused' | 'failed';
 export const AUDIT_OUTCOMES: readonly AuditOutcome[] = ['allowed', 'refused', 'failed'];

@@ -5,12 +5,15 @@ import { OrganizationHeaders, PatientListQuery, PatientListResponse, ProblemSche
 import type { PatientRepository } from '../db/types.js';
 import type { AccessGuard } from '../domain/access.js';
 import { principalOf } from '../plugins/auth.js';
+import type {} from '../audit/http.js';
 
 export async function patientRoutes(appBase: FastifyInstance, options: { patients: PatientRepository; access: AccessGuard }): Promise<void> {
   const app = appBase.withTypeProvider<TypeBoxTypeProvider>();
   app.get(
     '/v1/patients',
     {
+      // Who is a patient of the clinic is itself personal data: every listing is in the audit log.
+      config: { audit: { action: 'list-patients' } },
       schema: {
         tags: ['patients'],
         summary: 'List the patients the organization may see (Patient.Read or Patient.File.Read)',
@@ -30,6 +33,7 @@ export async function patientRoutes(appBase: FastifyInstance, options: { patient
       const offset = request.query.offset ?? 0;
       const limit = request.query.limit ?? SEARCH_DEFAULTS.limit;
       const page = await options.patients.listVisible(organizationId, request.query.name, offset, limit);
+      if (request.auditNote) request.auditNote.detail = { ...(request.query.name ? { name: request.query.name } : {}), offset, results: page.rows.length, total: page.total };
       return {
         patients: page.rows.map((patient) => ({ id: patient.id, name: patient.name, createdAt: patient.createdAt, updatedAt: patient.updatedAt })),
         offset,
