@@ -306,9 +306,17 @@ describe('shutdown with an upload in flight', () => {
     expect(await stop(again)).toBe(0);
   });
 
-  it('a second SIGTERM stops at once; the next start sweeps what it left and the document has no content', async () => {
+  it('a second SIGTERM stops at once, keeping the audit entries of what was answered; the next start sweeps what it left and the document has no content', async () => {
     const dir = dataDir('second-signal');
     const { server, documentId, upload } = await uploadInFlight(dir, '60s');
+    // Answered a moment before the signals: its audit entry is still in memory (written every 200 ms).
+    const bearer = await clientToken(server.url);
+    const searched = await fetch(`${server.url}/v1/patients/${PATIENT}/documents/search`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${bearer}`, 'organization-id': ORG, 'content-type': 'application/json' },
+      body: JSON.stringify({ path: '/shutdown', limit: 5 }),
+    });
+    expect(searched.status).toBe(200);
     server.child.kill('SIGTERM');
     await waitFor(() => server.output().includes('stopping'), () => server.output());
     const secondAt = Date.now();
@@ -323,6 +331,14 @@ describe('shutdown with an upload in flight', () => {
     const again = await start(serverEnv(dir, '1s'));
     expect(tempFiles(dir)).toEqual([]);
     expect(await hasContent(again.url, await clientToken(again.url), documentId)).toBe(false);
+    const audit = await fetch(`${again.url}/admin/v1/audit?patientId=${PATIENT}&limit=1000`, { headers: { authorization: `Bearer ${serverEnv(dir, '1s').PATIENT_DOCS_ADMIN_TOKEN}` } });
+    const entries = ((await audit.json()) as { entries: Array<{ action: string; outcome: string; documentId: string | null }> }).entries;
+    expect(entries).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ action: 'create', outcome: 'allowed', documentId }),
+        expect.objectContaining({ action: 'search', outcome: 'allowed' }),
+      ]),
+    );
     expect(await stop(again)).toBe(0);
   });
 });
