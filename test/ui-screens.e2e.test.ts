@@ -257,6 +257,59 @@ describe('patient browser', () => {
     }
   });
 
+  it.each([1440, 1024, 360])('at %i wide, every folder’s file count in the tree is fully in view, also beside a long, deep folder name that ends in an ellipsis', async (width) => {
+    const longName = '2026-03-12 Upper and lower arch, full-resolution export for the lab';
+    const deepPath = `/scans/${longName}/${Array.from({ length: 6 }, (_, index) => `level ${index + 4} ${longName}`).join('/')}`;
+    const documents = [
+      ...Array.from({ length: 12 }, (_, index) => documentDto({ fileName: `scan-${index}.stl`, path: `/scans/${longName}` }, index + 1)),
+      documentDto({ fileName: 'deep.pdf', path: deepPath }, 100),
+    ];
+    const app = await openRenderer(browser, records(documents, ['Jane Roe']), { width, height: 700 });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Patients', exact: true }).click();
+      await page.locator('.browser-patients').getByRole('button', { name: /Jane Roe/ }).click();
+      await page.getByTestId('document-count').filter({ hasText: '13 files' }).waitFor();
+      // Every count shown lies inside the tree column and its scrolling viewport, whole (its text not cut).
+      const countsInView = async (when: string) => {
+        const column = (await page.locator('.browser-tree').boundingBox())!;
+        const viewport = (await page.locator('.folder-tree').boundingBox())!;
+        const rows = page.locator('.tree-label');
+        const paths = await rows.evaluateAll((elements) => elements.map((element) => (element as HTMLElement).dataset.path!));
+        expect(paths.length, when).toBeGreaterThan(1);
+        for (const path of paths) {
+          const count = page.locator(`.tree-label[data-path="${path}"] .tree-count`);
+          const box = (await count.boundingBox())!;
+          const label = `${when}: the count of ${path}`;
+          expect(box.width, label).toBeGreaterThan(0);
+          for (const outer of [column, viewport]) {
+            expect(box.x, `${label} begins in the column`).toBeGreaterThanOrEqual(outer.x - 0.5);
+            expect(box.x + box.width, `${label} ends in the column`).toBeLessThanOrEqual(outer.x + outer.width + 0.5);
+          }
+          expect(await count.evaluate((element) => element.scrollWidth <= element.clientWidth), `${label} is not cut`).toBe(true);
+        }
+      };
+      // The tree opens on the root and the way to the selected folder; open "scans" to show the long name.
+      await page.locator('.tree-label[data-path="/scans"] .tree-twisty').click();
+      const long = page.locator(`.tree-label[data-path="/scans/${longName}"]`);
+      await long.waitFor();
+      expect(await long.locator('.tree-count').innerText()).toBe('13');
+      expect(await long.locator('.tree-name').evaluate((element) => element.scrollWidth > element.clientWidth), 'the long name ends in an ellipsis').toBe(true);
+      await countsInView('opened');
+      // Then open every level down to the deepest with the keyboard (the tree scrolls sideways to it).
+      await long.focus();
+      for (let level = 0; level < 7; level += 1) {
+        await page.keyboard.press('ArrowRight');
+        await page.keyboard.press('ArrowDown');
+      }
+      await page.locator(`.tree-label[data-path="${deepPath}"]`).waitFor();
+      await expect.poll(() => page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset.path)).toBe(deepPath);
+      await countsInView('at the deepest folder');
+    } finally {
+      await app.close();
+    }
+  });
+
   it('closing a preview gives the focus back to the button that opened it', async () => {
     const pdf = documentDto({ fileName: 'order-form.pdf', path: '/reports', storageDownloadUri: 'http://patient-docs.test/content/order-form.pdf?signature=x' }, 1);
     const app = await openRenderer(browser, records([pdf], ['Jane Roe']));

@@ -19,7 +19,7 @@ export function treeIndent(level: number): number {
 }
 
 /** Room a row keeps beside its indent for the chevron, the icon, a readable name and the count. */
-const ROW_MIN_CONTENT = 190;
+const ROW_MIN_CONTENT = 150;
 
 /** The folders to open so `path` shows, added to `expanded` (the same set when nothing changes). */
 function withAncestors(expanded: ReadonlySet<string>, path: string): ReadonlySet<string> {
