@@ -14,7 +14,7 @@ import { fileChunks, type BandwidthLimiter } from './bandwidth.js';
 import type { DocumentApi, UploadRequest } from './document-api.js';
 import { multipartBody } from './multipart.js';
 import { TokenManager, type Credentials } from './token-manager.js';
-import { DEFAULT_TUS_PATH, TUS_VERSION, TusUploader } from './tus-upload.js';
+import { DEFAULT_TUS_PATH, TUS_VERSION, TusUploader, type PieceProbe, type PieceState } from './tus-upload.js';
 import { unchangedSinceStart } from './upload-check.js';
 
 export interface ApiClientOptions {
@@ -28,6 +28,8 @@ export interface ApiClientOptions {
   now?: () => number;
   /** CA certificates to trust instead of Node's default store (see tls-trust.ts); never a way to skip the check. */
   certificateAuthority?: string[] | undefined;
+  /** When to try larger upload pieces again after a proxy's 413 (default DEFAULT_PIECE_PROBE: 5 minutes, doubling to an hour). */
+  pieceProbe?: PieceProbe;
 }
 
 export const DEFAULT_RESUMABLE_THRESHOLD = 64 * 1024 * 1024;
@@ -59,7 +61,7 @@ export class ApiClient implements DocumentApi {
       ...(options.certificateAuthority ? { https: { certificateAuthority: options.certificateAuthority } } : {}),
     });
     this.tokens = new TokenManager({ http: this.http, credentials: options.credentials, ...(options.now ? { now: options.now } : {}) });
-    this.tus = new TusUploader({ http: this.http, send: (build) => this.authorized(build), limiter: options.limiter });
+    this.tus = new TusUploader({ http: this.http, send: (build) => this.authorized(build), limiter: options.limiter, pieceProbe: options.pieceProbe, ...(options.now ? { now: options.now } : {}) });
   }
 
   createDocument(patientId: string, fileName: string, path: string): Promise<CreateDocumentResponse> {
@@ -126,16 +128,28 @@ export class ApiClient implements DocumentApi {
 
   private async uploadByRoute(request: UploadRequest): Promise<DocumentDto | null> {
     const threshold = this.options.resumableThreshold ?? DEFAULT_RESUMABLE_THRESHOLD;
-    if (request.size >= threshold || request.resumeUrl || this.tus.bodyLimited) return this.tus.upload(request);
+    if (request.size >= threshold || request.resumeUrl) return this.tus.upload(request);
+    // While a proxy limits bodies small files go in pieces too, but for a probe now and then (IT may have raised the limit).
+    const probe = this.tus.bodyLimited;
+    if (this.tus.piecesOnly()) return this.tus.upload(request);
+    let result: DocumentDto | null;
     try {
-      return await this.uploadOnce(request);
+      result = await this.uploadOnce(request);
     } catch (error) {
       // A proxy's body-size limit (nginx's client_max_body_size is 1 MB unless IT raises it), not
       // the server's: the resumable route sends the file in pieces small enough to pass.
-      if (!(error instanceof ApiProblemError && error.status === 413 && error.foreign)) throw error;
-      this.tus.bodyLimited = true;
+      const refused = error instanceof ApiProblemError && error.status === 413 && error.foreign;
+      this.tus.oneShotTried(refused ? 'refused' : 'other', probe);
+      if (!refused) throw error;
       return this.tus.upload(request);
     }
+    this.tus.oneShotTried('passed', probe);
+    return result;
+  }
+
+  /** The size of resumable upload pieces now, and when a larger one is next tried (after a proxy's 413). */
+  uploadPieces(): PieceState {
+    return this.tus.pieces();
   }
 
   abandonUpload(uploadUrl: string, signal?: AbortSignal): Promise<void> {

@@ -19,6 +19,17 @@ const PATCH_BYTES = 64 * 1024 * 1024;
 const MIN_PATCH_BYTES = 64 * 1024;
 /** Immediate resumes (HEAD, then PATCH from the server's offset) before the failure is handed back. */
 const MAX_RESUMES_WITHOUT_PROGRESS = 3;
+/**
+ * After a proxy made the pieces smaller, how long until one piece tries the next larger size
+ * (IT may have raised the limit meanwhile); doubled after each probe the proxy refuses, up to the
+ * maximum, so a proxy that keeps its limit costs one refused piece per hour at most.
+ */
+export const DEFAULT_PIECE_PROBE = { afterMs: 5 * 60_000, maxMs: 60 * 60_000 } as const;
+
+export interface PieceProbe {
+  afterMs: number;
+  maxMs: number;
+}
 
 export interface TusUploaderOptions {
   /** The client's got instance (its trusted CAs, timeouts); every request goes through it. */
@@ -27,15 +38,143 @@ export interface TusUploaderOptions {
   send: (build: (token: string) => PromiseLike<Response<string>>) => Promise<Response<string>>;
   limiter?: BandwidthLimiter | undefined;
   tusPath?: string;
+  /** When to try larger pieces again after a proxy's 413 (default DEFAULT_PIECE_PROBE). */
+  pieceProbe?: PieceProbe | undefined;
+  now?: () => number;
+}
+
+/** A PATCH's piece: its nominal size, the bytes it sends (less for the last piece), whether it probes a larger size. */
+interface Piece {
+  size: number;
+  bytes: number;
+  probe: boolean;
+}
+
+/** Where the piece size stands (for tests and diagnostics). */
+export interface PieceState {
+  /** Bytes per PATCH now. */
+  bytes: number;
+  /** When a piece (or a small file in one request) next tries a larger size; null when none is planned. */
+  nextProbeAt: number | null;
 }
 
 export class TusUploader {
-  /** Bytes per PATCH now: quartered each time a proxy refuses a piece as too large (413), and kept so while pieces pass. */
+  /**
+   * Bytes per PATCH now: quartered each time a proxy refuses a piece as too large (413), kept so
+   * while pieces pass, and grown back (×4 a step) by probes once IT may have raised the limit.
+   */
   private patchBytes = PATCH_BYTES;
   /** A proxy in front of the server limits request bodies: every upload goes through here, in pieces. */
   bodyLimited = false;
+  /** When one piece next tries a larger size (null: pieces are full size, nothing to probe). */
+  private nextProbeAt: number | null = null;
+  /** The wait before the next probe: the base, doubled by each refused probe. */
+  private probeDelayMs: number;
+  /** A probe is on its way (one at a time, whatever the number of uploads in parallel). */
+  private probing = false;
+  private readonly probe: PieceProbe;
+  private readonly now: () => number;
 
-  constructor(private readonly options: TusUploaderOptions) {}
+  constructor(private readonly options: TusUploaderOptions) {
+    this.probe = options.pieceProbe ?? DEFAULT_PIECE_PROBE;
+    this.probeDelayMs = this.probe.afterMs;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The piece size and when it is next probed. */
+  pieces(): PieceState {
+    return { bytes: this.patchBytes, nextProbeAt: this.nextProbeAt };
+  }
+
+  /**
+   * Whether a file small enough for one request must go in pieces: while a proxy limits bodies,
+   * except for one file at a time once a probe is due and the pieces are already back at full size
+   * (the one-shot route then tries whether the proxy still refuses: see oneShotTried).
+   */
+  piecesOnly(): boolean {
+    if (!this.bodyLimited) return false;
+    if (this.probing || this.patchBytes < PATCH_BYTES || this.nextProbeAt === null || this.now() < this.nextProbeAt) return true;
+    this.probing = true;
+    return false;
+  }
+
+  /**
+   * The one-shot route's outcome: `refused` when a proxy refused its body as too large (uploads go
+   * in pieces from now on, probed up later), else it passed or failed for another reason.
+   */
+  oneShotTried(outcome: 'passed' | 'refused' | 'other', probe: boolean): void {
+    if (probe) this.probing = false;
+    if (outcome === 'refused') {
+      if (probe) this.probeDelayMs = Math.min(this.probe.maxMs, this.probeDelayMs * 2);
+      this.bodyLimited = true;
+      this.nextProbeAt = this.now() + this.probeDelayMs;
+    } else if (outcome === 'passed' && probe && this.patchBytes >= PATCH_BYTES) {
+      this.bodyLimited = false;
+      this.nextProbeAt = null;
+      this.probeDelayMs = this.probe.afterMs;
+    }
+  }
+
+  /**
+   * The next piece of an upload with `remaining` bytes to go: as large as the size known to pass,
+   * or, when a probe is due and the piece would be larger, as the next size up (one probe at a
+   * time). Its bytes are what is sent, so a short last piece never counts for more than it proved.
+   */
+  private nextPiece(remaining: number): Piece {
+    if (this.nextProbeAt !== null && !this.probing && this.patchBytes < PATCH_BYTES && remaining > this.patchBytes && this.now() >= this.nextProbeAt) {
+      this.probing = true;
+      const size = Math.min(PATCH_BYTES, this.patchBytes * 4);
+      return { size, bytes: Math.min(remaining, size), probe: true };
+    }
+    return { size: this.patchBytes, bytes: Math.min(remaining, this.patchBytes), probe: false };
+  }
+
+  /** A piece passed the proxy: a probe's size becomes the size, and the next size up is tried at once. */
+  private piecePassed(piece: Piece): void {
+    if (!piece.probe) return;
+    this.probing = false;
+    this.patchBytes = Math.max(this.patchBytes, piece.bytes);
+    this.probeDelayMs = this.probe.afterMs;
+    if (this.patchBytes >= PATCH_BYTES) {
+      // Back to full size: the proxy lets any piece through, and small files go in one request again.
+      this.nextProbeAt = null;
+      this.bodyLimited = false;
+    } else {
+      this.nextProbeAt = this.now();
+    }
+  }
+
+  /**
+   * A proxy refused a piece as too large. A refused probe keeps the size that passes and waits
+   * twice as long before the next; any other refusal (the limit was lowered, or several uploads
+   * found it at once) makes the pieces a quarter of the refused one. False when even the smallest
+   * piece was refused.
+   */
+  private pieceRefused(piece: Piece): boolean {
+    this.bodyLimited = true;
+    if (piece.probe) {
+      this.probing = false;
+      this.probeDelayMs = Math.min(this.probe.maxMs, this.probeDelayMs * 2);
+      this.nextProbeAt = this.now() + this.probeDelayMs;
+      return true;
+    }
+    if (piece.bytes <= MIN_PATCH_BYTES) {
+      // Refused even at the smallest piece: the next attempt (after IT raised the limit) starts
+      // from large pieces again instead of crawling at 64 KiB for as long as the app runs, and a
+      // small file tries one request again (piecesOnly).
+      this.patchBytes = PATCH_BYTES;
+      this.nextProbeAt = this.now();
+      this.probeDelayMs = this.probe.afterMs;
+      return false;
+    }
+    // A quarter of the size, again until below the bytes refused (a short last piece may have been refused).
+    let size = piece.size;
+    do size = Math.floor(size / 4);
+    while (size >= piece.bytes && size > MIN_PATCH_BYTES);
+    this.patchBytes = Math.min(this.patchBytes, Math.max(MIN_PATCH_BYTES, size));
+    this.nextProbeAt = this.now() + this.probeDelayMs;
+    return true;
+  }
 
   /** Resolves with the document when the server answers the last PATCH with it, else null. */
   async upload(request: UploadRequest): Promise<DocumentDto | null> {
@@ -63,8 +202,10 @@ export class TusUploader {
         request.onResumeUrl?.(null);
         return null;
       }
+      const piece = this.nextPiece(request.size - offset);
       try {
-        const result = await this.patch(request, url, offset);
+        const result = await this.patch(request, url, offset, piece.bytes);
+        this.piecePassed(piece);
         failuresWithoutProgress = 0;
         offset = result.offset;
         if (offset >= request.size) {
@@ -72,19 +213,17 @@ export class TusUploader {
           return result.document;
         }
       } catch (error) {
+        const refusedByProxy = error instanceof ApiProblemError && error.status === 413 && error.foreign;
+        // A probe that ended any other way (a network error, a stop) leaves the size as it was, probed again later.
+        if (piece.probe && !refusedByProxy) this.probing = false;
         if (request.signal?.aborted) throw new AbortedError('the upload was stopped');
-        if (error instanceof ApiProblemError && error.status === 413 && error.foreign && this.patchBytes > MIN_PATCH_BYTES) {
-          // A proxy's limit (not the server's, which answers problem details): smaller pieces, from the server's offset.
-          this.bodyLimited = true;
-          this.patchBytes = Math.max(MIN_PATCH_BYTES, Math.floor(this.patchBytes / 4));
+        // A proxy's limit (not the server's, which answers problem details): smaller pieces, from the server's offset.
+        if (refusedByProxy && this.pieceRefused(piece)) {
           const reported = await this.offsetIfThere(url, signal);
           if (reported === null) return this.gone(request);
           offset = reported;
           continue;
         }
-        // Refused even at the smallest piece: the next attempt (after IT raised the limit) starts
-        // from large pieces again instead of crawling at 64 KiB for as long as the app runs.
-        if (error instanceof ApiProblemError && error.status === 413 && error.foreign) this.patchBytes = PATCH_BYTES;
         if (error instanceof FileChangedDuringUploadError) {
           // Its bytes so far are of a file that is still changing: nothing to resume later.
           await this.terminate(url, signal);
@@ -187,8 +326,8 @@ export class TusUploader {
     );
   }
 
-  private async patch(request: UploadRequest, url: string, offset: number): Promise<{ offset: number; document: DocumentDto | null }> {
-    const end = Math.min(request.size, offset + this.patchBytes);
+  private async patch(request: UploadRequest, url: string, offset: number, pieceBytes: number): Promise<{ offset: number; document: DocumentDto | null }> {
+    const end = Math.min(request.size, offset + pieceBytes);
     let sent = 0;
     const response = await this.options.send((token) => {
       sent = 0;

@@ -11,6 +11,7 @@ import { openJournal, type Journal } from '../../electron/sync/journal.js';
 import { syncFile, type PipelineDeps, type PipelineOutcome, type PipelinePair } from '../../electron/sync/pipeline.js';
 import type { SyncPair } from '../../electron/sync/settings.js';
 import { statIfPresent } from '../../electron/sync/stability.js';
+import type { PieceProbe } from '../../electron/sync/tus-upload.js';
 import { SyncApp } from '../../electron/sync/sync-app.js';
 import { openSyncHome } from '../../electron/sync/sync-home.js';
 import { afterAll, beforeAll } from 'vitest';
@@ -29,7 +30,7 @@ export interface EngineUnderTest {
 
 export async function startEngine(
   serverUrl: string,
-  options: { tuning?: Partial<EngineTuning>; folder?: string; remoteBasePath?: string; resumableThreshold?: number; backoffMs?: number; publishEveryMs?: number; certificateAuthority?: string[]; limiter?: BandwidthLimiter } = {},
+  options: { tuning?: Partial<EngineTuning>; folder?: string; remoteBasePath?: string; resumableThreshold?: number; backoffMs?: number; publishEveryMs?: number; certificateAuthority?: string[]; limiter?: BandwidthLimiter; pieceProbe?: PieceProbe } = {},
 ): Promise<EngineUnderTest> {
   const home = tempDir('engine');
   const folder = options.folder ?? tempDir('folder');
@@ -41,6 +42,7 @@ export async function startEngine(
     ...(options.resumableThreshold !== undefined ? { resumableThreshold: options.resumableThreshold } : {}),
     ...(options.certificateAuthority ? { certificateAuthority: options.certificateAuthority } : {}),
     ...(options.limiter ? { limiter: options.limiter } : {}),
+    ...(options.pieceProbe ? { pieceProbe: options.pieceProbe } : {}),
   });
   const engine = new SyncEngine({
     journal,
