@@ -81,5 +81,14 @@ describe('behind nginx with its body-size limit', () => {
     await nginx.reload(site());
     await waitFor('synced by itself', () => record('tiny/scan.ply')?.state === 'synced', 60_000);
     expect((await document('scan.ply'))?.sha256).toBe(sha256(bytes));
+
+    // The next small scan tries one request again (the proxy no longer limits it), and later ones go so too.
+    const notes = Buffer.alloc(100_000, 6);
+    writeFile(sut.folder, 'tiny/notes.pdf', notes);
+    await waitFor('the next small scan synced', () => record('tiny/notes.pdf')?.state === 'synced', 60_000);
+    const stored = await document('notes.pdf');
+    expect(stored?.sha256).toBe(sha256(notes));
+    expect(nginx.accessLog()).toContain(`"POST /storage/v1/documents/${stored!.id}/file HTTP/1.1" 201 `);
+    expect(sut.api.uploadPieces()).toEqual({ bytes: 64 * MiB, nextProbeAt: null });
   }, 120_000);
 });
