@@ -66,7 +66,7 @@ export class TusUploader {
   private patchBytes = PATCH_BYTES;
   /** A proxy in front of the server limits request bodies: every upload goes through here, in pieces. */
   bodyLimited = false;
-  /** When one piece next tries a larger size (null: pieces are full size, nothing to probe). */
+  /** When one piece (or a small file in one request) next tries a larger size; null: nothing to probe. */
   private nextProbeAt: number | null = null;
   /** The wait before the next probe: the base, doubled by each refused probe. */
   private probeDelayMs: number;
