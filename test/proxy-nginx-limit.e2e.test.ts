@@ -6,15 +6,10 @@
  * limit and reloads nginx (the site of docs/nginx.conf.example).
  */
 import { createHash } from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { certificateAuthorities, parseCaCertificate } from '../electron/sync/tls-trust.js';
+import { describe, expect, it } from 'vitest';
 import { PROXY_TOO_LARGE_MESSAGE } from '../electron/sync/failure.js';
-import { exampleSite, nginxPort, startNginx, type Nginx } from './helpers/nginx.js';
-import { startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { makeTestCertificates } from './helpers/tls.js';
-import { allDocuments, startEngine, waitFor, writeFile, type EngineUnderTest } from './helpers/sync.js';
+import { engineBehindNginx } from './helpers/nginx-engine.js';
+import { waitFor, writeFile } from './helpers/sync.js';
 
 const MiB = 1024 * 1024;
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
@@ -22,52 +17,27 @@ const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex
 const NGINX_DEFAULT_LIMIT: [RegExp, string] = [/\n\s*client_max_body_size 0;/, ''];
 
 describe('behind nginx with its body-size limit', () => {
-  const certs = makeTestCertificates('proxy-limit', ['DNS:localhost', 'IP:127.0.0.1']);
-  const certFile = path.join(certs.dir, 'leaf.pem');
-  const keyFile = path.join(certs.dir, 'leaf.key');
-  let server: ServerProcess;
-  let nginx: Nginx;
-  let sut: EngineUnderTest;
-  let site: (changes?: Array<[string | RegExp, string]>) => string;
-
-  beforeAll(async () => {
-    fs.writeFileSync(certFile, certs.cert);
-    fs.writeFileSync(keyFile, certs.key);
-    const port = await nginxPort();
-    server = await startServerProcess({ PATIENT_DOCS_PUBLIC_URL: `https://localhost:${port}` });
-    site = (changes = []) => exampleSite({ port, certFile, keyFile, upstream: server.url }, changes);
-    nginx = await startNginx(site([NGINX_DEFAULT_LIMIT]), port);
-    const ca = certificateAuthorities(parseCaCertificate(fs.readFileSync(certs.caFile)), {});
-    // Files from 2 MiB take the resumable route (its first piece is the whole file here).
-    sut = await startEngine(nginx.url, { tuning: { settleMs: 200 }, backoffMs: 200, resumableThreshold: 2 * MiB, ...(ca ? { certificateAuthority: ca } : {}) });
-  });
-  afterAll(async () => {
-    await sut?.close();
-    await nginx?.close();
-    await server?.stop();
-    fs.rmSync(certs.dir, { recursive: true, force: true });
-  });
-
-  const record = (name: string) => sut.journal.byPair(sut.pair.id).find((candidate) => candidate.relativePath === name);
-  const document = async (name: string) => (await allDocuments(sut.api)).find((candidate) => candidate.fileName === name);
+  // Files from 2 MiB take the resumable route (its first piece is the whole file here).
+  const setup = engineBehindNginx('proxy-limit', { site: [NGINX_DEFAULT_LIMIT], engine: { resumableThreshold: 2 * MiB } });
+  const { record, document } = setup;
 
   it('passes nginx’s default 1 MiB limit in pieces, one-shot and resumable alike, bytes intact', async () => {
     const small = Buffer.alloc(1.5 * MiB, 3);
     const large = Buffer.alloc(5 * MiB + 17, 9);
-    writeFile(sut.folder, 'default/intraoral.stl', small);
-    writeFile(sut.folder, 'default/cbct.dcm', large);
+    writeFile(setup.sut.folder, 'default/intraoral.stl', small);
+    writeFile(setup.sut.folder, 'default/cbct.dcm', large);
     await waitFor('both synced', () => record('default/intraoral.stl')?.state === 'synced' && record('default/cbct.dcm')?.state === 'synced', 60_000);
     expect((await document('intraoral.stl'))?.sha256).toBe(sha256(small));
     expect((await document('cbct.dcm'))?.sha256).toBe(sha256(large));
     // Real nginx refused the large bodies itself (the server never saw them).
-    expect(nginx.errorLog()).toContain('client intended to send too large body');
-    expect(nginx.accessLog()).toMatch(/"PATCH [^"]+" 413 /);
+    expect(setup.nginx.errorLog()).toContain('client intended to send too large body');
+    expect(setup.nginx.accessLog()).toMatch(/"PATCH [^"]+" 413 /);
   }, 90_000);
 
   it('a limit too small even for 64 KiB pieces: the file waits saying what IT must change, then goes up once IT raises the limit', async () => {
-    await nginx.reload(site([['client_max_body_size 0;', 'client_max_body_size 32k;']]));
+    await setup.nginx.reload(setup.site([['client_max_body_size 0;', 'client_max_body_size 32k;']]));
     const bytes = Buffer.alloc(200_000, 5);
-    writeFile(sut.folder, 'tiny/scan.ply', bytes);
+    writeFile(setup.sut.folder, 'tiny/scan.ply', bytes);
     const waiting = await waitFor('waiting with the proxy’s reason', () => {
       const row = record('tiny/scan.ply');
       return row?.state === 'failed' || (row?.state === 'waiting' && row.errorCode === 'TOO_LARGE') ? row : undefined;
@@ -78,17 +48,17 @@ describe('behind nginx with its body-size limit', () => {
     expect(waiting.errorDetail).not.toContain('<');
 
     // IT puts the recommended site in place and reloads nginx; nobody touches the workstation.
-    await nginx.reload(site());
+    await setup.nginx.reload(setup.site());
     await waitFor('synced by itself', () => record('tiny/scan.ply')?.state === 'synced', 60_000);
     expect((await document('scan.ply'))?.sha256).toBe(sha256(bytes));
 
     // The next small scan tries one request again (the proxy no longer limits it), and later ones go so too.
     const notes = Buffer.alloc(100_000, 6);
-    writeFile(sut.folder, 'tiny/notes.pdf', notes);
+    writeFile(setup.sut.folder, 'tiny/notes.pdf', notes);
     await waitFor('the next small scan synced', () => record('tiny/notes.pdf')?.state === 'synced', 60_000);
     const stored = await document('notes.pdf');
     expect(stored?.sha256).toBe(sha256(notes));
-    expect(nginx.accessLog()).toContain(`"POST /storage/v1/documents/${stored!.id}/file HTTP/1.1" 201 `);
-    expect(sut.api.uploadPieces()).toEqual({ bytes: 64 * MiB, nextProbeAt: null });
+    expect(setup.nginx.accessLog()).toContain(`"POST /storage/v1/documents/${stored!.id}/file HTTP/1.1" 201 `);
+    expect(setup.sut.api.uploadPieces()).toEqual({ bytes: 64 * MiB, nextProbeAt: null });
   }, 120_000);
 });

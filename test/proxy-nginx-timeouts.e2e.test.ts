@@ -8,88 +8,66 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
-import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { BandwidthLimiter } from '../electron/sync/bandwidth.js';
-import { certificateAuthorities, parseCaCertificate } from '../electron/sync/tls-trust.js';
-import { exampleSite, nginxPort, startNginx, type Nginx } from './helpers/nginx.js';
-import { startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { makeTestCertificates } from './helpers/tls.js';
-import { allDocuments, startEngine, waitFor, writeFile, type EngineUnderTest } from './helpers/sync.js';
+import { engineBehindNginx } from './helpers/nginx-engine.js';
+import { allDocuments, waitFor, writeFile } from './helpers/sync.js';
 
 const MiB = 1024 * 1024;
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
 
 describe('nginx timeouts', () => {
-  const certs = makeTestCertificates('proxy-timeouts', ['DNS:localhost', 'IP:127.0.0.1']);
-  let server: ServerProcess;
-  let nginx: Nginx;
-  let sut: EngineUnderTest;
   const limiter = new BandwidthLimiter(0);
-
-  beforeAll(async () => {
-    const certFile = path.join(certs.dir, 'leaf.pem');
-    const keyFile = path.join(certs.dir, 'leaf.key');
-    fs.writeFileSync(certFile, certs.cert);
-    fs.writeFileSync(keyFile, certs.key);
-    const port = await nginxPort();
-    server = await startServerProcess({ PATIENT_DOCS_PUBLIC_URL: `https://localhost:${port}` });
-    const site = exampleSite({ port, certFile, keyFile, upstream: server.url }, [
+  const setup = engineBehindNginx('proxy-timeouts', {
+    site: [
       ['client_body_timeout 120s;', 'client_body_timeout 2s;'],
       ['proxy_send_timeout  120s;', 'proxy_send_timeout 2s;'],
       // Downloads bigger than what nginx may keep on its disk (1 GiB by default, 1 MiB here).
       ['proxy_read_timeout  300s;', 'proxy_read_timeout 2s; proxy_max_temp_file_size 1m;'],
-    ]);
-    nginx = await startNginx(site, port);
-    const ca = certificateAuthorities(parseCaCertificate(fs.readFileSync(certs.caFile)), {});
-    sut = await startEngine(nginx.url, { tuning: { settleMs: 200 }, backoffMs: 200, resumableThreshold: MiB, limiter, ...(ca ? { certificateAuthority: ca } : {}) });
+    ],
+    engine: { resumableThreshold: MiB, limiter },
   });
-  afterAll(async () => {
-    if (server?.child.exitCode === null) server.child.kill('SIGCONT');
-    await sut?.close();
-    await nginx?.close();
-    await server?.stop();
-    fs.rmSync(certs.dir, { recursive: true, force: true });
+  // Registered after the setup's, so it runs before the setup stops the server (vitest's hook stack).
+  afterAll(() => {
+    if (setup.server?.child.exitCode === null) setup.server.child.kill('SIGCONT');
   });
-
-  const record = (name: string) => sut.journal.byPair(sut.pair.id).find((candidate) => candidate.relativePath === name);
-  const document = async (name: string) => (await allDocuments(sut.api)).find((candidate) => candidate.fileName === name);
+  const { record, document } = setup;
 
   it('a bandwidth-limited upload (longer than every timeout) passes', async () => {
     limiter.setLimit(200_000);
     const bytes = randomBytes(600_000);
-    writeFile(sut.folder, 'slow/arch.stl', bytes);
+    writeFile(setup.sut.folder, 'slow/arch.stl', bytes);
     await waitFor('synced', () => record('slow/arch.stl')?.state === 'synced', 30_000);
     expect((await document('arch.stl'))?.sha256).toBe(sha256(bytes));
-    expect(nginx.errorLog()).not.toContain('timed out');
+    expect(setup.nginx.errorLog()).not.toContain('timed out');
   });
 
   it('a server stalled past nginx’s timeouts mid-upload: the file waits with the proxy’s 504, then resumes and syncs intact', async () => {
     limiter.setLimit(2 * MiB);
     const bytes = randomBytes(8 * MiB);
-    writeFile(sut.folder, 'stall/cbct.dcm', bytes);
+    writeFile(setup.sut.folder, 'stall/cbct.dcm', bytes);
     await waitFor('uploading', () => record('stall/cbct.dcm')?.state === 'uploading', 30_000, 20);
     await delay(500);
     // The server stops answering (a hung disk, a debugger) for longer than nginx waits.
-    server.child.kill('SIGSTOP');
+    setup.server.child.kill('SIGSTOP');
     try {
       const waiting = await waitFor('waiting on the proxy’s 504', () => (record('stall/cbct.dcm')?.state === 'waiting' ? record('stall/cbct.dcm') : undefined), 30_000);
       expect(waiting.errorCode).toBe('SERVER_ERROR');
       expect(waiting.errorDetail).toContain('504');
     } finally {
-      server.child.kill('SIGCONT');
+      setup.server.child.kill('SIGCONT');
     }
     await waitFor('synced after the stall', () => record('stall/cbct.dcm')?.state === 'synced', 60_000);
-    const stored = (await allDocuments(sut.api)).filter((candidate) => candidate.fileName === 'cbct.dcm');
+    const stored = (await allDocuments(setup.sut.api)).filter((candidate) => candidate.fileName === 'cbct.dcm');
     expect(stored).toHaveLength(1);
     expect(stored[0]!.sha256).toBe(sha256(bytes));
-    expect(nginx.errorLog()).toMatch(/upstream timed out/);
+    expect(setup.nginx.errorLog()).toMatch(/upstream timed out/);
   }, 90_000);
 
   it('a download read slowly, pausing longer than proxy_read_timeout, arrives intact', async () => {
     const stored = await document('cbct.dcm');
-    const ca = fs.readFileSync(certs.caFile);
+    const ca = fs.readFileSync(setup.caFile);
     const received = await new Promise<{ length: number; sha256: string }>((resolve, reject) => {
       https
         .get(stored!.storageDownloadUri!, { ca }, (response) => {
