@@ -112,6 +112,10 @@ export async function startNginx(site: string, port: number, options: { scheme?:
   };
   check();
   const child: ChildProcess = spawn(binary, [...args, '-g', 'daemon off;'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // A test worker that ends without close() (a timed-out hook, a crash) does not leave nginx
+  // running: SIGTERM is nginx's fast shutdown, master and workers alike.
+  const stopWithWorker = () => child.kill('SIGTERM');
+  process.once('exit', stopWithWorker);
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -119,6 +123,7 @@ export async function startNginx(site: string, port: number, options: { scheme?:
   while (!(await accepts(port))) {
     if (child.exitCode !== null || Date.now() > deadline) {
       child.kill('SIGKILL');
+      process.off('exit', stopWithWorker);
       throw new Error(`nginx did not start (${child.exitCode ?? 'still starting'}):\n${output}\n${readIfThere(path.join(dir, 'error.log'))}`);
     }
     await delay(50);
@@ -142,6 +147,7 @@ export async function startNginx(site: string, port: number, options: { scheme?:
       }
     },
     close: async () => {
+      process.off('exit', stopWithWorker);
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));
         // SIGTERM: nginx's fast shutdown (the master stops its workers, then exits).
