@@ -53,7 +53,7 @@ export function SyncHistory() {
               <td>
                 <FileStateBadge state={file.state} />
               </td>
-              <td className="tabular">{formatBytes(file.size)}</td>
+              <td className="tabular nowrap">{formatBytes(file.size)}</td>
               <td className="tabular">{file.version ?? '—'}</td>
               <td className="tabular nowrap">{formatDateTime(file.syncedAt)}</td>
             </tr>
