@@ -19,7 +19,7 @@ import { isDiskFull } from './disk-full.js';
 import { ProgressTracker } from './progress.js';
 import { SyncApp } from './sync-app.js';
 import { defaultSyncHome, openSyncHome } from './sync-home.js';
-import { buildPairView, toFileView } from './views.js';
+import { buildPairView, isListed, toFileView } from './views.js';
 import { APP_VERSION } from './app-version.js';
 
 const USAGE = `usage: patient-docs-sync <command> [options]
@@ -68,6 +68,12 @@ async function openApp(options: { webhooks: boolean }): Promise<SyncApp> {
   const env = process.env;
   const backoffBase = Number(env.PATIENT_DOCS_SYNC_BACKOFF_BASE_MS ?? '');
   const threshold = Number(env.PATIENT_DOCS_SYNC_RESUMABLE_THRESHOLD ?? '');
+  // How often synced files are checked against the server again (default 4 hours; tests and drills shorten it).
+  const recheckMs = env.PATIENT_DOCS_SYNC_RECHECK_MS === undefined ? NaN : Number(env.PATIENT_DOCS_SYNC_RECHECK_MS);
+  const engine = {
+    ...(Number.isFinite(backoffBase) && backoffBase > 0 ? { backoff: { baseMs: backoffBase, maxMs: Math.max(backoffBase * 16, 2000) } } : {}),
+    ...(Number.isFinite(recheckMs) && recheckMs >= 0 ? { recheckMs } : {}),
+  };
   const app = new SyncApp({
     home: home.directory,
     settings: home.settings,
@@ -77,7 +83,7 @@ async function openApp(options: { webhooks: boolean }): Promise<SyncApp> {
     version: APP_VERSION,
     webhooks: options.webhooks,
     ...(Number.isFinite(threshold) && threshold > 0 ? { resumableThreshold: threshold } : {}),
-    ...(Number.isFinite(backoffBase) && backoffBase > 0 ? { engine: { backoff: { baseMs: backoffBase, maxMs: Math.max(backoffBase * 16, 2000) } } } : {}),
+    engine,
   });
   for (const notice of app.notices) console.error(`repaired: ${notice}`);
   return app;
@@ -301,7 +307,7 @@ async function status(args: string[]): Promise<number> {
       const records = app.journal.byPair(pair.id);
       return {
         pair: buildPairView({ pair, records, progress, online: true }),
-        files: records.filter((record) => !record.deletedLocally || record.state === 'synced').map((record) => toFileView(record, progress)),
+        files: records.filter(isListed).map((record) => toFileView(record, progress)),
       };
     });
     if (values.json) {
