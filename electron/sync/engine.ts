@@ -68,6 +68,8 @@ export interface EngineOptions {
 
 /** A re-check cut short by the server (a 5xx, 429) is tried again after this long (or `recheckMs`, if shorter). */
 export const RECHECK_RETRY_MS = 5 * 60 * 1000;
+/** After a `document.lost` webhook: soon, gathering the burst of events one loss of many files sends. */
+export const RECHECK_SOON_MS = 5000;
 
 /** Shorter than the retry delays grow to (minutes), so waiting files go soon after the server is back. */
 export const PROBE_MS = 15_000;
@@ -116,6 +118,10 @@ export class SyncEngine {
   private rechecking: Promise<void> | undefined;
   /** A re-check is due but waits for the server to be reachable (or a connection, or disk space). */
   private recheckWanted = false;
+  /** When the re-check timer fires. */
+  private recheckTimerAt = Infinity;
+  /** `document.lost` arrived during a pass: one more pass follows it. */
+  private recheckAfterPass = false;
 
   constructor(private readonly options: EngineOptions) {
     this.journal = options.journal;
@@ -545,6 +551,26 @@ export class SyncEngine {
 
   // --- synced files checked again ---------------------------------------------------------------
 
+  /**
+   * The server said it lost stored content (a `document.lost` webhook): synced files are checked
+   * again within seconds instead of at the next interval. A burst of such events (one per
+   * document) makes at most one more pass after the one under way.
+   */
+  recheckSoon(): void {
+    if (!this.started) return;
+    if (this.rechecking) {
+      this.recheckAfterPass = true;
+      return;
+    }
+    if (this.recheckTimer && this.recheckTimerAt <= this.now() + RECHECK_SOON_MS) return;
+    clearTimeout(this.recheckTimer);
+    this.recheckTimerAt = this.now() + RECHECK_SOON_MS;
+    this.recheckTimer = setTimeout(() => {
+      this.recheckTimer = undefined;
+      this.recheckNow();
+    }, RECHECK_SOON_MS);
+  }
+
   /** The next re-check: `recheckMs` after the last complete one (now, if that is longer ago or never). */
   private scheduleRecheck(): void {
     const every = this.options.recheckMs ?? RECHECK_MS;
@@ -560,6 +586,7 @@ export class SyncEngine {
     const delay = last === null ? 0 : Math.min(Math.max(0, last + every - this.now()), 0x7fffffff);
     // Started at once when due, so that `run --once` (isSettled) waits for it.
     if (delay === 0) return this.recheckNow();
+    this.recheckTimerAt = this.now() + delay;
     this.recheckTimer = setTimeout(() => {
       this.recheckTimer = undefined;
       this.recheckNow();
@@ -582,6 +609,10 @@ export class SyncEngine {
       (complete) => {
         this.rechecking = undefined;
         if (complete) this.scheduleRecheck();
+        if (this.recheckAfterPass) {
+          this.recheckAfterPass = false;
+          this.recheckSoon();
+        }
       },
       (error: unknown) => {
         this.rechecking = undefined;
@@ -626,11 +657,13 @@ export class SyncEngine {
             this.recheckWanted = true;
             this.scheduleProbe();
           } else {
-            const every = this.options.recheckMs ?? RECHECK_MS;
+            const delay = Math.min(this.options.recheckMs || RECHECK_MS, RECHECK_RETRY_MS);
+            clearTimeout(this.recheckTimer);
+            this.recheckTimerAt = this.now() + delay;
             this.recheckTimer = setTimeout(() => {
               this.recheckTimer = undefined;
               this.recheckNow();
-            }, Math.min(every, RECHECK_RETRY_MS));
+            }, delay);
           }
           return false;
         }
