@@ -1,7 +1,8 @@
 /**
- * The server is down for the repair (IT restores what it can, then marks the rest lost with the
- * server stopped). The workstation's re-check does not hammer a server that does not answer; once
- * the server is back, the catch-up runs the re-check and the lost scan goes up again.
+ * The engine's re-check of synced files against a real server process. The server is down for the
+ * repair (IT restores what it can, then marks the rest lost with the server stopped): the re-check
+ * does not hammer a server that does not answer, and once the server is back the catch-up runs it
+ * and the lost scan goes up again. A document deleted on the server is not resurrected unasked.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -72,5 +73,37 @@ describe('the re-check waits for the server', () => {
     });
     expect(again.documentId).toBe(synced.documentId);
     expect(sync.engine.isOnline).toBe(true);
+  }, 60_000);
+});
+
+describe('a synced scan whose document is gone from the server', () => {
+  it('is not uploaded again behind staff’s back: it fails saying why, and Retry uploads it as a new document', async () => {
+    await sync?.close();
+    sync = await startEngine(servers.url, { engine: { recheckMs: 300 } });
+    writeFile(sync.folder, 'misfiled.stl', `solid misfiled ${'x'.repeat(4000)}`);
+    writeFile(sync.folder, 'kept.stl', `solid kept ${'x'.repeat(4000)}`);
+    const rows = () => sync!.journal.byPair(sync!.pair.id);
+    await waitFor('both scans to be synced', () => rows().length === 2 && rows().every((row) => row.state === 'synced'));
+    const misfiled = rows().find((row) => row.fileName === 'misfiled.stl')!;
+    // Deleted on the server (a misfiled scan), or lost with a restore from before it existed: either way not there.
+    await sync.api.json({ method: 'DELETE', url: `${servers.url}/v1/patients/${sync.pair.patientId}/documents/${misfiled.documentId}`, organization: true });
+
+    const failed = await waitFor('the re-check to find it gone', () => {
+      const row = sync!.journal.get(misfiled.id);
+      return row?.state === 'failed' && row;
+    });
+    expect(failed.errorCode).toBe('NOT_FOUND');
+    expect(failed.errorMessage).toMatch(/^This scan is no longer on the server: it was deleted there, or the server was restored from an older backup\. It is still in this folder\./);
+    expect(rows().find((row) => row.fileName === 'kept.stl')).toMatchObject({ state: 'synced', remoteVersion: 1 });
+    // A few more re-checks: it stays failed, nothing is created on the server.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(sync.journal.get(misfiled.id)?.state).toBe('failed');
+
+    expect(sync.engine.retryFailed({ fileId: misfiled.id })).toBe(1);
+    const again = await waitFor('Retry to upload it as a new document', () => {
+      const row = sync!.journal.get(misfiled.id);
+      return row?.state === 'synced' && row;
+    });
+    expect(again.documentId).not.toBe(misfiled.documentId);
   }, 60_000);
 });
