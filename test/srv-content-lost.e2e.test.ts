@@ -130,6 +130,34 @@ describe('verify --mark-lost', () => {
     expect((await search({ path: '/lost', hasContent: true })).total).toBe(3);
   }, 60_000);
 
+  it('an earlier version lost: marked, the document keeps its current content; the current one lost: the earlier version record stays', async () => {
+    const first = randomBytes(20_003);
+    const second = randomBytes(20_004);
+    const v1 = (await uploadScan('two-versions.bin', first)).body as { id: string; sha256: string };
+    const v2 = await uploadScan('two-versions.bin', second, v1.id, v1.sha256);
+    expect(v2.status).toBe(201);
+    const folder = path.join(server.dataDir, 'content', 'objects', 'documents', v1.id);
+    const [v1File, v2File] = fs.readdirSync(folder).sort();
+    expect(v1File).toMatch(/^v1-/);
+    fs.rmSync(path.join(folder, v1File!));
+
+    const earlier = await admin(['verify', '--mark-lost']);
+    expect(earlier.code).toBe(0);
+    expect(earlier.stdout).toMatch(/^marked 1 of \d+ stored files lost; 0 documents no longer count as having content/);
+    expect(await getDocument(v1.id)).toMatchObject({ hasContent: true, version: 2, sha256: v2.body.sha256 });
+    expect(lostEvents()).toHaveLength(1);
+
+    fs.rmSync(path.join(folder, v2File!));
+    expect((await admin(['verify', '--mark-lost'])).code).toBe(0);
+    expect(await getDocument(v1.id)).toMatchObject({ hasContent: false, version: 2, sha256: null, storageDownloadUri: null });
+    const versions = (await (await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${v1.id}/versions`, { headers: headers() })).json()) as { versions: any[] };
+    expect(versions.versions).toMatchObject([
+      { version: 2, current: false, sha256: v2.body.sha256, fileSize: 20_004 },
+      { version: 1, current: false, sha256: v1.sha256, fileSize: 20_003 },
+    ]);
+    expect(lostEvents()).toHaveLength(2);
+  }, 60_000);
+
   it('refuses when the content folder is missing (a disk not mounted), in one line, and changes nothing', async () => {
     const objects = path.join(server.dataDir, 'content', 'objects');
     const aside = `${objects}-unmounted`;
@@ -144,7 +172,7 @@ describe('verify --mark-lost', () => {
       fs.renameSync(aside, objects);
     }
     expect((await search({ hasContent: true })).total).toBe(before.total);
-    expect(lostEvents()).toHaveLength(1);
+    expect(lostEvents()).toHaveLength(2);
   }, 30_000);
 
   it('takes more than half of the files gone for a folder only partly there', () => {
