@@ -633,6 +633,7 @@ export class SyncEngine {
           journal: {
             get: journal.get,
             syncedAfter: (pairId, afterId, limit) => this.journal.syncedAfter(pairId, afterId, limit),
+            markDeletedLocally: (pairId, relativePath) => this.journal.markDeletedLocally(pairId, relativePath),
             transition: (id, state, patch, note) => {
               const record = journal.transition(id, state, patch, note);
               // Said like a failure of the pipeline (the CLI prints it, the app announces it).

@@ -26,6 +26,7 @@ export const GONE_FROM_SERVER_MESSAGE =
 
 export interface RecheckJournal extends PipelineJournal {
   syncedAfter(pairId: string, afterId: number, limit: number): FileRecord[];
+  markDeletedLocally(pairId: string, relativePath: string): FileRecord | undefined;
 }
 
 export interface RecheckDeps {
@@ -91,6 +92,9 @@ async function settle(pair: PipelinePair, row: FileRecord, finding: Exclude<Find
   if (!current || current.state !== 'synced' || current.updatedAt !== row.updatedAt) return null;
   const documentId = row.documentId!;
   if (!local) {
+    // Gone from the folder (the watch may not have seen it yet): a Retry has nothing to upload, and
+    // the file coming back queues it again (journal observe).
+    if (!current.deletedLocally) deps.journal.markDeletedLocally(current.pairId, current.relativePath);
     const what = finding === 'gone' ? `document ${documentId} is no longer on the server` : `document ${documentId} on the server no longer has this scan's content`;
     deps.journal.transition(row.id, 'failed', { errorCode: LOST_ON_SERVER_CODE, errorMessage: PLAIN_MESSAGES.LOST_ON_SERVER, errorDetail: `${what}, and the file is gone from the folder` });
     return 'failed';
