@@ -284,7 +284,8 @@ async function run(argv: string[]): Promise<unknown> {
     }
     const report = await backupDataDir({ databaseFile: file, dataDir: config.dataDir, contentRoot, target: required(values.to, 'to') });
     if (report.problems.length > 0) throw new ContentProblems(`backup written to ${report.directory}, but ${report.problems.length} of ${report.versions} stored files could not be copied:\n${problemLines(report.problems)}`);
-    return `backup written to ${report.directory}: the database and ${report.versions} stored files (${report.bytes} bytes), each checked against its sha256; the audit log's ${report.auditEntries} entries are in the database copy`;
+    const copied = report.versions - report.markedLost.length;
+    return `backup written to ${report.directory}: the database and ${copied} stored files (${report.bytes} bytes), each checked against its sha256${markedBefore(report)}; the audit log's ${report.auditEntries} entries are in the database copy`;
   }
   if (!config.databaseUrl?.startsWith('postgres')) await waitForLock(file, values.wait);
   const context = await createContext(config);

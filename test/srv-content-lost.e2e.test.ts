@@ -115,6 +115,15 @@ describe('verify --mark-lost', () => {
     expect(again.stdout).toMatch(/^nothing to mark: all 2 stored files are in place .*; 1 file was marked lost before and is still not there \(its document waits for a new upload\)/);
     expect((await admin(['verify'])).code).toBe(0);
     expect(lostEvents()).toHaveLength(1);
+    // The nightly backup no longer fails for a loss that is known.
+    const target = path.join(server.dataDir, '..', `${path.basename(server.dataDir)}-backup`);
+    try {
+      const backup = await admin(['backup', '--to', target]);
+      expect(backup.code).toBe(0);
+      expect(backup.stdout).toMatch(/^backup written to .*: the database and 2 stored files \(\d+ bytes\), each checked against its sha256; 1 file was marked lost before/);
+    } finally {
+      fs.rmSync(target, { recursive: true, force: true });
+    }
 
     // The scan goes up again as the next version; an If-Match naming the lost content is refused plainly.
     const stale = await uploadScan('scan-1.bin', bytes[1]!, lost.id, lost.sha256);
