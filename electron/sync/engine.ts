@@ -615,7 +615,9 @@ export class SyncEngine {
         }
       },
       (error: unknown) => {
+        // The journal refused a write (a full disk): tried again when there is space (or the server answers again).
         this.rechecking = undefined;
+        this.recheckWanted = true;
         this.reportError(error);
       },
     );
@@ -648,6 +650,12 @@ export class SyncEngine {
         });
         changed += counts.requeued + counts.failed;
       } catch (error) {
+        if (isDiskFull(error)) {
+          // The journal cannot take the finding: all work waits for space, the pass with it.
+          this.recheckWanted = true;
+          this.enterDiskFull();
+          return false;
+        }
         const verdict = classifyFailure(error);
         if (verdict.kind === 'stopped') return false;
         if (verdict.kind === 'retry') {
