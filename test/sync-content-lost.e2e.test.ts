@@ -131,5 +131,7 @@ describe('scans the server lost are uploaded again from the workstation', () => 
     const files = (JSON.parse(status.stdout) as { pairs: Array<{ files: Array<{ relativePath: string; state: string; error: { code: string } | null }> }> }).pairs[0]!.files;
     expect(files.find((file) => file.relativePath === 'lower.stl')).toMatchObject({ state: 'synced' });
     expect(files.find((file) => file.relativePath === 'upper.stl')).toMatchObject({ state: 'synced' });
+    expect(Date.parse((JSON.parse(status.stdout) as { lastRecheckAt: string }).lastRecheckAt)).toBeGreaterThan(Date.now() - 60_000);
+    expect((await runCli(home, ['status'])).stdout).toMatch(/^synced files last checked against the server: (?!not yet).+$/m);
   }, 90_000);
 });

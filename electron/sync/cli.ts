@@ -310,13 +310,16 @@ async function status(args: string[]): Promise<number> {
         files: records.filter(isListed).map((record) => toFileView(record, progress)),
       };
     });
+    const lastRecheck = app.journal.lastRecheckAt();
     if (values.json) {
       // Each file with `hint`: what to do about its failure, as the text output ends it (null when there is nothing to do).
       const withHints = pairs.map(({ pair, files }) => ({ pair, files: files.map((file) => ({ ...file, hint: cliHint(file) })) }));
-      console.log(JSON.stringify({ mode: app.mode(), server: app.settings.get('serverUrl') ?? null, pairs: withHints }, null, 2));
+      console.log(JSON.stringify({ mode: app.mode(), server: app.settings.get('serverUrl') ?? null, lastRecheckAt: lastRecheck === null ? null : new Date(lastRecheck).toISOString(), pairs: withHints }, null, 2));
       return 0;
     }
     console.log(`mode: ${app.mode()}${app.settings.get('serverUrl') ? ` (${app.settings.get('serverUrl')})` : ''}`);
+    // Synced files are checked against the server again now and then (a server that lost a scan gets it again).
+    console.log(`synced files last checked against the server: ${lastRecheck === null ? 'not yet' : new Date(lastRecheck).toLocaleString()}`);
     for (const { pair, files } of pairs) {
       const counts = Object.entries(pair.counts).filter(([, count]) => count > 0).map(([state, count]) => `${count} ${state}`).join(', ');
       console.log(`\n${pair.folder} → ${pair.patientName ?? pair.patientId} ${pair.remoteBasePath}  [${pair.state}] ${counts || 'no files'}`);
