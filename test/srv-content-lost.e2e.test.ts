@@ -167,6 +167,24 @@ describe('verify --mark-lost', () => {
     expect(lostEvents()).toHaveLength(2);
   }, 60_000);
 
+  it('a file changed in place (same size) is found with --hashes and marked lost with them', async () => {
+    const stored = (await uploadScan('bit-rot.bin', randomBytes(20_005))).body as { id: string; sha256: string };
+    const folder = path.join(server.dataDir, 'content', 'objects', 'documents', stored.id);
+    const file = path.join(folder, fs.readdirSync(folder)[0]!);
+    const bytes = fs.readFileSync(file);
+    bytes[100]! ^= 0xff;
+    fs.writeFileSync(file, bytes);
+
+    const bySize = await admin(['verify', '--mark-lost']);
+    expect(bySize.code).toBe(0);
+    expect(bySize.stdout).toMatch(/^nothing to mark: /);
+    expect(await getDocument(stored.id)).toMatchObject({ hasContent: true });
+    const byHash = await admin(['verify', '--hashes', '--mark-lost']);
+    expect(byHash.code).toBe(0);
+    expect(byHash.stdout).toContain(`document ${stored.id} version 1: the file does not match its sha256`);
+    expect(await getDocument(stored.id)).toMatchObject({ hasContent: false, storageDownloadUri: null });
+  }, 60_000);
+
   it('refuses when the content folder is missing (a disk not mounted), in one line, and changes nothing', async () => {
     const objects = path.join(server.dataDir, 'content', 'objects');
     const aside = `${objects}-unmounted`;
@@ -181,7 +199,7 @@ describe('verify --mark-lost', () => {
       fs.renameSync(aside, objects);
     }
     expect((await search({ hasContent: true })).total).toBe(before.total);
-    expect(lostEvents()).toHaveLength(2);
+    expect(lostEvents()).toHaveLength(3);
   }, 30_000);
 
   it('takes more than half of the files gone for a folder only partly there', () => {
