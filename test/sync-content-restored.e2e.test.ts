@@ -4,6 +4,7 @@
  * although the workstation said "synced". Its re-check notices once the server is back: the newer
  * version goes up again by itself; the scan the restored server never heard of fails with a reason
  * (it is not resurrected unasked: deleted on the server and restored look the same from here).
+ * And the webhook IT's repair sends (`document.lost`) brings the re-check forward.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -72,4 +73,26 @@ describe('the server restored from an older backup', () => {
     const served = await sync.api.getDocument(sync.pair.patientId, upper.documentId!);
     expect(served).toMatchObject({ hasContent: true, version: 2, sha256: upper.sha256 });
   }, 90_000);
+});
+
+describe('a document.lost webhook', () => {
+  it('starts a re-check within seconds, long before the next interval', async () => {
+    await sync?.close();
+    // Checked at start, then not for an hour: only the webhook's call can bring the re-check now.
+    sync = await startEngine(servers.url, { engine: { recheckMs: 60 * 60 * 1000 } });
+    writeFile(sync.folder, 'lower.stl', `solid lower ${'x'.repeat(4000)}`);
+    writeFile(sync.folder, 'bite.stl', `solid bite ${'x'.repeat(4000)}`);
+    const rows = () => sync!.journal.byPair(sync!.pair.id);
+    await waitFor('the scans to be synced', () => rows().length === 2 && rows().every((row) => row.state === 'synced'));
+    const lower = rows().find((row) => row.fileName === 'lower.stl')!;
+    fs.rmSync(path.join(dataDir, 'content', 'objects', 'documents', lower.documentId!), { recursive: true });
+    expect(await admin(['verify', '--mark-lost'])).toBe(0);
+
+    sync.engine.recheckSoon();
+    const again = await waitFor('the lost scan to be uploaded again', () => {
+      const row = sync!.journal.get(lower.id);
+      return row?.state === 'synced' && row.remoteVersion === 2 && row;
+    }, 20_000);
+    expect(again.documentId).toBe(lower.documentId);
+  }, 60_000);
 });
