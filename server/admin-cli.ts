@@ -11,11 +11,12 @@ import { Type } from 'typebox';
 import { createAjv, ruleOf } from '../shared/ajv.js';
 import { AdminClientBody, ClientId, AdminOrderBody, AdminOrderPatch, AdminOrganizationBody, AdminPatientBody, AdminPatientPatch, Uuid } from '../shared/schemas.js';
 import { ConfigError, loadConfig } from './config.js';
-import { createContext, sqliteFile } from './context.js';
+import { createContext, sqliteFile, type ServerContext } from './context.js';
 import { readSeedFile } from './domain/directory.js';
 import { ApiError, isDatabaseBusy } from './errors.js';
 import { DatabaseBusyError, waitForWriteLock } from './db/sqlite/write-wait.js';
-import { BackupTargetError, backupDataDir, verifyContent, type ContentProblem } from './db/sqlite/backup.js';
+import { BackupTargetError, backupDataDir, verifyContent, type ContentProblem, type VerifyReport } from './db/sqlite/backup.js';
+import { looksUnmounted, markContentLost } from './domain/lost-content.js';
 import type { AuditRepository } from './db/types.js';
 import { auditLine, AuditListQuery, auditQuery, listAudit, parseAuditTime } from './audit/query.js';
 
@@ -45,6 +46,15 @@ const USAGE = `Usage: patient-docs-admin <command> [options]
                          server runs; each file is checked against its sha256 as it is copied
   verify [--hashes]      check that every stored version's file is in the data folder with its
                          size (and sha256); run it on a restored backup before starting the server
+  verify [--hashes] --mark-lost [--force]
+                         then mark the files found missing or damaged as lost, so the record is
+                         honest: a document whose current content is lost no longer has content
+                         (no download link, not found by hasContent searches; id, name, path and
+                         earlier versions stay), workstations that still have the scan upload it
+                         again, and integrators hear document.lost. Safe while the server runs;
+                         running it again changes nothing. Restore from a backup first if you
+                         can. Refused when the content folder is missing, empty or lacks more
+                         than half of its files (a disk not mounted?) unless --force
   audit [--patient UUID] [--document UUID] [--client-id ID] [--organization UUID]
         [--action ACTION] [--outcome allowed|refused|failed] [--since TIME] [--until TIME]
         [--limit N (100, at most 1000)] [--offset N] [--json]
@@ -75,6 +85,8 @@ const OPTIONS = {
   wait: { type: 'string' },
   to: { type: 'string' },
   hashes: { type: 'boolean' },
+  'mark-lost': { type: 'boolean' },
+  force: { type: 'boolean' },
   document: { type: 'string' },
   action: { type: 'string' },
   outcome: { type: 'string' },
@@ -144,13 +156,46 @@ function problemLines(problems: ContentProblem[]): string {
   return problems.map((problem) => `  document ${problem.documentId} version ${problem.version}: ${problem.problem} (${problem.key})`).join('\n');
 }
 
-function verified(report: { versions: number; bytes: number; problems: ContentProblem[]; auditEntries: number }, hashes: boolean): string {
+function markedBefore(report: VerifyReport): string {
+  const count = report.markedLost.length;
+  return count === 0 ? '' : `; ${count} ${count === 1 ? 'file was' : 'files were'} marked lost before and ${count === 1 ? 'is' : 'are'} still not there (${count === 1 ? 'its document waits' : 'their documents wait'} for a new upload)`;
+}
+
+function verified(report: VerifyReport, hashes: boolean): string {
   if (report.problems.length > 0) {
     throw new ContentProblems(
-      `${report.problems.length} of ${report.versions} stored files are missing or damaged; restore them from a backup (or have the clinic upload them again):\n${problemLines(report.problems)}`,
+      `${report.problems.length} of ${report.versions} stored files are missing or damaged; restore them from a backup, or run verify --mark-lost so their documents stop claiming content they lack and the workstations that still have the scans upload them again:\n${problemLines(report.problems)}`,
     );
   }
-  return `all ${report.versions} stored files are in place (${report.bytes} bytes${hashes ? ', each matching its sha256' : '; add --hashes to check their sha256 too'}); the audit log holds ${report.auditEntries} entries`;
+  const good = report.versions - report.markedLost.length;
+  return `all ${good} stored files are in place (${report.bytes} bytes${hashes ? ', each matching its sha256' : '; add --hashes to check their sha256 too'})${markedBefore(report)}; the audit log holds ${report.auditEntries} entries`;
+}
+
+/** `verify --mark-lost`: the files verify found missing or damaged are marked lost (see domain/lost-content.ts). */
+async function markLost(report: VerifyReport, values: ParsedValues, contentRoot: string, waitForLock: () => Promise<void>, openContext: () => Promise<ServerContext>): Promise<string> {
+  if (report.problems.length === 0) return `nothing to mark: ${verified(report, values.hashes === true)}`;
+  const folder = path.join(contentRoot, 'objects');
+  const refusal = looksUnmounted({ versions: report.versions, problems: report.problems.length, folderHasFiles: report.folderHasFiles, folder });
+  if (refusal && values.force !== true) throw new ContentProblems(refusal);
+  const lost = report.problems.filter((problem) => !problem.unreadable);
+  const unreadable = report.problems.filter((problem) => problem.unreadable);
+  let marked = { versions: 0, documents: 0 };
+  if (lost.length > 0) {
+    await waitForLock();
+    const context = await openContext();
+    try {
+      marked = await markContentLost(context.store, context.documents, lost);
+    } finally {
+      await context.store.close();
+    }
+  }
+  const line =
+    `marked ${marked.versions} of ${report.versions} stored files lost; ${marked.documents} ${marked.documents === 1 ? 'document no longer counts' : 'documents no longer count'} as having content ` +
+    `and ${marked.documents === 1 ? 'waits' : 'wait'} for a new upload (workstations that still have the scans upload them again)${markedBefore(report)}:\n${problemLines(lost)}`;
+  if (unreadable.length > 0) {
+    throw new ContentProblems(`${line}\n${unreadable.length} stored files are there but cannot be read, so they were not marked lost; fix their permissions or the disk and run verify again:\n${problemLines(unreadable)}`);
+  }
+  return line;
 }
 
 function wholeNumber(raw: string | undefined, flag: string): number | undefined {
@@ -200,6 +245,14 @@ async function pruneCommand(audit: AuditRepository, raw: string): Promise<string
 /** How long a command waits for the database's write lock before giving up (--wait). */
 const DEFAULT_WAIT_SECONDS = 30;
 
+async function waitForLock(file: string, wait: string | undefined): Promise<void> {
+  const waitSeconds = wait === undefined ? DEFAULT_WAIT_SECONDS : Number(wait);
+  if (!Number.isFinite(waitSeconds) || waitSeconds < 0 || waitSeconds > 3600) throw new InputError('--wait must be a number of seconds from 0 to 3600');
+  await waitForWriteLock(file, waitSeconds * 1000, () =>
+    process.stderr.write(`patient-docs-admin: the database is busy (another process is writing to it); waiting up to ${waitSeconds} s…\n`),
+  );
+}
+
 const READ_ONLY = new Set(['organization list', 'patient list', 'patient show', 'client list', 'keys list', 'audit']);
 
 async function run(argv: string[]): Promise<unknown> {
@@ -221,18 +274,20 @@ async function run(argv: string[]): Promise<unknown> {
     // Read-only on the database: no write lock to wait for, no migration, works beside the server.
     if (!fs.existsSync(file)) throw new InputError(`there is no database at ${file}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
     const contentRoot = path.join(config.dataDir, 'content');
-    if (command === 'verify') return verified(await verifyContent(file, contentRoot, { hashes: values.hashes === true }), values.hashes === true);
+    if (command === 'verify') {
+      const report = await verifyContent(file, contentRoot, { hashes: values.hashes === true });
+      if (values['mark-lost'] !== true) {
+        if (values.force === true) throw new UsageError('--force goes with --mark-lost');
+        return verified(report, values.hashes === true);
+      }
+      return markLost(report, values, contentRoot, () => waitForLock(file, values.wait), () => createContext(config));
+    }
     const report = await backupDataDir({ databaseFile: file, dataDir: config.dataDir, contentRoot, target: required(values.to, 'to') });
     if (report.problems.length > 0) throw new ContentProblems(`backup written to ${report.directory}, but ${report.problems.length} of ${report.versions} stored files could not be copied:\n${problemLines(report.problems)}`);
-    return `backup written to ${report.directory}: the database and ${report.versions} stored files (${report.bytes} bytes), each checked against its sha256; the audit log's ${report.auditEntries} entries are in the database copy`;
+    const copied = report.versions - report.markedLost.length;
+    return `backup written to ${report.directory}: the database and ${copied} stored files (${report.bytes} bytes), each checked against its sha256${markedBefore(report)}; the audit log's ${report.auditEntries} entries are in the database copy`;
   }
-  if (!config.databaseUrl?.startsWith('postgres')) {
-    const waitSeconds = values.wait === undefined ? DEFAULT_WAIT_SECONDS : Number(values.wait);
-    if (!Number.isFinite(waitSeconds) || waitSeconds < 0 || waitSeconds > 3600) throw new InputError('--wait must be a number of seconds from 0 to 3600');
-    await waitForWriteLock(file, waitSeconds * 1000, () =>
-      process.stderr.write(`patient-docs-admin: the database is busy (another process is writing to it); waiting up to ${waitSeconds} s…\n`),
-    );
-  }
+  if (!config.databaseUrl?.startsWith('postgres')) await waitForLock(file, values.wait);
   const context = await createContext(config);
   const { directory, keys } = context;
   try {

@@ -25,6 +25,7 @@ export const BRIDGE_ERROR_CODES = [
   'FILE_CHANGED',
   'EMPTY_FILE',
   'DELETED_LOCALLY',
+  'LOST_ON_SERVER',
   'VERIFY_FAILED',
   'NOT_CONFIGURED',
   'UNAVAILABLE',
@@ -61,6 +62,8 @@ export const PLAIN_MESSAGES: Record<BridgeErrorCode, string> = {
   FILE_CHANGED: 'The file changed while it was being uploaded. It will be uploaded again.',
   EMPTY_FILE: 'The file is empty (0 bytes), so there is nothing to upload. It is uploaded once it has content; the server keeps what it has.',
   DELETED_LOCALLY: 'The file was deleted from the folder before it was uploaded. Nothing was deleted on the server.',
+  LOST_ON_SERVER:
+    'The server lost its copy of this scan, and the scan is no longer in this folder either. Copy the scan back into the folder (from the scanner software’s export or a backup) and it is uploaded again by itself; if you cannot, tell IT which scan it is.',
   VERIFY_FAILED: 'The server does not show the complete file yet. It will be checked again.',
   NOT_CONFIGURED: 'Patient Docs is not set up yet.',
   UNAVAILABLE: 'That is not available here.',

@@ -8,6 +8,9 @@ export const EVENT_TYPES = [
   'document.created',
   'document.uploaded',
   'document.deleted',
+  // The stored file of the current version was found missing or damaged (admin `verify --mark-lost`):
+  // the document no longer counts as having content and waits for a new upload.
+  'document.lost',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -5,6 +5,7 @@
  * refresh the UI; forged and replayed deliveries are rejected; duplicates are ignored.
  */
 import { makeTestCertificates } from './helpers/tls.js';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
@@ -15,7 +16,7 @@ import { ApiClient } from '../electron/sync/api-client.js';
 import { openJournal, type Journal } from '../electron/sync/journal.js';
 import type { SecretStore } from '../electron/sync/secrets.js';
 import { WEBHOOK_HMAC_ACCOUNT, WebhookWiring } from '../electron/sync/webhooks.js';
-import { freePort, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { ADMIN_CLI, freePort, ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { waitFor } from './helpers/sync.js';
 
@@ -82,6 +83,7 @@ describe('webhook listener behind a tunnel', () => {
   const secrets = memorySecrets();
   const changed: Array<string | null> = [];
   let activity = 0;
+  let contentLost = 0;
 
   beforeAll(async () => {
     tunnel = await startTunnel(tls);
@@ -89,7 +91,7 @@ describe('webhook listener behind a tunnel', () => {
     journalDir = tempDir('webhook-journal');
     journal = openJournal(path.join(journalDir, 'journal.db'));
     api = new ApiClient({ serverUrl: server.url, organizationId: ORG, credentials: { tokenUrl: `${server.url}/oauth2/token`, clientId: CLIENT.id, clientSecret: CLIENT.secret } });
-    wiring = new WebhookWiring({ journal, secrets, onDocumentsChanged: (patientId) => changed.push(patientId), onActivity: () => (activity += 1) });
+    wiring = new WebhookWiring({ journal, secrets, onDocumentsChanged: (patientId) => changed.push(patientId), onActivity: () => (activity += 1), onContentLost: () => (contentLost += 1) });
   });
   afterAll(async () => {
     await wiring?.stop();
@@ -160,6 +162,20 @@ describe('webhook listener behind a tunnel', () => {
     await api.createDocument(PATIENT, 'via-tunnel-path.pdf', '/webhooks');
     await waitFor('a delivery to the path the user gave', () => changed.length > before, 30_000, 100);
     expect(custom).not.toBe(bare);
+  }, 60_000);
+
+  it('document.lost (IT marked a stored file lost) asks the engine to check its synced files again', async () => {
+    const document = await api.createDocument(PATIENT, 'lost.bin', '/webhooks');
+    const form = new FormData();
+    form.append('Id', document.id);
+    form.append('file', new Blob([new Uint8Array(Buffer.from('scan bytes'))]), 'lost.bin');
+    const token = (await (await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) })).json()) as { access_token: string };
+    expect((await fetch(`${document.storageUrl}/file`, { method: 'POST', headers: { authorization: `Bearer ${token.access_token}` }, body: form })).status).toBe(201);
+    fs.rmSync(path.join(server.dataDir, 'content', 'objects', 'documents', document.id), { recursive: true });
+    // Not spawnSync: the listener runs in this process and must answer the delivery meanwhile.
+    const marked = spawn(process.execPath, [ADMIN_CLI, 'verify', '--mark-lost', '--force'], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: server.dataDir }, stdio: 'ignore' });
+    expect(await new Promise((resolve) => marked.once('exit', resolve))).toBe(0);
+    await waitFor('document.lost to reach the engine', () => contentLost > 0, 30_000, 100);
   }, 60_000);
 
   it('a request the listener does not serve (wrong path) shows in the activity', async () => {

@@ -19,7 +19,7 @@ import { isDiskFull } from './disk-full.js';
 import { ProgressTracker } from './progress.js';
 import { SyncApp } from './sync-app.js';
 import { defaultSyncHome, openSyncHome } from './sync-home.js';
-import { buildPairView, toFileView } from './views.js';
+import { buildPairView, isListed, toFileView } from './views.js';
 import { APP_VERSION } from './app-version.js';
 
 const USAGE = `usage: patient-docs-sync <command> [options]
@@ -68,6 +68,12 @@ async function openApp(options: { webhooks: boolean }): Promise<SyncApp> {
   const env = process.env;
   const backoffBase = Number(env.PATIENT_DOCS_SYNC_BACKOFF_BASE_MS ?? '');
   const threshold = Number(env.PATIENT_DOCS_SYNC_RESUMABLE_THRESHOLD ?? '');
+  // How often synced files are checked against the server again (default 4 hours; tests and drills shorten it).
+  const recheckMs = env.PATIENT_DOCS_SYNC_RECHECK_MS === undefined ? NaN : Number(env.PATIENT_DOCS_SYNC_RECHECK_MS);
+  const engine = {
+    ...(Number.isFinite(backoffBase) && backoffBase > 0 ? { backoff: { baseMs: backoffBase, maxMs: Math.max(backoffBase * 16, 2000) } } : {}),
+    ...(Number.isFinite(recheckMs) && recheckMs >= 0 ? { recheckMs } : {}),
+  };
   const app = new SyncApp({
     home: home.directory,
     settings: home.settings,
@@ -77,7 +83,7 @@ async function openApp(options: { webhooks: boolean }): Promise<SyncApp> {
     version: APP_VERSION,
     webhooks: options.webhooks,
     ...(Number.isFinite(threshold) && threshold > 0 ? { resumableThreshold: threshold } : {}),
-    ...(Number.isFinite(backoffBase) && backoffBase > 0 ? { engine: { backoff: { baseMs: backoffBase, maxMs: Math.max(backoffBase * 16, 2000) } } } : {}),
+    engine,
   });
   for (const notice of app.notices) console.error(`repaired: ${notice}`);
   return app;
@@ -301,16 +307,19 @@ async function status(args: string[]): Promise<number> {
       const records = app.journal.byPair(pair.id);
       return {
         pair: buildPairView({ pair, records, progress, online: true }),
-        files: records.filter((record) => !record.deletedLocally || record.state === 'synced').map((record) => toFileView(record, progress)),
+        files: records.filter(isListed).map((record) => toFileView(record, progress)),
       };
     });
+    const lastRecheck = app.journal.lastRecheckAt();
     if (values.json) {
       // Each file with `hint`: what to do about its failure, as the text output ends it (null when there is nothing to do).
       const withHints = pairs.map(({ pair, files }) => ({ pair, files: files.map((file) => ({ ...file, hint: cliHint(file) })) }));
-      console.log(JSON.stringify({ mode: app.mode(), server: app.settings.get('serverUrl') ?? null, pairs: withHints }, null, 2));
+      console.log(JSON.stringify({ mode: app.mode(), server: app.settings.get('serverUrl') ?? null, lastRecheckAt: lastRecheck === null ? null : new Date(lastRecheck).toISOString(), pairs: withHints }, null, 2));
       return 0;
     }
     console.log(`mode: ${app.mode()}${app.settings.get('serverUrl') ? ` (${app.settings.get('serverUrl')})` : ''}`);
+    // Synced files are checked against the server again now and then (a server that lost a scan gets it again).
+    console.log(`synced files last checked against the server: ${lastRecheck === null ? 'not yet' : new Date(lastRecheck).toLocaleString()}`);
     for (const { pair, files } of pairs) {
       const counts = Object.entries(pair.counts).filter(([, count]) => count > 0).map(([state, count]) => `${count} ${state}`).join(', ');
       console.log(`\n${pair.folder} → ${pair.patientName ?? pair.patientId} ${pair.remoteBasePath}  [${pair.state}] ${counts || 'no files'}`);

@@ -15,10 +15,11 @@ import type { FileRecord, Journal, RetryTarget } from './journal.js';
 import { PairWatch } from './pair-watch.js';
 import { syncFile, type PipelineJournal, type PipelineOutcome } from './pipeline.js';
 import { ProgressTracker } from './progress.js';
+import { RECHECK_MS, recheckPair } from './recheck.js';
 import type { SyncPair } from './settings.js';
 import { statIfPresent, type FileStat } from './stability.js';
 import type { FileState } from './states.js';
-import { buildPairView, toFileView } from './views.js';
+import { buildPairView, isListed, toFileView } from './views.js';
 
 export interface EngineTuning {
   concurrency: number;
@@ -58,7 +59,17 @@ export interface EngineOptions {
   folderCheckMs?: number;
   /** While the server cannot be reached, how often one small request asks whether it is back. */
   probeMs?: number;
+  /**
+   * How often synced files are checked against the server again (recheck.ts), counted from the
+   * last complete check (kept in the journal): at start when that is longer ago. 0 turns it off.
+   */
+  recheckMs?: number;
 }
+
+/** A re-check cut short by the server (a 5xx, 429) is tried again after this long (or `recheckMs`, if shorter). */
+export const RECHECK_RETRY_MS = 5 * 60 * 1000;
+/** After a `document.lost` webhook: soon, gathering the burst of events one loss of many files sends. */
+export const RECHECK_SOON_MS = 5000;
 
 /** Shorter than the retry delays grow to (minutes), so waiting files go soon after the server is back. */
 export const PROBE_MS = 15_000;
@@ -102,6 +113,15 @@ export class SyncEngine {
   /** Set while the journal cannot be written (a full disk): no file is started until it can. */
   private diskFull = false;
   private diskCheckTimer: NodeJS.Timeout | undefined;
+  private recheckTimer: NodeJS.Timeout | undefined;
+  /** The re-check pass under way, if any. */
+  private rechecking: Promise<void> | undefined;
+  /** A re-check is due but waits for the server to be reachable (or a connection, or disk space). */
+  private recheckWanted = false;
+  /** When the re-check timer fires. */
+  private recheckTimerAt = Infinity;
+  /** `document.lost` arrived during a pass: one more pass follows it. */
+  private recheckAfterPass = false;
 
   constructor(private readonly options: EngineOptions) {
     this.journal = options.journal;
@@ -149,6 +169,7 @@ export class SyncEngine {
   setApi(api: DocumentApi | null): void {
     this.api = api;
     if (api) this.retryWaitingNow();
+    if (api && this.recheckWanted) this.recheckNow();
     this.requestPump();
   }
 
@@ -195,6 +216,7 @@ export class SyncEngine {
     this.pairsDirty = true;
     this.schedulePublish();
     this.requestPump();
+    this.scheduleRecheck();
   }
 
   /** Stops watching and lets running uploads stop at a resumable point (their rows wait for the next start). */
@@ -204,12 +226,15 @@ export class SyncEngine {
     clearTimeout(this.publishTimer);
     clearTimeout(this.diskCheckTimer);
     clearTimeout(this.probeTimer);
+    clearTimeout(this.recheckTimer);
     this.probeTimer = undefined;
+    this.recheckTimer = undefined;
     this.wakeTimer = undefined;
     this.publishTimer = undefined;
     this.diskCheckTimer = undefined;
     for (const file of this.running.values()) file.controller.abort();
     await Promise.all([...this.running.values()].map((file) => file.done));
+    await this.rechecking;
     await Promise.all([...this.watches.values()].map((watch) => watch.close()));
     this.watches.clear();
   }
@@ -285,7 +310,7 @@ export class SyncEngine {
     return this.journal
       .byPair(pairId)
       .filter((record) => !states || states.includes(record.state))
-      .filter((record) => !record.deletedLocally || record.state === 'synced')
+      .filter(isListed)
       .map((record) => toFileView(record, this.progress));
   }
 
@@ -301,7 +326,7 @@ export class SyncEngine {
 
   /** True when nothing is settling, due, running or waiting for a retry (or for disk space). */
   isSettled(): boolean {
-    if (this.running.size > 0 || this.diskFull) return false;
+    if (this.running.size > 0 || this.diskFull || this.rechecking) return false;
     for (const watch of this.watches.values()) if (watch.settling > 0) return false;
     for (const pair of this.pairs.values()) {
       if (pair.paused) continue;
@@ -421,7 +446,10 @@ export class SyncEngine {
     if (answered && wasUnreachable) this.catchUp();
     else if (!answered && outcome.result === 'waiting') this.scheduleProbe();
     if (outcome.result !== 'synced' && outcome.result !== 'failed') return;
-    const event: SettledFileEvent = { type: outcome.result === 'synced' ? 'file-synced' : 'file-failed', file: toFileView(outcome.record, this.progress) };
+    this.announceSettled({ type: outcome.result === 'synced' ? 'file-synced' : 'file-failed', file: toFileView(outcome.record, this.progress) });
+  }
+
+  private announceSettled(event: SettledFileEvent): void {
     this.emit(event);
     for (const listener of this.settledListeners) listener(event);
   }
@@ -521,6 +549,145 @@ export class SyncEngine {
     } else if (!answered) this.scheduleProbe();
   }
 
+  // --- synced files checked again ---------------------------------------------------------------
+
+  /**
+   * The server said it lost stored content (a `document.lost` webhook): synced files are checked
+   * again within seconds instead of at the next interval. A burst of such events (one per
+   * document) makes at most one more pass after the one under way.
+   */
+  recheckSoon(): void {
+    if (!this.started) return;
+    if (this.rechecking) {
+      this.recheckAfterPass = true;
+      return;
+    }
+    if (this.recheckTimer && this.recheckTimerAt <= this.now() + RECHECK_SOON_MS) return;
+    clearTimeout(this.recheckTimer);
+    this.recheckTimerAt = this.now() + RECHECK_SOON_MS;
+    this.recheckTimer = setTimeout(() => {
+      this.recheckTimer = undefined;
+      this.recheckNow();
+    }, RECHECK_SOON_MS);
+  }
+
+  /** The next re-check: `recheckMs` after the last complete one (now, if that is longer ago or never). */
+  private scheduleRecheck(): void {
+    const every = this.options.recheckMs ?? RECHECK_MS;
+    if (!this.started || every <= 0 || this.rechecking) return;
+    clearTimeout(this.recheckTimer);
+    this.recheckTimer = undefined;
+    let last: number | null = null;
+    try {
+      last = this.journal.lastRecheckAt();
+    } catch (error) {
+      this.reportError(error);
+    }
+    const delay = last === null ? 0 : Math.min(Math.max(0, last + every - this.now()), 0x7fffffff);
+    // Started at once when due, so that `run --once` (isSettled) waits for it.
+    if (delay === 0) return this.recheckNow();
+    this.recheckTimerAt = this.now() + delay;
+    this.recheckTimer = setTimeout(() => {
+      this.recheckTimer = undefined;
+      this.recheckNow();
+    }, delay);
+  }
+
+  /**
+   * One pass over every synced file of the active pairs. Not while the server cannot be reached
+   * (the catch-up after it answers again starts the pass), nor without a connection or disk space.
+   */
+  private recheckNow(): void {
+    if (!this.started || this.rechecking) return;
+    const api = this.api;
+    if (!api || this.diskFull || !this.online || this.serverUnavailable) {
+      this.recheckWanted = true;
+      return;
+    }
+    this.recheckWanted = false;
+    this.rechecking = this.recheckPass(api).then(
+      (complete) => {
+        this.rechecking = undefined;
+        if (complete) this.scheduleRecheck();
+        if (this.recheckAfterPass) {
+          this.recheckAfterPass = false;
+          this.recheckSoon();
+        }
+      },
+      (error: unknown) => {
+        // The journal refused a write (a full disk): tried again when there is space (or the server answers again).
+        this.rechecking = undefined;
+        this.recheckWanted = true;
+        this.reportError(error);
+      },
+    );
+  }
+
+  /** True when every active pair was checked; false when cut short (it is then tried again). */
+  private async recheckPass(api: DocumentApi): Promise<boolean> {
+    const journal = this.tracked();
+    let changed = 0;
+    for (const pair of [...this.pairs.values()]) {
+      // A folder not there (an unmounted share) says nothing about its files: checked next time.
+      if (pair.paused || !this.started || this.watches.get(pair.id)?.folderError) continue;
+      try {
+        const counts = await recheckPair(pair, {
+          journal: {
+            get: journal.get,
+            syncedAfter: (pairId, afterId, limit) => this.journal.syncedAfter(pairId, afterId, limit),
+            markDeletedLocally: (pairId, relativePath) => this.journal.markDeletedLocally(pairId, relativePath),
+            transition: (id, state, patch, note) => {
+              const record = journal.transition(id, state, patch, note);
+              // Said like a failure of the pipeline (the CLI prints it, the app announces it).
+              if (record.state === 'failed') this.announceSettled({ type: 'file-failed', file: toFileView(record, this.progress) });
+              return record;
+            },
+          },
+          api,
+          stat: this.options.stat ?? statIfPresent,
+          now: this.now,
+          stopped: () => !this.started || !this.pairs.has(pair.id),
+        });
+        changed += counts.requeued + counts.failed;
+      } catch (error) {
+        if (isDiskFull(error)) {
+          // The journal cannot take the finding: all work waits for space, the pass with it.
+          this.recheckWanted = true;
+          this.enterDiskFull();
+          return false;
+        }
+        const verdict = classifyFailure(error);
+        if (verdict.kind === 'stopped') return false;
+        if (verdict.kind === 'retry') {
+          if (verdict.offline || verdict.unavailable) {
+            // Nothing answers: the catch-up, once something does, starts the pass again.
+            this.setOnline(!verdict.offline);
+            if (verdict.unavailable && !verdict.offline) this.serverUnavailable = true;
+            this.recheckWanted = true;
+            this.scheduleProbe();
+          } else {
+            const delay = Math.min(this.options.recheckMs || RECHECK_MS, RECHECK_RETRY_MS);
+            clearTimeout(this.recheckTimer);
+            this.recheckTimerAt = this.now() + delay;
+            this.recheckTimer = setTimeout(() => {
+              this.recheckTimer = undefined;
+              this.recheckNow();
+            }, delay);
+          }
+          return false;
+        }
+        // Refused for this patient (consent, access): its files show their own reasons when they next sync.
+      }
+    }
+    if (changed > 0) {
+      this.prefetched = [];
+      this.requestPump();
+    }
+    if (!this.started) return false;
+    this.journal.setLastRecheckAt(this.now());
+    return true;
+  }
+
   // --- a full disk ------------------------------------------------------------------------------
 
   /** A journal write refused by a full disk holds all work (no file's failure); anything else is reported as it is. */
@@ -555,6 +722,7 @@ export class SyncEngine {
       this.emit({ type: 'disk-full-changed', message: null });
       this.markPairs();
       for (const watch of this.watches.values()) watch.retryHeld();
+      if (this.recheckWanted) this.recheckNow();
       this.requestPump();
     }, this.options.diskCheckMs ?? DISK_CHECK_MS);
   }
@@ -577,6 +745,7 @@ export class SyncEngine {
     this.serverUnavailable = false;
     clearTimeout(this.probeTimer);
     this.probeTimer = undefined;
+    if (this.recheckWanted) this.recheckNow();
     const behindProxy = [...this.unavailableFiles];
     this.unavailableFiles.clear();
     let count = 0;

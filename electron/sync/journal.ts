@@ -122,6 +122,8 @@ export const WEBHOOK_ACTIVITY_LIMIT = 1000;
 export const MESSAGE_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
 export const DELETED_LOCALLY_CODE: BridgeErrorCode = 'DELETED_LOCALLY';
+/** A synced file the server no longer has, and that is gone from the folder too (see engine recheck). */
+export const LOST_ON_SERVER_CODE: BridgeErrorCode = 'LOST_ON_SERVER';
 
 export interface JournalOptions {
   now?: () => number;
@@ -204,6 +206,12 @@ const MIGRATIONS: ReadonlyArray<{ name: string; sql: string }> = [
     // canWrite() writes and removes a row here to learn whether the disk has room again.
     name: '006-disk-probe',
     sql: 'CREATE TABLE disk_probe (data BLOB NOT NULL);',
+  },
+  {
+    // When synced files were last checked against the server (the engine's re-check), so a restart
+    // or a `run --once` every few minutes does not check 50,000 files each time.
+    name: '007-meta',
+    sql: 'CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);',
   },
 ];
 
@@ -498,7 +506,7 @@ export class Journal {
     const reappeared = existing.deletedLocally;
     const requeue =
       (changed && (existing.state === 'synced' || existing.state === 'failed')) ||
-      (reappeared && existing.state === 'failed' && existing.errorCode === DELETED_LOCALLY_CODE);
+      (reappeared && existing.state === 'failed' && (existing.errorCode === DELETED_LOCALLY_CODE || existing.errorCode === LOST_ON_SERVER_CODE));
     if (!changed && !reappeared) return existing;
     this.database.prepare('UPDATE files SET deleted_locally = 0 WHERE id = ?').run(existing.id);
     if (requeue) {
@@ -620,6 +628,27 @@ export class Journal {
            AND error_code IN (${codes.map(() => '?').join(', ')})`,
       )
       .run(now, now, ...codes).changes;
+  }
+
+  /**
+   * Synced rows of a pair that name a document, after `afterId` in id order, `limit` at a time:
+   * the engine's re-check walks them in batches (one short index range each).
+   */
+  syncedAfter(pairId: string, afterId: number, limit: number): FileRecord[] {
+    const rows = this.database
+      .prepare(`SELECT ${FILE_COLUMNS} FROM files WHERE pair_id = ? AND state = 'synced' AND id > ? AND document_id IS NOT NULL ORDER BY id LIMIT ?`)
+      .all(pairId, afterId, limit) as RawFileRow[];
+    return rows.map(toRecord);
+  }
+
+  /** When synced files were last checked against the server (ms since the epoch), or null. */
+  lastRecheckAt(): number | null {
+    const value = this.database.prepare("SELECT value FROM meta WHERE key = 'last-recheck-at'").pluck().get() as string | undefined;
+    return value === undefined ? null : Number(value);
+  }
+
+  setLastRecheckAt(at: number): void {
+    this.database.prepare("INSERT INTO meta (key, value) VALUES ('last-recheck-at', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(String(at));
   }
 
   history(fileId: number): HistoryEntry[] {

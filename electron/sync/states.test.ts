@@ -13,10 +13,9 @@ describe('file state rules', () => {
     }
   });
 
-  it('leaves synced and failed files alone until they change or are retried', () => {
-    for (const from of ['synced', 'failed'] as const) {
-      expect(FILE_STATES.filter((to) => canTransition(from, to))).toEqual(['queued']);
-    }
+  it('leaves synced and failed files alone until they change or are retried (or, synced, the server lost them)', () => {
+    expect(FILE_STATES.filter((to) => canTransition('failed', to))).toEqual(['queued']);
+    expect(FILE_STATES.filter((to) => canTransition('synced', to))).toEqual(['queued', 'failed']);
   });
 
   it('lets a queued file stay queued (with what the pipeline learned, e.g. its document is gone)', () => {

@@ -28,7 +28,8 @@ const LEGAL_MOVES: Record<FileState, readonly FileState[]> = {
   // back to `uploading`: verification found the content missing or short.
   verifying: ['verifying', 'uploading', 'synced', 'queued', 'waiting', 'failed'],
   waiting: ['creating', 'uploading', 'verifying', 'queued', 'waiting', 'failed'],
-  synced: ['queued'],
+  // `failed` directly: the server lost the file and it is gone from the folder too (engine recheck).
+  synced: ['queued', 'failed'],
   failed: ['queued'],
 };
 

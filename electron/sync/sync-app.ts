@@ -85,6 +85,7 @@ export class SyncApp {
       journal: this.journal,
       secrets: options.secrets,
       onDocumentsChanged: (patientId) => this.emit({ type: 'documents-changed', patientId }),
+      onContentLost: () => this.engine.recheckSoon(),
       onActivity: () => {
         const [latest] = this.journal.webhookActivity(1);
         if (latest) this.emit({ type: 'webhook', activity: latest });

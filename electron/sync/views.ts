@@ -2,11 +2,19 @@
 import type { CaseView, FailureReason, FileError, FileView, PairState, PairView, StateCounts } from '../../shared/bridge.js';
 import { FILE_STATES } from '../../shared/bridge.js';
 import { isBridgeErrorCode, PLAIN_MESSAGES, type BridgeErrorCode } from '../../shared/bridge-errors.js';
-import { DELETED_LOCALLY_CODE, type FileRecord } from './journal.js';
+import { DELETED_LOCALLY_CODE, LOST_ON_SERVER_CODE, type FileRecord } from './journal.js';
 import type { ProgressTracker } from './progress.js';
 import type { SyncPair } from './settings.js';
 
 export const ROOT_CASE = '/';
+
+/**
+ * Whether a file is listed: a file gone from the folder is listed only as history (synced), or
+ * when the server lost it too (staff must hear of a scan that is nowhere any more).
+ */
+export function isListed(record: FileRecord): boolean {
+  return !record.deletedLocally || record.state === 'synced' || record.errorCode === LOST_ON_SERVER_CODE;
+}
 
 export function emptyCounts(): StateCounts {
   return Object.fromEntries(FILE_STATES.map((state) => [state, 0])) as StateCounts;
@@ -71,7 +79,7 @@ export function buildPairView({ pair, records, progress, online, folderError = n
   let lastFailure: { at: number; error: FileError } | null = null;
   let retryReason: { at: number; error: FileError } | null = null;
   for (const record of records) {
-    if (record.deletedLocally && record.state !== 'synced') continue;
+    if (!isListed(record)) continue;
     const view = toFileView(record, progress);
     counts[record.state] += 1;
     bytesDone += view.bytesDone;

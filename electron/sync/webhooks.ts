@@ -28,6 +28,8 @@ export interface WebhookWiringOptions {
   secrets: SecretStore;
   host?: string;
   onDocumentsChanged: (patientId: string | null) => void;
+  /** The server says a document's stored content was lost (`document.lost`): synced files are checked again soon. */
+  onContentLost?: () => void;
   /** Every delivery the listener judged (accepted, duplicate or rejected). */
   onActivity: () => void;
   onError?: (error: unknown) => void;
@@ -171,6 +173,7 @@ export class WebhookWiring {
 
   private onMessage(message: WebhookMessage): void {
     if (message.eventType.startsWith('document.')) this.options.onDocumentsChanged(message.patientId ?? null);
+    if (message.eventType === 'document.lost') this.options.onContentLost?.();
   }
 }
 

@@ -193,6 +193,21 @@ export interface DocumentContentRepository {
   remove(patientId: string, id: string, deletion: { at: string; by: string }, events: OutboxEvent[]): Promise<boolean>;
   /** Does any version name this storage key (content or thumbnail)? For garbage collection. */
   isKeyReferenced(key: string): Promise<boolean>;
+  /**
+   * Records that a version's stored file is lost, in one transaction: the version is marked, and
+   * when it is still the document's current content (same version and key) the document goes back
+   * to having none and `events` are written. Idempotent: `version`/`current` say what changed now.
+   */
+  markLost(lost: LostContent, events: OutboxEvent[]): Promise<{ version: boolean; current: boolean }>;
+}
+
+export interface LostContent {
+  documentId: string;
+  version: number;
+  contentKey: string;
+  at: string;
+  /** What was found (`the file is missing`, `the file has 10 of its 20 bytes`…). */
+  reason: string;
 }
 
 export interface OrderRepository {

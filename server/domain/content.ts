@@ -126,6 +126,11 @@ export class ContentService {
     if (document.hasContent && expected === undefined) {
       throw conflict(`document ${document.id} already has content; to store a new version send If-Match: "${document.sha256 ?? ''}"`);
     }
+    // Its stored file was lost (admin `verify --mark-lost`): there is nothing to replace, so an
+    // If-Match naming some content cannot hold; the scan goes up again as a first upload does.
+    if (expected !== undefined && !document.hasContent && document.version > 0) {
+      throw conflict(`document ${document.id} has no content on the server: its stored file was lost; upload the file again without If-Match`);
+    }
     // RFC 9110: `If-Match: *` holds only when there is a current representation to replace.
     if (expected === '*' && !document.hasContent) {
       throw conflict(`If-Match: * asks to replace content, but document ${document.id} has none yet; send the upload without If-Match`);
@@ -256,7 +261,8 @@ export class ContentService {
     const versions = await this.store.content.versions(document.id);
     return versions.map((version) => ({
       version: version.version,
-      current: version.version === document.version,
+      // A lost current version (verify --mark-lost) is served no more: the document has no current content.
+      current: version.version === document.version && document.hasContent,
       fileType: version.fileType,
       fileSize: version.fileSize,
       sha256: version.sha256,

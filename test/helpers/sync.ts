@@ -5,7 +5,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { ApiClient } from '../../electron/sync/api-client.js';
 import type { BandwidthLimiter } from '../../electron/sync/bandwidth.js';
 import type { DocumentApi } from '../../electron/sync/document-api.js';
-import { SyncEngine, type EngineTuning } from '../../electron/sync/engine.js';
+import { SyncEngine, type EngineOptions, type EngineTuning } from '../../electron/sync/engine.js';
 import { sha256File } from '../../electron/sync/hash.js';
 import { openJournal, type Journal } from '../../electron/sync/journal.js';
 import { syncFile, type PipelineDeps, type PipelineOutcome, type PipelinePair } from '../../electron/sync/pipeline.js';
@@ -30,7 +30,18 @@ export interface EngineUnderTest {
 
 export async function startEngine(
   serverUrl: string,
-  options: { tuning?: Partial<EngineTuning>; folder?: string; remoteBasePath?: string; resumableThreshold?: number; backoffMs?: number; publishEveryMs?: number; certificateAuthority?: string[]; limiter?: BandwidthLimiter; pieceProbe?: PieceProbe } = {},
+  options: {
+    tuning?: Partial<EngineTuning>;
+    folder?: string;
+    remoteBasePath?: string;
+    resumableThreshold?: number;
+    backoffMs?: number;
+    publishEveryMs?: number;
+    certificateAuthority?: string[];
+    limiter?: BandwidthLimiter;
+    /** Engine options beyond these (e.g. recheckMs, probeMs). */
+    engine?: Partial<Omit<EngineOptions, 'journal' | 'api' | 'tuning'>>;
+  } = {},
 ): Promise<EngineUnderTest> {
   const home = tempDir('engine');
   const folder = options.folder ?? tempDir('folder');
@@ -52,6 +63,7 @@ export async function startEngine(
     publishEveryMs: options.publishEveryMs ?? 50,
     idlePollMs: 500,
     folderCheckMs: 200,
+    ...options.engine,
   });
   const pair: SyncPair = { id: 'pair-1', folder, patientId: PATIENT, patientName: 'Jane Roe', remoteBasePath: options.remoteBasePath ?? '/scans', paused: false };
   await engine.start([pair]);

@@ -28,12 +28,18 @@ export interface ContentProblem {
   version: number;
   key: string;
   problem: string;
+  /** The file is there but could not be read (permissions, a disk error): not taken for lost. */
+  unreadable?: boolean;
 }
 
 export interface VerifyReport {
   versions: number;
   bytes: number;
   problems: ContentProblem[];
+  /** Versions marked lost before (`verify --mark-lost`), whose files are still not there: known, not new. */
+  markedLost: ContentProblem[];
+  /** Whether the content folder holds any file at all (a disk not mounted leaves it missing or empty). */
+  folderHasFiles: boolean;
   /** Entries of the audit log in the database (it travels with the database: nothing to copy beside it). */
   auditEntries: number;
 }
@@ -56,10 +62,27 @@ interface VersionRow {
   file_size: number;
   sha256: string;
   thumbnail_key: string | null;
+  content_lost_at: string | null;
 }
 
 function versionRows(db: Database.Database): IterableIterator<VersionRow> {
-  return db.prepare('SELECT document_id, version, content_key, file_size, sha256, thumbnail_key FROM document_versions ORDER BY document_id, version').iterate() as IterableIterator<VersionRow>;
+  // A database from before `--mark-lost` (backup and verify do not migrate) has no lost column.
+  const hasLost = (db.prepare("SELECT 1 FROM pragma_table_info('document_versions') WHERE name = 'content_lost_at'").get() as unknown) !== undefined;
+  const lost = hasLost ? 'content_lost_at' : 'NULL AS content_lost_at';
+  return db.prepare(`SELECT document_id, version, content_key, file_size, sha256, thumbnail_key, ${lost} FROM document_versions ORDER BY document_id, version`).iterate() as IterableIterator<VersionRow>;
+}
+
+/** True when `dir` or a folder below it holds a file; stops at the first one. */
+async function holdsAnyFile(dir: string): Promise<boolean> {
+  let entries: fs.Dirent[];
+  try {
+    entries = await fsp.readdir(dir, { withFileTypes: true });
+  } catch {
+    return false;
+  }
+  for (const entry of entries) if (entry.isFile()) return true;
+  for (const entry of entries) if (entry.isDirectory() && (await holdsAnyFile(path.join(dir, entry.name)))) return true;
+  return false;
 }
 
 function objectPath(objectsDir: string, key: string): string {
@@ -94,7 +117,12 @@ async function hashCopy(from: string, to: string | undefined): Promise<{ size: n
 }
 
 function errorText(error: unknown): string {
-  return (error as { code?: string }).code === 'ENOENT' ? 'the file is missing' : `the file cannot be read (${(error as Error).message.split('\n')[0]})`;
+  return isMissing(error) ? 'the file is missing' : `the file cannot be read (${(error as Error).message.split('\n')[0]})`;
+}
+
+function isMissing(error: unknown): boolean {
+  const code = (error as { code?: string }).code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
 }
 
 /**
@@ -103,26 +131,28 @@ function errorText(error: unknown): string {
  */
 export async function verifyContent(databaseFile: string, contentRoot: string, options: { hashes: boolean }): Promise<VerifyReport> {
   const db = new Database(databaseFile, { readonly: true, fileMustExist: true });
-  const report: VerifyReport = { versions: 0, bytes: 0, problems: [], auditEntries: auditEntries(db) };
+  const objectsDir = path.join(contentRoot, 'objects');
+  const report: VerifyReport = { versions: 0, bytes: 0, problems: [], markedLost: [], folderHasFiles: await holdsAnyFile(objectsDir), auditEntries: auditEntries(db) };
   try {
-    const objectsDir = path.join(contentRoot, 'objects');
     for (const row of versionRows(db)) {
       report.versions += 1;
       const where = { documentId: row.document_id, version: row.version, key: row.content_key };
       const file = objectPath(objectsDir, row.content_key);
+      // Known lost: listed apart, so that a verify after --mark-lost says what is new.
+      const found = row.content_lost_at === null ? report.problems : report.markedLost;
       try {
         const read = options.hashes ? await hashCopy(file, undefined) : { size: (await fsp.stat(file)).size, sha256: row.sha256 };
         if (read.size !== row.file_size) {
-          report.problems.push({ ...where, problem: `the file has ${read.size} of its ${row.file_size} bytes` });
+          found.push({ ...where, problem: `the file has ${read.size} of its ${row.file_size} bytes` });
           continue;
         }
         if (read.sha256 !== row.sha256) {
-          report.problems.push({ ...where, problem: 'the file does not match its sha256' });
+          found.push({ ...where, problem: 'the file does not match its sha256' });
           continue;
         }
         report.bytes += read.size;
       } catch (error) {
-        report.problems.push({ ...where, problem: errorText(error) });
+        found.push({ ...where, problem: errorText(error), ...(isMissing(error) ? {} : { unreadable: true }) });
       }
     }
   } finally {
@@ -150,7 +180,7 @@ export async function backupDataDir(options: { databaseFile: string; dataDir: st
   }
   fs.chmodSync(snapshot, PRIVATE_FILE);
   const createdAt = (options.now?.() ?? new Date()).toISOString();
-  const report: BackupReport = { directory: target, createdAt, versions: 0, bytes: 0, problems: [], auditEntries: 0 };
+  const report: BackupReport = { directory: target, createdAt, versions: 0, bytes: 0, problems: [], markedLost: [], folderHasFiles: true, auditEntries: 0 };
   const db = new Database(snapshot, { readonly: true, fileMustExist: true });
   try {
     report.auditEntries = auditEntries(db);
@@ -160,17 +190,19 @@ export async function backupDataDir(options: { databaseFile: string; dataDir: st
       report.versions += 1;
       const where = { documentId: row.document_id, version: row.version, key: row.content_key };
       const copy = objectPath(to, row.content_key);
+      // A version marked lost is known to be gone: not a failure of this backup.
+      const found = row.content_lost_at === null ? report.problems : report.markedLost;
       try {
         const copied = await hashCopy(objectPath(from, row.content_key), copy);
         if (copied.size !== row.file_size || copied.sha256 !== row.sha256) {
           await fsp.rm(copy, { force: true });
-          report.problems.push({ ...where, problem: copied.size !== row.file_size ? `the file has ${copied.size} of its ${row.file_size} bytes` : 'the file does not match its sha256' });
+          found.push({ ...where, problem: copied.size !== row.file_size ? `the file has ${copied.size} of its ${row.file_size} bytes` : 'the file does not match its sha256' });
           continue;
         }
         report.bytes += copied.size;
       } catch (error) {
         await fsp.rm(copy, { force: true });
-        report.problems.push({ ...where, problem: errorText(error) });
+        found.push({ ...where, problem: errorText(error) });
       }
       // Thumbnails are rendered again from the content when missing: copied when there, never a problem.
       if (row.thumbnail_key) await hashCopy(objectPath(from, row.thumbnail_key), objectPath(to, row.thumbnail_key)).catch(() => undefined);

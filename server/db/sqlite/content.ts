@@ -4,7 +4,7 @@
  * transaction; the version commit is a compare-and-set on the document's version, so two uploads
  * racing past every other check still cannot both win.
  */
-import { NO_THUMBNAIL, type DocumentContentRepository, type DocumentRecord, type DocumentVersionRecord, type OutboxEvent, type ThumbnailStatus } from '../types.js';
+import { NO_THUMBNAIL, type DocumentContentRepository, type DocumentRecord, type DocumentVersionRecord, type LostContent, type OutboxEvent, type ThumbnailStatus } from '../types.js';
 import type { SqliteDatabase } from './database.js';
 import { DOCUMENT_COLUMNS, documentFromColumns } from './documents.js';
 import type { Migration } from './migrations.js';
@@ -34,6 +34,19 @@ export const CONTENT_MIGRATION: Migration = {
     -- Thumbnails still to render after a restart.
     CREATE INDEX document_versions_pending ON document_versions(uploaded_at) WHERE thumbnail_status = 'pending';
     ALTER TABLE documents ADD COLUMN deleted_by TEXT;
+  `,
+};
+
+/**
+ * A version whose stored file was found missing or damaged and marked so (admin `verify
+ * --mark-lost`): verify lists it apart from new problems, and its document, when it was the
+ * current version, no longer counts as having content.
+ */
+export const CONTENT_LOST_MIGRATION: Migration = {
+  name: '008-content-lost',
+  sql: `
+    ALTER TABLE document_versions ADD COLUMN content_lost_at TEXT;
+    ALTER TABLE document_versions ADD COLUMN content_lost_reason TEXT;
   `,
 };
 
@@ -101,6 +114,16 @@ export class SqliteDocumentContent implements DocumentContentRepository {
       pending: db.prepare(`SELECT * FROM document_versions WHERE thumbnail_status = 'pending' ORDER BY uploaded_at LIMIT +?`),
       remove: db.prepare('UPDATE documents SET deleted_at = @at, deleted_by = @by WHERE id = @id AND patient_id = @patientId AND deleted_at IS NULL'),
       keyInUse: db.prepare('SELECT 1 FROM document_versions WHERE content_key = @key OR thumbnail_key = @key LIMIT 1'),
+      markVersionLost: db.prepare(
+        `UPDATE document_versions SET content_lost_at = @at, content_lost_reason = @reason
+         WHERE document_id = @documentId AND version = @version AND content_key = @contentKey AND content_lost_at IS NULL`,
+      ),
+      // Back to a placeholder, keeping its id, name, path and version number: the next upload is the
+      // next version. The triggers bump the patient's change counter, so no cached search page survives.
+      unsetCurrent: db.prepare(
+        `UPDATE documents SET has_content = 0, file_size = NULL, sha256 = NULL, content_key = NULL, content_type = NULL, thumbnail_key = NULL
+         WHERE id = @documentId AND version = @version AND content_key = @contentKey AND has_content = 1 AND deleted_at IS NULL`,
+      ),
     };
   }
 
@@ -152,6 +175,17 @@ export class SqliteDocumentContent implements DocumentContentRepository {
         if (changed === 0) return false;
         this.outbox.appendInTransaction(events);
         return true;
+      })
+      .immediate();
+  }
+
+  async markLost(lost: LostContent, events: OutboxEvent[]): Promise<{ version: boolean; current: boolean }> {
+    return this.db
+      .transaction(() => {
+        const version = this.statements.markVersionLost.run(lost).changes > 0;
+        const current = this.statements.unsetCurrent.run(lost).changes > 0;
+        if (current) this.outbox.appendInTransaction(events);
+        return { version, current };
       })
       .immediate();
   }

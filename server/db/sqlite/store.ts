@@ -3,7 +3,7 @@ import type { Store } from '../types.js';
 import { openSqlite, type SqliteDatabase } from './database.js';
 import { CASE_FOLDED_KEYS_MIGRATION, CORE_MIGRATIONS, DOCUMENTS_BY_FOLDER_MIGRATION, type Migration } from './migrations.js';
 import { SqliteOrganizations, SqlitePatients, SqliteClients, SqliteOrders, SqliteMeta, SqliteSigningKeys } from './directory.js';
-import { CONTENT_MIGRATION, SqliteDocumentContent } from './content.js';
+import { CONTENT_LOST_MIGRATION, CONTENT_MIGRATION, SqliteDocumentContent } from './content.js';
 import { SqliteDocuments } from './documents.js';
 import { SqliteOutbox } from './outbox.js';
 import { AUDIT_MIGRATION, SqliteAudit } from './audit.js';
@@ -11,7 +11,7 @@ import { SqliteWebhooks, WEBHOOK_LEAN_MESSAGES_MIGRATION, WEBHOOK_MIGRATION } fr
 
 const OPTIMIZE_EVERY_MS = 6 * 60 * 60 * 1000;
 
-export const SQLITE_MIGRATIONS: Migration[] = [...CORE_MIGRATIONS, WEBHOOK_MIGRATION, CONTENT_MIGRATION, WEBHOOK_LEAN_MESSAGES_MIGRATION, DOCUMENTS_BY_FOLDER_MIGRATION, CASE_FOLDED_KEYS_MIGRATION, AUDIT_MIGRATION];
+export const SQLITE_MIGRATIONS: Migration[] = [...CORE_MIGRATIONS, WEBHOOK_MIGRATION, CONTENT_MIGRATION, WEBHOOK_LEAN_MESSAGES_MIGRATION, DOCUMENTS_BY_FOLDER_MIGRATION, CASE_FOLDED_KEYS_MIGRATION, AUDIT_MIGRATION, CONTENT_LOST_MIGRATION];
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;

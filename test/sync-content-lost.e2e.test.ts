@@ -1,0 +1,137 @@
+/**
+ * A disk fault on the server took scans the workstations had synced. IT finds them with `verify`
+ * and marks them lost (`verify --mark-lost`); a running `patient-docs-sync run` notices at its next
+ * re-check and uploads each scan again from the folder — or, when the scan is gone from the folder
+ * too, fails it with a reason staff can act on. Before, the app kept showing "synced" for good.
+ */
+import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ADMIN_CLI, ROOT, runCli, spawnCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
+import { prepareSyncHome, waitFor, writeFile } from './helpers/sync.js';
+
+const scratch = tempDir('sync-content-lost');
+let server: ServerProcess;
+
+beforeAll(async () => {
+  server = await startServerProcess();
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
+
+function admin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: server.dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+}
+
+async function token(): Promise<string> {
+  const response = await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) });
+  return ((await response.json()) as { access_token: string }).access_token;
+}
+
+interface Row {
+  id: number;
+  relativePath: string;
+  state: string;
+  documentId: string;
+  remoteVersion: number | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+}
+
+describe('scans the server lost are uploaded again from the workstation', () => {
+  it('a running sync re-checks its synced files, uploads a lost scan again, and fails one gone from the folder too with a plain reason', async () => {
+    const home = path.join(scratch, 'home');
+    const folder = path.join(scratch, 'scans');
+    fs.mkdirSync(folder, { recursive: true });
+    await prepareSyncHome(home, { serverUrl: server.url, folder, remoteBasePath: '/lost' });
+    const scans = ['upper.stl', 'lower.stl', 'bite.stl', 'cbct.pdf', 'notes.pdf'];
+    const bytes = new Map(scans.map((name) => [name, Buffer.from(`solid ${name} ${'x'.repeat(5000)}`)]));
+    for (const [name, content] of bytes) writeFile(folder, name, content);
+
+    // Checked again every 1.5 s here; a clinic's default is every 4 hours.
+    const run = spawnCli(home, ['run'], { PATIENT_DOCS_CLIENT_SECRET: CLIENT.secret, PATIENT_DOCS_SYNC_RECHECK_MS: '1500' });
+    let output = '';
+    run.child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const journal = new Database(path.join(home, 'journal.db'), { readonly: true });
+    const rows = () =>
+      new Map(
+        (
+          journal
+            .prepare('SELECT id, relative_path AS relativePath, state, document_id AS documentId, remote_version AS remoteVersion, error_code AS errorCode, error_message AS errorMessage FROM files')
+            .all() as Row[]
+        ).map((row) => [row.relativePath, row]),
+      );
+    try {
+      await waitFor('every scan to be synced', () => scans.every((name) => rows().get(name)?.state === 'synced'), 30_000);
+      const before = rows();
+      // A disk fault on the server: two stored files gone. One scan is also gone from the folder.
+      for (const name of ['upper.stl', 'lower.stl']) fs.rmSync(path.join(server.dataDir, 'content', 'objects', 'documents', before.get(name)!.documentId), { recursive: true });
+      fs.rmSync(path.join(folder, 'lower.stl'));
+
+      const marked = await admin(['verify', '--mark-lost']);
+      expect(marked.stderr).toBe('');
+      expect(marked.code).toBe(0);
+      expect(marked.stdout).toMatch(/^marked 2 of 5 stored files lost; 2 documents no longer count as having content/);
+
+      const after = await waitFor(
+        'the lost scan to be uploaded again and the one gone from the folder to fail',
+        () => {
+          const now = rows();
+          return now.get('upper.stl')?.state === 'synced' && now.get('upper.stl')?.remoteVersion === 2 && now.get('lower.stl')?.state === 'failed' && now;
+        },
+        30_000,
+      );
+      const upper = after.get('upper.stl')!;
+      expect(upper.documentId).toBe(before.get('upper.stl')!.documentId);
+      const lower = after.get('lower.stl')!;
+      expect(lower.errorCode).toBe('LOST_ON_SERVER');
+      expect(lower.errorMessage).toMatch(/^The server lost its copy of this scan, and the scan is no longer in this folder either\. Copy the scan back into the folder/);
+      // The others were not touched: still their first version, no new history.
+      for (const name of ['bite.stl', 'cbct.pdf', 'notes.pdf']) expect(after.get(name)).toMatchObject({ state: 'synced', remoteVersion: 1 });
+      const history = journal.prepare('SELECT event, detail FROM history WHERE file_id = ? ORDER BY id').all(upper.id) as Array<{ event: string; detail: string | null }>;
+      expect(history.map((entry) => entry.event)).toEqual(['queued', 'uploaded', 'verified', 'queued', 'uploaded', 'verified']);
+      expect(history[3]!.detail).toMatch(/the server lost this scan's stored file .*; uploading it again from the folder/);
+      expect(output).toMatch(/failed {3}lower\.stl: The server lost its copy of this scan/);
+
+      // What staff read at the workstation meanwhile (status reads the journal beside the running sync).
+      const status = await runCli(home, ['status', '--json']);
+      const listed = (JSON.parse(status.stdout) as { pairs: Array<{ files: Array<{ relativePath: string; state: string; error: { code: string; message: string } | null }> }> }).pairs[0]!.files;
+      expect(listed.find((file) => file.relativePath === 'lower.stl')).toMatchObject({ state: 'failed', error: { code: 'LOST_ON_SERVER', message: expect.stringMatching(/^The server lost its copy/) } });
+
+      // What the reason says to do: the scan copied back into the folder goes up again by itself.
+      writeFile(folder, 'lower.stl', bytes.get('lower.stl')!);
+      await waitFor('the scan copied back to be uploaded again', () => rows().get('lower.stl')?.state === 'synced' && rows().get('lower.stl')?.remoteVersion === 2, 30_000);
+
+      // The server serves the scan again, byte for byte, and verify finds nothing new wrong.
+      const bearer = await token();
+      const document = (await (await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${upper.documentId}`, { headers: { authorization: `Bearer ${bearer}`, 'organization-id': ORG } })).json()) as { storageDownloadUri: string; version: number };
+      expect(document.version).toBe(2);
+      const download = Buffer.from(await (await fetch(document.storageDownloadUri)).arrayBuffer());
+      expect(createHash('sha256').update(download).digest('hex')).toBe(createHash('sha256').update(bytes.get('upper.stl')!).digest('hex'));
+      expect((await admin(['verify'])).code).toBe(0);
+    } finally {
+      journal.close();
+      run.child.kill('SIGTERM');
+      await run.done;
+    }
+
+    const status = await runCli(home, ['status', '--json']);
+    const files = (JSON.parse(status.stdout) as { pairs: Array<{ files: Array<{ relativePath: string; state: string; error: { code: string } | null }> }> }).pairs[0]!.files;
+    expect(files.find((file) => file.relativePath === 'lower.stl')).toMatchObject({ state: 'synced' });
+    expect(files.find((file) => file.relativePath === 'upper.stl')).toMatchObject({ state: 'synced' });
+    expect(Date.parse((JSON.parse(status.stdout) as { lastRecheckAt: string }).lastRecheckAt)).toBeGreaterThan(Date.now() - 60_000);
+    expect((await runCli(home, ['status'])).stdout).toMatch(/^synced files last checked against the server: (?!not yet).+$/m);
+  }, 90_000);
+});
