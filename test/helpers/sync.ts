@@ -39,6 +39,7 @@ export async function startEngine(
     publishEveryMs?: number;
     certificateAuthority?: string[];
     limiter?: BandwidthLimiter;
+    pieceProbe?: PieceProbe;
     /** Engine options beyond these (e.g. recheckMs, probeMs). */
     engine?: Partial<Omit<EngineOptions, 'journal' | 'api' | 'tuning'>>;
   } = {},
