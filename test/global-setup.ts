@@ -16,13 +16,15 @@ export default function setup(): void {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   build('the build the end-to-end tests run failed (tsc -b)', [tsc, '-b', 'server', 'electron/sync', 'electron/headless'], root);
   if (!existsSync(path.join(root, 'dist/renderer/index.html'))) {
-    build('the renderer build the UI tests load failed', [path.join(root, 'scripts/build-renderer.mjs')], root);
+    // As `npm run build` makes it: vitest sets NODE_ENV=test, which would make Vite build React's
+    // slower development bundle, a UI no clinic runs.
+    build('the renderer build the UI tests load failed', [path.join(root, 'scripts/build-renderer.mjs')], root, { NODE_ENV: 'production' });
   }
 }
 
-function build(what: string, args: string[], cwd: string): void {
+function build(what: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): void {
   try {
-    execFileSync(process.execPath, args, { cwd, stdio: 'pipe' });
+    execFileSync(process.execPath, args, { cwd, stdio: 'pipe', env: { ...process.env, ...env } });
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
     throw new Error(`${what}:\n${stdout?.toString() ?? ''}${stderr?.toString() ?? ''}`, { cause: error });
