@@ -1,12 +1,31 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
+
+const INCLUDE = ['shared/**/*.test.ts', 'server/**/*.test.ts', 'electron/**/*.test.ts', 'renderer/**/*.test.{ts,tsx}', 'test/**/*.test.ts'];
+
+/**
+ * Files whose work is CPU-bound and timed (thumbnail renders checked against a time bound, the
+ * server's 20 s render timeout): they run one at a time after all the others, with the machine to
+ * themselves, so a second file's CPU cannot push them past a limit that a clinic's server would meet.
+ */
+const ALONE = ['server/thumbnails/thumbnails.test.ts', 'test/content.e2e.test.ts'];
+
+/**
+ * Every other file runs two at a time: most of their time is waiting (processes starting, servers,
+ * polls, retry delays), not CPU. Each file has its own ports (port 0), temp folders, keyring and
+ * nginx prefix, so two files never share state.
+ */
+const WORKERS = 2;
+
+const common = { testTimeout: 60_000, hookTimeout: 120_000, pool: 'forks' } as const;
 
 export default defineConfig({
   test: {
-    include: ['shared/**/*.test.ts', 'server/**/*.test.ts', 'electron/**/*.test.ts', 'renderer/**/*.test.{ts,tsx}', 'test/**/*.test.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
-    pool: 'forks',
+    // Once for the whole run (the projects below do not repeat it): builds dist/ before any file runs.
     globalSetup: ['test/global-setup.ts'],
     reporters: ['default'],
+    projects: [
+      { test: { ...common, name: 'parallel', include: INCLUDE, exclude: [...configDefaults.exclude, ...ALONE], maxWorkers: WORKERS, sequence: { groupOrder: 0 } } },
+      { test: { ...common, name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+    ],
   },
 });

@@ -43,7 +43,7 @@ describe('the sync engine catches up by itself when the server is back', () => {
     const app = new SyncApp({ home, settings: opened.settings, secrets: opened.secrets, shell: 'headless', version: 'test', webhooks: false });
     try {
       await app.setupRemote({ serverUrl: servers.url, clientId: CLIENT.id, clientSecret: CLIENT.secret, organizationId: ORG });
-      await app.updateSettings({ settleMs: 200, concurrency: 2 });
+      await app.updateSettings({ settleMs: 200, concurrency: 2, webhook: { port: 0 } });
       await app.addPair({ folder, patientId: PATIENT, patientName: 'Jane Roe', remoteBasePath: '/catchup' });
     } finally {
       await app.stop();

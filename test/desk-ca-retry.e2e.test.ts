@@ -44,7 +44,7 @@ describe('files waiting on an untrusted certificate', () => {
       engine: { backoff: { baseMs: backoffMs, maxMs: backoffMs }, idlePollMs: 500 },
     });
     await app.setupRemote({ serverUrl: proxy.url, clientId: CLIENT.id, clientSecret: CLIENT.secret, organizationId: ORG, caCertificate: fs.readFileSync(oldCa.caFile, 'utf8') });
-    await app.updateSettings({ settleMs: 200 });
+    await app.updateSettings({ settleMs: 200, webhook: { port: 0 } });
     const pair = await app.addPair({ folder, patientId: PATIENT, remoteBasePath: `/ca-retry-${homes}` });
     return { app, home, folder, pairId: pair.id };
   }

@@ -37,7 +37,7 @@ describe('files waiting for a server that is back', () => {
     const app = new SyncApp({ home, settings: opened.settings, secrets: opened.secrets, shell: 'headless', version: 'test', webhooks: false });
     try {
       await app.setupRemote({ serverUrl, clientId: CLIENT.id, clientSecret: CLIENT.secret, organizationId: ORG });
-      await app.updateSettings({ settleMs: 200 });
+      await app.updateSettings({ settleMs: 200, webhook: { port: 0 } });
       await app.addPair({ folder, patientId: PATIENT, patientName: 'Jane Roe', remoteBasePath: `/retry-waiting-${homes}` });
     } finally {
       await app.stop();

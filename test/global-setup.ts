@@ -1,20 +1,32 @@
 /**
- * Before any test file: bring the built server and sync CLI up to date (`tsc -b`, incremental: a
- * few seconds when nothing changed). End-to-end tests run them as real processes from `dist/`, as
- * `npm run server` and the installed app do: no stale build is ever tested, and no process pays
- * for compiling TypeScript at each start.
+ * Once before all test files (of every project): bring the built server and sync CLI up to date
+ * (`tsc -b`, incremental: a few seconds when nothing changed), and build the renderer if it was
+ * never built. End-to-end tests run them as real processes from `dist/`, as `npm run server` and
+ * the installed app do: no stale build is ever tested, and no process pays for compiling
+ * TypeScript at each start. Nothing builds into `dist/` once the files run (they run in parallel):
+ * a file building the renderer while another serves it would empty the folder under it.
  */
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 
 export default function setup(): void {
   const root = path.resolve(import.meta.dirname, '..');
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  build('the build the end-to-end tests run failed (tsc -b)', [tsc, '-b', 'server', 'electron/sync', 'electron/headless'], root);
+  if (!existsSync(path.join(root, 'dist/renderer/index.html'))) {
+    // As `npm run build` makes it: vitest sets NODE_ENV=test, which would make Vite build React's
+    // slower development bundle, a UI no clinic runs.
+    build('the renderer build the UI tests load failed', [path.join(root, 'scripts/build-renderer.mjs')], root, { NODE_ENV: 'production' });
+  }
+}
+
+function build(what: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): void {
   try {
-    execFileSync(process.execPath, [tsc, '-b', 'server', 'electron/sync', 'electron/headless'], { cwd: root, stdio: 'pipe' });
+    execFileSync(process.execPath, args, { cwd, stdio: 'pipe', env: { ...process.env, ...env } });
   } catch (error) {
-    const output = (error as { stdout?: Buffer }).stdout?.toString() ?? '';
-    throw new Error(`the build the end-to-end tests run failed (tsc -b):\n${output}`, { cause: error });
+    const { stdout, stderr } = error as { stdout?: Buffer; stderr?: Buffer };
+    throw new Error(`${what}:\n${stdout?.toString() ?? ''}${stderr?.toString() ?? ''}`, { cause: error });
   }
 }

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
+import { keyringSessionEnv, UNLOCK_KEYRING } from './helpers/keyring.js';
 import { freePort, ROOT } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, startTestServer, tempDir, type TestServer } from './helpers/server.js';
 import { waitFor } from './helpers/sync.js';
@@ -114,9 +115,9 @@ describe('keychain that comes and goes (real keyring)', () => {
     const run = (label: string, keychain: boolean) =>
       `${keychain ? '' : 'DBUS_SESSION_BUS_ADDRESS=unix:path=/nonexistent/patient-docs-bus '}node "$SCRIPT" "$APP_HOME" ${label}`;
     const phases = [run('1-file', false), run('2-keychain', true), run('3-no-keychain', false), run('4-keychain-back', true)];
-    const result = spawnSync('dbus-run-session', ['--', 'sh', '-c', `echo -n pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null; ${phases.join('; ')}`], {
+    const result = spawnSync('dbus-run-session', ['--', 'sh', '-c', `${UNLOCK_KEYRING}; ${phases.join('; ')}`], {
       cwd: ROOT,
-      env: { ...process.env, SCRIPT: script, APP_HOME: path.join(home, 'app') },
+      env: { ...keyringSessionEnv(home), SCRIPT: script, APP_HOME: path.join(home, 'app') },
       encoding: 'utf8',
       timeout: 240_000,
     });

@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -29,7 +30,7 @@ function runServer(env: Record<string, string>): ChildProcess {
 
 beforeAll(async () => {
   dataDir = tempDir('process');
-  const port = String(20000 + Math.floor(Math.random() * 20000));
+  const port = String(await freePort());
   child = runServer({ PORT: port, PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED_FILE });
   let exited = false;
   child.once('exit', () => (exited = true));

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setTimeout as delay } from 'node:timers/promises';
 import { runCli, spawnCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { ADMIN_TOKEN, CLIENT, ORG, PATIENT, PATIENT_WITHOUT_CONSENT, tempDir } from './helpers/server.js';
-import { writeFile } from './helpers/sync.js';
+import { prepareSyncHome, writeFile } from './helpers/sync.js';
 
 const env = { PATIENT_DOCS_CLIENT_SECRET: CLIENT.secret, PATIENT_DOCS_SYNC_BACKOFF_BASE_MS: '100' };
 
@@ -20,11 +20,13 @@ describe('patient-docs-sync tells the truth', () => {
   const scratch = tempDir('sync-cli');
   let homes = 0;
 
-  /** A sync home connected to the server, with the settle time short. */
+  /**
+   * A sync home connected to the server, with the settle time short (set up in-process, as
+   * `connect` and `config` would: the CLI runs under test are the ones each test is about).
+   */
   async function connectedHome(): Promise<string> {
     const home = path.join(scratch, `home-${(homes += 1)}`);
-    expect((await runCli(home, ['connect', '--server', server.url, '--client-id', CLIENT.id, '--organization', ORG], env)).code).toBe(0);
-    expect((await runCli(home, ['config', '--settle-ms', '200'], env)).code).toBe(0);
+    await prepareSyncHome(home, { serverUrl: server.url });
     return home;
   }
   const folder = (name: string) => {
@@ -34,9 +36,9 @@ describe('patient-docs-sync tells the truth', () => {
   };
   /** A connected sync home whose folder `name` syncs to Jane Roe's `/name`. */
   async function syncingHome(name: string): Promise<{ home: string; scans: string }> {
-    const home = await connectedHome();
+    const home = path.join(scratch, `home-${(homes += 1)}`);
     const scans = folder(name);
-    expect((await runCli(home, ['add-pair', '--folder', scans, '--patient', PATIENT, '--path', `/${name}`], env)).code).toBe(0);
+    await prepareSyncHome(home, { serverUrl: server.url, folder: scans, remoteBasePath: `/${name}` });
     return { home, scans };
   }
   const consent = (method: 'PUT' | 'DELETE') =>
@@ -95,7 +97,7 @@ describe('patient-docs-sync tells the truth', () => {
     } finally {
       clearInterval(writer);
     }
-  }, 30_000);
+  });
 
   it('retry brings back files that failed for a cause now fixed (consent given again)', async () => {
     const { home, scans } = await syncingHome('consent');

@@ -1,10 +1,9 @@
 // The UI end to end: real Chromium (playwright-core + Debian's chromium) against the real headless
 // twin, a real server on a real socket and real folders. Screenshots of every screen go to
 // test/artifacts/screens/ to be looked at.
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLAIN_MESSAGES } from '../shared/bridge-errors.js';
@@ -70,7 +69,6 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
   let page: Page;
 
   beforeAll(async () => {
-    if (!existsSync(path.join(RENDERER_DIR, 'index.html'))) execFileSync(process.execPath, [path.join(ROOT, 'scripts/build-renderer.mjs')], { stdio: 'inherit' });
     mkdirSync(SCREENS, { recursive: true });
     server = await startRealServer(serverData, 0, SMALL_LIMIT);
     serverPort = Number(new URL(server.url).port);

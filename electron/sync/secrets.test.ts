@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { keyringSessionEnv, UNLOCK_KEYRING } from '../../test/helpers/keyring.js';
 import { openSecretStore } from './secrets.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -52,8 +53,8 @@ describe('secret store', () => {
     );
     const result = spawnSync(
       'dbus-run-session',
-      ['--', 'sh', '-c', 'echo -n pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null; node --import tsx "$SCRIPT"'],
-      { cwd: repositoryRoot, env: { ...process.env, SCRIPT: script, FALLBACK_FILE: fallbackFile }, encoding: 'utf8', timeout: 45_000 },
+      ['--', 'sh', '-c', `${UNLOCK_KEYRING}; node --import tsx "$SCRIPT"`],
+      { cwd: repositoryRoot, env: { ...keyringSessionEnv(directory), SCRIPT: script, FALLBACK_FILE: fallbackFile }, encoding: 'utf8', timeout: 45_000 },
     );
     const lastLine = result.stdout.trim().split('\n').at(-1) ?? '';
     expect(lastLine, `child output:\n${result.stdout}\n${result.stderr}`).toMatch(/^\{/);
@@ -100,8 +101,8 @@ describe('secret store', () => {
     ];
     const result = spawnSync(
       'dbus-run-session',
-      ['--', 'sh', '-c', `echo -n pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null; ${phases.join('; ')}`],
-      { cwd: repositoryRoot, env: { ...process.env, SCRIPT: script, FALLBACK_FILE: fallbackFile }, encoding: 'utf8', timeout: 90_000 },
+      ['--', 'sh', '-c', `${UNLOCK_KEYRING}; ${phases.join('; ')}`],
+      { cwd: repositoryRoot, env: { ...keyringSessionEnv(directory), SCRIPT: script, FALLBACK_FILE: fallbackFile }, encoding: 'utf8', timeout: 90_000 },
     );
     const lines = result.stdout.trim().split('\n').filter((line) => line.startsWith('{'));
     expect(lines, `child output:\n${result.stdout}\n${result.stderr}`).toHaveLength(5);
