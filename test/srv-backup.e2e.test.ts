@@ -3,12 +3,11 @@
  * with `verify --hashes` and by starting a server on it; and `verify` naming the documents whose
  * files a restore left behind.
  */
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_CLI, ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 
 let server: ServerProcess;
@@ -46,18 +45,7 @@ async function uploadScan(url: string, fileName: string, bytes: Buffer): Promise
   return { id: document.id, sha256: ((await stored.json()) as { sha256: string }).sha256 };
 }
 
-function admin(dataDir: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [ADMIN_CLI, ...args], {
-    cwd: ROOT,
-    env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
-}
+const admin = runAdmin;
 
 describe('backup while the server runs', () => {
   it('copies the database and every content file while uploads go on; the copy verifies and a server started on it serves the scans', async () => {

@@ -4,14 +4,13 @@
  * (search, GET, hasContent), keeps everything else, takes a new upload, and integrators hear
  * `document.lost`. A content folder that is not there is refused, not taken for lost scans.
  */
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { looksUnmounted } from '../server/domain/lost-content.js';
-import { ADMIN_CLI, ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { runAdmin, type CliResult, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT } from './helpers/server.js';
 
 let server: ServerProcess;
@@ -57,13 +56,8 @@ async function getDocument(id: string): Promise<any> {
   return (await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${id}`, { headers: headers() })).json();
 }
 
-function admin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: server.dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+function admin(args: string[]): Promise<CliResult> {
+  return runAdmin(server.dataDir, args);
 }
 
 function lostEvents(): Array<{ data: any }> {

@@ -6,10 +6,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiClient } from '../electron/sync/api-client.js';
-import { ADMIN_CLI, ROOT, restartableServer, type RestartableServer } from './helpers/processes.js';
+import { runAdmin, restartableServer, type RestartableServer } from './helpers/processes.js';
 import { tempDir } from './helpers/server.js';
 import { startEngine, waitFor, writeFile, type EngineUnderTest } from './helpers/sync.js';
 
@@ -29,9 +28,8 @@ afterAll(async () => {
   fs.rmSync(scratch, { recursive: true, force: true });
 });
 
-function admin(args: string[]): Promise<number | null> {
-  const child = spawn(process.execPath, [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir }, stdio: 'ignore' });
-  return new Promise((resolve) => child.once('exit', resolve));
+async function admin(args: string[]): Promise<number | null> {
+  return (await runAdmin(dataDir, args)).code;
 }
 
 /** Counts the re-check's searches (by ids) the engine sends. */

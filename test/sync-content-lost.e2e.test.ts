@@ -5,12 +5,11 @@
  * too, fails it with a reason staff can act on. Before, the app kept showing "synced" for good.
  */
 import Database from 'better-sqlite3';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_CLI, ROOT, runCli, spawnCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { runAdmin, type CliResult, runCli, spawnCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { prepareSyncHome, waitFor, writeFile } from './helpers/sync.js';
 
@@ -26,13 +25,8 @@ afterAll(async () => {
   fs.rmSync(scratch, { recursive: true, force: true });
 });
 
-function admin(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: server.dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, stdout, stderr })));
+function admin(args: string[]): Promise<CliResult> {
+  return runAdmin(server.dataDir, args);
 }
 
 async function token(): Promise<string> {

@@ -134,3 +134,13 @@ export function spawnCli(home: string, args: string[], env: Record<string, strin
 export function runCli(home: string, args: string[], env: Record<string, string> = {}, stdin?: string, wrapper: readonly string[] = []): Promise<CliResult> {
   return spawnCli(home, args, env, stdin, wrapper).done;
 }
+
+/** `npm run admin -- <args>` (built) on a server's data directory, as IT runs it. */
+export function runAdmin(dataDir: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  const child = spawn(process.execPath, [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise<CliResult>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal, stdout, stderr })));
+}
