@@ -563,12 +563,17 @@ export class SyncEngine {
       return;
     }
     if (this.recheckTimer && this.recheckTimerAt <= this.now() + RECHECK_SOON_MS) return;
+    this.recheckIn(RECHECK_SOON_MS);
+  }
+
+  /** The re-check timer, set (or moved) to fire in `delay` ms. */
+  private recheckIn(delay: number): void {
     clearTimeout(this.recheckTimer);
-    this.recheckTimerAt = this.now() + RECHECK_SOON_MS;
+    this.recheckTimerAt = this.now() + delay;
     this.recheckTimer = setTimeout(() => {
       this.recheckTimer = undefined;
       this.recheckNow();
-    }, RECHECK_SOON_MS);
+    }, delay);
   }
 
   /** The next re-check: `recheckMs` after the last complete one (now, if that is longer ago or never). */
@@ -586,11 +591,7 @@ export class SyncEngine {
     const delay = last === null ? 0 : Math.min(Math.max(0, last + every - this.now()), 0x7fffffff);
     // Started at once when due, so that `run --once` (isSettled) waits for it.
     if (delay === 0) return this.recheckNow();
-    this.recheckTimerAt = this.now() + delay;
-    this.recheckTimer = setTimeout(() => {
-      this.recheckTimer = undefined;
-      this.recheckNow();
-    }, delay);
+    this.recheckIn(delay);
   }
 
   /**
@@ -666,13 +667,7 @@ export class SyncEngine {
             this.recheckWanted = true;
             this.scheduleProbe();
           } else {
-            const delay = Math.min(this.options.recheckMs || RECHECK_MS, RECHECK_RETRY_MS);
-            clearTimeout(this.recheckTimer);
-            this.recheckTimerAt = this.now() + delay;
-            this.recheckTimer = setTimeout(() => {
-              this.recheckTimer = undefined;
-              this.recheckNow();
-            }, delay);
+            this.recheckIn(Math.min(this.options.recheckMs || RECHECK_MS, RECHECK_RETRY_MS));
           }
           return false;
         }
