@@ -8,6 +8,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
+import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BandwidthLimiter } from '../electron/sync/bandwidth.js';
@@ -65,12 +66,14 @@ describe('nginx timeouts', () => {
     expect(setup.nginx.errorLog()).toMatch(/upstream timed out/);
   }, 90_000);
 
-  it('a download read slowly, pausing longer than proxy_read_timeout, arrives intact', async () => {
+  /** Downloads a stored scan through nginx, pausing 3 s (longer than proxy_read_timeout) after 2 MiB; `whilePaused` runs during the pause. */
+  async function slowDownload(whilePaused: () => void = () => undefined): Promise<{ received: { length: number; sha256: string }; stored: { fileSize: number | null; sha256: string | null } }> {
     const stored = await document('cbct.dcm');
     const ca = fs.readFileSync(setup.caFile);
     const received = await new Promise<{ length: number; sha256: string }>((resolve, reject) => {
       https
-        .get(stored!.storageDownloadUri!, { ca }, (response) => {
+        // A new connection each time: after a reload, a kept-alive one may still reach an old nginx worker.
+        .get(stored!.storageDownloadUri!, { ca, agent: false }, (response) => {
           expect(response.statusCode).toBe(200);
           const hash = createHash('sha256');
           let length = 0;
@@ -81,7 +84,10 @@ describe('nginx timeouts', () => {
             if (!paused && length > 2 * MiB) {
               paused = true;
               response.pause();
-              void delay(3000).then(() => response.resume());
+              void delay(2500)
+                .then(whilePaused)
+                .then(() => delay(500))
+                .then(() => response.resume(), reject);
             }
           });
           response.on('end', () => resolve({ length, sha256: hash.digest('hex') }));
@@ -89,6 +95,29 @@ describe('nginx timeouts', () => {
         })
         .on('error', reject);
     });
-    expect(received).toEqual({ length: stored!.fileSize, sha256: stored!.sha256 });
+    return { received, stored: stored! };
+  }
+
+  it('a download read slowly, pausing longer than proxy_read_timeout, arrives intact', async () => {
+    const { received, stored } = await slowDownload();
+    expect(received).toEqual({ length: stored.fileSize, sha256: stored.sha256 });
+  });
+
+  it('with proxy_max_temp_file_size 0 (scans kept off the proxy’s disk, as the README advises) a slow download arrives intact and nginx writes nothing to its disk', async () => {
+    await setup.nginx.reload(setup.site([
+      ['client_body_timeout 120s;', 'client_body_timeout 2s;'],
+      ['proxy_send_timeout  120s;', 'proxy_send_timeout 2s;'],
+      ['proxy_read_timeout  300s;', 'proxy_read_timeout 2s; proxy_max_temp_file_size 0;'],
+    ]));
+    const proxyTemp = path.join(setup.nginx.dir, 'proxy');
+    const filesIn = (dir: string): string[] => (fs.existsSync(dir) ? fs.readdirSync(dir, { recursive: true }).map(String).filter((name) => fs.statSync(path.join(dir, name)).isFile()) : []);
+    let duringPause: string[] | undefined;
+    const logBefore = setup.nginx.errorLog().length;
+    const { received, stored } = await slowDownload(() => {
+      duringPause = filesIn(proxyTemp);
+    });
+    expect(received).toEqual({ length: stored.fileSize, sha256: stored.sha256 });
+    expect(duringPause).toEqual([]);
+    expect(setup.nginx.errorLog().slice(logBefore)).not.toMatch(/an upstream response is buffered to a temporary file|timed out/);
   });
 });

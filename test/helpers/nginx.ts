@@ -137,12 +137,16 @@ export async function startNginx(site: string, port: number, options: { scheme?:
     reload: async (next) => {
       write(next);
       check();
-      const workers = () => readIfThere(path.join(dir, 'error.log')).split('start worker process').length;
-      const before = workers();
+      const log = () => readIfThere(path.join(dir, 'error.log'));
+      const started = () => [...log().matchAll(/start worker process (\d+)/g)].map((match) => match[1]!);
+      const old = started();
       child.kill('SIGHUP');
+      // Reloaded once a new worker runs and every old one stopped taking connections: until then a
+      // new connection may still reach an old worker, which serves it with the old configuration.
+      const stoppedAccepting = (pid: string) => log().includes(`${pid}#${pid}: gracefully shutting down`) || log().includes(`worker process ${pid} exited`);
       const until = Date.now() + 15_000;
-      while (workers() === before) {
-        if (Date.now() > until) throw new Error(`nginx did not reload:\n${readIfThere(path.join(dir, 'error.log'))}`);
+      while (started().length === old.length || !old.every(stoppedAccepting)) {
+        if (Date.now() > until) throw new Error(`nginx did not reload:\n${log()}`);
         await delay(50);
       }
     },
