@@ -15,6 +15,7 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,6 +29,9 @@ import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { waitFor, writeFile } from './helpers/sync.js';
 
 const SCREENS = path.join(ROOT, 'test/artifacts/screens');
+const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+/** Moderate rules the UI once broke and keeps (as test/a11y-screens.e2e.test.ts). */
+const KEPT_MODERATE = new Set(['heading-order', 'landmark-unique', 'page-has-heading-one', 'landmark-one-main', 'region']);
 const REMOTE = '/recheck-ui';
 const SCANS = ['upper.stl', 'lower.stl', 'bite.stl', 'left.stl', 'cbct.pdf', 'notes.pdf'];
 
@@ -60,7 +64,22 @@ function fileOf(name: string) {
 }
 
 async function screenshot(name: string): Promise<void> {
+  // The picture a person sees once transitions end (a panel fading in), without waiting for them.
+  await page.evaluate(() => {
+    for (const animation of document.getAnimations()) animation.finish();
+  });
   await page.screenshot({ path: path.join(SCREENS, `${name}.png`) });
+}
+
+/** axe on the page as it is now, as test/a11y-screens.e2e.test.ts runs it: the serious and critical violations, and the moderate ones fixed once. */
+async function axeViolations(state: string): Promise<string[]> {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
+  const found = await page.evaluate(async () => {
+    for (const animation of document.getAnimations()) animation.finish();
+    const axe = (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
+    return (await axe.run(document, { resultTypes: ['violations'] })).violations.map((violation) => ({ id: violation.id, impact: violation.impact, nodes: violation.nodes.slice(0, 3).map((node) => node.target.join(' ')) }));
+  });
+  return found.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical' || KEPT_MODERATE.has(violation.id)).map((violation) => `${state}: [${violation.impact}] ${violation.id} ${violation.nodes.join(', ')}`);
 }
 
 /** Every state each file row shows and every announcement, in order, so quick changes are not missed between looks. */
@@ -150,6 +169,7 @@ describe('the re-check of synced files, as staff see it', () => {
     expect(await why.innerText()).toContain(PLAIN_MESSAGES.LOST_ON_SERVER);
     expect(await why.locator('.notice-detail').innerText()).toBe(`Details: document ${before.get('lower.stl')} on the server no longer has this scan's content, and the file is gone from the folder`);
     await screenshot('recheck-lost-card');
+    const violations = await axeViolations('a scan in neither place, its whole reason open');
 
     // 1. The scan still in the folder was seen going up again, and the screen reader heard both.
     const { states } = await recorded();
@@ -183,6 +203,10 @@ describe('the re-check of synced files, as staff see it', () => {
     await lostRow.waitFor({ timeout: 15_000 });
     expect(await lostRow.locator('.col-status').innerText()).toContain('Lost on the server');
     expect(await page.locator('.document-row[data-document="upper.stl"] .col-status').innerText()).toContain('Uploaded');
+    await lostRow.click();
+    await page.locator('.details-panel').getByText('Lost on the server.').waitFor();
+    await screenshot('recheck-lost-patient');
+    violations.push(...(await axeViolations('the patient’s files with a lost document, its details open')));
 
     // What the reason says to do: the scan copied back into the folder goes up again by itself.
     await page.getByRole('button', { name: 'Sync', exact: true }).click();
@@ -203,6 +227,7 @@ describe('the re-check of synced files, as staff see it', () => {
     expect(await gone.locator('.notice-message').innerText()).toBe(GONE_FROM_SERVER_MESSAGE);
     expect(await gone.locator('.notice-detail').innerText()).toBe(`Details: document ${before.get('bite.stl')} is not on the server any more`);
     await screenshot('recheck-gone-card');
+    violations.push(...(await axeViolations('a scan deleted on the server, its whole reason open')));
 
     await page.getByRole('button', { name: 'Retry bite.stl' }).click();
     await card.getByText(`All ${SCANS.length} files synced and verified`).waitFor({ timeout: 20_000 });
@@ -218,5 +243,6 @@ describe('the re-check of synced files, as staff see it', () => {
     expect(await row.count()).toBe(1);
     expect(await row.innerText()).toContain('Uploaded');
     await screenshot('recheck-gone-patient');
+    expect(violations).toEqual([]);
   }, 90_000);
 });
