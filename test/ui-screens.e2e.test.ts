@@ -378,6 +378,21 @@ describe('activity', () => {
     }
   });
 
+  it('a document.lost notification is named in words, like the other events', async () => {
+    const app = await openRenderer(browser, {
+      webhookActivity: () => [{ id: 1, receivedAt: Date.parse('2026-03-12T10:00:00Z'), verdict: 'accepted', eventType: 'document.lost', patientId: '5f0e8a3c-1d2b-4c3d-8e9f-000000000001', reason: null, messageId: 'msg_lost' }],
+    });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Activity', exact: true }).click();
+      const row = page.locator('tr[data-event-type="document.lost"]');
+      await row.waitFor();
+      expect(await row.locator('td').nth(2).innerText()).toBe('Document’s file lost on the server');
+    } finally {
+      await app.close();
+    }
+  });
+
   it('the arrow keys move the focus with the selected tab', async () => {
     const app = await openRenderer(browser, {});
     try {
