@@ -161,7 +161,8 @@ describe('the re-check of synced files, as staff see it', () => {
     expect(await card.getByRole('button', { name: 'Retry all' }).count()).toBe(0);
     expect(await page.getByRole('button', { name: 'Retry lower.stl' }).count()).toBe(0);
     expect(await card.locator('.pair-header .badge').innerText()).toContain('Needs attention');
-    expect(await card.locator('.count-chip').allInnerTexts()).toEqual(['5 synced', '1 failed']);
+    // The card's counts come with the folder's next update, which may follow the file's by a moment.
+    await expect.poll(() => card.locator('.count-chip').allInnerTexts(), { timeout: 10_000 }).toEqual(['5 synced', '1 failed']);
     expect(await card.locator('.pair-progress-text').innerText()).toContain('5 of 6 files synced');
     await page.getByRole('button', { name: 'Details of lower.stl' }).click();
     const why = page.getByRole('region', { name: 'Why lower.stl is not synced any more' });
@@ -213,7 +214,7 @@ describe('the re-check of synced files, as staff see it', () => {
     writeFile(folder, 'lower.stl', bytes.get('lower.stl')!);
     await card.getByText(`All ${SCANS.length} files synced and verified`).waitFor({ timeout: 20_000 });
     expect(fileOf('lower.stl')).toMatchObject({ state: 'synced', documentId: before.get('lower.stl'), version: 2 });
-    expect(await card.locator('.notice-danger').count()).toBe(0);
+    await expect.poll(() => card.locator('.notice-danger').count(), { timeout: 10_000 }).toBe(0);
 
     // 3. A scan deleted on the server (misfiled, or not on purpose): the whole reason, then Retry.
     await deleteOnServer(before.get('bite.stl')!);
