@@ -231,6 +231,10 @@ describe('the re-check of synced files, as staff see it', () => {
     violations.push(...(await axeViolations('a scan deleted on the server, its whole reason open')));
 
     await page.getByRole('button', { name: 'Retry bite.stl' }).click();
+    const biteId = fileOf('bite.stl')!.id;
+    await waitFor('bite.stl to go up again as a new document', () => fileOf('bite.stl')?.state === 'synced', 30_000).catch((error: Error) => {
+      throw new Error(`${error.message}: ${JSON.stringify(fileOf('bite.stl'))}\n${JSON.stringify(headless.app.journal.history(biteId))}`);
+    });
     await card.getByText(`All ${SCANS.length} files synced and verified`).waitFor({ timeout: 20_000 });
     const again = fileOf('bite.stl')!;
     expect(again.documentId).not.toBe(before.get('bite.stl'));
