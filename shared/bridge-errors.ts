@@ -70,6 +70,14 @@ export const PLAIN_MESSAGES: Record<BridgeErrorCode, string> = {
   INTERNAL: 'Something went wrong inside Patient Docs.',
 };
 
+/**
+ * Why a synced file failed when the engine's re-check (electron/sync/recheck.ts) finds its document
+ * gone from the server while the scan is still in the folder. Its code is NOT_FOUND.
+ */
+export const GONE_FROM_SERVER_MESSAGE =
+  'This scan is no longer on the server: it was deleted there, or the server was restored from an older backup. It is still in this folder. ' +
+  'If it was not deleted on purpose, retry this file to upload it again as a new document.';
+
 export function isBridgeErrorCode(value: string): value is BridgeErrorCode {
   return (BRIDGE_ERROR_CODES as readonly string[]).includes(value);
 }

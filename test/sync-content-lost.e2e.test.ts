@@ -104,6 +104,11 @@ describe('scans the server lost are uploaded again from the workstation', () => 
       const listed = (JSON.parse(status.stdout) as { pairs: Array<{ files: Array<{ relativePath: string; state: string; error: { code: string; message: string } | null }> }> }).pairs[0]!.files;
       expect(listed.find((file) => file.relativePath === 'lower.stl')).toMatchObject({ state: 'failed', error: { code: 'LOST_ON_SERVER', message: expect.stringMatching(/^The server lost its copy/) } });
 
+      // `retry` has nothing to upload for it, and says so (it answered "no failed or waiting file").
+      const retried = await runCli(home, ['retry'], { PATIENT_DOCS_CLIENT_SECRET: CLIENT.secret });
+      expect(retried.code).toBe(0);
+      expect(retried.stdout).toBe('1 failed file(s) cannot be tried again: the server lost them and they are no longer in their folder; copy them back into the folder and they are uploaded by themselves\n');
+
       // What the reason says to do: the scan copied back into the folder goes up again by itself.
       writeFile(folder, 'lower.stl', bytes.get('lower.stl')!);
       await waitFor('the scan copied back to be uploaded again', () => rows().get('lower.stl')?.state === 'synced' && rows().get('lower.stl')?.remoteVersion === 2, 30_000);

@@ -2,7 +2,7 @@
 // staff read for a given state of the engine, at the window sizes the clinic uses.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PLAIN_MESSAGES } from '../shared/bridge-errors.js';
+import { GONE_FROM_SERVER_MESSAGE, PLAIN_MESSAGES } from '../shared/bridge-errors.js';
 import type { DocumentDto, SearchBody } from '../shared/schemas.js';
 import { counts, documentDto, fileView, launchBrowser, openRenderer, pairView, patient, Refusal, STATUS, type Handlers } from './helpers/renderer-page.js';
 
@@ -81,6 +81,33 @@ describe('sync screen: a pair’s reasons', () => {
       expect(await reason.getAttribute('title')).toContain('Rename the file in the scan folder');
       // 20 s from when the view was made: a loaded machine may take a few seconds to show it.
       expect(await page.locator('.file-row[data-state="waiting"]').innerText()).toMatch(/next try in (1[0-9]|20) seconds/);
+    } finally {
+      await app.close();
+    }
+  });
+  it('scans the re-check found gone from the server are grouped by reason, told for several at once, and offer Retry only where it can work', async () => {
+    const gone = { code: 'NOT_FOUND' as const, message: GONE_FROM_SERVER_MESSAGE };
+    const lost = { code: 'LOST_ON_SERVER' as const, message: PLAIN_MESSAGES.LOST_ON_SERVER };
+    const onlyLost = pairView({ id: 'pair-lost', folder: '/home/clinic/scans/chair 2', state: 'attention', counts: counts({ failed: 2, synced: 3 }), failureReasons: [{ ...lost, count: 2, detail: 'document 7a1c is gone' }] });
+    const both = pairView({ state: 'attention', counts: counts({ failed: 5, synced: 1 }), failureReasons: [{ ...gone, count: 3 }, { ...lost, count: 2 }] });
+    const mixed = pairView({ id: 'pair-mixed', folder: '/home/clinic/scans/chair 3', state: 'attention', counts: counts({ failed: 2 }), failureReasons: [{ ...gone, count: 1 }, { code: 'TOO_LARGE', message: PLAIN_MESSAGES.TOO_LARGE, count: 1 }] });
+    const app = await openRenderer(browser, { listPairs: () => [both, onlyLost, mixed] });
+    try {
+      const page = app.page;
+      const notice = (pairId: string) => page.locator(`.pair-card[data-pair-id="${pairId}"] .notice-danger`);
+      await notice(both.id).waitFor();
+      expect(await notice(both.id).locator('strong').first().innerText()).toBe('5 scans are no longer on the server');
+      expect(await notice(both.id).locator('.reason-list li').allInnerTexts()).toEqual([
+        '3 files: These scans are no longer on the server: they were deleted there, or the server was restored from an older backup. They are still in this folder. If they were not deleted on purpose, choose Retry all to upload them again as new documents.',
+        '2 files: The server lost its copies of these scans, and they are no longer in this folder either. Copy them back into the folder (from the scanner software’s export or a backup) and they are uploaded again by themselves; if you cannot, tell IT which scans they are.',
+      ]);
+      expect(await notice(both.id).getByRole('button', { name: 'Retry all' }).count()).toBe(1);
+      // Only scans in neither place: nothing Retry could upload, and one file's document id is not the others'.
+      expect(await notice(onlyLost.id).locator('strong').first().innerText()).toBe('2 scans are no longer on the server');
+      expect(await notice(onlyLost.id).locator('.notice-message').innerText()).toMatch(/^The server lost its copies of these scans/);
+      expect(await notice(onlyLost.id).getByRole('button', { name: 'Retry all' }).count()).toBe(0);
+      expect(await notice(onlyLost.id).locator('.notice-detail').count()).toBe(0);
+      expect(await notice(mixed.id).locator('strong').first().innerText()).toBe('2 files need attention');
     } finally {
       await app.close();
     }
@@ -346,6 +373,21 @@ describe('activity', () => {
       await row.waitFor();
       expect(await row.locator('.history-folder').innerText()).toBe('/scans/chair 2 to John Doe · no longer synced');
       expect(app.calls.some((call) => call.method === 'historyFiles')).toBe(true);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a document.lost notification is named in words, like the other events', async () => {
+    const app = await openRenderer(browser, {
+      webhookActivity: () => [{ id: 1, receivedAt: Date.parse('2026-03-12T10:00:00Z'), verdict: 'accepted', eventType: 'document.lost', patientId: '5f0e8a3c-1d2b-4c3d-8e9f-000000000001', reason: null, messageId: 'msg_lost' }],
+    });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Activity', exact: true }).click();
+      const row = page.locator('tr[data-event-type="document.lost"]');
+      await row.waitFor();
+      expect(await row.locator('td').nth(2).innerText()).toBe('Document’s file lost on the server');
     } finally {
       await app.close();
     }

@@ -4,6 +4,7 @@
  * rules are testable and the main process only displays.
  */
 import type { PairView, StateCounts } from '../../shared/bridge.js';
+import { isNoLongerOnServer } from '../../shared/failure-hints.js';
 
 export interface Notice {
   title: string;
@@ -15,6 +16,11 @@ function fileCount(counts: StateCounts): number {
   return Object.values(counts).reduce((sum, count) => sum + count, 0);
 }
 
+/** Failed files of a pair that were synced and are gone from the server now (the re-check's findings). */
+function goneCount(pair: PairView): number {
+  return pair.failureReasons.filter(isNoLongerOnServer).reduce((sum, reason) => sum + reason.count, 0);
+}
+
 export function noticesBetween(previous: readonly PairView[], next: readonly PairView[]): Notice[] {
   const notices: Notice[] = [];
   const before = new Map(previous.map((pair) => [pair.id, pair]));
@@ -24,8 +30,20 @@ export function noticesBetween(previous: readonly PairView[], next: readonly Pai
     const patient = pair.patientName ?? 'the patient';
     if (pair.counts.failed > earlier.counts.failed) {
       const added = pair.counts.failed - earlier.counts.failed;
+      // Synced scans the re-check found gone from the server were uploaded once: not "could not be uploaded".
+      const gone = goneCount(pair) - goneCount(earlier);
+      const title =
+        gone <= 0
+          ? added === 1
+            ? 'A file could not be uploaded'
+            : `${added} files could not be uploaded`
+          : gone === added
+            ? added === 1
+              ? 'A scan is no longer on the server'
+              : `${added} scans are no longer on the server`
+            : `${added} files need attention`;
       notices.push({
-        title: added === 1 ? 'A file could not be uploaded' : `${added} files could not be uploaded`,
+        title,
         body: `${pair.lastError?.message ?? 'Open Patient Docs to see why.'} (${patient})`,
         urgent: true,
       });

@@ -12,8 +12,8 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { FileView, PairView } from '../../shared/bridge.js';
-import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
-import { failureHint } from '../../shared/failure-hints.js';
+import { isBridgeErrorCode, PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
+import { canRetry, failureHint } from '../../shared/failure-hints.js';
 import { toCodedError } from './bridge-error.js';
 import { isDiskFull } from './disk-full.js';
 import { ProgressTracker } from './progress.js';
@@ -289,7 +289,12 @@ async function retry(args: string[]): Promise<number> {
   try {
     // A running `run` takes them up within seconds (it reads the same journal); else the next run does.
     const { failed, waiting } = app.engine.retryNow();
-    if (failed + waiting === 0) console.log('no failed or waiting file');
+    // A scan in neither the server nor the folder has nothing to upload: said, not "no failed file".
+    const lost = app.settings
+      .get('pairs')
+      .reduce((sum, pair) => sum + app.journal.byPair(pair.id).filter((record) => record.state === 'failed' && isListed(record) && record.errorCode !== null && isBridgeErrorCode(record.errorCode) && !canRetry(record.errorCode)).length, 0);
+    if (failed + waiting + lost === 0) console.log('no failed or waiting file');
+    if (lost > 0) console.log(`${lost} failed file(s) cannot be tried again: the server lost them and they are no longer in their folder; copy them back into the folder and they are uploaded by themselves`);
     if (failed > 0) console.log(`${failed} failed file(s) will be tried again at the next run (within seconds by a \`run\` already running)`);
     if (waiting > 0) console.log(`${waiting} waiting file(s) will be tried again at the next run without waiting for their retry time (within seconds by a \`run\` already running)`);
     return 0;

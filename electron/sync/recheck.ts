@@ -9,7 +9,7 @@
  */
 import path from 'node:path';
 import type { DocumentDto } from '../../shared/schemas.js';
-import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
+import { GONE_FROM_SERVER_MESSAGE, PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import type { DocumentApi } from './document-api.js';
 import { LOST_ON_SERVER_CODE, type FileRecord } from './journal.js';
 import type { PipelineJournal, PipelinePair } from './pipeline.js';
@@ -20,9 +20,7 @@ export const RECHECK_MS = 4 * 60 * 60 * 1000;
 /** SPEC §4.3's limit of ids in one search. */
 export const RECHECK_BATCH = 30;
 
-export const GONE_FROM_SERVER_MESSAGE =
-  'This scan is no longer on the server: it was deleted there, or the server was restored from an older backup. It is still in this folder. ' +
-  'If it was not deleted on purpose, retry this file to upload it again as a new document.';
+export { GONE_FROM_SERVER_MESSAGE };
 
 export interface RecheckJournal extends PipelineJournal {
   syncedAfter(pairId: string, afterId: number, limit: number): FileRecord[];

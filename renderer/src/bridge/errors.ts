@@ -1,5 +1,5 @@
 import type { BridgeEnvelope } from '../../../shared/bridge.js';
-import { PLAIN_MESSAGES, isBridgeErrorCode, type BridgeErrorCode } from '../../../shared/bridge-errors.js';
+import { GONE_FROM_SERVER_MESSAGE, PLAIN_MESSAGES, isBridgeErrorCode, type BridgeErrorCode } from '../../../shared/bridge-errors.js';
 
 /** A coded failure from the engine, with the plain language to show and the server's detail. */
 export class BridgeError extends Error {
@@ -52,7 +52,10 @@ export function isBridgeCallRefusal(error: { code?: string; detail?: string | un
   return error.code === 'INVALID_INPUT' && /^(\w+: argument |\w+: arguments must be a list$|unknown method )/.test(error.detail ?? '');
 }
 
-/** How a detail is introduced: the server's words as such, anything else (a network error, the app's own check) as detail. */
-export function detailLabel(error: { code?: BridgeErrorCode | undefined; detail?: string | undefined }): string {
-  return error.code && SERVER_DETAIL_CODES.has(error.code) && !isBridgeCallRefusal(error) ? 'Server said:' : 'Details:';
+/**
+ * How a detail is introduced: the server's words as such, anything else (a network error, the app's
+ * own check, what the re-check of synced files found) as detail.
+ */
+export function detailLabel(error: { code?: BridgeErrorCode | undefined; detail?: string | undefined; message?: string | undefined }): string {
+  return error.code && SERVER_DETAIL_CODES.has(error.code) && !isBridgeCallRefusal(error) && error.message !== GONE_FROM_SERVER_MESSAGE ? 'Server said:' : 'Details:';
 }

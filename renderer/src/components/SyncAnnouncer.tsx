@@ -1,7 +1,8 @@
 import { useEffect, useRef, useState } from 'react';
 import type { FileState, PairView } from '../../../shared/bridge.js';
 import { useBridgeEvent, useBridgeQuery } from '../bridge/context.js';
-import { formatFileCount } from '../format.js';
+import { isNoLongerOnServer } from '../documents/failure-hints.js';
+import { formatCount, formatFileCount } from '../format.js';
 
 /** How long the files must be quiet before what happened is said, and the longest a burst is held back. */
 const QUIET_MS = 1500;
@@ -10,6 +11,8 @@ const MAX_WAIT_MS = 6000;
 interface Tally {
   synced: number;
   failed: number;
+  /** Synced scans the re-check found gone from the server (not an upload that failed). */
+  gone: number;
   /** A folder problem that appeared (scan folder gone, disk full): said once, when it starts. */
   problem: string | null;
 }
@@ -40,7 +43,7 @@ export function SyncAnnouncer() {
 
   const tally = (pairId: string): Tally => {
     let entry = tallies.current.get(pairId);
-    if (!entry) tallies.current.set(pairId, (entry = { synced: 0, failed: 0, problem: null }));
+    if (!entry) tallies.current.set(pairId, (entry = { synced: 0, failed: 0, gone: 0, problem: null }));
     return entry;
   };
 
@@ -53,6 +56,7 @@ export function SyncAnnouncer() {
       if (entry.problem) said.push(entry.problem);
       if (entry.synced > 0) said.push(`${formatFileCount(entry.synced)} synced and verified`);
       if (entry.failed > 0) said.push(`${formatFileCount(entry.failed)} could not be uploaded`);
+      if (entry.gone > 0) said.push(entry.gone === 1 ? '1 scan is no longer on the server' : `${formatCount(entry.gone)} scans are no longer on the server`);
       if (said.length > 0) parts.push(`${pairName(pairsRef.current.find((pair) => pair.id === pairId))}: ${said.join(', ').replace(/\.$/, '')}.`);
     }
     tallies.current.clear();
@@ -91,7 +95,7 @@ export function SyncAnnouncer() {
       const before = known.current.get(file.id);
       known.current.set(file.id, file.state);
       if (before === file.state || (file.state !== 'synced' && file.state !== 'failed')) continue;
-      tally(event.pairId)[file.state] += 1;
+      tally(event.pairId)[file.state === 'failed' && file.error && isNoLongerOnServer(file.error) ? 'gone' : file.state] += 1;
       changed = true;
     }
     if (changed) schedule();

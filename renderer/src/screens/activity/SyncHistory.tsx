@@ -76,7 +76,9 @@ function FileTimeline({ file }: { file: HistoryFileView }) {
           <li key={`${entry.at}-${index}`}>
             <span className="timeline-dot" aria-hidden="true" />
             <div>
-              <div className="strong">{entry.event}</div>
+              <div className="strong" data-event={entry.event}>
+                {eventLabel(entry.event)}
+              </div>
               <div className="muted small">
                 {formatDateTime(entry.at)}
                 {entry.version !== null ? ` · version ${entry.version}` : ''}
@@ -89,4 +91,20 @@ function FileTimeline({ file }: { file: HistoryFileView }) {
       </ol>
     </section>
   );
+}
+
+/** The journal's history events (electron/sync/states.ts) in the words staff read; the CSV export keeps the names. */
+const EVENT_LABELS: Record<string, string> = {
+  queued: 'Waiting to upload',
+  uploaded: 'Uploaded',
+  version: 'Uploaded as a new version',
+  verified: 'Verified on the server',
+  failed: 'Needs attention',
+  adopted: 'Matched to a document already on the server',
+  'deleted-locally': 'Deleted from the folder',
+  ignored: 'Ignored (an ignore pattern covers it)',
+};
+
+function eventLabel(event: string): string {
+  return EVENT_LABELS[event] ?? event;
 }

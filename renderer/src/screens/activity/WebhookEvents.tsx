@@ -21,6 +21,8 @@ const EVENT_NAMES: Record<string, string> = {
   'document.created': 'Document created',
   'document.uploaded': 'Document uploaded',
   'document.deleted': 'Document deleted',
+  // IT marked its stored file lost (admin verify --mark-lost): this computer re-checks its synced files soon.
+  'document.lost': 'Document’s file lost on the server',
 };
 
 export function WebhookEvents() {

@@ -79,7 +79,13 @@ export function DocumentDetails({ document, onClose, onDownload, onPreview, down
         <dt>Added</dt>
         <dd>{formatDateTime(document.createdAt)}</dd>
         <dt>Content</dt>
-        <dd>{document.hasContent ? `Uploaded${document.version > 1 ? ` (version ${document.version})` : ''}` : 'Not uploaded yet'}</dd>
+        <dd>
+          {document.hasContent
+            ? `Uploaded${document.version > 1 ? ` (version ${document.version})` : ''}`
+            : document.version > 0
+              ? 'Lost on the server. A workstation that still has the scan uploads it again by itself; if none does, ask IT to restore it from a backup.'
+              : 'Not uploaded yet'}
+        </dd>
         {document.sha256 ? (
           <>
             <dt>Checksum</dt>

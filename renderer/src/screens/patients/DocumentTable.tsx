@@ -82,6 +82,11 @@ const DocumentRow = memo(function DocumentRow({ document, selected, onDownload }
           <span className="status-text tone-text-success">
             <Icon name="checkCircle" size={14} /> Uploaded
           </span>
+        ) : document.version > 0 ? (
+          // Had content once: its stored file was lost on the server (admin verify --mark-lost).
+          <span className="status-text tone-text-danger" title="The server lost this file. A workstation that still has the scan uploads it again by itself.">
+            <Icon name="alert" size={14} /> Lost on the server
+          </span>
         ) : (
           <span className="status-text muted">
             <Icon name="clock" size={14} /> No content yet

@@ -9,7 +9,7 @@ import { FileStateBadge, fileStateTone } from '../../components/StateBadge.js';
 import { VirtualList } from '../../components/VirtualList.js';
 import { formatBytes, formatDateTime, formatDuration, formatRate } from '../../format.js';
 import { fileIcon } from '../../documents/file-types.js';
-import { failureHint } from '../../documents/failure-hints.js';
+import { canRetry, failureHint, isNoLongerOnServer } from '../../documents/failure-hints.js';
 import { detailLabel } from '../../bridge/errors.js';
 
 interface FilePage {
@@ -125,7 +125,8 @@ function FileRow({ file, onRetry, reason }: { file: FileView; onRetry: (fileId: 
       </span>
       <FileStateBadge state={file.state} />
       <span className="file-row-action">
-        {file.state === 'failed' || file.state === 'waiting' ? (
+        {/* No Retry for a scan in neither the server nor the folder: nothing to upload; a copy put back goes by itself. */}
+        {(file.state === 'failed' && (!file.error || canRetry(file.error.code))) || file.state === 'waiting' ? (
           <button
             type="button"
             className="button small"
@@ -201,7 +202,8 @@ function WholeReason({ id, file, onHide }: { id: string; file: FileView; onHide:
     // Back on the row's "Details" if it is still in view, else on the list.
     (list?.querySelector<HTMLElement>(`[data-reason-of="${file.id}"]`) ?? list)?.focus();
   };
-  const title = `Why ${visibleName(file.fileName)} could not be uploaded`;
+  // A scan the re-check found gone was uploaded and verified once: it is not synced any more.
+  const title = isNoLongerOnServer(file.error!) ? `Why ${visibleName(file.fileName)} is not synced any more` : `Why ${visibleName(file.fileName)} could not be uploaded`;
   return (
     <div
       ref={ref}

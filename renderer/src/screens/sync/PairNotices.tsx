@@ -1,8 +1,8 @@
 import type { FailureReason, PairView } from '../../../../shared/bridge.js';
 import { ErrorNotice, InfoNotice } from '../../components/ErrorNotice.js';
 import { Icon } from '../../components/Icon.js';
-import { failureHint } from '../../documents/failure-hints.js';
-import { formatFileCount } from '../../format.js';
+import { canRetry, failureHint, failureMessage, isNoLongerOnServer } from '../../documents/failure-hints.js';
+import { formatCount, formatFileCount } from '../../format.js';
 
 /**
  * Why a pair needs attention, each kind of trouble on its own: the folder, the failed files, the files waiting to be retried.
@@ -56,18 +56,34 @@ const DISK_FULL_HINT = 'Nothing is lost: they sync by themselves once there is s
 const UNREADABLE_HINT =
   'The scanner software may still have it open, or this computer’s account is not allowed to read it. It is uploaded by itself as soon as it can be read; if this stays, close the program that has it open or ask IT to check the file’s permissions.';
 
+/**
+ * The failed files of a folder, by reason. Scans the re-check found gone from the server after they
+ * were synced are not "could not be uploaded": they were, and the title says what did happen. Retry
+ * all is offered only when there is something to retry (a scan in neither place has nothing to upload).
+ */
 function FailureNotice({ count, reasons, onRetryAll }: { count: number; reasons: FailureReason[]; onRetryAll: () => void }) {
-  const title = count === 1 ? 'One file could not be uploaded' : `${formatFileCount(count)} could not be uploaded`;
-  const action = (
+  const gone = reasons.filter(isNoLongerOnServer).reduce((sum, reason) => sum + reason.count, 0);
+  const title =
+    gone === 0
+      ? count === 1
+        ? 'One file could not be uploaded'
+        : `${formatFileCount(count)} could not be uploaded`
+      : gone === count
+        ? count === 1
+          ? 'One scan is no longer on the server'
+          : `${formatCount(count)} scans are no longer on the server`
+        : `${formatFileCount(count)} need attention`;
+  const action = reasons.some((reason) => canRetry(reason.code)) ? (
     <button type="button" className="button" onClick={onRetryAll}>
       <Icon name="retry" size={16} /> Retry all
     </button>
-  );
+  ) : undefined;
   if (reasons.length === 1) {
     const reason = reasons[0]!;
     const hint = failureHint(reason.code, count);
     return (
-      <ErrorNotice title={title} error={reason} action={action} announce={false}>
+      // One file's document id says nothing of the others: their own Details have theirs.
+      <ErrorNotice title={title} error={{ ...reason, message: failureMessage(reason, count), detail: count > 1 && isNoLongerOnServer(reason) ? undefined : reason.detail }} action={action} announce={false}>
         {hint ? <p className="notice-hint">{hint}</p> : null}
       </ErrorNotice>
     );
@@ -79,7 +95,7 @@ function FailureNotice({ count, reasons, onRetryAll }: { count: number; reasons:
           const hint = failureHint(reason.code, reason.count);
           return (
             <li key={reason.code} data-code={reason.code}>
-              <strong>{formatFileCount(reason.count)}:</strong> {reason.message}
+              <strong>{formatFileCount(reason.count)}:</strong> {failureMessage(reason, reason.count)}
               {hint ? ` ${hint}` : ''}
             </li>
           );

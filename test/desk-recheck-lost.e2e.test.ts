@@ -1,0 +1,253 @@
+/**
+ * What staff see in the app when the re-check of synced files finds scans gone from the server:
+ * real server process, the real headless app and its renderer in Chromium, real folders.
+ *
+ * 1. IT marks a stored file lost (`admin verify --mark-lost`): the scan still in the folder goes up
+ *    again by itself — the card shows it moving and then synced, the history says why.
+ * 2. A scan the server lost that is gone from the folder too: the card says what happened and what
+ *    to do, offers no Retry that could do nothing, and a copy put back goes up by itself.
+ * 3. A document deleted on the server: the whole reason is shown, Retry uploads the scan as a new
+ *    document, and the patient's files show it.
+ *
+ * Before, such files read "could not be uploaded", Retry on a scan in neither place answered
+ * "Nothing to try again: the files are already on their way", the engine's own finding was shown as
+ * "Server said:", and the history listed raw event names ("queued").
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
+import { SyncApp } from '../electron/sync/sync-app.js';
+import { openSyncHome } from '../electron/sync/sync-home.js';
+import { GONE_FROM_SERVER_MESSAGE, PLAIN_MESSAGES } from '../shared/bridge-errors.js';
+import { ADMIN_CLI, ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { launchBrowser } from './helpers/renderer-page.js';
+import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
+import { waitFor, writeFile } from './helpers/sync.js';
+
+const SCREENS = path.join(ROOT, 'test/artifacts/screens');
+const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+/** Moderate rules the UI once broke and keeps (as test/a11y-screens.e2e.test.ts). */
+const KEPT_MODERATE = new Set(['heading-order', 'landmark-unique', 'page-has-heading-one', 'landmark-one-main', 'region']);
+const REMOTE = '/recheck-ui';
+const SCANS = ['upper.stl', 'lower.stl', 'bite.stl', 'left.stl', 'cbct.pdf', 'notes.pdf'];
+
+const scratch = tempDir('desk-recheck-lost');
+const folder = path.join(scratch, 'scans');
+const home = path.join(scratch, 'home');
+const bytes = new Map(SCANS.map((name) => [name, Buffer.from(`solid ${name} ${'x'.repeat(3000)}`)]));
+let server: ServerProcess;
+let headless: HeadlessApp;
+let browser: Browser;
+let page: Page;
+
+function admin(args: string[]): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: server.dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })));
+}
+
+async function deleteOnServer(documentId: string): Promise<void> {
+  const token = (await (await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) })).json()) as { access_token: string };
+  const response = await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${documentId}`, { method: 'DELETE', headers: { authorization: `Bearer ${token.access_token}`, 'organization-id': ORG } });
+  expect(response.status).toBe(204);
+}
+
+function fileOf(name: string) {
+  const pairId = headless.app.settings.get('pairs')[0]!.id;
+  return headless.app.engine.fileViews(pairId).find((file) => file.relativePath === name);
+}
+
+async function screenshot(name: string): Promise<void> {
+  // The picture a person sees once transitions end (a panel fading in), without waiting for them.
+  await page.evaluate(() => {
+    for (const animation of document.getAnimations()) animation.finish();
+  });
+  await page.screenshot({ path: path.join(SCREENS, `${name}.png`) });
+}
+
+/** axe on the page as it is now, as test/a11y-screens.e2e.test.ts runs it: the serious and critical violations, and the moderate ones fixed once. */
+async function axeViolations(state: string): Promise<string[]> {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
+  const found = await page.evaluate(async () => {
+    for (const animation of document.getAnimations()) animation.finish();
+    const axe = (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
+    return (await axe.run(document, { resultTypes: ['violations'] })).violations.map((violation) => ({ id: violation.id, impact: violation.impact, nodes: violation.nodes.slice(0, 3).map((node) => node.target.join(' ')) }));
+  });
+  return found.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical' || KEPT_MODERATE.has(violation.id)).map((violation) => `${state}: [${violation.impact}] ${violation.id} ${violation.nodes.join(', ')}`);
+}
+
+/** Every state each file row shows and every announcement, in order, so quick changes are not missed between looks. */
+async function record(): Promise<void> {
+  await page.evaluate(() => {
+    const seen: Record<string, string[]> = {};
+    const said: string[] = [];
+    Object.assign(window, { __states: seen, __said: said });
+    const scan = () => {
+      for (const row of document.querySelectorAll<HTMLElement>('.file-row[data-file]')) {
+        const list = (seen[row.dataset.file!] ??= []);
+        if (list[list.length - 1] !== row.dataset.state) list.push(row.dataset.state!);
+      }
+      const message = document.querySelector('[data-testid="sync-announcements"]')?.textContent ?? '';
+      if (message && said[said.length - 1] !== message) said.push(message);
+    };
+    new MutationObserver(scan).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true, attributeFilter: ['data-state'] });
+    scan();
+  });
+}
+
+const recorded = (): Promise<{ states: Record<string, string[]>; said: string[] }> =>
+  page.evaluate(() => ({ states: (window as unknown as { __states: Record<string, string[]> }).__states, said: (window as unknown as { __said: string[] }).__said }));
+
+beforeAll(async () => {
+  fs.mkdirSync(folder, { recursive: true });
+  fs.mkdirSync(SCREENS, { recursive: true });
+  server = await startServerProcess();
+  const opened = await openSyncHome(home);
+  const setup = new SyncApp({ home, settings: opened.settings, secrets: opened.secrets, shell: 'headless', version: 'test', webhooks: false });
+  try {
+    await setup.setupRemote({ serverUrl: server.url, clientId: CLIENT.id, clientSecret: CLIENT.secret, organizationId: ORG });
+    await setup.updateSettings({ settleMs: 200, webhook: { port: 0 } });
+    await setup.addPair({ folder, patientId: PATIENT, patientName: 'Jane Roe', remoteBasePath: REMOTE });
+  } finally {
+    await setup.stop();
+  }
+  // Synced files are checked again every half second here; a clinic's default is every 4 hours.
+  headless = await launchHeadless({ home, firstRun: 'choose', rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined, engine: { recheckMs: 500 } });
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1440, height: 900 }, locale: 'en-GB' });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await headless?.stop();
+  await server?.stop();
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
+
+describe('the re-check of synced files, as staff see it', () => {
+  it('a lost scan goes up again; one gone from the folder too says what to do; one deleted on the server is retried as a new document', async () => {
+    await page.goto(headless.openUrl);
+    const card = page.locator('article.pair-card');
+    await card.waitFor();
+    for (const [name, content] of bytes) writeFile(folder, name, content);
+    await card.getByText(`All ${SCANS.length} files synced and verified`).waitFor({ timeout: 30_000 });
+    // The first sync is announced once the files are quiet; from then on, what the re-check changes.
+    await record();
+    await waitFor('the first sync to be announced', async () => (await recorded()).said.join(' ').includes(`${SCANS.length} files synced and verified`), 15_000);
+    await record();
+    const before = new Map(SCANS.map((name) => [name, fileOf(name)!.documentId!]));
+
+    // A disk fault on the server takes two stored files; one of the two scans is gone from the folder too.
+    for (const name of ['upper.stl', 'lower.stl']) fs.rmSync(path.join(server.dataDir, 'content', 'objects', 'documents', before.get(name)!), { recursive: true });
+    fs.rmSync(path.join(folder, 'lower.stl'));
+    const marked = await admin(['verify', '--mark-lost']);
+    expect(marked.output).toMatch(/^marked 2 of 6 stored files lost/);
+    expect(marked.code).toBe(0);
+
+    // 2. In neither place: the card says what happened and what to do; nothing offers a Retry that cannot work.
+    const lower = page.locator('.file-row[data-file="lower.stl"][data-state="failed"]');
+    await lower.waitFor({ timeout: 20_000 });
+    await page.locator('.file-row[data-file="upper.stl"][data-state="synced"]').waitFor({ timeout: 20_000 });
+    await waitFor('upper.stl to be version 2', () => fileOf('upper.stl')?.version === 2 && fileOf('upper.stl')?.state === 'synced');
+    const notice = card.locator('.notice-danger').first();
+    expect(await notice.locator('strong').first().innerText()).toBe('One scan is no longer on the server');
+    expect(await notice.innerText()).toContain(PLAIN_MESSAGES.LOST_ON_SERVER);
+    expect(await card.getByRole('button', { name: 'Retry all' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Retry lower.stl' }).count()).toBe(0);
+    expect(await card.locator('.pair-header .badge').innerText()).toContain('Needs attention');
+    // The card's counts come with the folder's next update, which may follow the file's by a moment.
+    await expect.poll(() => card.locator('.count-chip').allInnerTexts(), { timeout: 10_000 }).toEqual(['5 synced', '1 failed']);
+    expect(await card.locator('.pair-progress-text').innerText()).toContain('5 of 6 files synced');
+    await page.getByRole('button', { name: 'Details of lower.stl' }).click();
+    const why = page.getByRole('region', { name: 'Why lower.stl is not synced any more' });
+    await why.waitFor();
+    expect(await why.innerText()).toContain(PLAIN_MESSAGES.LOST_ON_SERVER);
+    expect(await why.locator('.notice-detail').innerText()).toBe(`Details: document ${before.get('lower.stl')} on the server no longer has this scan's content, and the file is gone from the folder`);
+    await screenshot('recheck-lost-card');
+    const violations = await axeViolations('a scan in neither place, its whole reason open');
+
+    // 1. The scan still in the folder was seen going up again, and the screen reader heard both.
+    const { states } = await recorded();
+    expect(states['upper.stl']!.slice(0, 1)).toEqual(['synced']);
+    expect(states['upper.stl']!.slice(1).some((state) => state === 'uploading' || state === 'queued' || state === 'verifying')).toBe(true);
+    expect(states['upper.stl']!.at(-1)).toBe('synced');
+    // Said once the files are quiet (a second and a half): polled, not waited for.
+    const heard = await waitFor('the screen reader to hear of the lost scan', async () => {
+      const now = (await recorded()).said.join(' | ');
+      return /1 scan is no longer on the server/.test(now) && now;
+    }, 15_000);
+    expect(heard).toMatch(/scans to Jane Roe: (1 file synced and verified, )?1 scan is no longer on the server\./);
+    expect(heard).not.toMatch(/could not be uploaded/);
+
+    // Its history says why it went up again, in words rather than event names.
+    await page.getByRole('button', { name: 'Activity', exact: true }).click();
+    await page.getByRole('tab', { name: 'Sync history' }).click();
+    await page.getByRole('button', { name: 'upper.stl', exact: true }).click();
+    const timeline = page.getByRole('region', { name: 'History of upper.stl' });
+    await timeline.locator('li').nth(5).waitFor();
+    const events = await timeline.locator('li .strong').allInnerTexts();
+    expect(events).toEqual(['Waiting to upload', 'Uploaded', 'Verified on the server', 'Waiting to upload', expect.stringMatching(/^Uploaded/), 'Verified on the server']);
+    expect(await timeline.locator('li').nth(3).innerText()).toContain("the server lost this scan's stored file");
+    await screenshot('recheck-lost-history');
+
+    // The patient's files say the scan was lost, not that it is still to come.
+    await page.getByRole('button', { name: 'Sync', exact: true }).click();
+    await card.getByRole('button', { name: 'Patient files' }).click();
+    await page.locator(`.tree-label[data-path="${REMOTE}"]`).click();
+    const lostRow = page.locator('.document-row[data-document="lower.stl"]');
+    await lostRow.waitFor({ timeout: 15_000 });
+    expect(await lostRow.locator('.col-status').innerText()).toContain('Lost on the server');
+    expect(await page.locator('.document-row[data-document="upper.stl"] .col-status').innerText()).toContain('Uploaded');
+    await lostRow.click();
+    await page.locator('.details-panel').getByText('Lost on the server.').waitFor();
+    await screenshot('recheck-lost-patient');
+    violations.push(...(await axeViolations('the patient’s files with a lost document, its details open')));
+
+    // What the reason says to do: the scan copied back into the folder goes up again by itself.
+    await page.getByRole('button', { name: 'Sync', exact: true }).click();
+    writeFile(folder, 'lower.stl', bytes.get('lower.stl')!);
+    await card.getByText(`All ${SCANS.length} files synced and verified`).waitFor({ timeout: 20_000 });
+    expect(fileOf('lower.stl')).toMatchObject({ state: 'synced', documentId: before.get('lower.stl'), version: 2 });
+    await expect.poll(() => card.locator('.notice-danger').count(), { timeout: 10_000 }).toBe(0);
+
+    // 3. A scan deleted on the server (misfiled, or not on purpose): the whole reason, then Retry.
+    await deleteOnServer(before.get('bite.stl')!);
+    await page.locator('.file-row[data-file="bite.stl"][data-state="failed"]').waitFor({ timeout: 20_000 });
+    expect(await notice.locator('strong').first().innerText()).toBe('One scan is no longer on the server');
+    expect(await notice.locator('.notice-message').innerText()).toBe(GONE_FROM_SERVER_MESSAGE);
+    expect(await notice.innerText()).not.toContain('Server said');
+    await page.getByRole('button', { name: 'Details of bite.stl' }).click();
+    const gone = page.getByRole('region', { name: 'Why bite.stl is not synced any more' });
+    await gone.waitFor();
+    expect(await gone.locator('.notice-message').innerText()).toBe(GONE_FROM_SERVER_MESSAGE);
+    expect(await gone.locator('.notice-detail').innerText()).toBe(`Details: document ${before.get('bite.stl')} is not on the server any more`);
+    await screenshot('recheck-gone-card');
+    violations.push(...(await axeViolations('a scan deleted on the server, its whole reason open')));
+
+    await page.getByRole('button', { name: 'Retry bite.stl' }).click();
+    const biteId = fileOf('bite.stl')!.id;
+    await waitFor('bite.stl to go up again as a new document', () => fileOf('bite.stl')?.state === 'synced', 30_000).catch((error: Error) => {
+      throw new Error(`${error.message}: ${JSON.stringify(fileOf('bite.stl'))}\n${JSON.stringify(headless.app.journal.history(biteId))}`);
+    });
+    await card.getByText(`All ${SCANS.length} files synced and verified`).waitFor({ timeout: 20_000 });
+    const again = fileOf('bite.stl')!;
+    expect(again.documentId).not.toBe(before.get('bite.stl'));
+    expect(again.version).toBe(1);
+
+    // The patient's files show the new document, once.
+    await card.getByRole('button', { name: 'Patient files' }).click();
+    await page.locator(`.tree-label[data-path="${REMOTE}"]`).click();
+    const row = page.locator('.document-row[data-document="bite.stl"]');
+    await row.waitFor({ timeout: 15_000 });
+    expect(await row.count()).toBe(1);
+    expect(await row.innerText()).toContain('Uploaded');
+    await screenshot('recheck-gone-patient');
+    expect(violations).toEqual([]);
+  }, 90_000);
+});
