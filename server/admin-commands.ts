@@ -3,10 +3,6 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { TSchema } from 'typebox';
-import { Type } from 'typebox';
-import { createAjv, ruleOf } from '../shared/ajv.js';
-import { AdminClientBody, ClientId, AdminOrderBody, AdminOrderPatch, AdminOrganizationBody, AdminPatientBody, AdminPatientPatch, Uuid } from '../shared/schemas.js';
 import { loadConfig } from './config.js';
 import type { ServerConfig } from './config.js';
 import type { ServerContext } from './context.js';
@@ -15,52 +11,15 @@ import { DirectoryService } from './domain/directory.js';
 import type { KeyStore } from './identity/keys.js';
 import { openStore, sqliteFile } from './open-store.js';
 import { prepareContentFolders, prepareStore } from './prepare-store.js';
-import { readSeedFile } from './domain/directory.js';
-import { ApiError } from './errors.js';
 import { waitForWriteLock } from './db/sqlite/write-wait.js';
 import { backupDataDir, verifyContent, type ContentProblem, type VerifyReport } from './db/sqlite/backup.js';
 import { looksUnmounted, markContentLost } from './domain/lost-content.js';
-import type { AuditRepository } from './db/types.js';
-import { auditLine, AuditListQuery, auditQuery, listAudit, parseAuditTime } from './audit/query.js';
-
 import { ContentProblems, InputError, UsageError, type ParsedValues } from './admin-cli-common.js';
 
 function required(value: string | undefined, flag: string): string {
   if (!value) throw new UsageError(`--${flag} is required`);
   return value;
 }
-
-/** The flag a field of an admin API body comes from, where the two names differ. */
-const FLAG_OF: Record<string, string> = {
-  organizations: 'organization',
-  organizationId: 'organization',
-  consents: 'consent',
-  patientId: 'patient',
-  scopes: 'scope',
-  clientId: 'client-id',
-  documentId: 'document',
-};
-
-const ajv = createAjv({ coerceTypes: false, removeAdditional: false });
-
-/**
- * Checks what the flags say against the admin API's own body schema, so the CLI accepts exactly
- * what the API accepts (a patient id that is no UUID would be stored, and no route could reach it).
- */
-function checked<T extends Record<string, unknown>>(schema: TSchema, input: T): T {
-  const body = Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
-  const validate = ajv.compile(schema);
-  if (validate(body)) return body as T;
-  const first = validate.errors?.[0];
-  const field = first?.instancePath.split('/')[1] ?? '';
-  const flag = FLAG_OF[field] ?? field;
-  const value = field ? JSON.stringify(first?.instancePath.split('/').slice(1).reduce<unknown>((at, key) => (at as Record<string, unknown>)?.[key], body)) : '';
-  throw new InputError(`--${flag} ${value} ${ruleOf(first)}`.replace(/\s+/g, ' '));
-}
-
-const IdFlags = Type.Object({ id: Uuid });
-const ClientFlags = Type.Object({ clientId: ClientId });
-const ConsentFlags = Type.Object({ patientId: Uuid, organizationId: Uuid });
 
 function overlapSeconds(raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback;
@@ -114,49 +73,8 @@ async function markLost(report: VerifyReport, values: ParsedValues, contentRoot:
   return line;
 }
 
-function wholeNumber(raw: string | undefined, flag: string): number | undefined {
-  if (raw === undefined) return undefined;
-  if (!/^\d{1,10}$/.test(raw)) throw new InputError(`--${flag} ${JSON.stringify(raw)} must be a whole number`);
-  return Number(raw);
-}
-
-/** A time filter's 400 as the flag it came from. */
-function timeFlag(parse: () => string): string {
-  try {
-    return parse();
-  } catch (error) {
-    if (error instanceof ApiError) throw new InputError(`--${error.detail}`);
-    throw error;
-  }
-}
-
-async function auditCommand(audit: AuditRepository, values: ParsedValues): Promise<string> {
-  const input: AuditListQuery = checked<Record<string, unknown>>(AuditListQuery, {
-    patientId: values.patient,
-    documentId: values.document,
-    clientId: values['client-id'],
-    organizationId: values.organization?.[0],
-    action: values.action,
-    outcome: values.outcome,
-    since: values.since,
-    until: values.until,
-    limit: wholeNumber(values.limit, 'limit'),
-    offset: wholeNumber(values.offset, 'offset'),
-  });
-  timeFlag(() => JSON.stringify(auditQuery(input)));
-  const page = await listAudit(audit, input);
-  if (values.json) return page.entries.map((entry) => JSON.stringify(entry)).join('\n');
-  if (page.entries.length === 0) return page.total === 0 ? 'no audit entries match' : `no audit entries on this page (${page.total} match; lower --offset)`;
-  const more = page.offset + page.entries.length < page.total ? `; --offset ${page.offset + page.entries.length} for the next ones` : '';
-  return [`${page.entries.length} of ${page.total} audit entries, newest first${more}:`, ...page.entries.map(auditLine)].join('\n');
-}
-
-async function pruneCommand(audit: AuditRepository, raw: string): Promise<string> {
-  const before = timeFlag(() => parseAuditTime('before', raw));
-  if (Date.parse(before) > Date.now()) throw new InputError(`--before ${JSON.stringify(raw)} is in the future; entries of accesses that already happened are not removed by a date to come`);
-  const removed = await audit.prune(before);
-  return `removed ${removed} audit ${removed === 1 ? 'entry' : 'entries'} recorded before ${before}; ${await audit.count()} remain`;
-}
+/** The flags' schemas and their validator, loaded by the commands that check flags (admin-flag-checks.ts). */
+const flagChecks = () => import('./admin-flag-checks.js');
 
 /** How long a command waits for the database's write lock before giving up (--wait). */
 const DEFAULT_WAIT_SECONDS = 30;
@@ -218,24 +136,34 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
   const { directory, keys } = context;
   try {
     switch (`${area} ${action ?? ''}`.trim()) {
-      case 'organization add':
+      case 'organization add': {
+        const { checked, AdminOrganizationBody } = await flagChecks();
         return (await directory.upsertOrganization(checked(AdminOrganizationBody, { id: values.id, name: required(values.name, 'name') }))).organization;
+      }
       case 'organization list':
         return await directory.listOrganizations();
-      case 'patient add':
+      case 'patient add': {
+        const { checked, AdminPatientBody } = await flagChecks();
         return await directory.createPatient(checked(AdminPatientBody, { id: values.id, name: required(values.name, 'name'), organizations: values.organization, consents: values.consent }));
+      }
       case 'patient list':
         return (await directory.listPatients({ name: values.name, limit: 1000 })).patients;
-      case 'patient show':
+      case 'patient show': {
+        const { checked, IdFlags } = await flagChecks();
         return await directory.getPatient(checked(IdFlags, { id: required(values.id, 'id') }).id);
-      case 'patient update':
+      }
+      case 'patient update': {
+        const { checked, IdFlags, AdminPatientPatch } = await flagChecks();
         return await directory.updatePatient(checked(IdFlags, { id: required(values.id, 'id') }).id, checked(AdminPatientPatch, { name: values.name, organizations: values.organization, consents: values.consent }));
+      }
       case 'consent grant':
       case 'consent revoke': {
+        const { checked, ConsentFlags } = await flagChecks();
         const consent = checked(ConsentFlags, { patientId: required(values.patient, 'patient'), organizationId: required(values.organization?.[0], 'organization') });
         return await directory.setConsent(consent.patientId, consent.organizationId, action === 'grant');
       }
-      case 'client add':
+      case 'client add': {
+        const { checked, AdminClientBody } = await flagChecks();
         return await directory.createClient(
           checked(AdminClientBody, {
             clientId: values['client-id'],
@@ -244,14 +172,20 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
             organizations: values.organization ?? [],
           }),
         );
+      }
       case 'client list':
         return await directory.listClients();
       case 'client disable':
-      case 'client enable':
+      case 'client enable': {
+        const { checked, ClientFlags } = await flagChecks();
         return await directory.updateClient(checked(ClientFlags, { clientId: required(values['client-id'], 'client-id') }).clientId, { disabled: action === 'disable' });
-      case 'client rotate-secret':
+      }
+      case 'client rotate-secret': {
+        const { checked, ClientFlags } = await flagChecks();
         return await directory.rotateClientSecret(checked(ClientFlags, { clientId: required(values['client-id'], 'client-id') }).clientId);
-      case 'order add':
+      }
+      case 'order add': {
+        const { checked, AdminOrderBody } = await flagChecks();
         return await directory.createOrder(
           checked(AdminOrderBody, {
             patientId: required(values.patient, 'patient'),
@@ -259,18 +193,25 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
             status: required(values.status, 'status'),
           }),
         );
-      case 'order update':
+      }
+      case 'order update': {
+        const { checked, IdFlags, AdminOrderPatch } = await flagChecks();
         return await directory.updateOrder(checked(IdFlags, { id: required(values.id, 'id') }).id, checked(AdminOrderPatch, { status: required(values.status, 'status') }).status);
-      case 'seed':
+      }
+      case 'seed': {
+        const { readSeedFile } = await import('./domain/seed-file.js');
         return await directory.applySeed(readSeedFile(required(values.file, 'file'), '--file'));
+      }
       case 'keys rotate':
         return { kid: await keys.rotate(), note: 'new tokens are signed with this key; tokens signed before keep verifying until `keys prune`' };
       case 'keys prune':
         return { removed: await keys.prune(overlapSeconds(values.overlap, config.tokenLifetimeSeconds)) };
       case 'audit':
-        return await auditCommand(context.store.audit, values);
-      case 'audit prune':
+        return await (await import('./admin-audit.js')).auditCommand(context.store.audit, values);
+      case 'audit prune': {
+        const { pruneCommand } = await import('./admin-audit.js');
         return await pruneCommand(context.store.audit, required(values.before, 'before'));
+      }
       case 'keys list':
         return (await context.store.signingKeys.list()).map(({ kid, createdAt, retiredAt }) => ({ kid, createdAt, retiredAt }));
       default:
