@@ -16,11 +16,10 @@ import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { failureHint } from '../../shared/failure-hints.js';
 import { toCodedError } from './bridge-error.js';
 import { isDiskFull } from './disk-full.js';
-import { appMode, openHomeJournal } from './home-state.js';
+import { defaultSyncHome } from './home-path.js';
 import { ProgressTracker } from './progress.js';
 import type { SyncApp } from './sync-app.js';
-import { defaultSyncHome, openSyncHome, type SyncHome } from './sync-home.js';
-import { buildPairView, isListed, toFileView } from './views.js';
+import type { SyncHome } from './sync-home.js';
 import { APP_VERSION } from './app-version.js';
 
 const USAGE = `usage: patient-docs-sync <command> [options]
@@ -65,6 +64,8 @@ async function main(argv: string[]): Promise<number> {
 
 /** The sync home, saying so when its secrets are not in the keychain. */
 async function openHome(): Promise<SyncHome> {
+  // Loaded by the commands, not with the usage: the settings store (conf) and the secret store.
+  const { openSyncHome } = await import('./sync-home.js');
   const home = await openSyncHome(defaultSyncHome());
   if (home.secrets.warning) console.error(`warning: ${home.secrets.warning}`);
   return home;
@@ -313,6 +314,7 @@ async function status(args: string[]): Promise<number> {
   // Only reads the settings and the journal: opened as the app opens them (same repairs, same
   // notices), without the engine, so monitoring that polls it stays cheap.
   const home = await openHome();
+  const [{ appMode, openHomeJournal }, { buildPairView, isListed, toFileView }] = await Promise.all([import('./home-state.js'), import('./views.js')]);
   const { journal, notices } = openHomeJournal(home.directory, home.notices);
   for (const notice of notices) console.error(`repaired: ${notice}`);
   try {
