@@ -94,6 +94,9 @@ describe('patient-docs-sync', () => {
     const help = await traced(SYNC_CLI, ['--help'], env);
     expect(help.code).toBe(0);
     expect(help.stdout).toContain('usage: patient-docs-sync <command> [options]');
+    expect(help.stdout).toContain(`now: ${home}`);
+    // The usage opens nothing: neither the settings (conf) nor the journal (SQLite).
+    for (const unused of ['conf', 'better-sqlite3', 'keytar']) expect(help.modules).not.toContain(unused);
 
     const status = await traced(SYNC_CLI, ['status', '--json'], env);
     expect(status.code, status.stderr).toBe(0);
