@@ -67,6 +67,13 @@ describe('the admin CLI', () => {
     expect(http).toEqual([]);
     // Nor the schemas and validator (a third of a second), nor jose (the signing key exists): a list checks no flag.
     for (const unused of ['typebox', 'ajv', 'jose']) expect(listed.modules).not.toContain(unused);
+    // `audit` checks its flags by the admin API's rules, without the schemas' library.
+    const audit = await traced(ADMIN_CLI, ['audit', '--limit', '1'], env);
+    expect(audit.code, audit.stderr).toBe(0);
+    expect(audit.stdout.trim()).toBe('no audit entries match');
+    expect(audit.modules).not.toContain('typebox');
+    const refused = await traced(ADMIN_CLI, ['audit', '--limit', '1001'], env);
+    expect([refused.code, refused.stderr.trim()]).toEqual([2, 'patient-docs-admin: --limit 1001 must be <= 1000']);
     const keys = await traced(ADMIN_CLI, ['keys', 'list'], env);
     expect(keys.code, keys.stderr).toBe(0);
     expect(JSON.parse(keys.stdout)).toHaveLength(1);
