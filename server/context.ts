@@ -2,18 +2,14 @@
  * Builds the server's collaborators from configuration: the one place that decides which store,
  * which keys, which services. The HTTP app (app.ts), the admin CLI and tests all start here.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
-import { ConfigError, type ServerConfig } from './config.js';
-import { SqliteStore } from './db/sqlite/store.js';
+import type { ServerConfig } from './config.js';
 import type { Store } from './db/types.js';
 import { AuditLog } from './audit/log.js';
 import { AccessGuard } from './domain/access.js';
 import { DirectoryService } from './domain/directory.js';
 import { DocumentService } from './domain/documents.js';
 import { Links } from './domain/links.js';
-import { KeyStore } from './identity/keys.js';
+import type { KeyStore } from './identity/keys.js';
 import { RateLimiter } from './identity/rate-limit.js';
 import { TokenService } from './identity/tokens.js';
 import { createContentParts, type ContentParts } from './storage/index.js';
@@ -21,6 +17,10 @@ import { hasThumbnail, renderThumbnail } from './thumbnails/index.js';
 import { SecretBox } from './webhooks/secret-box.js';
 import { WebhookService } from './webhooks/service.js';
 import { CallbackGuard } from './webhooks/ssrf.js';
+import { openStore } from './open-store.js';
+import { prepareStore } from './prepare-store.js';
+
+export { ensureDataDir, openStore, sqliteFile } from './open-store.js';
 
 export interface ServerContext {
   config: ServerConfig;
@@ -43,87 +43,9 @@ export interface ServerContext {
   audit: AuditLog;
 }
 
-export function ensureDataDir(dataDir: string): void {
-  try {
-    fs.mkdirSync(dataDir, { recursive: true });
-    fs.accessSync(dataDir, fs.constants.W_OK);
-  } catch {
-    throw new ConfigError(`PATIENT_DOCS_DATA_DIR=${dataDir} cannot be created or is not writable`);
-  }
-}
-
-export async function openStore(config: ServerConfig): Promise<Store> {
-  if (config.databaseUrl?.startsWith('postgres')) {
-    throw new ConfigError('PATIENT_DOCS_DATABASE_URL=postgres://… is not supported by this build yet; unset it to use the embedded SQLite database');
-  }
-  ensureDataDir(config.dataDir);
-  const file = sqliteFile(config);
-  let store: SqliteStore | undefined;
-  try {
-    store = SqliteStore.open(file);
-    // A file the server may read but not write opens fine and fails at its first write, in some
-    // later step: one write now (rolled back) fails here instead, where the file can be named.
-    store.db.exec('BEGIN IMMEDIATE');
-    try {
-      store.db.exec('CREATE TABLE write_probe (x)');
-    } finally {
-      store.db.exec('ROLLBACK');
-    }
-    return store;
-  } catch (error) {
-    if (store?.db.open) store.db.close();
-    throw databaseError(error, file, config);
-  }
-}
-
-/** Below this much free space a disk counts as full (SQLite needs a few pages for its WAL and shared memory). */
-const LOW_SPACE_BYTES = 1024 * 1024;
-
-/** Bytes available to this user on the file system holding `directory`, if it can be asked. */
-function freeBytes(directory: string): number | undefined {
-  try {
-    const stats = fs.statfsSync(directory);
-    return stats.bavail * stats.bsize;
-  } catch {
-    return undefined;
-  }
-}
-
-/** What went wrong opening the database, as one line naming the file and the variable that chose it. */
-function databaseError(error: unknown, file: string, config: ServerConfig): unknown {
-  const code = (error as { code?: unknown }).code;
-  if (typeof code !== 'string') return error;
-  const source = config.databaseUrl ? `PATIENT_DOCS_DATABASE_URL=${config.databaseUrl}` : `PATIENT_DOCS_DATA_DIR=${config.dataDir}`;
-  const cause = (error as Error).message.split('\n')[0];
-  if (code === 'PATIENT_DOCS_NEWER_DATABASE') return new ConfigError(`${source}: ${cause}`);
-  if (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR')) {
-    // SQLite reports a full disk at open as a "disk I/O error" (it cannot size its shared-memory
-    // file): the free space tells the two apart, so IT is not sent looking for a broken disk.
-    const free = freeBytes(path.dirname(file));
-    if (code === 'SQLITE_FULL' || (free !== undefined && free < LOW_SPACE_BYTES)) {
-      return new Error(`the disk holding ${path.dirname(file)} is full (${free ?? 0} bytes free), so the database ${file} cannot be opened; free space on that disk and start the server again`);
-    }
-  }
-  if (code.startsWith('SQLITE_READONLY') || code === 'SQLITE_PERM' || code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
-    return new ConfigError(`${source}: the database file ${file} cannot be written (${cause}); give the user the server runs as write access to it and its folder`);
-  }
-  if (code.startsWith('SQLITE_CANTOPEN') || code === 'SQLITE_NOTADB' || code === 'SQLITE_AUTH' || !code.startsWith('SQLITE_')) {
-    return new ConfigError(`${source}: the database file ${file} cannot be opened (${cause}); it must name a Patient Docs database file, or none yet, in a writable folder`);
-  }
-  return new Error(`the database file ${file} cannot be opened (${cause})`);
-}
-
-/** The embedded database's file: `sqlite:<file>` (relative to the data dir), else patient-docs.sqlite in it. */
-export function sqliteFile(config: ServerConfig): string {
-  return config.databaseUrl?.startsWith('sqlite:') ? path.resolve(config.dataDir, config.databaseUrl.slice('sqlite:'.length)) : path.join(config.dataDir, 'patient-docs.sqlite');
-}
-
 export async function createContext(config: ServerConfig, store?: Store): Promise<ServerContext> {
   const opened = store ?? (await openStore(config));
-  const keys = new KeyStore(opened.signingKeys);
-  await keys.ensureKey();
-  const tenantId = await opened.meta.setIfAbsent('tenant-id', randomUUID());
-  const linkKey = Buffer.from(await opened.meta.setIfAbsent('link-signing-key', randomBytes(32).toString('base64')), 'base64');
+  const { keys, tenantId, linkKey, webhookSecretKey } = await prepareStore(opened);
   const tokens = new TokenService(keys, {
     issuer: config.publicUrl,
     audience: config.audience,
@@ -131,7 +53,7 @@ export async function createContext(config: ServerConfig, store?: Store): Promis
     tenantId,
     externalIssuer: config.externalIssuer,
   });
-  const webhookSecrets = new SecretBox(Buffer.from(await opened.meta.setIfAbsent('webhook-secret-key', randomBytes(32).toString('base64')), 'base64'));
+  const webhookSecrets = new SecretBox(webhookSecretKey);
   const callbackGuard = new CallbackGuard({ allowPrivate: config.allowPrivateCallbacks });
   const links = new Links(config.publicUrl, linkKey);
   const access = new AccessGuard(opened.clients, opened.patients);

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { ConfigError, type ServerConfig } from './config.js';
 import { createContext, ensureDataDir, type ServerContext } from './context.js';
-import { readSeedFile } from './domain/directory.js';
+import { readSeedFile } from './domain/seed-file.js';
 import { hashAdminToken } from './routes/admin.js';
 import { startWebhookDelivery, type WebhookDelivery } from './webhooks/delivery.js';
 import { lockDataDir } from './db/sqlite/data-dir-lock.js';

@@ -8,10 +8,9 @@ import { Type, type Static, type TSchema } from 'typebox';
 import type { PatientListResponse, SearchResponse } from './schemas.js';
 import { SearchBody, Uuid, literalUnion } from './schemas.js';
 import type { BridgeErrorCode } from './bridge-errors.js';
+import { FILE_STATES, type FileState, type StateCounts } from './file-states.js';
 
-export const FILE_STATES = ['queued', 'creating', 'uploading', 'verifying', 'synced', 'waiting', 'failed'] as const;
-export type FileState = (typeof FILE_STATES)[number];
-export type StateCounts = Record<FileState, number>;
+export { FILE_STATES, type FileState, type StateCounts };
 
 // --- Views the engine publishes ----------------------------------------------------------------
 

@@ -3,6 +3,7 @@
  * the OpenAPI document, the sync engine's API client and the tests.
  */
 import { Type, type Static } from 'typebox';
+import { SEARCH_DEFAULTS } from './search-defaults.js';
 
 /** A union of string literals that keeps its static type (a mapped array would widen it). */
 export function literalUnion<const T extends readonly string[]>(values: T) {
@@ -22,7 +23,7 @@ const NullableString = Nullable('string');
 
 export const SORT_FIELDS = ['lastModifiedAt', 'fileName', 'fileSize', 'fileType', 'path'] as const;
 export type SortField = (typeof SORT_FIELDS)[number];
-export const SEARCH_DEFAULTS = { offset: 0, limit: 50, maxLimit: 1000, sortBy: 'lastModifiedAt', sortDirection: 'DESC' } as const;
+export { SEARCH_DEFAULTS };
 export const MAX_SEARCH_IDS = 30;
 
 export const ProblemSchema = Type.Object(

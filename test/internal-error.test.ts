@@ -6,7 +6,7 @@ import { loadConfig } from '../server/config.js';
 import { createContext } from '../server/context.js';
 import { hashAdminToken } from '../server/routes/admin.js';
 import { SEED_FILE, PATIENT, ORG, CLIENT, tempDir } from './helpers/server.js';
-import { readSeedFile } from '../server/domain/directory.js';
+import { readSeedFile } from '../server/domain/seed-file.js';
 
 describe('unexpected failures', () => {
   it('answer 500 problem details with a request id and no internals, and log the cause', async () => {

@@ -16,10 +16,10 @@ import { isBridgeErrorCode, PLAIN_MESSAGES } from '../../shared/bridge-errors.js
 import { canRetry, failureHint } from '../../shared/failure-hints.js';
 import { toCodedError } from './bridge-error.js';
 import { isDiskFull } from './disk-full.js';
+import { defaultSyncHome } from './home-path.js';
 import { ProgressTracker } from './progress.js';
-import { SyncApp } from './sync-app.js';
-import { defaultSyncHome, openSyncHome } from './sync-home.js';
-import { buildPairView, isListed, toFileView } from './views.js';
+import type { SyncApp } from './sync-app.js';
+import type { SyncHome } from './sync-home.js';
 import { APP_VERSION } from './app-version.js';
 
 const USAGE = `usage: patient-docs-sync <command> [options]
@@ -62,9 +62,17 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-async function openApp(options: { webhooks: boolean }): Promise<SyncApp> {
+/** The sync home, saying so when its secrets are not in the keychain. */
+async function openHome(): Promise<SyncHome> {
+  // Loaded by the commands, not with the usage: the settings store (conf) and the secret store.
+  const { openSyncHome } = await import('./sync-home.js');
   const home = await openSyncHome(defaultSyncHome());
   if (home.secrets.warning) console.error(`warning: ${home.secrets.warning}`);
+  return home;
+}
+
+async function openApp(options: { webhooks: boolean }): Promise<SyncApp> {
+  const home = await openHome();
   const env = process.env;
   const backoffBase = Number(env.PATIENT_DOCS_SYNC_BACKOFF_BASE_MS ?? '');
   const threshold = Number(env.PATIENT_DOCS_SYNC_RESUMABLE_THRESHOLD ?? '');
@@ -74,6 +82,9 @@ async function openApp(options: { webhooks: boolean }): Promise<SyncApp> {
     ...(Number.isFinite(backoffBase) && backoffBase > 0 ? { backoff: { baseMs: backoffBase, maxMs: Math.max(backoffBase * 16, 2000) } } : {}),
     ...(Number.isFinite(recheckMs) && recheckMs >= 0 ? { recheckMs } : {}),
   };
+  // Loaded here, not at the top: the engine, the watcher and the HTTP client are not needed to print
+  // the usage or the status, which IT's scripts and monitoring call often.
+  const { SyncApp } = await import('./sync-app.js');
   const app = new SyncApp({
     home: home.directory,
     settings: home.settings,
@@ -305,24 +316,31 @@ async function retry(args: string[]): Promise<number> {
 
 async function status(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { json: { type: 'boolean', default: false } }, strict: true });
-  const app = await openApp({ webhooks: false });
+  // Only reads the settings and the journal: opened as the app opens them (same repairs, same
+  // notices), without the engine, so monitoring that polls it stays cheap.
+  const home = await openHome();
+  const [{ appMode, openHomeJournal }, { buildPairView, isListed, toFileView }] = await Promise.all([import('./home-state.js'), import('./views.js')]);
+  const { journal, notices } = openHomeJournal(home.directory, home.notices);
+  for (const notice of notices) console.error(`repaired: ${notice}`);
   try {
+    const settings = home.settings;
+    const mode = appMode(home.directory, settings);
     const progress = new ProgressTracker(Date.now);
-    const pairs: Array<{ pair: PairView; files: FileView[] }> = app.settings.get('pairs').map((pair) => {
-      const records = app.journal.byPair(pair.id);
+    const pairs: Array<{ pair: PairView; files: FileView[] }> = settings.get('pairs').map((pair) => {
+      const records = journal.byPair(pair.id);
       return {
         pair: buildPairView({ pair, records, progress, online: true }),
         files: records.filter(isListed).map((record) => toFileView(record, progress)),
       };
     });
-    const lastRecheck = app.journal.lastRecheckAt();
+    const lastRecheck = journal.lastRecheckAt();
     if (values.json) {
       // Each file with `hint`: what to do about its failure, as the text output ends it (null when there is nothing to do).
       const withHints = pairs.map(({ pair, files }) => ({ pair, files: files.map((file) => ({ ...file, hint: cliHint(file) })) }));
-      console.log(JSON.stringify({ mode: app.mode(), server: app.settings.get('serverUrl') ?? null, lastRecheckAt: lastRecheck === null ? null : new Date(lastRecheck).toISOString(), pairs: withHints }, null, 2));
+      console.log(JSON.stringify({ mode, server: settings.get('serverUrl') ?? null, lastRecheckAt: lastRecheck === null ? null : new Date(lastRecheck).toISOString(), pairs: withHints }, null, 2));
       return 0;
     }
-    console.log(`mode: ${app.mode()}${app.settings.get('serverUrl') ? ` (${app.settings.get('serverUrl')})` : ''}`);
+    console.log(`mode: ${mode}${settings.get('serverUrl') ? ` (${settings.get('serverUrl')})` : ''}`);
     // Synced files are checked against the server again now and then (a server that lost a scan gets it again).
     console.log(`synced files last checked against the server: ${lastRecheck === null ? 'not yet' : new Date(lastRecheck).toLocaleString()}`);
     for (const { pair, files } of pairs) {
@@ -332,7 +350,7 @@ async function status(args: string[]): Promise<number> {
     }
     return 0;
   } finally {
-    await app.stop();
+    journal.close();
   }
 }
 

@@ -4,7 +4,7 @@
  * `synced` without the verification that "synced" promises).
  */
 
-import { FILE_STATES, type FileState } from '../../shared/bridge.js';
+import { FILE_STATES, type FileState } from '../../shared/file-states.js';
 
 // One list of states for the engine and the UI: the bridge contract owns it.
 export { FILE_STATES, type FileState };

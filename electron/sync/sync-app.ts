@@ -4,7 +4,7 @@
  * between them (the embedded server, the shell) by their composition roots.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, statSync, unwatchFile, watchFile, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, statSync, unwatchFile, watchFile, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AddPairInput, AppMode, AppStatus, BridgeEvent, ConnectionTestResult, RemoteSetupInput, SettingsPatch, SettingsView } from '../../shared/bridge.js';
 import { checkPath } from '../../shared/names.js';
@@ -15,7 +15,8 @@ import { BridgeError, toCodedError } from './bridge-error.js';
 import { caFor, CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, insecureAddress, testConnection, type ConnectionSettings } from './connection.js';
 import { SyncEngine, type EngineEvent, type EngineOptions } from './engine.js';
 import { lockSyncHome, type HomeLock } from './home-lock.js';
-import { journalRecoveryNotice, openJournal, type Journal } from './journal.js';
+import { appMode, EMBEDDED_MARKER, openHomeJournal } from './home-state.js';
+import type { Journal } from './journal.js';
 import { describeOverlap, overlappingPair, realFolder } from './pair-folders.js';
 import type { SecretStore } from './secrets.js';
 import type { SettingsStore, SyncPair, SyncSettings, WebhookSettings } from './settings.js';
@@ -60,8 +61,6 @@ export interface SyncAppOptions {
 
 export const CA_CHECK_MS = 2000;
 
-const EMBEDDED_MARKER = 'embedded.json';
-
 export class SyncApp {
   readonly journal: Journal;
   readonly engine: SyncEngine;
@@ -77,8 +76,7 @@ export class SyncApp {
   readonly notices: string[];
 
   constructor(private readonly options: SyncAppOptions) {
-    this.journal = openJournal(path.join(options.home, 'journal.db'));
-    this.notices = [...(options.notices ?? []), ...(this.journal.recovery ? [journalRecoveryNotice(this.journal.recovery)] : [])];
+    ({ journal: this.journal, notices: this.notices } = openHomeJournal(options.home, options.notices));
     this.limiter = new BandwidthLimiter(options.settings.get('bandwidthLimit'));
     this.engine = new SyncEngine({ journal: this.journal, tuning: this.tuning(), ...options.engine });
     this.webhooks = new WebhookWiring({
@@ -168,10 +166,7 @@ export class SyncApp {
   private homeLock: HomeLock | undefined;
 
   mode(): AppMode {
-    const serverUrl = this.settings.get('serverUrl');
-    if (!serverUrl || !this.settings.get('clientId') || !this.settings.get('organizationId')) return 'unconfigured';
-    const marker = this.readMarker();
-    return marker?.serverUrl === serverUrl ? 'embedded' : 'remote';
+    return appMode(this.options.home, this.settings);
   }
 
   apiClient(): ApiClient {
@@ -435,14 +430,6 @@ export class SyncApp {
   private async startEmbedded(): Promise<EmbeddedServerInfo> {
     this.embeddedInfo ??= await this.options.embedded!.start(this.settings.get('serverUrl'));
     return this.embeddedInfo;
-  }
-
-  private readMarker(): { serverUrl?: string } | undefined {
-    try {
-      return JSON.parse(readFileSync(path.join(this.options.home, EMBEDDED_MARKER), 'utf8')) as { serverUrl?: string };
-    } catch {
-      return undefined;
-    }
   }
 
   private emit(event: BridgeEvent): void {

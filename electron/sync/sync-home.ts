@@ -5,18 +5,12 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
+import { defaultSyncHome } from './home-path.js';
 import { openSecretStore, type SecretStore } from './secrets.js';
 import { openSettingsChecked, settingsRecoveryNotice, type SettingsStore } from './settings.js';
 
-export function defaultSyncHome(env: Record<string, string | undefined> = process.env, platform = process.platform): string {
-  if (env.PATIENT_DOCS_SYNC_HOME) return path.resolve(env.PATIENT_DOCS_SYNC_HOME);
-  const home = os.homedir();
-  if (platform === 'win32') return path.join(env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), 'Patient Docs');
-  if (platform === 'darwin') return path.join(home, 'Library', 'Application Support', 'Patient Docs');
-  return path.join(env.XDG_CONFIG_HOME ?? path.join(home, '.config'), 'patient-docs');
-}
+export { defaultSyncHome };
 
 export interface SyncHome {
   directory: string;

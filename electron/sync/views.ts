@@ -1,6 +1,6 @@
 /** Journal rows → the views of the bridge contract (FileView, CaseView, PairView). Pure. */
 import type { CaseView, FailureReason, FileError, FileView, PairState, PairView, StateCounts } from '../../shared/bridge.js';
-import { FILE_STATES } from '../../shared/bridge.js';
+import { FILE_STATES } from '../../shared/file-states.js';
 import { isBridgeErrorCode, PLAIN_MESSAGES, type BridgeErrorCode } from '../../shared/bridge-errors.js';
 import { DELETED_LOCALLY_CODE, LOST_ON_SERVER_CODE, type FileRecord } from './journal.js';
 import type { ProgressTracker } from './progress.js';

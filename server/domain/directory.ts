@@ -4,11 +4,8 @@
  * outbox events in one transaction.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import type { ErrorObject, ValidateFunction } from 'ajv';
-import { createAjv, ruleOf } from '../../shared/ajv.js';
-import type { AdminClientDto, AdminPatientDto, OrderDto, OrganizationDto } from '../../shared/schemas.js';
-import { SEARCH_DEFAULTS, SeedFile } from '../../shared/schemas.js';
+import type { AdminClientDto, AdminPatientDto, OrderDto, OrganizationDto, SeedFile } from '../../shared/schemas.js';
+import { SEARCH_DEFAULTS } from '../../shared/search-defaults.js';
 import { ConfigError } from '../config.js';
 import type { ClientRecord, MetaRepository, OrderRecord, PatientRecord, Store } from '../db/types.js';
 import { badRequest, conflict, notFound } from '../errors.js';
@@ -221,7 +218,10 @@ export class DirectoryService {
    * `source` names the file in errors ("PATIENT_DOCS_SEED=/path", "--file=/path").
    */
   async applySeed(input: SeedFile, source?: string): Promise<{ created: number; updated: number }> {
-    const label = source ?? seedSources.get(input) ?? 'the seed';
+    // The schemas and their validator are loaded here, not with this module: the admin CLI's
+    // other commands (and the server's own start, until it seeds) do without them.
+    const { checkSeedShape, seedSource } = await import('./seed-file.js');
+    const label = source ?? seedSource(input) ?? 'the seed';
     const seed = checkSeedShape(input, label);
     await this.checkSeedReferences(seed, label);
     const ledger = seedLedger(this.store.meta);
@@ -346,41 +346,6 @@ export class DirectoryService {
  */
 export class SeedError extends ConfigError {
   override name = 'SeedError';
-}
-
-/** Where a seed read by readSeedFile came from, for applySeed's errors. */
-const seedSources = new WeakMap<object, string>();
-
-/** Reads and checks a seed file; `source` names it in errors (the variable, or the CLI's flag). */
-export function readSeedFile(file: string, source = 'PATIENT_DOCS_SEED'): SeedFile {
-  const label = `${source}=${file}`;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(fs.readFileSync(file, 'utf8'));
-  } catch (error) {
-    throw new SeedError(`${label} cannot be read as JSON: ${(error as Error).message}`);
-  }
-  const seed = checkSeedShape(parsed, label);
-  seedSources.set(seed, label);
-  return seed;
-}
-
-let validateSeed: ValidateFunction | undefined;
-
-/** The seed file's schema (each entry by the admin API's body schema, no unknown keys), as one line. */
-function checkSeedShape(value: unknown, label: string): SeedFile {
-  validateSeed ??= createAjv({ coerceTypes: false, removeAdditional: false, verbose: true }).compile(SeedFile);
-  if (validateSeed(value)) return value as SeedFile;
-  throw new SeedError(`${label} is invalid: ${describeSeedError(validateSeed.errors?.[0])}`);
-}
-
-function describeSeedError(error: ErrorObject | undefined): string {
-  const at = error?.instancePath || '/';
-  if (error?.keyword === 'additionalProperties') {
-    const known = Object.keys((error.parentSchema as { properties?: object } | undefined)?.properties ?? {});
-    return `${error.instancePath}/${String(error.params.additionalProperty)} is not a known key (known: ${known.join(', ')})`;
-  }
-  return `${at} ${ruleOf(error)}`;
 }
 
 type SeedKind = 'organization' | 'patient' | 'client';

@@ -10,7 +10,8 @@ import type { SeedFile } from '../../shared/schemas.js';
 import { ConfigError } from '../config.js';
 import { SqliteStore } from '../db/sqlite/store.js';
 import { verifySecret } from '../identity/secrets.js';
-import { DirectoryService, readSeedFile, SeedError } from './directory.js';
+import { DirectoryService, SeedError } from './directory.js';
+import { readSeedFile } from './seed-file.js';
 
 const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
 const OTHER_ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a02';

@@ -5,7 +5,7 @@
  * token lifetime ago.
  */
 import { randomUUID } from 'node:crypto';
-import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from 'jose';
+import type { CryptoKey, JWK } from 'jose';
 import type { SigningKeyRecord, SigningKeyRepository } from '../db/types.js';
 
 export interface ActiveKey {
@@ -29,6 +29,9 @@ export class KeyStore {
   }
 
   async rotate(): Promise<string> {
+    // jose is loaded when a key is made or used, not with this module: the admin CLI's commands
+    // open the key store at each start and most never touch a key.
+    const { exportJWK, generateKeyPair } = await import('jose');
     const { publicKey, privateKey } = await generateKeyPair('RS256', { modulusLength: 2048, extractable: true });
     const kid = randomUUID();
     const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
@@ -61,6 +64,7 @@ export class KeyStore {
     const records = await this.repository.list();
     const newest = records.filter((key) => key.retiredAt === null).at(-1);
     if (!newest) throw new Error('no active signing key');
+    const { importJWK } = await import('jose');
     const privateKey = (await importJWK(JSON.parse(newest.privateJwk) as JWK, 'RS256')) as CryptoKey;
     this.cache = { loadedAt: this.now(), records, active: { kid: newest.kid, privateKey } };
     return this.cache;

@@ -1,5 +1,4 @@
 /** Builds the content side of the server (storage, resumable uploads, thumbnails, GC) from configuration. */
-import path from 'node:path';
 import type { Store } from '../db/types.js';
 import type { AccessGuard } from '../domain/access.js';
 import { ContentService } from '../domain/content.js';
@@ -8,7 +7,7 @@ import type { Links } from '../domain/links.js';
 import { ThumbnailJobs, type ThumbnailRenderer } from '../domain/thumbnail-jobs.js';
 import { RESUMABLE_LIFETIME_MS } from '../routes/tus.js';
 import { StorageJanitor } from './janitor.js';
-import { LocalDiskStorage } from './local-disk.js';
+import { contentFolders } from './folders.js';
 import { DiskResumableStore } from './resumable-disk.js';
 import type { ContentStorage, ResumableStore } from './types.js';
 
@@ -21,9 +20,9 @@ export interface ContentParts {
 }
 
 export function createContentParts(dataDir: string, store: Store, collaborators: { documents: DocumentService; access: AccessGuard; links: Links; renderer: ThumbnailRenderer | undefined }): ContentParts {
-  const storage = new LocalDiskStorage(path.join(dataDir, 'content'));
+  const { storage, uploads } = contentFolders(dataDir);
   // Same file system as tmp/, so a finished upload becomes a temp object by rename.
-  const resumable = new DiskResumableStore(path.join(storage.root, 'uploads'), storage.tmpDir, RESUMABLE_LIFETIME_MS);
+  const resumable = new DiskResumableStore(uploads, storage.tmpDir, RESUMABLE_LIFETIME_MS);
   const thumbnails = new ThumbnailJobs(store, storage, collaborators.renderer);
   const janitor = new StorageJanitor(storage, resumable, (key) => store.content.isKeyReferenced(key));
   const service = new ContentService(store, storage, collaborators.documents, collaborators.access, collaborators.links, thumbnails);

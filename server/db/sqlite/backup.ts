@@ -16,6 +16,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import Database from 'better-sqlite3';
 import { PRIVATE_DIR, PRIVATE_FILE } from '../../private-files.js';
+import { BackupTargetError } from './refusals.js';
 
 /** The database file's name inside a backup (a data directory's default). */
 export const BACKUP_DATABASE = 'patient-docs.sqlite';
@@ -218,6 +219,4 @@ export async function backupDataDir(options: { databaseFile: string; dataDir: st
   return report;
 }
 
-export class BackupTargetError extends Error {
-  override name = 'BackupTargetError';
-}
+export { BackupTargetError };

@@ -7,10 +7,9 @@ import fs from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import { isDatabaseBusy } from '../../errors.js';
+import { DatabaseBusyError } from './refusals.js';
 
-export class DatabaseBusyError extends Error {
-  override name = 'DatabaseBusyError';
-}
+export { DatabaseBusyError };
 
 /**
  * Resolves once a write transaction on `file` can begin (at once when nothing holds it); calls

@@ -1,0 +1,123 @@
+/**
+ * The admin CLI and the sync CLI load what the command asked for, not the whole server or engine:
+ * IT's scripts, cron and monitoring (`status --json` every minute) start them often, and each
+ * start paid for modules it never used. Checked through a trace of every module the process loads
+ * (test/helpers/module-trace.mjs), on the built CLIs, with a real database and a real sync home.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openJournal } from '../electron/sync/journal.js';
+import { openSettings } from '../electron/sync/settings.js';
+import { ADMIN_CLI, ROOT, SYNC_CLI } from './helpers/processes.js';
+import { CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
+
+const TRACE_HOOK = path.join(ROOT, 'test/helpers/module-trace.mjs');
+const scratch = tempDir('cli-start');
+let traces = 0;
+
+/** Runs `node <cli> <args>` with the module trace; what it printed, its exit code and the modules it loaded (paths under the project, or package names). */
+async function traced(cli: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[] }> {
+  const traceFile = path.join(scratch, `trace-${(traces += 1)}.txt`);
+  // No D-Bus session: the sync home keeps its secret in its encrypted file, never in the keyring of whoever runs the tests.
+  const { DBUS_SESSION_BUS_ADDRESS: _bus, ...inherited } = process.env;
+  const child = spawn(process.execPath, ['--import', TRACE_HOOK, cli, ...args], { cwd: ROOT, env: { ...inherited, ...env, MODULE_TRACE_FILE: traceFile }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  const urls = fs.existsSync(traceFile) ? fs.readFileSync(traceFile, 'utf8').split('\n').filter(Boolean) : [];
+  const modules = urls
+    .filter((url) => url.startsWith('file:'))
+    .map((url) => {
+      const file = new URL(url).pathname;
+      const inPackage = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file);
+      return inPackage ? inPackage[1]! : path.relative(ROOT, file);
+    });
+  return { code, stdout, stderr, modules: [...new Set(modules)] };
+}
+
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
+
+describe('the admin CLI', () => {
+  const dataDir = path.join(scratch, 'data');
+  const env = { PATIENT_DOCS_DATA_DIR: dataDir };
+
+  it('prints its usage without opening the database or loading the schemas', async () => {
+    const result = await traced(ADMIN_CLI, ['--help'], env);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('Usage: patient-docs-admin <command> [options]');
+    expect(result.modules).toContain('dist/server/admin-cli.js');
+    for (const heavy of ['better-sqlite3', 'typebox', 'ajv', 'jose', 'fastify', 'fastify-plugin', 'dist/server/admin-commands.js', 'dist/server/context.js']) expect(result.modules).not.toContain(heavy);
+    expect(fs.existsSync(dataDir)).toBe(false);
+  });
+
+  it('answers a command on the database without loading the HTTP side of the server', async () => {
+    const seeded = await traced(ADMIN_CLI, ['seed', '--file', SEED_FILE], env);
+    expect(seeded.code, seeded.stderr).toBe(0);
+    // The same first start as the server's: a signing key and the content folders.
+    for (const folder of ['content/objects', 'content/tmp', 'content/uploads']) expect(fs.statSync(path.join(dataDir, folder)).isDirectory()).toBe(true);
+    const listed = await traced(ADMIN_CLI, ['organization', 'list'], env);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(JSON.parse(listed.stdout)).toEqual(expect.arrayContaining([expect.objectContaining({ id: ORG, name: 'Smile Clinic' })]));
+    expect(listed.modules).toContain('better-sqlite3');
+    const http = listed.modules.filter((module) => /^(fastify|@fastify\/|@tus\/|pino|got|@napi-rs\/canvas)/.test(module) || /^dist\/server\/(routes|plugins|thumbnails|webhooks)\//.test(module) || module === 'dist/server/context.js');
+    expect(http).toEqual([]);
+    // Nor the schemas and validator (a third of a second), nor jose (the signing key exists): a list checks no flag.
+    for (const unused of ['typebox', 'ajv', 'jose']) expect(listed.modules).not.toContain(unused);
+    // `audit` checks its flags by the admin API's rules, without the schemas' library.
+    const audit = await traced(ADMIN_CLI, ['audit', '--limit', '1'], env);
+    expect(audit.code, audit.stderr).toBe(0);
+    expect(audit.stdout.trim()).toBe('no audit entries match');
+    expect(audit.modules).not.toContain('typebox');
+    const refused = await traced(ADMIN_CLI, ['audit', '--limit', '1001'], env);
+    expect([refused.code, refused.stderr.trim()]).toEqual([2, 'patient-docs-admin: --limit 1001 must be <= 1000']);
+    const keys = await traced(ADMIN_CLI, ['keys', 'list'], env);
+    expect(keys.code, keys.stderr).toBe(0);
+    expect(JSON.parse(keys.stdout)).toHaveLength(1);
+  });
+});
+
+describe('patient-docs-sync', () => {
+  it('prints its usage and the status without loading the engine, the watcher or the HTTP client', async () => {
+    const home = path.join(scratch, 'sync-home');
+    const scans = path.join(scratch, 'scans');
+    fs.mkdirSync(scans, { recursive: true });
+    fs.mkdirSync(home, { recursive: true });
+    // A connected home with one folder and one file waiting, as `connect`, `add-pair` and a run leave it.
+    const settings = openSettings(home);
+    settings.set('serverUrl', 'https://docs.example.org');
+    settings.set('tokenUrl', 'https://docs.example.org/oauth2/token');
+    settings.set('clientId', CLIENT.id);
+    settings.set('organizationId', ORG);
+    settings.set('pairs', [{ id: 'pair-1', folder: scans, patientId: PATIENT, patientName: 'Jane Roe', remoteBasePath: '/scans', paused: false }]);
+    const journal = openJournal(path.join(home, 'journal.db'));
+    journal.observe('pair-1', 'crown.stl', { size: 12, mtimeMs: Date.now(), remotePath: '/scans', fileName: 'crown.stl' });
+    journal.close();
+    const env = { PATIENT_DOCS_SYNC_HOME: home };
+
+    const help = await traced(SYNC_CLI, ['--help'], env);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain('usage: patient-docs-sync <command> [options]');
+    expect(help.stdout).toContain(`now: ${home}`);
+    // The usage opens nothing: neither the settings (conf) nor the journal (SQLite).
+    for (const unused of ['conf', 'better-sqlite3', 'keytar']) expect(help.modules).not.toContain(unused);
+
+    const status = await traced(SYNC_CLI, ['status', '--json'], env);
+    expect(status.code, status.stderr).toBe(0);
+    const shown = JSON.parse(status.stdout) as { mode: string; server: string; pairs: Array<{ pair: { folder: string }; files: Array<{ relativePath: string; state: string }> }> };
+    expect(shown.mode).toBe('remote');
+    expect(shown.server).toBe('https://docs.example.org');
+    expect(shown.pairs[0]!.pair.folder).toBe(scans);
+    expect(shown.pairs[0]!.files.map((file) => [file.relativePath, file.state])).toEqual([['crown.stl', 'queued']]);
+
+    for (const result of [help, status]) {
+      const heavy = result.modules.filter((module) => ['chokidar', 'got', 'tus-js-client'].includes(module) || /^dist\/electron\/sync\/(sync-app|engine|watcher|pair-watch|pipeline|api-client|tus-upload|webhook-listener)\.js$/.test(module));
+      expect(heavy).toEqual([]);
+      // Nor the bridge's schemas (typebox, a third of a second).
+      expect(result.modules).not.toContain('typebox');
+    }
+  });
+});
