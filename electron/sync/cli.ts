@@ -296,6 +296,7 @@ async function openAppWhenDiskHasSpace(): Promise<SyncApp> {
 /** Failed files, and waiting ones without their delay, are tried again (after the cause was fixed: consent, a name, the server back). */
 async function retry(args: string[]): Promise<number> {
   parseArgs({ args, options: {}, strict: true });
+  const { isListed } = await import('./views.js');
   const app = await openApp({ webhooks: false });
   try {
     // A running `run` takes them up within seconds (it reads the same journal); else the next run does.
