@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { listeningUrl } from './lib/server.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const ADMIN = path.join(ROOT, 'dist/server/admin-cli.js');
@@ -51,17 +52,7 @@ async function prepare() {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   try {
-    let output = '';
-    await new Promise((resolve, reject) => {
-      const onData = (chunk) => {
-        output += chunk;
-        if (/listening on/.test(output)) resolve();
-      };
-      server.stdout.on('data', onData);
-      server.stderr.on('data', onData);
-      server.once('exit', (code) => reject(new Error(`server exited ${code}: ${output}`)));
-    });
-    const url = `http://127.0.0.1:${port}`;
+    const url = await listeningUrl(server);
     fs.mkdirSync(scans, { recursive: true });
     for (let index = 0; index < 10; index += 1) fs.writeFileSync(path.join(scans, `scan-${index}.stl`), `solid scan${index}\nendsolid scan${index}\n`);
     must(SYNC, ['connect', '--server', url, '--client-id', CLIENT.id, '--organization', ORG], { PATIENT_DOCS_CLIENT_SECRET: CLIENT.secret });
