@@ -28,7 +28,12 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startServerProcess(env: Record<string, string> = {}): Promise<ServerProcess> {
-  const dataDir = tempDir('server-process');
+  // A data directory the caller names is the caller's to keep or remove; one made here is removed here.
+  const owned = env.PATIENT_DOCS_DATA_DIR === undefined;
+  const dataDir = env.PATIENT_DOCS_DATA_DIR ?? tempDir('server-process');
+  const removeOwned = () => {
+    if (owned) fs.rmSync(dataDir, { recursive: true, force: true });
+  };
   const port = env.PORT ?? String(await freePort());
   const child = spawn(process.execPath, [SERVER_MAIN], {
     cwd: ROOT,
@@ -49,6 +54,9 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`server exited (${code}):\n${output}`)));
+  }).catch((error: unknown) => {
+    removeOwned();
+    throw error;
   });
   return {
     url,
@@ -56,7 +64,7 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
     dataDir,
     stop: async () => {
       await stopProcess(child);
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      removeOwned();
     },
   };
 }
@@ -92,6 +100,7 @@ export async function restartableServer(dataDir: string): Promise<RestartableSer
     async close() {
       await server?.stop();
       server = undefined;
+      fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
