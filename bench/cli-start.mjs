@@ -9,10 +9,9 @@
 // keyring of whoever runs the bench is touched.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { listeningUrl } from './lib/server.mjs';
+import { freePort, listeningUrl } from './lib/server.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const ADMIN = path.join(ROOT, 'dist/server/admin-cli.js');
@@ -35,14 +34,6 @@ function must(command, args, extraEnv = {}) {
   const result = spawnSync(process.execPath, [command, ...args], { env: { ...env, ...extraEnv }, encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`${path.basename(command)} ${args.join(' ')} exited ${result.status}: ${result.stderr}`);
   return result.stdout;
-}
-
-async function freePort() {
-  const server = net.createServer();
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 async function prepare() {

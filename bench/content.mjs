@@ -13,9 +13,9 @@ import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { freePort } from './lib/server.mjs';
 import { FileStore } from '@tus/file-store';
 import { Server as TusServer } from '@tus/server';
 import { cpuSeconds, rssBytes as rss } from './lib/proc.mjs';
@@ -36,15 +36,6 @@ const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
 const CLIENT = { id: 'scanner-pc-1', secret: 'scanner-pc-1-secret-0123456789' };
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bench-content-'));
 const source = path.join(work, 'source.bin');
-
-async function freePort() {
-  return new Promise((resolve) => {
-    const probe = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 async function writeSource() {
   const out = fs.createWriteStream(source);

@@ -8,12 +8,11 @@
 // SYNC_BENCH_SCALE=0.1 for a quick look; SYNC_BENCH_ONLY=initial,rss,idle picks parts.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { cpuSeconds, rssBytes } from './lib/proc.mjs';
-import { listeningUrl } from './lib/server.mjs';
+import { freePort, listeningUrl } from './lib/server.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const DIST = path.join(ROOT, 'dist');
@@ -32,14 +31,6 @@ const { openSettings } = await import(path.join(DIST, 'electron/sync/settings.js
 
 const temp = (name) => fs.mkdtempSync(path.join(os.tmpdir(), `patient-docs-bench-${name}-`));
 const cleanup = [];
-
-async function freePort() {
-  const server = net.createServer();
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 async function startServer(extraEnv = {}) {
   const dataDir = temp('server');

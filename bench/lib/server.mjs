@@ -1,3 +1,5 @@
+import net from 'node:net';
+
 /** Waits for a server process started by a bench to say where it listens; rejects with its output if it exits first. */
 export function listeningUrl(child) {
   return new Promise((resolve, reject) => {
@@ -11,4 +13,13 @@ export function listeningUrl(child) {
     child.stderr.on('data', onData);
     child.once('exit', (code) => reject(new Error(`server exited ${code}: ${output}`)));
   });
+}
+
+/** A free loopback port for a server a bench starts. */
+export async function freePort() {
+  const server = net.createServer();
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
