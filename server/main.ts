@@ -7,10 +7,11 @@ async function main(): Promise<void> {
   const server = await startServer(config);
   const { publicUrl } = server.context.config;
   const publicNote = publicUrl !== server.url ? ` (public URL ${publicUrl})` : '';
-  console.log(`Patient Docs server listening on ${server.url}${publicNote}; data in ${config.dataDir}; API docs at ${publicUrl}/docs`);
-  if (server.generatedAdminToken) {
-    console.log(`Admin token (shown once, store it safely; only its hash is kept): ${server.generatedAdminToken}`);
-  }
+  const lines = [`Patient Docs server listening on ${server.url}${publicNote}; data in ${config.dataDir}; API docs at ${publicUrl}/docs`];
+  if (server.generatedAdminToken) lines.push(`Admin token (shown once, store it safely; only its hash is kept): ${server.generatedAdminToken}`);
+  // One write: whatever waits for the "listening" line (a service manager's log, a script) has the
+  // token line in the same read, never a moment later.
+  console.log(lines.join('\n'));
   // First signal: stop accepting and let requests in flight finish for the grace period (an
   // upload cut off after it is discarded, never half kept). Second signal: stop at once; what a
   // hard stop leaves (temp files) is swept at the next start, as after a crash.
