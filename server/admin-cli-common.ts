@@ -19,6 +19,7 @@ export const OPTIONS = {
   to: { type: 'string' },
   hashes: { type: 'boolean' },
   'mark-lost': { type: 'boolean' },
+  'mark-restored': { type: 'boolean' },
   force: { type: 'boolean' },
   document: { type: 'string' },
   action: { type: 'string' },

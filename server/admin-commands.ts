@@ -12,8 +12,8 @@ import type { KeyStore } from './identity/keys.js';
 import { openStore, sqliteFile } from './open-store.js';
 import { prepareContentFolders, prepareStore } from './prepare-store.js';
 import { waitForWriteLock } from './db/sqlite/write-wait.js';
-import { backupDataDir, verifyContent, type ContentProblem, type VerifyReport } from './db/sqlite/backup.js';
-import { looksUnmounted, markContentLost } from './domain/lost-content.js';
+import { backupDataDir, verifyContent, type ContentProblem, type RestorableFile, type VerifyReport } from './db/sqlite/backup.js';
+import { looksUnmounted, markContentLost, markContentRestored, type MarkRestoredReport } from './domain/lost-content.js';
 import { ContentProblems, InputError, UsageError, type ParsedValues } from './admin-cli-common.js';
 
 function required(value: string | undefined, flag: string): string {
@@ -36,14 +36,67 @@ function markedBefore(report: VerifyReport): string {
   return count === 0 ? '' : `; ${count} ${count === 1 ? 'file was' : 'files were'} marked lost before and ${count === 1 ? 'is' : 'are'} still not there (${count === 1 ? 'its document waits' : 'their documents wait'} for a new upload)`;
 }
 
+/** One line per file marked lost whose stored file is back intact, each saying how to put it back. */
+function restorableLines(files: readonly RestorableFile[]): string {
+  return files
+    .map((file) => `  document ${file.documentId} version ${file.version}: marked lost, but its file is back intact (${file.fileSize} bytes, its sha256 as recorded); run verify --mark-restored to count it as content again (${file.key})`)
+    .join('\n');
+}
+
+/** Files marked lost of which a file is there again, but not the one recorded: never restored. */
+function notRestorable(report: VerifyReport): ContentProblem[] {
+  return report.markedLost.filter((problem) => problem.problem !== 'the file is missing');
+}
+
+function notRestorableLines(problems: readonly ContentProblem[]): string {
+  return problems.map((problem) => `  document ${problem.documentId} version ${problem.version}: marked lost; a file is there again, but ${problem.problem.replace(/^the file /, 'it ')}, so it is not restored (${problem.key})`).join('\n');
+}
+
+/** What verify adds about files marked lost that are there again: the intact ones, then the others. */
+function restorableNote(report: VerifyReport): string {
+  const count = report.restorable.length;
+  const damaged = notRestorable(report);
+  const intact = count === 0 ? '' : `\n${count} ${count === 1 ? 'file marked lost is' : 'files marked lost are'} back intact (restored from a backup?):\n${restorableLines(report.restorable)}`;
+  return intact + (damaged.length === 0 ? '' : `\n${notRestorableLines(damaged)}`);
+}
+
 function verified(report: VerifyReport, hashes: boolean): string {
   if (report.problems.length > 0) {
     throw new ContentProblems(
-      `${report.problems.length} of ${report.versions} stored files are missing or damaged; restore them from a backup, or run verify --mark-lost so their documents stop claiming content they lack and the workstations that still have the scans upload them again:\n${problemLines(report.problems)}`,
+      `${report.problems.length} of ${report.versions} stored files are missing or damaged; restore them from a backup, or run verify --mark-lost so their documents stop claiming content they lack and the workstations that still have the scans upload them again:\n${problemLines(report.problems)}${restorableNote(report)}`,
     );
   }
-  const good = report.versions - report.markedLost.length;
-  return `all ${good} stored files are in place (${report.bytes} bytes${hashes ? ', each matching its sha256' : '; add --hashes to check their sha256 too'})${markedBefore(report)}; the audit log holds ${report.auditEntries} entries`;
+  // Files marked lost that are back are counted apart until --mark-restored puts them back.
+  const good = report.versions - report.markedLost.length - report.restorable.length;
+  const bytes = report.bytes - report.restorable.reduce((sum, file) => sum + file.fileSize, 0);
+  return `all ${good} stored files are in place (${bytes} bytes${hashes ? ', each matching its sha256' : '; add --hashes to check their sha256 too'})${markedBefore(report)}; the audit log holds ${report.auditEntries} entries${restorableNote(report)}`;
+}
+
+const RESTORED_OUTCOME: Record<MarkRestoredReport['files'][number]['outcome'], string> = {
+  current: 'restored: the document has this content again',
+  earlier: 'restored as an intact earlier version: the document has a newer version (or was deleted) and is not changed',
+  unchanged: 'no longer marked lost already (another run)',
+};
+
+/**
+ * `verify --mark-restored`: the files marked lost that verify found back intact count as content
+ * again (see domain/lost-content.ts). Returns what was restored, one line per file.
+ */
+async function markRestored(report: VerifyReport, waitForLock: () => Promise<void>, openContext: () => Promise<ServerContext>): Promise<string> {
+  if (report.restorable.length === 0) return 'nothing to restore: no file marked lost is back intact';
+  await waitForLock();
+  const context = await openContext();
+  let restored: MarkRestoredReport;
+  try {
+    restored = await markContentRestored(context.store, context.documents, report.restorable);
+  } finally {
+    await context.store.close();
+  }
+  const lines = restored.files.map((file) => `  document ${file.documentId} version ${file.version}: ${RESTORED_OUTCOME[file.outcome]} (${file.key})`).join('\n');
+  return (
+    `restored ${restored.versions} of ${report.restorable.length} files marked lost that are back intact; ${restored.documents} ${restored.documents === 1 ? 'document has its' : 'documents have their'} content again ` +
+    `(download links, hasContent searches; integrators hear document.restored):\n${lines}`
+  );
 }
 
 /** `verify --mark-lost`: the files verify found missing or damaged are marked lost (see domain/lost-content.ts). */
@@ -119,17 +172,34 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
     if (!fs.existsSync(file)) throw new InputError(`there is no database at ${file}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
     const contentRoot = path.join(config.dataDir, 'content');
     if (command === 'verify') {
+      if (values.force === true && values['mark-lost'] !== true) throw new UsageError('--force goes with --mark-lost');
       const report = await verifyContent(file, contentRoot, { hashes: values.hashes === true });
-      if (values['mark-lost'] !== true) {
-        if (values.force === true) throw new UsageError('--force goes with --mark-lost');
-        return verified(report, values.hashes === true);
+      const lock = () => waitForLock(file, values.wait);
+      const openContext = async () => (await import('./context.js')).createContext(config);
+      if (values['mark-restored'] !== true) {
+        if (values['mark-lost'] !== true) return verified(report, values.hashes === true);
+        return markLost(report, values, contentRoot, lock, openContext);
       }
-      return markLost(report, values, contentRoot, () => waitForLock(file, values.wait), async () => (await import('./context.js')).createContext(config));
+      // Restoring first: it only gives back content whose bytes are there; a lost mark then starts from it.
+      const restored = await markRestored(report, lock, openContext);
+      const after: VerifyReport = { ...report, restorable: [] };
+      try {
+        if (values['mark-lost'] === true) return `${restored}\n${await markLost(after, values, contentRoot, lock, openContext)}`;
+        if (report.problems.length > 0) verified(after, values.hashes === true);
+        const damaged = notRestorable(report);
+        return damaged.length === 0 ? restored : `${restored}\n${notRestorableLines(damaged)}`;
+      } catch (error) {
+        if (error instanceof ContentProblems) throw new ContentProblems(`${restored}\n${error.message}`);
+        throw error;
+      }
     }
     const report = await backupDataDir({ databaseFile: file, dataDir: config.dataDir, contentRoot, target: required(values.to, 'to') });
     if (report.problems.length > 0) throw new ContentProblems(`backup written to ${report.directory}, but ${report.problems.length} of ${report.versions} stored files could not be copied:\n${problemLines(report.problems)}`);
     const copied = report.versions - report.markedLost.length;
-    return `backup written to ${report.directory}: the database and ${copied} stored files (${report.bytes} bytes), each checked against its sha256${markedBefore(report)}; the audit log's ${report.auditEntries} entries are in the database copy`;
+    const back = report.restorable.length;
+    const restorable =
+      back === 0 ? '' : `; ${back} of them ${back === 1 ? 'was' : 'were'} marked lost and ${back === 1 ? 'is' : 'are'} back intact (run verify --mark-restored on the server's data to count ${back === 1 ? 'it' : 'them'} as content again)`;
+    return `backup written to ${report.directory}: the database and ${copied} stored files (${report.bytes} bytes), each checked against its sha256${restorable}${markedBefore(report)}; the audit log's ${report.auditEntries} entries are in the database copy`;
   }
   if (!config.databaseUrl?.startsWith('postgres')) await waitForLock(file, values.wait);
   const context = await openAdminContext(config);

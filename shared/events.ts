@@ -11,6 +11,9 @@ export const EVENT_TYPES = [
   // The stored file of the current version was found missing or damaged (admin `verify --mark-lost`):
   // the document no longer counts as having content and waits for a new upload.
   'document.lost',
+  // That stored file is back intact (restored from a backup; admin `verify --mark-restored`) and the
+  // document has its content again: same version, same sha256. Not an upload (no new version).
+  'document.restored',
 ] as const;
 
 export type EventType = (typeof EVENT_TYPES)[number];

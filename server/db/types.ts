@@ -199,6 +199,22 @@ export interface DocumentContentRepository {
    * to having none and `events` are written. Idempotent: `version`/`current` say what changed now.
    */
   markLost(lost: LostContent, events: OutboxEvent[]): Promise<{ version: boolean; current: boolean }>;
+  /**
+   * Undoes `markLost` once the stored file is back intact (restored from a backup), in one
+   * transaction: the version is no longer marked lost, and when it is still the document's version
+   * and the document still has no content (nothing uploaded since, not deleted), the document has
+   * this version's content again and `events` are written. A compare-and-set on the version, key
+   * and sha256; idempotent: `version`/`current` say what changed now.
+   */
+  markRestored(restored: RestoredContent, events: OutboxEvent[]): Promise<{ version: boolean; current: boolean }>;
+}
+
+export interface RestoredContent {
+  documentId: string;
+  version: number;
+  contentKey: string;
+  /** The sha256 the file was found to have: it must still be the version's. */
+  sha256: string;
 }
 
 export interface LostContent {

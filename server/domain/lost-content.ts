@@ -74,3 +74,67 @@ export async function markContentLost(store: Store, documents: DocumentService, 
   }
   return report;
 }
+
+export interface RestoredFile {
+  documentId: string;
+  version: number;
+  key: string;
+  sha256: string;
+  fileSize: number;
+}
+
+export interface MarkRestoredReport {
+  /** Versions no longer marked lost now. */
+  versions: number;
+  /** Of those, documents that have this content again (it was still their version, nothing uploaded since). */
+  documents: number;
+  /**
+   * Each file and what became of it: `current`, its document has this content again; `earlier`, an
+   * intact earlier version again (the document has a newer one, or was deleted); `unchanged`, no
+   * longer marked lost before this run (another run, meanwhile).
+   */
+  files: Array<RestoredFile & { outcome: 'current' | 'earlier' | 'unchanged' }>;
+}
+
+/**
+ * The way back (admin `verify --mark-restored`): a version marked lost whose stored file is there
+ * again with its recorded size and sha256 (IT restored the content folder from a backup) is no
+ * longer marked lost. When it is still the document's version and nothing was uploaded since, the
+ * document has that content again — `hasContent`, download and thumbnail links, found by
+ * `hasContent` searches — and integrators hear `document.restored`; when a newer version was
+ * uploaded meanwhile, it is an intact earlier version again and the document is not changed.
+ *
+ * Like markContentLost: one compare-and-set transaction per document, beside a running server;
+ * running it again changes nothing.
+ */
+export async function markContentRestored(store: Store, documents: DocumentService, restorable: readonly RestoredFile[], now: () => Date = () => new Date()): Promise<MarkRestoredReport> {
+  const report: MarkRestoredReport = { versions: 0, documents: 0, files: [] };
+  const operationId = randomUUID();
+  for (const file of restorable) {
+    const at = now().toISOString();
+    const document = await store.content.find(file.documentId);
+    const stored = document ? await store.content.version(document.id, file.version) : undefined;
+    const events =
+      document && stored && !document.hasContent && document.version === file.version && document.contentKey === null && stored.contentKey === file.key && stored.sha256 === file.sha256
+        ? [
+            outboxEvent('document.restored', {
+              patientId: document.patientId,
+              organizationId: document.organizationId,
+              operationId,
+              occurredAt: at,
+              data: {
+                document: documents.toEventData({ ...document, hasContent: true, fileSize: stored.fileSize, sha256: stored.sha256, contentKey: stored.contentKey, contentType: stored.contentType, fileType: stored.fileType }),
+                version: file.version,
+                fileSize: stored.fileSize,
+                sha256: stored.sha256,
+              },
+            }),
+          ]
+        : [];
+    const changed = await store.content.markRestored({ documentId: file.documentId, version: file.version, contentKey: file.key, sha256: file.sha256 }, events);
+    if (changed.version) report.versions += 1;
+    if (changed.current) report.documents += 1;
+    report.files.push({ ...file, outcome: changed.current ? 'current' : changed.version ? 'earlier' : 'unchanged' });
+  }
+  return report;
+}

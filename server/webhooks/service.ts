@@ -41,7 +41,7 @@ export class WebhookService {
   async subscribe(body: SubscribeBody, actor: WebhookActor): Promise<{ subscription: SubscriptionDto; created: boolean }> {
     body.events.forEach((event, index) => {
       if (!isSubscribableEvent(event)) {
-        throw badRequest(`body/events/${index} '${event}' is not an event type; use patient.created, patient.updated, order.created, order.updated, document.created, document.uploaded, document.deleted, document.lost or <kind>.all`);
+        throw badRequest(`body/events/${index} '${event}' is not an event type; use patient.created, patient.updated, order.created, order.updated, document.created, document.uploaded, document.deleted, document.lost, document.restored or <kind>.all`);
       }
     });
     if (body.hmac.trim() === '') throw badRequest('body/hmac must not be blank');

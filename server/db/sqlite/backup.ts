@@ -33,12 +33,25 @@ export interface ContentProblem {
   unreadable?: boolean;
 }
 
+export interface RestorableFile {
+  documentId: string;
+  version: number;
+  key: string;
+  sha256: string;
+  fileSize: number;
+}
+
 export interface VerifyReport {
   versions: number;
   bytes: number;
   problems: ContentProblem[];
   /** Versions marked lost before (`verify --mark-lost`), whose files are still not there: known, not new. */
   markedLost: ContentProblem[];
+  /**
+   * Versions marked lost before whose files are back and intact (restored from a backup: the
+   * recorded size and sha256, always hashed): `verify --mark-restored` counts them as content again.
+   */
+  restorable: RestorableFile[];
   /** Whether the content folder holds any file at all (a disk not mounted leaves it missing or empty). */
   folderHasFiles: boolean;
   /** Entries of the audit log in the database (it travels with the database: nothing to copy beside it). */
@@ -133,16 +146,18 @@ function isMissing(error: unknown): boolean {
 export async function verifyContent(databaseFile: string, contentRoot: string, options: { hashes: boolean }): Promise<VerifyReport> {
   const db = new Database(databaseFile, { readonly: true, fileMustExist: true });
   const objectsDir = path.join(contentRoot, 'objects');
-  const report: VerifyReport = { versions: 0, bytes: 0, problems: [], markedLost: [], folderHasFiles: await holdsAnyFile(objectsDir), auditEntries: auditEntries(db) };
+  const report: VerifyReport = { versions: 0, bytes: 0, problems: [], markedLost: [], restorable: [], folderHasFiles: await holdsAnyFile(objectsDir), auditEntries: auditEntries(db) };
   try {
     for (const row of versionRows(db)) {
       report.versions += 1;
       const where = { documentId: row.document_id, version: row.version, key: row.content_key };
       const file = objectPath(objectsDir, row.content_key);
       // Known lost: listed apart, so that a verify after --mark-lost says what is new.
-      const found = row.content_lost_at === null ? report.problems : report.markedLost;
+      const lost = row.content_lost_at !== null;
+      const found = lost ? report.markedLost : report.problems;
       try {
-        const read = options.hashes ? await hashCopy(file, undefined) : { size: (await fsp.stat(file)).size, sha256: row.sha256 };
+        // A file marked lost is hashed always: only the very bytes recorded may count as content again.
+        const read = options.hashes || lost ? await hashCopy(file, undefined) : { size: (await fsp.stat(file)).size, sha256: row.sha256 };
         if (read.size !== row.file_size) {
           found.push({ ...where, problem: `the file has ${read.size} of its ${row.file_size} bytes` });
           continue;
@@ -152,6 +167,7 @@ export async function verifyContent(databaseFile: string, contentRoot: string, o
           continue;
         }
         report.bytes += read.size;
+        if (lost) report.restorable.push({ ...where, sha256: row.sha256, fileSize: row.file_size });
       } catch (error) {
         found.push({ ...where, problem: errorText(error), ...(isMissing(error) ? {} : { unreadable: true }) });
       }
@@ -181,7 +197,7 @@ export async function backupDataDir(options: { databaseFile: string; dataDir: st
   }
   fs.chmodSync(snapshot, PRIVATE_FILE);
   const createdAt = (options.now?.() ?? new Date()).toISOString();
-  const report: BackupReport = { directory: target, createdAt, versions: 0, bytes: 0, problems: [], markedLost: [], folderHasFiles: true, auditEntries: 0 };
+  const report: BackupReport = { directory: target, createdAt, versions: 0, bytes: 0, problems: [], markedLost: [], restorable: [], folderHasFiles: true, auditEntries: 0 };
   const db = new Database(snapshot, { readonly: true, fileMustExist: true });
   try {
     report.auditEntries = auditEntries(db);
@@ -201,6 +217,7 @@ export async function backupDataDir(options: { databaseFile: string; dataDir: st
           continue;
         }
         report.bytes += copied.size;
+        if (row.content_lost_at !== null) report.restorable.push({ ...where, sha256: row.sha256, fileSize: row.file_size });
       } catch (error) {
         await fsp.rm(copy, { force: true });
         found.push({ ...where, problem: errorText(error) });

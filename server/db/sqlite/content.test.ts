@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { SqliteStore } from './store.js';
-import type { DocumentRecord, DocumentVersionRecord, OutboxEvent } from '../types.js';
+import { NO_THUMBNAIL, type DocumentRecord, type DocumentVersionRecord, type OutboxEvent } from '../types.js';
 
 const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
 
@@ -58,5 +58,80 @@ describe('SqliteDocumentContent.markLost', () => {
     expect(changed).toEqual({ version: true, current: false });
     expect(await store.documents.get(PATIENT, document.id)).toMatchObject({ hasContent: true, version: 2 });
     expect(lostEvents(store)).toBe(0);
+  });
+});
+
+const restoredEvent = (): OutboxEvent => ({ id: randomUUID(), eventType: 'document.restored', patientId: PATIENT, organizationId: 'org', operationId: 'op', occurredAt: 'x', data: {} });
+const restoredEvents = (store: SqliteStore) => store.db.prepare("SELECT COUNT(*) FROM outbox_events WHERE event_type = 'document.restored'").pluck().get();
+const lostAt = (store: SqliteStore, documentId: string, number: number) =>
+  store.db.prepare('SELECT content_lost_at FROM document_versions WHERE document_id = ? AND version = ?').pluck().get(documentId, number);
+const byHasContent = { hasContent: true, sortBy: 'lastModifiedAt', sortDirection: 'DESC', offset: 0, limit: 10 } as const;
+
+describe('SqliteDocumentContent.markRestored', () => {
+  it('gives the document its content back in one step (counts, change counter, thumbnail, event) and changes nothing the second time', async () => {
+    const { store, document } = await storeWithDocument();
+    const v1 = version(document.id, 1);
+    await store.content.commitVersion(v1, 0, []);
+    await store.content.setThumbnail(document.id, 1, { status: 'ready', key: `thumbnails/${document.id}/v1.png`, error: null });
+    const before = await store.documents.get(PATIENT, document.id);
+    const restored = { documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: v1.sha256 };
+    // Not marked lost: nothing to undo.
+    expect(await store.content.markRestored(restored, [restoredEvent()])).toEqual({ version: false, current: false });
+    await store.content.markLost({ ...restored, at: 'now', reason: 'the file is missing' }, []);
+    const counter = await store.documents.changeCounter(PATIENT);
+
+    expect(await store.content.markRestored(restored, [restoredEvent()])).toEqual({ version: true, current: true });
+    expect(await store.documents.get(PATIENT, document.id)).toEqual(before);
+    expect(lostAt(store, document.id, 1)).toBeNull();
+    expect(await store.documents.changeCounter(PATIENT)).toBeGreaterThan(counter);
+    expect((await store.documents.search({ patientId: PATIENT, ...byHasContent })).total).toBe(1);
+    expect(restoredEvents(store)).toBe(1);
+
+    const again = await store.documents.changeCounter(PATIENT);
+    expect(await store.content.markRestored(restored, [restoredEvent()])).toEqual({ version: false, current: false });
+    expect(await store.documents.changeCounter(PATIENT)).toBe(again);
+    expect(restoredEvents(store)).toBe(1);
+    // The next upload replaces it as any content: If-Match on its sha256, version 2.
+    expect(await store.content.commitVersion(version(document.id, 2), 1, [])).toBe(true);
+  });
+
+  it('a newer version uploaded after the loss stays current: the restored one is an earlier version again, no event', async () => {
+    const { store, document } = await storeWithDocument();
+    const v1 = version(document.id, 1);
+    await store.content.commitVersion(v1, 0, []);
+    await store.content.markLost({ documentId: document.id, version: 1, contentKey: v1.contentKey, at: 'now', reason: 'the file is missing' }, []);
+    await store.content.commitVersion(version(document.id, 2), 1, []);
+    const current = await store.documents.get(PATIENT, document.id);
+
+    expect(await store.content.markRestored({ documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: v1.sha256 }, [restoredEvent()])).toEqual({ version: true, current: false });
+    expect(await store.documents.get(PATIENT, document.id)).toEqual(current);
+    expect(lostAt(store, document.id, 1)).toBeNull();
+    expect(restoredEvents(store)).toBe(0);
+  });
+
+  it('refuses bytes other than the version recorded, and a deleted document stays deleted', async () => {
+    const { store, document } = await storeWithDocument();
+    const v1 = version(document.id, 1);
+    await store.content.commitVersion(v1, 0, []);
+    await store.content.markLost({ documentId: document.id, version: 1, contentKey: v1.contentKey, at: 'now', reason: 'the file is missing' }, []);
+
+    expect(await store.content.markRestored({ documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: 'f'.repeat(64) }, [restoredEvent()])).toEqual({ version: false, current: false });
+    expect(await store.content.markRestored({ documentId: document.id, version: 1, contentKey: 'documents/other', sha256: v1.sha256 }, [restoredEvent()])).toEqual({ version: false, current: false });
+    expect(lostAt(store, document.id, 1)).toBe('now');
+
+    expect(await store.content.remove(PATIENT, document.id, { at: 'later', by: 'test' }, [])).toBe(true);
+    expect(await store.content.markRestored({ documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: v1.sha256 }, [restoredEvent()])).toEqual({ version: true, current: false });
+    expect(await store.content.find(document.id)).toBeUndefined();
+    expect(restoredEvents(store)).toBe(0);
+  });
+
+  it('a version whose thumbnail failed gets the no-thumbnail mark back, not a link', async () => {
+    const { store, document } = await storeWithDocument();
+    const v1 = version(document.id, 1);
+    await store.content.commitVersion(v1, 0, []);
+    await store.content.setThumbnail(document.id, 1, { status: 'failed', key: null, error: 'not a mesh' });
+    await store.content.markLost({ documentId: document.id, version: 1, contentKey: v1.contentKey, at: 'now', reason: 'the file is missing' }, []);
+    await store.content.markRestored({ documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: v1.sha256 }, []);
+    expect(await store.content.find(document.id)).toMatchObject({ hasContent: true, thumbnailKey: NO_THUMBNAIL, contentType: 'model/stl', fileSize: 101 });
   });
 });

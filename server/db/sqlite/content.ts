@@ -4,7 +4,7 @@
  * transaction; the version commit is a compare-and-set on the document's version, so two uploads
  * racing past every other check still cannot both win.
  */
-import { NO_THUMBNAIL, type DocumentContentRepository, type DocumentRecord, type DocumentVersionRecord, type LostContent, type OutboxEvent, type ThumbnailStatus } from '../types.js';
+import { NO_THUMBNAIL, type DocumentContentRepository, type DocumentRecord, type DocumentVersionRecord, type LostContent, type OutboxEvent, type RestoredContent, type ThumbnailStatus } from '../types.js';
 import type { SqliteDatabase } from './database.js';
 import { DOCUMENT_COLUMNS, documentFromColumns } from './documents.js';
 import type { Migration } from './migrations.js';
@@ -124,6 +124,22 @@ export class SqliteDocumentContent implements DocumentContentRepository {
         `UPDATE documents SET has_content = 0, file_size = NULL, sha256 = NULL, content_key = NULL, content_type = NULL, thumbnail_key = NULL
          WHERE id = @documentId AND version = @version AND content_key = @contentKey AND has_content = 1 AND deleted_at IS NULL`,
       ),
+      markVersionRestored: db.prepare(
+        `UPDATE document_versions SET content_lost_at = NULL, content_lost_reason = NULL
+         WHERE document_id = @documentId AND version = @version AND content_key = @contentKey AND sha256 = @sha256 AND content_lost_at IS NOT NULL`,
+      ),
+      // The content the lost mark took away, back from the version row; only while the document still
+      // stands where the mark left it (same version, no content: nothing uploaded since). Its thumbnail
+      // as the version holds it (a file missing from the disk is rendered again when asked for). The
+      // triggers bump the patient's change counter, so no cached search page survives.
+      setCurrentRestored: db.prepare(
+        `UPDATE documents SET has_content = 1, file_size = v.file_size, sha256 = v.sha256, content_key = v.content_key, content_type = v.content_type,
+           file_type = v.file_type,
+           thumbnail_key = CASE v.thumbnail_status WHEN 'ready' THEN v.thumbnail_key WHEN 'failed' THEN '${NO_THUMBNAIL}' ELSE NULL END
+         FROM (SELECT * FROM document_versions WHERE document_id = @documentId AND version = @version AND content_key = @contentKey) AS v
+         WHERE documents.id = @documentId AND documents.version = @version AND documents.has_content = 0 AND documents.content_key IS NULL
+           AND documents.deleted_at IS NULL`,
+      ),
     };
   }
 
@@ -184,6 +200,18 @@ export class SqliteDocumentContent implements DocumentContentRepository {
       .transaction(() => {
         const version = this.statements.markVersionLost.run(lost).changes > 0;
         const current = this.statements.unsetCurrent.run(lost).changes > 0;
+        if (current) this.outbox.appendInTransaction(events);
+        return { version, current };
+      })
+      .immediate();
+  }
+
+  async markRestored(restored: RestoredContent, events: OutboxEvent[]): Promise<{ version: boolean; current: boolean }> {
+    return this.db
+      .transaction(() => {
+        const version = this.statements.markVersionRestored.run(restored).changes > 0;
+        // Only what this call un-marked: a second run, or a version restored meanwhile, changes nothing.
+        const current = version && this.statements.setCurrentRestored.run(restored).changes > 0;
         if (current) this.outbox.appendInTransaction(events);
         return { version, current };
       })

@@ -23,6 +23,8 @@ const EVENT_NAMES: Record<string, string> = {
   'document.deleted': 'Document deleted',
   // IT marked its stored file lost (admin verify --mark-lost): this computer re-checks its synced files soon.
   'document.lost': 'Document’s file lost on the server',
+  // IT restored that file from a backup (admin verify --mark-restored): the document has its content again.
+  'document.restored': 'Document’s file restored on the server',
 };
 
 export function WebhookEvents() {

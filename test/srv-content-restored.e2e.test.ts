@@ -1,0 +1,254 @@
+/**
+ * The way back from `verify --mark-lost`: IT restores the content folder from a backup, the file is
+ * there again byte for byte, and `verify` says so (it always hashes files marked lost) and how to
+ * put it back; `verify --mark-restored`, beside the running server, gives the document its content
+ * again (GET, search, cached pages, download), writes `document.restored` and delivers it to a
+ * subscriber over real HTTPS. A newer version uploaded meanwhile stays current; a file that came
+ * back with other bytes is never restored; a second run changes nothing.
+ */
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import https from 'node:https';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdmin, type CliResult, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { CLIENT, ORG, PATIENT } from './helpers/server.js';
+import { makeTestCertificates, type TestCertificates } from './helpers/tls.js';
+
+let server: ServerProcess;
+let bearer: string;
+let tls: TestCertificates;
+let receiver: https.Server;
+const received: Array<{ raw: Buffer; signature: string }> = [];
+const HMAC = 'restored-webhook-hmac-0123456789';
+
+beforeAll(async () => {
+  tls = makeTestCertificates('restored');
+  receiver = https.createServer({ key: tls.key, cert: tls.cert }, (request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      received.push({ raw: Buffer.concat(chunks), signature: String(request.headers.signature) });
+      response.writeHead(200).end('ok');
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  server = await startServerProcess({ NODE_EXTRA_CA_CERTS: tls.caFile, PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'true' });
+  const response = await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) });
+  bearer = ((await response.json()) as { access_token: string }).access_token;
+  const { port } = receiver.address() as { port: number };
+  const subscribed = await fetch(`${server.url}/v1/webhooks/subscribe`, {
+    method: 'POST',
+    headers: headers(),
+    body: JSON.stringify({ events: ['document.restored'], callback: `https://127.0.0.1:${port}/hooks`, hmac: HMAC }),
+  });
+  expect(subscribed.status).toBe(201);
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await new Promise((resolve) => receiver?.close(resolve));
+  if (tls) fs.rmSync(tls.dir, { recursive: true, force: true });
+});
+
+const headers = () => ({ authorization: `Bearer ${bearer}`, 'organization-id': ORG, 'content-type': 'application/json' });
+
+async function uploadScan(fileName: string, bytes: Buffer, documentId?: string): Promise<{ id: string; sha256: string; version: number }> {
+  let id = documentId;
+  if (!id) {
+    const created = await fetch(`${server.url}/v1/patients/${PATIENT}/documents`, { method: 'POST', headers: headers(), body: JSON.stringify({ fileName, path: '/restored' }) });
+    id = ((await created.json()) as { id: string }).id;
+  }
+  const form = new FormData();
+  form.append('Id', id);
+  form.append('Type', 'BIN');
+  form.append('file', new Blob([new Uint8Array(bytes)]), fileName);
+  const stored = await fetch(`${server.url}/storage/v1/documents/${id}/file`, { method: 'POST', headers: { authorization: `Bearer ${bearer}` }, body: form });
+  expect(stored.status).toBe(201);
+  return (await stored.json()) as { id: string; sha256: string; version: number };
+}
+
+async function search(body: Record<string, unknown>): Promise<{ documents: any[]; total: number }> {
+  const response = await fetch(`${server.url}/v1/patients/${PATIENT}/documents/search`, { method: 'POST', headers: { ...headers(), 'accept-encoding': 'gzip' }, body: JSON.stringify({ offset: 0, limit: 100, ...body }) });
+  expect(response.status).toBe(200);
+  return (await response.json()) as { documents: any[]; total: number };
+}
+
+async function getDocument(id: string): Promise<any> {
+  return (await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${id}`, { headers: headers() })).json();
+}
+
+async function versions(id: string): Promise<any[]> {
+  return ((await (await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${id}/versions`, { headers: headers() })).json()) as { versions: any[] }).versions;
+}
+
+async function downloadSha256(uri: string): Promise<string> {
+  const response = await fetch(uri);
+  expect(response.status).toBe(200);
+  return createHash('sha256').update(Buffer.from(await response.arrayBuffer())).digest('hex');
+}
+
+function admin(args: string[]): Promise<CliResult> {
+  return runAdmin(server.dataDir, args);
+}
+
+function restoredEvents(): Array<{ data: any }> {
+  const db = new Database(path.join(server.dataDir, 'patient-docs.sqlite'), { readonly: true });
+  try {
+    return (db.prepare("SELECT data FROM outbox_events WHERE event_type = 'document.restored'").all() as Array<{ data: string }>).map((row) => ({ data: JSON.parse(row.data) }));
+  } finally {
+    db.close();
+  }
+}
+
+/** The document's stored files, set aside as IT's backup holds them. */
+function backUp(id: string): string {
+  const folder = path.join(server.dataDir, 'content', 'objects', 'documents', id);
+  const aside = `${folder}-backup`;
+  fs.cpSync(folder, aside, { recursive: true });
+  return aside;
+}
+
+function restoreFrom(aside: string, id: string): void {
+  fs.cpSync(aside, path.join(server.dataDir, 'content', 'objects', 'documents', id), { recursive: true });
+}
+
+async function waitFor<T>(what: string, probe: () => T | undefined, ms = 20_000): Promise<T> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe('verify --mark-restored', () => {
+  it('a lost file copied back is reported, then restored: GET, search (not a stale cached page) and download show it, the event is written and delivered; a second run changes nothing', async () => {
+    const bytes = [randomBytes(30_000), randomBytes(30_001), randomBytes(30_002)];
+    const scans = [];
+    for (const [index, scan] of bytes.entries()) scans.push(await uploadScan(`scan-${index}.bin`, scan));
+    const lost = scans[1]!;
+    const aside = backUp(lost.id);
+    fs.rmSync(path.join(server.dataDir, 'content', 'objects', 'documents', lost.id), { recursive: true });
+    const marked = await admin(['verify', '--mark-lost']);
+    expect(marked.code).toBe(0);
+    expect(await getDocument(lost.id)).toMatchObject({ hasContent: false });
+    // Asked twice while lost, so the server caches the page (and its gzip): it must not be served after the restore.
+    for (let i = 0; i < 2; i += 1) expect((await search({ path: '/restored', hasContent: true })).documents.map((document) => document.id)).not.toContain(lost.id);
+
+    restoreFrom(aside, lost.id);
+    // Without --hashes too: a file marked lost is always hashed before it is called intact.
+    const reported = await admin(['verify']);
+    expect(reported.stderr).toBe('');
+    expect(reported.code).toBe(0);
+    expect(reported.stdout).toMatch(/^all 2 stored files are in place .*\n1 file marked lost is back intact/);
+    const key = fs.readdirSync(path.join(server.dataDir, 'content', 'objects', 'documents', lost.id))[0]!;
+    expect(reported.stdout).toContain(
+      `  document ${lost.id} version 1: marked lost, but its file is back intact (30001 bytes, its sha256 as recorded); run verify --mark-restored to count it as content again (documents/${lost.id}/${key})`,
+    );
+    expect(await getDocument(lost.id)).toMatchObject({ hasContent: false });
+    expect(restoredEvents()).toHaveLength(0);
+
+    const restored = await admin(['verify', '--mark-restored']);
+    expect(restored.stderr).toBe('');
+    expect(restored.code).toBe(0);
+    expect(restored.stdout).toMatch(/^restored 1 of 1 files marked lost that are back intact; 1 document has its content again/);
+    expect(restored.stdout).toContain(`  document ${lost.id} version 1: restored: the document has this content again`);
+
+    const withContent = await search({ path: '/restored', hasContent: true });
+    expect(withContent.documents.map((document) => document.id).sort()).toEqual(scans.map((scan) => scan.id).sort());
+    const byId = (await search({ id: [lost.id], hasContent: true })).documents[0];
+    const document = await getDocument(lost.id);
+    for (const shown of [byId, document]) expect(shown).toMatchObject({ id: lost.id, fileName: 'scan-1.bin', hasContent: true, version: 1, fileSize: 30_001, sha256: lost.sha256 });
+    expect(await downloadSha256(document.storageDownloadUri)).toBe(lost.sha256);
+    expect(await versions(lost.id)).toMatchObject([{ version: 1, current: true, sha256: lost.sha256 }]);
+
+    const events = restoredEvents();
+    expect(events).toHaveLength(1);
+    expect(events[0]!.data).toMatchObject({ document: { id: lost.id, hasContent: true, sha256: lost.sha256, version: 1 }, version: 1, fileSize: 30_001, sha256: lost.sha256 });
+    const delivered = await waitFor('document.restored to be delivered', () => received.find((message) => message.raw.includes(lost.id)));
+    expect(delivered.signature).toBe(createHmac('sha512', HMAC).update(delivered.raw).digest('hex'));
+    expect(JSON.parse(delivered.raw.toString('utf8'))).toMatchObject({ eventType: 'document.restored', patientId: PATIENT, data: { document: { id: lost.id, hasContent: true }, sha256: lost.sha256 } });
+
+    const again = await admin(['verify', '--mark-restored']);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe('nothing to restore: no file marked lost is back intact\n');
+    const plain = await admin(['verify', '--hashes']);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toMatch(/^all 3 stored files are in place \(90003 bytes, each matching its sha256\); the audit log holds \d+ entries\n$/);
+    expect(restoredEvents()).toHaveLength(1);
+    fs.rmSync(aside, { recursive: true, force: true });
+  }, 90_000);
+
+  it('a newer version uploaded meanwhile stays current: the restored one is an intact earlier version again, downloadable, and no event is sent', async () => {
+    const first = randomBytes(30_003);
+    const second = randomBytes(30_004);
+    const v1 = await uploadScan('newer.bin', first);
+    const aside = backUp(v1.id);
+    fs.rmSync(path.join(server.dataDir, 'content', 'objects', 'documents', v1.id), { recursive: true });
+    expect((await admin(['verify', '--mark-lost'])).code).toBe(0);
+    // The workstation that still had the scan sent a newer export as the next version.
+    const v2 = await uploadScan('newer.bin', second, v1.id);
+    expect(v2.version).toBe(2);
+    restoreFrom(aside, v1.id);
+
+    const restored = await admin(['verify', '--mark-restored']);
+    expect(restored.code).toBe(0);
+    expect(restored.stdout).toMatch(/^restored 1 of 1 files marked lost that are back intact; 0 documents have their content again/);
+    expect(restored.stdout).toContain(`  document ${v1.id} version 1: restored as an intact earlier version: the document has a newer version (or was deleted) and is not changed`);
+    expect(await getDocument(v1.id)).toMatchObject({ hasContent: true, version: 2, sha256: v2.sha256 });
+    const history = await versions(v1.id);
+    expect(history).toMatchObject([
+      { version: 2, current: true, sha256: v2.sha256 },
+      { version: 1, current: false, sha256: v1.sha256, fileSize: 30_003 },
+    ]);
+    expect(await downloadSha256(history[1].storageDownloadUri)).toBe(v1.sha256);
+    expect(restoredEvents()).toHaveLength(1);
+    const plain = await admin(['verify']);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).not.toContain('marked lost');
+    fs.rmSync(aside, { recursive: true, force: true });
+  }, 90_000);
+
+  it('a file that came back with other bytes (same size) is named and not restored, even without --hashes', async () => {
+    const stored = await uploadScan('wrong-bytes.bin', randomBytes(30_005));
+    const folder = path.join(server.dataDir, 'content', 'objects', 'documents', stored.id);
+    const file = path.join(folder, fs.readdirSync(folder)[0]!);
+    fs.rmSync(file);
+    expect((await admin(['verify', '--mark-lost'])).code).toBe(0);
+    fs.writeFileSync(file, randomBytes(30_005));
+
+    const reported = await admin(['verify']);
+    expect(reported.code).toBe(0);
+    expect(reported.stdout).toContain(`  document ${stored.id} version 1: marked lost; a file is there again, but it does not match its sha256, so it is not restored`);
+    expect(reported.stdout).not.toContain('back intact');
+    const refused = await admin(['verify', '--mark-restored']);
+    expect(refused.code).toBe(0);
+    expect(refused.stdout).toMatch(/^nothing to restore: no file marked lost is back intact\n {2}document .* version 1: marked lost; a file is there again, but it does not match its sha256, so it is not restored/);
+    expect(await getDocument(stored.id)).toMatchObject({ hasContent: false, storageDownloadUri: null });
+    expect((await search({ id: [stored.id], hasContent: true })).documents[0]).toMatchObject({ hasContent: false, sha256: null });
+    expect((await search({ path: '/restored', hasContent: true })).documents.map((document) => document.id)).not.toContain(stored.id);
+    expect(restoredEvents()).toHaveLength(1);
+  }, 60_000);
+
+  it('with new problems besides, restores what is back and still exits 1 naming the rest', async () => {
+    const back = await uploadScan('back.bin', randomBytes(30_006));
+    const gone = await uploadScan('gone.bin', randomBytes(30_007));
+    const aside = backUp(back.id);
+    fs.rmSync(path.join(server.dataDir, 'content', 'objects', 'documents', back.id), { recursive: true });
+    expect((await admin(['verify', '--mark-lost'])).code).toBe(0);
+    restoreFrom(aside, back.id);
+    fs.rmSync(path.join(server.dataDir, 'content', 'objects', 'documents', gone.id), { recursive: true });
+
+    const result = await admin(['verify', '--mark-restored']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^patient-docs-admin: restored 1 of 1 files marked lost that are back intact; 1 document has its content again/);
+    expect(result.stderr).toContain(`document ${gone.id} version 1: the file is missing`);
+    expect(await getDocument(back.id)).toMatchObject({ hasContent: true });
+    expect(await getDocument(gone.id)).toMatchObject({ hasContent: true });
+    expect((await admin(['verify', '--mark-restored', '--force'])).code).toBe(2);
+    fs.rmSync(aside, { recursive: true, force: true });
+  }, 60_000);
+});
