@@ -382,7 +382,7 @@ describe('small windows: 200% zoom of 1024×768 and 360 px wide', () => {
         await page.getByRole('button', { name: 'Settings', exact: true }).click();
         await page.getByLabel('Files at once').waitFor();
         expect(await sideways(page), `settings scroll sideways (${size.name})`).toBeLessThanOrEqual(1);
-        expect(await outside(page, '.settings-section, .field input, .field textarea, .form-actions .button')).toEqual([]);
+        expect(await outside(page, '.settings-section, .field input, .field select, .field textarea, .form-actions .button')).toEqual([]);
       } finally {
         await app.close();
       }
@@ -426,4 +426,5 @@ describe('what a screen reader hears', () => {
       await app.close();
     }
   });
+
 });

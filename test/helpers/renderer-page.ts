@@ -107,7 +107,7 @@ function defaultHandlers(): Handlers {
     webhookActivity: () => [],
     fileHistory: () => [],
     exportHistoryCsv: () => '',
-    getSettings: () => ({ concurrency: 4, settleMs: 2000, rescanMinutes: 60, ignorePatterns: [], bandwidthLimitBytesPerSecond: 0, webhook: { port: 8787, publicUrl: null }, maskedSecret: '••••1234' }),
+    getSettings: () => ({ concurrency: 4, settleMs: 2000, rescanMinutes: 60, recheckMinutes: 240, ignorePatterns: [], bandwidthLimitBytesPerSecond: 0, webhook: { port: 8787, publicUrl: null }, maskedSecret: '••••1234' }),
   };
 }
 

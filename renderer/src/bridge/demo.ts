@@ -186,6 +186,7 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
     concurrency: 4,
     settleMs: 2000,
     rescanMinutes: 10,
+    recheckMinutes: 240,
     ignorePatterns: ['*.bak', 'export-log.txt'],
     bandwidthLimitBytesPerSecond: 0,
     webhook: { port: 8787, publicUrl: 'https://smile-clinic.example-tunnel.net/hooks' },
