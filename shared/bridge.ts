@@ -41,6 +41,12 @@ export interface FileView {
   version: number | null;
   updatedAt: number;
   syncedAt: number | null;
+  /**
+   * When the re-check found this scan missing on the server (lost there, an older version restored,
+   * or its document gone); null if never, or since a newer scan replaced it. A file synced with
+   * this set went up again because of that.
+   */
+  lostAt: number | null;
 }
 
 /** A case = the first directory level under the pair's folder (a scanner export), or the folder root. */

@@ -213,7 +213,7 @@ async function run(args: string[]): Promise<number> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   app.engine.onDidSettleFile((event) => {
-    if (event.type === 'file-synced') console.log(`synced   ${event.file.relativePath} → ${event.file.remotePath}/${event.file.fileName} (v${event.file.version ?? '?'})`);
+    if (event.type === 'file-synced') console.log(`synced   ${event.file.relativePath} → ${event.file.remotePath}/${event.file.fileName} (v${event.file.version ?? '?'})${event.file.lostAt !== null ? ', uploaded again: found missing on the server' : ''}`);
     else console.log(`failed   ${event.file.relativePath}: ${describeError(event.file)}`);
   });
   app.engine.onEngineError((message) => console.error(`problem  ${message}`));

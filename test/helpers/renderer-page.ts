@@ -171,6 +171,7 @@ export function fileView(partial: Partial<FileView> & Pick<FileView, 'relativePa
     version: 1,
     updatedAt: Date.parse('2026-03-12T10:00:00Z'),
     syncedAt: Date.parse('2026-03-12T10:00:00Z'),
+    lostAt: null,
     ...partial,
   };
 }

@@ -173,6 +173,7 @@ function makeFiles(pairId: string, names: Array<[string, string, number, FileSta
     version: state === 'synced' ? 1 : null,
     updatedAt: NOW - index * 60_000,
     syncedAt: state === 'synced' ? NOW - index * 60_000 : null,
+    lostAt: null,
   }));
 }
 
