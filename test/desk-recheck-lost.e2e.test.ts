@@ -213,8 +213,9 @@ describe('the re-check of synced files, as staff see it', () => {
     await page.locator(`.tree-label[data-path="${REMOTE}"]`).click();
     const lostRow = page.locator('.document-row[data-document="lower.stl"]');
     await lostRow.waitFor({ timeout: 15_000 });
-    expect(await lostRow.locator('.col-status').innerText()).toContain('Lost on the server');
-    expect(await page.locator('.document-row[data-document="upper.stl"] .col-status').innerText()).toContain('Uploaded');
+    // Polled: a virtual row's content is skipped (content-visibility: auto, innerText '') until the frame after it appears.
+    await expect.poll(() => lostRow.locator('.col-status').innerText(), { timeout: 10_000 }).toContain('Lost on the server');
+    await expect.poll(() => page.locator('.document-row[data-document="upper.stl"] .col-status').innerText(), { timeout: 10_000 }).toContain('Uploaded');
     await lostRow.click();
     await page.locator('.details-panel').getByText('Lost on the server.').waitFor();
     await screenshot('recheck-lost-patient');
@@ -257,7 +258,7 @@ describe('the re-check of synced files, as staff see it', () => {
     const row = page.locator('.document-row[data-document="bite.stl"]');
     await row.waitFor({ timeout: 15_000 });
     expect(await row.count()).toBe(1);
-    expect(await row.innerText()).toContain('Uploaded');
+    await expect.poll(() => row.innerText(), { timeout: 10_000 }).toContain('Uploaded');
     await screenshot('recheck-gone-patient');
     expect(violations).toEqual([]);
   }, 90_000);
