@@ -9,8 +9,9 @@ import type { PatientListResponse, SearchResponse } from './schemas.js';
 import { SearchBody, Uuid, literalUnion } from './schemas.js';
 import type { BridgeErrorCode } from './bridge-errors.js';
 import { FILE_STATES, type FileState, type StateCounts } from './file-states.js';
+import { RECHECK_MINUTES, recheckMinutesProblem } from './recheck-interval.js';
 
-export { FILE_STATES, type FileState, type StateCounts };
+export { FILE_STATES, RECHECK_MINUTES, recheckMinutesProblem, type FileState, type StateCounts };
 
 // --- Views the engine publishes ----------------------------------------------------------------
 
@@ -40,6 +41,12 @@ export interface FileView {
   version: number | null;
   updatedAt: number;
   syncedAt: number | null;
+  /**
+   * When the re-check found this scan missing on the server (lost there, an older version restored,
+   * or its document gone); null if never, or since a newer scan replaced it. A file synced with
+   * this set went up again because of that.
+   */
+  lostAt: number | null;
 }
 
 /** A case = the first directory level under the pair's folder (a scanner export), or the folder root. */
@@ -147,6 +154,8 @@ export interface SettingsView {
   concurrency: number;
   settleMs: number;
   rescanMinutes: number;
+  /** Minutes between checks of the synced files against the server; 0: off (only a `document.lost` notice starts one). */
+  recheckMinutes: number;
   ignorePatterns: string[];
   bandwidthLimitBytesPerSecond: number;
   webhook: { port: number; publicUrl: string | null };
@@ -209,6 +218,8 @@ export const SettingsPatch = Type.Object({
   concurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 16 })),
   settleMs: Type.Optional(Type.Integer({ minimum: 100, maximum: 600_000 })),
   rescanMinutes: Type.Optional(Type.Integer({ minimum: 1, maximum: 1440 })),
+  /** Its bounds (recheckMinutesProblem) are checked by the app, which names them in plain words. */
+  recheckMinutes: Type.Optional(Type.Integer({ minimum: 0 })),
   ignorePatterns: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 100 })),
   bandwidthLimitBytesPerSecond: Type.Optional(Type.Integer({ minimum: 0 })),
   webhook: Type.Optional(Type.Object({ port: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })), publicUrl: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Null()])) })),

@@ -382,7 +382,7 @@ describe('small windows: 200% zoom of 1024×768 and 360 px wide', () => {
         await page.getByRole('button', { name: 'Settings', exact: true }).click();
         await page.getByLabel('Files at once').waitFor();
         expect(await sideways(page), `settings scroll sideways (${size.name})`).toBeLessThanOrEqual(1);
-        expect(await outside(page, '.settings-section, .field input, .field textarea, .form-actions .button')).toEqual([]);
+        expect(await outside(page, '.settings-section, .field input, .field select, .field textarea, .form-actions .button')).toEqual([]);
       } finally {
         await app.close();
       }
@@ -422,6 +422,54 @@ describe('what a screen reader hears', () => {
       // The disk fills: said once, in the words of the card.
       await app.emit([{ type: 'pairs', pairs: [{ ...pair, state: 'attention', folderError: { code: 'DISK_FULL', message: PLAIN_MESSAGES.DISK_FULL } }] }]);
       await expect.poll(() => region.textContent(), { timeout: 10_000 }).toBe(`chair 1 to Jane Roe: ${PLAIN_MESSAGES.DISK_FULL}`.replace(/\.?$/, '.'));
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('scans the re-check found missing on the server: one uploaded again is said so (not as newly synced), once; one gone shows when that was found, in the card and the history', async () => {
+    const syncedLongAgo = Date.parse('2025-01-05T09:00:00Z');
+    const foundMissing = Date.parse('2026-11-22T12:40:00Z');
+    const pair = pairView({ state: 'syncing', counts: counts({ uploading: 1, synced: 2 }) });
+    const upper = fileView({ relativePath: 'upper.stl', state: 'uploading', syncedAt: syncedLongAgo, lostAt: foundMissing });
+    const fresh = fileView({ relativePath: 'new-scan.stl', state: 'uploading', syncedAt: null });
+    const lower = fileView({ relativePath: 'lower.stl', state: 'synced', syncedAt: syncedLongAgo });
+    const lowerLost = { ...lower, state: 'failed' as const, updatedAt: foundMissing, lostAt: foundMissing, error: { code: 'LOST_ON_SERVER' as const, message: PLAIN_MESSAGES.LOST_ON_SERVER } };
+    const files = [upper, fresh, lower];
+    const history = [{ ...lowerLost, folder: pair.folder, patientName: 'Jane Roe', pairRemoved: false }] as HistoryFileView[];
+    const app = await openRenderer(browser, { listPairs: () => [pair], listFiles: () => ({ files, total: files.length }), historyFiles: () => history, fileHistory: () => [] });
+    try {
+      const page = app.page;
+      const region = page.getByTestId('sync-announcements');
+      await page.locator('.file-row').nth(2).waitFor();
+      await page.evaluate(() => {
+        const said: string[] = [];
+        (window as unknown as { said: string[] }).said = said;
+        const node = document.querySelector('[data-testid="sync-announcements"]')!;
+        new MutationObserver(() => node.textContent && said.push(node.textContent)).observe(node, { childList: true, characterData: true, subtree: true });
+      });
+      await app.emit([
+        { type: 'files', pairId: pair.id, files: [{ ...upper, state: 'synced', syncedAt: Date.now() }] },
+        { type: 'files', pairId: pair.id, files: [{ ...fresh, state: 'synced', syncedAt: Date.now() }] },
+        { type: 'files', pairId: pair.id, files: [lowerLost] },
+      ]);
+      const expected = 'chair 1 to Jane Roe: 1 file synced and verified, 1 scan found missing on the server was uploaded again, 1 scan is no longer on the server.';
+      await expect.poll(() => region.textContent(), { timeout: 10_000 }).toBe(expected);
+      expect(await page.evaluate(() => (window as unknown as { said: string[] }).said)).toEqual([expected]);
+
+      // The card: when it was found missing, not the old "synced" date that reads as if it were fine.
+      const row = page.locator('.file-row[data-file="lower.stl"][data-state="failed"]');
+      await row.waitFor();
+      const rowText = await row.locator('.file-row-progress').innerText();
+      expect(rowText).toMatch(/found missing .*2026/);
+      expect(rowText).not.toContain('2025');
+      // The sync history says the same.
+      await page.getByRole('button', { name: 'Activity', exact: true }).click();
+      await page.getByRole('tab', { name: 'Sync history' }).click();
+      const cell = page.locator('td[data-column="verified"]');
+      await cell.waitFor();
+      expect(await cell.innerText()).toMatch(/^Found missing .*2026/);
+      expect(await cell.innerText()).not.toContain('2025');
     } finally {
       await app.close();
     }

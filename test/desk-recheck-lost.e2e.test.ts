@@ -164,6 +164,10 @@ describe('the re-check of synced files, as staff see it', () => {
     // The card's counts come with the folder's next update, which may follow the file's by a moment.
     await expect.poll(() => card.locator('.count-chip').allInnerTexts(), { timeout: 10_000 }).toEqual(['5 synced', '1 failed']);
     expect(await card.locator('.pair-progress-text').innerText()).toContain('5 of 6 files synced');
+    // The row says when the scan was found missing, not its old "synced" date, which read as if it were fine.
+    const lowerFile = fileOf('lower.stl')!;
+    expect(lowerFile.lostAt).toBeGreaterThan(lowerFile.syncedAt!);
+    expect(await lower.locator('.file-row-progress').innerText()).toMatch(/ · found missing \S/);
     await page.getByRole('button', { name: 'Details of lower.stl' }).click();
     const why = page.getByRole('region', { name: 'Why lower.stl is not synced any more' });
     await why.waitFor();
@@ -177,17 +181,24 @@ describe('the re-check of synced files, as staff see it', () => {
     expect(states['upper.stl']!.slice(0, 1)).toEqual(['synced']);
     expect(states['upper.stl']!.slice(1).some((state) => state === 'uploading' || state === 'queued' || state === 'verifying')).toBe(true);
     expect(states['upper.stl']!.at(-1)).toBe('synced');
-    // Said once the files are quiet (a second and a half): polled, not waited for.
-    const heard = await waitFor('the screen reader to hear of the lost scan', async () => {
+    // Said once the files are quiet (a second and a half): polled, not waited for. The scan that went
+    // up again is said to be one found missing on the server (not "synced and verified"), once.
+    await waitFor('the screen reader to hear of both scans', async () => {
       const now = (await recorded()).said.join(' | ');
-      return /1 scan is no longer on the server/.test(now) && now;
+      return /1 scan is no longer on the server/.test(now) && /1 scan found missing on the server was uploaded again/.test(now);
     }, 15_000);
-    expect(heard).toMatch(/scans to Jane Roe: (1 file synced and verified, )?1 scan is no longer on the server\./);
-    expect(heard).not.toMatch(/could not be uploaded/);
+    const heard = (await recorded()).said.filter((message) => !message.includes(`${SCANS.length} files synced and verified`));
+    // One message, or two if the upload ended after the first was said.
+    expect(heard.every((message) => /^scans to Jane Roe: (1 scan found missing on the server was uploaded again|1 scan is no longer on the server|, )+\.$/.test(message)), heard.join(' | ')).toBe(true);
+    expect(heard.join(' | ').match(/found missing on the server was uploaded again/g)).toHaveLength(1);
+    expect(heard.join(' | ')).not.toMatch(/synced and verified|could not be uploaded/);
 
     // Its history says why it went up again, in words rather than event names.
     await page.getByRole('button', { name: 'Activity', exact: true }).click();
     await page.getByRole('tab', { name: 'Sync history' }).click();
+    // The scan in neither place: when it was found missing, as on the card.
+    const lowerEntry = page.locator('tr', { has: page.getByRole('button', { name: 'lower.stl', exact: true }) });
+    expect(await lowerEntry.locator('td[data-column="verified"]').innerText()).toMatch(/^Found missing \S/);
     await page.getByRole('button', { name: 'upper.stl', exact: true }).click();
     const timeline = page.getByRole('region', { name: 'History of upper.stl' });
     await timeline.locator('li').nth(5).waitFor();
@@ -202,8 +213,9 @@ describe('the re-check of synced files, as staff see it', () => {
     await page.locator(`.tree-label[data-path="${REMOTE}"]`).click();
     const lostRow = page.locator('.document-row[data-document="lower.stl"]');
     await lostRow.waitFor({ timeout: 15_000 });
-    expect(await lostRow.locator('.col-status').innerText()).toContain('Lost on the server');
-    expect(await page.locator('.document-row[data-document="upper.stl"] .col-status').innerText()).toContain('Uploaded');
+    // Polled: a virtual row's content is skipped (content-visibility: auto, innerText '') until the frame after it appears.
+    await expect.poll(() => lostRow.locator('.col-status').innerText(), { timeout: 10_000 }).toContain('Lost on the server');
+    await expect.poll(() => page.locator('.document-row[data-document="upper.stl"] .col-status').innerText(), { timeout: 10_000 }).toContain('Uploaded');
     await lostRow.click();
     await page.locator('.details-panel').getByText('Lost on the server.').waitFor();
     await screenshot('recheck-lost-patient');
@@ -246,7 +258,7 @@ describe('the re-check of synced files, as staff see it', () => {
     const row = page.locator('.document-row[data-document="bite.stl"]');
     await row.waitFor({ timeout: 15_000 });
     expect(await row.count()).toBe(1);
-    expect(await row.innerText()).toContain('Uploaded');
+    await expect.poll(() => row.innerText(), { timeout: 10_000 }).toContain('Uploaded');
     await screenshot('recheck-gone-patient');
     expect(violations).toEqual([]);
   }, 90_000);

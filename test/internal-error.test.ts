@@ -1,6 +1,7 @@
 /** A 500 says nothing about internals, carries the request id, and the log has the cause. */
+import fs from 'node:fs';
 import { Writable } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { buildApp } from '../server/app.js';
 import { loadConfig } from '../server/config.js';
 import { createContext } from '../server/context.js';
@@ -10,7 +11,9 @@ import { readSeedFile } from '../server/domain/seed-file.js';
 
 describe('unexpected failures', () => {
   it('answer 500 problem details with a request id and no internals, and log the cause', async () => {
-    const config = loadConfig({ PATIENT_DOCS_DATA_DIR: tempDir('internal'), PATIENT_DOCS_LOG_LEVEL: 'error' });
+    const dataDir = tempDir('internal');
+    onTestFinished(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+    const config = loadConfig({ PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_LOG_LEVEL: 'error' });
     const context = await createContext(config);
     await context.directory.applySeed(readSeedFile(SEED_FILE));
     const lines: string[] = [];

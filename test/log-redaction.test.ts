@@ -1,4 +1,5 @@
 /** The request log never holds a working download link or a secret sent in a query string. */
+import fs from 'node:fs';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../server/app.js';
@@ -9,7 +10,8 @@ import { tempDir } from './helpers/server.js';
 
 describe('request log', () => {
   it('logs signed links and token requests with their signature and secrets replaced', async () => {
-    const config = loadConfig({ PATIENT_DOCS_DATA_DIR: tempDir('log-redaction'), PATIENT_DOCS_LOG_LEVEL: 'info' });
+    const dataDir = tempDir('log-redaction');
+    const config = loadConfig({ PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_LOG_LEVEL: 'info' });
     const context = await createContext(config);
     const lines: string[] = [];
     const stream = new Writable({ write: (chunk, _encoding, done) => (lines.push(chunk.toString()), done()) });
@@ -25,6 +27,7 @@ describe('request log', () => {
     } finally {
       await app.close();
       await context.store.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

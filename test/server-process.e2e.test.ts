@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { freePort } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
 
@@ -84,7 +84,9 @@ describe('npm run server', () => {
   it('says so when the port is in use', async () => {
     const port = /:(\d+)/.exec(baseUrl.replace('http://', ''))![1]!;
     let failedOutput = '';
-    const failing = spawn('node', ['dist/server/main.js'], { cwd: ROOT, env: { ...process.env, PORT: port, PATIENT_DOCS_DATA_DIR: tempDir('busy') }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const busyDir = tempDir('busy');
+    onTestFinished(() => fs.rmSync(busyDir, { recursive: true, force: true }));
+    const failing = spawn('node', ['dist/server/main.js'], { cwd: ROOT, env: { ...process.env, PORT: port, PATIENT_DOCS_DATA_DIR: busyDir }, stdio: ['ignore', 'pipe', 'pipe'] });
     failing.stderr!.on('data', (chunk: Buffer) => (failedOutput += chunk.toString()));
     const code = await new Promise((resolve) => failing.once('exit', resolve));
     expect(code).toBe(2);

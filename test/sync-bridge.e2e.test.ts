@@ -146,4 +146,35 @@ describe('headless app and its bridge', () => {
     expect(garbled.envelope).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT', detail: expect.stringMatching(/not a valid address/) } });
     expect(await value('getSettings')).toEqual(before);
   });
+
+  it('sets how often synced files are checked on the server: bounds said in plain words, the engine follows at once', async () => {
+    const settingsFile = () => JSON.parse(fs.readFileSync(path.join(home, 'settings.json'), 'utf8')) as Record<string, unknown>;
+    expect(await value('getSettings')).toMatchObject({ recheckMinutes: 240 });
+    // The default is not written: a settings file never changed here stays readable by versions before this setting.
+    expect(settingsFile()).not.toHaveProperty('recheckMinutes');
+    const before = await value('getSettings');
+    for (const minutes of [5, 14, 10081, 100_000]) {
+      const refused = await call('updateSettings', [{ concurrency: 2, recheckMinutes: minutes }]);
+      expect(refused.envelope).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT', message: expect.stringMatching(/every 15 minutes at the most and every 7 days \(10080 minutes\) at the least, or never \(0\)/) } });
+    }
+    expect((await call('updateSettings', [{ recheckMinutes: -1 }])).envelope).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT' } });
+    expect((await call('updateSettings', [{ recheckMinutes: 30.5 }])).envelope).toMatchObject({ ok: false, error: { code: 'INVALID_INPUT' } });
+    expect(await value('getSettings')).toEqual(before);
+
+    // The last check was 20 minutes ago: due under a 15-minute interval, not under the default 4 hours.
+    const lastCheck = Date.now() - 20 * 60_000;
+    headless.app.journal.setLastRecheckAt(lastCheck);
+    expect(await value('updateSettings', [{ recheckMinutes: 15 }])).toMatchObject({ recheckMinutes: 15 });
+    expect(settingsFile()).toMatchObject({ recheckMinutes: 15 });
+    await waitFor('the engine to check the synced files under the new interval, without a restart', () => (headless.app.journal.lastRecheckAt() ?? 0) > lastCheck, 10_000);
+
+    // Off: no pass, however long ago the last one.
+    expect(await value('updateSettings', [{ recheckMinutes: 0 }])).toMatchObject({ recheckMinutes: 0 });
+    headless.app.journal.setLastRecheckAt(lastCheck);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(headless.app.journal.lastRecheckAt()).toBe(lastCheck);
+    expect(await value('updateSettings', [{ recheckMinutes: 10080 }])).toMatchObject({ recheckMinutes: 10080 });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(headless.app.journal.lastRecheckAt()).toBe(lastCheck);
+  });
 });

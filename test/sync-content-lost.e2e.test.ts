@@ -98,6 +98,8 @@ describe('scans the server lost are uploaded again from the workstation', () => 
       expect(history.map((entry) => entry.event)).toEqual(['queued', 'uploaded', 'verified', 'queued', 'uploaded', 'verified']);
       expect(history[3]!.detail).toMatch(/the server lost this scan's stored file .*; uploading it again from the folder/);
       expect(output).toMatch(/failed {3}lower\.stl: The server lost its copy of this scan/);
+      // The upload that followed is said to be one, not a plain "synced".
+      await waitFor('run to print the upload again', () => /synced {3}upper\.stl → \S+ \(v2\), uploaded again: found missing on the server$/m.test(output), 10_000);
 
       // What staff read at the workstation meanwhile (status reads the journal beside the running sync).
       const status = await runCli(home, ['status', '--json']);
@@ -131,6 +133,16 @@ describe('scans the server lost are uploaded again from the workstation', () => 
     expect(files.find((file) => file.relativePath === 'lower.stl')).toMatchObject({ state: 'synced' });
     expect(files.find((file) => file.relativePath === 'upper.stl')).toMatchObject({ state: 'synced' });
     expect(Date.parse((JSON.parse(status.stdout) as { lastRecheckAt: string }).lastRecheckAt)).toBeGreaterThan(Date.now() - 60_000);
-    expect((await runCli(home, ['status'])).stdout).toMatch(/^synced files last checked against the server: (?!not yet).+$/m);
+    expect((await runCli(home, ['status'])).stdout).toMatch(/^synced files last checked against the server: (?!not yet).+ \(every 240 minutes\)$/m);
+
+    // IT sets how often: within 15 minutes to 7 days, or 0 for never; anything else is refused in one line, and nothing saved.
+    const refused = await runCli(home, ['config', '--recheck-minutes', '5', '--concurrency', '2']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim().split('\n').at(-1)).toBe('patient-docs-sync: Synced files are checked on the server every 15 minutes at the most and every 7 days (10080 minutes) at the least, or never (0); 5 minutes is not allowed.');
+    expect(JSON.parse((await runCli(home, ['status', '--json'])).stdout)).toMatchObject({ recheckMinutes: 240 });
+    expect((await runCli(home, ['config', '--recheck-minutes', '30'])).code).toBe(0);
+    expect(JSON.parse((await runCli(home, ['status', '--json'])).stdout)).toMatchObject({ recheckMinutes: 30 });
+    expect((await runCli(home, ['config', '--recheck-minutes', '0'])).code).toBe(0);
+    expect((await runCli(home, ['status'])).stdout).toMatch(/^synced files last checked against the server: .+ \(regular checks are off\)$/m);
   }, 90_000);
 });

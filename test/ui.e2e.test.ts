@@ -1,7 +1,7 @@
 // The UI end to end: real Chromium (playwright-core + Debian's chromium) against the real headless
 // twin, a real server on a real socket and real folders. Screenshots of every screen go to
 // test/artifacts/screens/ to be looked at.
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -20,9 +20,18 @@ const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable
 const SMALL_LIMIT = '2MB';
 const CASE = '2026-03-12 Upper arch';
 
+/** Every folder made here, removed once the file's tests are done (servers and apps are stopped by then). */
+const made: string[] = [];
+
 function temp(prefix: string): string {
-  return mkdtempSync(path.join(os.tmpdir(), `patient-docs-ui-${prefix}-`));
+  const dir = mkdtempSync(path.join(os.tmpdir(), `patient-docs-ui-${prefix}-`));
+  made.push(dir);
+  return dir;
 }
+
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
 
 async function startRealServer(dataDir: string, port: number, maxUpload: string): Promise<RunningServer> {
   return startServer(

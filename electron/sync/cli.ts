@@ -4,7 +4,7 @@
  * state as the desktop app (PATIENT_DOCS_SYNC_HOME).
  *   connect --server URL [--token-url URL] --client-id ID --organization UUID [--ca-file FILE | --forget-ca]   (secret: stdin or PATIENT_DOCS_CLIENT_SECRET)
  *   add-pair --folder DIR --patient UUID [--path /remote/base] [--name "Jane Roe"]
- *   config [--concurrency N] [--settle-ms N] [--rescan-minutes N] [--bandwidth BYTES_PER_S] [--ignore PATTERN]...
+ *   config [--concurrency N] [--settle-ms N] [--rescan-minutes N] [--recheck-minutes N] [--bandwidth BYTES_PER_S] [--ignore PATTERN]...
  *   run [--once] [--timeout SECONDS]
  *   status [--json]
  *   retry
@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import type { FileView, PairView } from '../../shared/bridge.js';
 import { isBridgeErrorCode, PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { canRetry, failureHint } from '../../shared/failure-hints.js';
+import { RECHECK_MINUTES } from '../../shared/recheck-interval.js';
 import { toCodedError } from './bridge-error.js';
 import { isDiskFull } from './disk-full.js';
 import { defaultSyncHome } from './home-path.js';
@@ -28,7 +29,8 @@ const USAGE = `usage: patient-docs-sync <command> [options]
            --ca-file: the clinic's CA certificate (PEM or DER) when the server's certificate is not
            from a public CA; it is kept in the sync home and trusted for this server from then on)
   add-pair --folder DIR --patient UUID [--path /remote/base] [--name NAME]
-  config   [--concurrency N] [--settle-ms MS] [--rescan-minutes N] [--bandwidth BYTES_PER_SECOND] [--ignore PATTERN ...]
+  config   [--concurrency N] [--settle-ms MS] [--rescan-minutes N] [--recheck-minutes N] [--bandwidth BYTES_PER_SECOND] [--ignore PATTERN ...]
+           (--recheck-minutes: how often synced files are checked on the server, 15 to 10080, or 0 for never; default 240)
   run      [--once] [--timeout SECONDS]   watch and sync; --once: sync what is there, exit 0 when all verified
   status   [--json]                       pairs and per-file states
   retry                                   failed and waiting files are tried again now (by a running run, else the next run)
@@ -172,6 +174,7 @@ async function config(args: string[]): Promise<number> {
       concurrency: { type: 'string' },
       'settle-ms': { type: 'string' },
       'rescan-minutes': { type: 'string' },
+      'recheck-minutes': { type: 'string' },
       bandwidth: { type: 'string' },
       ignore: { type: 'string', multiple: true },
     },
@@ -183,6 +186,7 @@ async function config(args: string[]): Promise<number> {
       ...(values.concurrency ? { concurrency: integer(values.concurrency, 'concurrency') } : {}),
       ...(values['settle-ms'] ? { settleMs: integer(values['settle-ms'], 'settle-ms') } : {}),
       ...(values['rescan-minutes'] ? { rescanMinutes: integer(values['rescan-minutes'], 'rescan-minutes') } : {}),
+      ...(values['recheck-minutes'] ? { recheckMinutes: integer(values['recheck-minutes'], 'recheck-minutes') } : {}),
       ...(values.bandwidth ? { bandwidthLimitBytesPerSecond: integer(values.bandwidth, 'bandwidth') } : {}),
       ...(values.ignore ? { ignorePatterns: values.ignore } : {}),
     });
@@ -209,7 +213,7 @@ async function run(args: string[]): Promise<number> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   app.engine.onDidSettleFile((event) => {
-    if (event.type === 'file-synced') console.log(`synced   ${event.file.relativePath} → ${event.file.remotePath}/${event.file.fileName} (v${event.file.version ?? '?'})`);
+    if (event.type === 'file-synced') console.log(`synced   ${event.file.relativePath} → ${event.file.remotePath}/${event.file.fileName} (v${event.file.version ?? '?'})${event.file.lostAt !== null ? ', uploaded again: found missing on the server' : ''}`);
     else console.log(`failed   ${event.file.relativePath}: ${describeError(event.file)}`);
   });
   app.engine.onEngineError((message) => console.error(`problem  ${message}`));
@@ -335,15 +339,18 @@ async function status(args: string[]): Promise<number> {
       };
     });
     const lastRecheck = journal.lastRecheckAt();
+    const recheckMinutes = settings.get('recheckMinutes') ?? RECHECK_MINUTES.default;
     if (values.json) {
       // Each file with `hint`: what to do about its failure, as the text output ends it (null when there is nothing to do).
       const withHints = pairs.map(({ pair, files }) => ({ pair, files: files.map((file) => ({ ...file, hint: cliHint(file) })) }));
-      console.log(JSON.stringify({ mode, server: settings.get('serverUrl') ?? null, lastRecheckAt: lastRecheck === null ? null : new Date(lastRecheck).toISOString(), pairs: withHints }, null, 2));
+      console.log(JSON.stringify({ mode, server: settings.get('serverUrl') ?? null, lastRecheckAt: lastRecheck === null ? null : new Date(lastRecheck).toISOString(), recheckMinutes, pairs: withHints }, null, 2));
       return 0;
     }
     console.log(`mode: ${mode}${settings.get('serverUrl') ? ` (${settings.get('serverUrl')})` : ''}`);
     // Synced files are checked against the server again now and then (a server that lost a scan gets it again).
-    console.log(`synced files last checked against the server: ${lastRecheck === null ? 'not yet' : new Date(lastRecheck).toLocaleString()}`);
+    console.log(
+      `synced files last checked against the server: ${lastRecheck === null ? 'not yet' : new Date(lastRecheck).toLocaleString()} (${recheckMinutes === 0 ? 'regular checks are off' : `every ${recheckMinutes} minutes`})`,
+    );
     for (const { pair, files } of pairs) {
       const counts = Object.entries(pair.counts).filter(([, count]) => count > 0).map(([state, count]) => `${count} ${state}`).join(', ');
       console.log(`\n${pair.folder} → ${pair.patientName ?? pair.patientId} ${pair.remoteBasePath}  [${pair.state}] ${counts || 'no files'}`);

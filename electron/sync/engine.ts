@@ -122,6 +122,8 @@ export class SyncEngine {
   private recheckTimerAt = Infinity;
   /** `document.lost` arrived during a pass: one more pass follows it. */
   private recheckAfterPass = false;
+  /** How often synced files are checked again (`recheckMs`, changed by setRecheckMs); 0: off. */
+  private recheckEvery: number;
 
   constructor(private readonly options: EngineOptions) {
     this.journal = options.journal;
@@ -129,6 +131,7 @@ export class SyncEngine {
     this.progress = new ProgressTracker(this.now);
     this.api = options.api ?? null;
     this.tuning = { ...options.tuning };
+    this.recheckEvery = options.recheckMs ?? RECHECK_MS;
   }
 
   /** Every event, including the UI snapshots (which are only built while someone listens here). */
@@ -566,6 +569,23 @@ export class SyncEngine {
     this.recheckIn(RECHECK_SOON_MS);
   }
 
+  /**
+   * A new interval for the re-check (Settings): the next pass is moved to `every` after the last
+   * complete one (now, if that is longer ago), with no restart; 0 stops the periodic passes (a
+   * `document.lost` notice still starts one). A pass under way finishes and schedules by the new value.
+   */
+  setRecheckMs(every: number): void {
+    if (every === this.recheckEvery) return;
+    this.recheckEvery = every;
+    if (!this.started || this.rechecking) return;
+    // A pass asked for by a `document.lost` notice stays where it is.
+    if (this.recheckTimer && this.recheckTimerAt <= this.now() + RECHECK_SOON_MS) return;
+    clearTimeout(this.recheckTimer);
+    this.recheckTimer = undefined;
+    this.recheckTimerAt = Infinity;
+    this.scheduleRecheck();
+  }
+
   /** The re-check timer, set (or moved) to fire in `delay` ms. */
   private recheckIn(delay: number): void {
     clearTimeout(this.recheckTimer);
@@ -578,7 +598,7 @@ export class SyncEngine {
 
   /** The next re-check: `recheckMs` after the last complete one (now, if that is longer ago or never). */
   private scheduleRecheck(): void {
-    const every = this.options.recheckMs ?? RECHECK_MS;
+    const every = this.recheckEvery;
     if (!this.started || every <= 0 || this.rechecking) return;
     clearTimeout(this.recheckTimer);
     this.recheckTimer = undefined;
@@ -667,7 +687,7 @@ export class SyncEngine {
             this.recheckWanted = true;
             this.scheduleProbe();
           } else {
-            this.recheckIn(Math.min(this.options.recheckMs || RECHECK_MS, RECHECK_RETRY_MS));
+            this.recheckIn(Math.min(this.recheckEvery || RECHECK_MS, RECHECK_RETRY_MS));
           }
           return false;
         }

@@ -42,6 +42,13 @@ export interface FileRecord {
   deletedLocally: boolean;
   updatedAt: number;
   syncedAt: number | null;
+  /**
+   * When the re-check last found this file's scan missing on the server (its stored file lost, an
+   * older version current again after a restore, or its document gone), so staff are told that
+   * and not an old "synced" date, and its upload after that is said to be one. Null if never, or
+   * since a newer scan from the folder replaced the one found missing.
+   */
+  lostAt: number | null;
 }
 
 export interface ObservedFile {
@@ -68,6 +75,7 @@ export type FilePatch = Partial<
     | 'errorDetail'
     | 'bytesDone'
     | 'uploadUrl'
+    | 'lostAt'
   >
 >;
 
@@ -213,6 +221,11 @@ const MIGRATIONS: ReadonlyArray<{ name: string; sql: string }> = [
     name: '007-meta',
     sql: 'CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);',
   },
+  {
+    // When the re-check found a synced scan missing on the server (FileRecord.lostAt).
+    name: '008-files-lost-at',
+    sql: 'ALTER TABLE files ADD COLUMN lost_at INTEGER NULL;',
+  },
 ];
 
 /**
@@ -226,7 +239,7 @@ const FILE_COLUMNS = `id, pair_id AS pairId, relative_path AS relativePath, remo
   remote_sha256 AS remoteSha256, remote_version AS remoteVersion, state, attempts,
   next_attempt_at AS nextAttemptAt, error_code AS errorCode, error_message AS errorMessage,
   error_detail AS errorDetail, bytes_done AS bytesDone, upload_url AS uploadUrl,
-  deleted_locally AS deletedLocally, updated_at AS updatedAt, synced_at AS syncedAt`;
+  deleted_locally AS deletedLocally, updated_at AS updatedAt, synced_at AS syncedAt, lost_at AS lostAt`;
 
 // The patch keys are a closed set mapped to fixed column names, so building the UPDATE from them
 // cannot inject SQL.
@@ -244,6 +257,7 @@ const PATCH_COLUMNS: Record<keyof FilePatch, string> = {
   errorDetail: 'error_detail',
   bytesDone: 'bytes_done',
   uploadUrl: 'upload_url',
+  lostAt: 'lost_at',
 };
 
 const FRESH_START: FilePatch = {
@@ -510,7 +524,9 @@ export class Journal {
     if (!changed && !reappeared) return existing;
     this.database.prepare('UPDATE files SET deleted_locally = 0 WHERE id = ?').run(existing.id);
     if (requeue) {
-      return this.write(existing, 'queued', { ...FRESH_START, ...observed }, { event: 'queued', detail: 'changed on disk' });
+      // A new scan replacing a synced one is not the one the server lost; a copy put back after a loss is.
+      const lost: FilePatch = existing.state === 'synced' ? { lostAt: null } : {};
+      return this.write(existing, 'queued', { ...FRESH_START, ...lost, ...observed }, { event: 'queued', detail: 'changed on disk' });
     }
     // A file still on its way: the pipeline re-hashes after upload and notices the change itself.
     // A resumable upload begun for the old bytes must not be continued with the new ones.

@@ -34,6 +34,7 @@ function record(partial: Partial<FileRecord> = {}): FileRecord {
     deletedLocally: false,
     updatedAt: 1,
     syncedAt: 1,
+    lostAt: null,
     ...partial,
   };
 }
@@ -97,4 +98,45 @@ describe('recheckPair over many synced files', () => {
     // The journal's share of a pass (the server's 1,667 searches come on top): well under a few seconds.
     expect(elapsed).toBeLessThan(10_000);
   }, 60_000);
+
+  it('notes when it found a scan missing, for staff to see; a newer scan from the folder is not the one found missing', async () => {
+    const names = ['kept.stl', 'lost.stl', 'lost-and-deleted.stl', 'older.stl'];
+    journal.observeMany('pair-1', names.map((name) => ({ relativePath: name, observed: { size: 100, mtimeMs: 1, remotePath: '/scans', fileName: name } })));
+    const raw = new Database(join(directory, 'journal.db'));
+    raw.prepare(`UPDATE files SET state = 'synced', document_id = 'doc-' || id, sha256 = ?, remote_sha256 = ?, remote_version = 2, synced_at = 1000`).run(SHA, SHA);
+    raw.close();
+    const byName = (name: string) => journal.byPair('pair-1').find((file) => file.relativePath === name)!;
+    const api: Pick<DocumentApi, 'search'> = {
+      search: async () => ({
+        documents: [
+          remote({ id: byName('kept.stl').documentId! }),
+          remote({ id: byName('lost.stl').documentId!, hasContent: false, sha256: null, fileSize: null } as never),
+          remote({ id: byName('lost-and-deleted.stl').documentId!, hasContent: false, sha256: null, fileSize: null } as never),
+          remote({ id: byName('older.stl').documentId!, sha256: 'b'.repeat(64), version: 1 }),
+        ],
+        offset: 0,
+        limit: RECHECK_BATCH,
+        total: 4,
+      }),
+    };
+    const counts = await recheckPair(
+      { id: 'pair-1', folder: directory, patientId: 'p1' },
+      { journal, api: api as DocumentApi, stat: async (file) => (file.endsWith('lost-and-deleted.stl') ? undefined : { size: 100, mtimeMs: 1 }), now: () => 5000, stopped: () => false },
+    );
+    expect(counts).toEqual({ checked: 4, requeued: 2, failed: 1 });
+    expect(byName('kept.stl')).toMatchObject({ state: 'synced', lostAt: null });
+    expect(byName('lost.stl')).toMatchObject({ state: 'queued', lostAt: 5000 });
+    expect(byName('older.stl')).toMatchObject({ state: 'queued', lostAt: 5000 });
+    // Its old "synced" date (1000) stays in the record, but it is no longer what the row is about.
+    expect(byName('lost-and-deleted.stl')).toMatchObject({ state: 'failed', errorCode: 'LOST_ON_SERVER', syncedAt: 1000, lostAt: 5000 });
+
+    // The copy put back is the scan found missing: still said so once it is synced again.
+    expect(journal.observe('pair-1', 'lost-and-deleted.stl', { size: 100, mtimeMs: 1, remotePath: '/scans', fileName: 'lost-and-deleted.stl' })).toMatchObject({ state: 'queued', lostAt: 5000 });
+    // A synced scan changed in the folder is a new one: it was not found missing.
+    expect(journal.observe('pair-1', 'kept.stl', { size: 120, mtimeMs: 2, remotePath: '/scans', fileName: 'kept.stl' })).toMatchObject({ state: 'queued', lostAt: null });
+    const raw2 = new Database(join(directory, 'journal.db'));
+    raw2.prepare(`UPDATE files SET state = 'synced' WHERE relative_path = 'lost.stl'`).run();
+    raw2.close();
+    expect(journal.observe('pair-1', 'lost.stl', { size: 120, mtimeMs: 2, remotePath: '/scans', fileName: 'lost.stl' })).toMatchObject({ state: 'queued', lostAt: null });
+  });
 });

@@ -94,12 +94,12 @@ async function settle(pair: PipelinePair, row: FileRecord, finding: Exclude<Find
     // the file coming back queues it again (journal observe).
     if (!current.deletedLocally) deps.journal.markDeletedLocally(current.pairId, current.relativePath);
     const what = finding === 'gone' ? `document ${documentId} is no longer on the server` : `document ${documentId} on the server no longer has this scan's content`;
-    deps.journal.transition(row.id, 'failed', { errorCode: LOST_ON_SERVER_CODE, errorMessage: PLAIN_MESSAGES.LOST_ON_SERVER, errorDetail: `${what}, and the file is gone from the folder` });
+    deps.journal.transition(row.id, 'failed', { errorCode: LOST_ON_SERVER_CODE, errorMessage: PLAIN_MESSAGES.LOST_ON_SERVER, errorDetail: `${what}, and the file is gone from the folder`, lostAt: deps.now() });
     return 'failed';
   }
   if (finding === 'gone') {
     // Deleted on the server on purpose (a misfiled scan) or lost in a restore: staff decide, it is not resurrected behind their back.
-    deps.journal.transition(row.id, 'failed', { errorCode: 'NOT_FOUND', errorMessage: GONE_FROM_SERVER_MESSAGE, errorDetail: `document ${documentId} is not on the server any more` });
+    deps.journal.transition(row.id, 'failed', { errorCode: 'NOT_FOUND', errorMessage: GONE_FROM_SERVER_MESSAGE, errorDetail: `document ${documentId} is not on the server any more`, lostAt: deps.now() });
     return 'failed';
   }
   const detail =
@@ -108,6 +108,6 @@ async function settle(pair: PipelinePair, row: FileRecord, finding: Exclude<Find
       : `the server holds an older version (${remote!.version}) than this scan's (${row.remoteVersion}), after a restore; uploading it again from the folder`;
   // `older`: the version the server holds now is the one a new version replaces (its If-Match).
   const known = finding === 'older' ? { remoteSha256: remote!.sha256, remoteVersion: remote!.version } : {};
-  deps.journal.transition(row.id, 'queued', { nextAttemptAt: deps.now(), ...known }, { event: 'queued', detail });
+  deps.journal.transition(row.id, 'queued', { nextAttemptAt: deps.now(), lostAt: deps.now(), ...known }, { event: 'queued', detail });
   return 'requeued';
 }

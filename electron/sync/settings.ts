@@ -7,6 +7,7 @@ import { closeSync, copyFileSync, fsyncSync, openSync, readFileSync, renameSync,
 import path from 'node:path';
 import Conf from 'conf';
 import type { Options, Schema } from 'conf';
+import { RECHECK_MINUTES } from '../../shared/recheck-interval.js';
 
 export interface SyncPair {
   id: string;
@@ -44,6 +45,12 @@ export type SyncSettings = {
   settleMs: number;
   /** Minutes between full rescans of each folder; 0 turns them off. */
   rescanMinutes: number;
+  /**
+   * Minutes between checks of the synced files against the server; 0 turns them off. Absent (the
+   * default, RECHECK_MINUTES.default) until IT sets it, so a file never set stays readable by
+   * versions before this setting.
+   */
+  recheckMinutes?: number;
   ignorePatterns: string[];
   /** Upload bandwidth limit in bytes per second; 0 means none. */
   bandwidthLimit: number;
@@ -91,6 +98,8 @@ export const settingsSchema: Schema<SyncSettings> = {
   concurrency: { type: 'integer', minimum: 1, maximum: 32 },
   settleMs: { type: 'integer', minimum: 0 },
   rescanMinutes: { type: 'number', minimum: 0 },
+  // 0 (off), or 15 minutes to 7 days: a setting that checked every minute would search the server all day.
+  recheckMinutes: { anyOf: [{ const: 0 }, { type: 'integer', minimum: RECHECK_MINUTES.min, maximum: RECHECK_MINUTES.max }] },
   ignorePatterns: { type: 'array', items: { type: 'string' } },
   bandwidthLimit: { type: 'integer', minimum: 0 },
   webhook: {

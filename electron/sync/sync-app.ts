@@ -8,6 +8,7 @@ import { existsSync, rmSync, statSync, unwatchFile, watchFile, writeFileSync } f
 import path from 'node:path';
 import type { AddPairInput, AppMode, AppStatus, BridgeEvent, ConnectionTestResult, RemoteSetupInput, SettingsPatch, SettingsView } from '../../shared/bridge.js';
 import { checkPath } from '../../shared/names.js';
+import { RECHECK_MINUTES, recheckMinutesProblem } from '../../shared/recheck-interval.js';
 import type { ApiClient } from './api-client.js';
 import { BandwidthLimiter } from './bandwidth.js';
 import { ApiProblemError } from './api-errors.js';
@@ -61,6 +62,8 @@ export interface SyncAppOptions {
 
 export const CA_CHECK_MS = 2000;
 
+const MINUTE_MS = 60_000;
+
 export class SyncApp {
   readonly journal: Journal;
   readonly engine: SyncEngine;
@@ -78,7 +81,8 @@ export class SyncApp {
   constructor(private readonly options: SyncAppOptions) {
     ({ journal: this.journal, notices: this.notices } = openHomeJournal(options.home, options.notices));
     this.limiter = new BandwidthLimiter(options.settings.get('bandwidthLimit'));
-    this.engine = new SyncEngine({ journal: this.journal, tuning: this.tuning(), ...options.engine });
+    // An interval given by the caller (the CLI's PATIENT_DOCS_SYNC_RECHECK_MS, tests) wins over Settings.
+    this.engine = new SyncEngine({ journal: this.journal, tuning: this.tuning(), recheckMs: this.recheckMinutes() * MINUTE_MS, ...options.engine });
     this.webhooks = new WebhookWiring({
       journal: this.journal,
       secrets: options.secrets,
@@ -295,6 +299,7 @@ export class SyncApp {
       concurrency: this.settings.get('concurrency'),
       settleMs: this.settings.get('settleMs'),
       rescanMinutes: this.settings.get('rescanMinutes'),
+      recheckMinutes: this.recheckMinutes(),
       ignorePatterns: this.settings.get('ignorePatterns'),
       bandwidthLimitBytesPerSecond: this.settings.get('bandwidthLimit'),
       webhook: { port: webhook.port, publicUrl: webhook.publicUrl ?? null },
@@ -307,10 +312,16 @@ export class SyncApp {
     // Checked as a whole before anything is saved: a refused patch changes nothing.
     const webhook = patch.webhook ? this.nextWebhookSettings(patch.webhook) : undefined;
     const ca = patch.caCertificate === undefined ? undefined : caCertificateFrom(patch.caCertificate);
+    const recheckProblem = patch.recheckMinutes === undefined ? null : recheckMinutesProblem(patch.recheckMinutes);
+    if (recheckProblem) throw new BridgeError('INVALID_INPUT', undefined, recheckProblem);
     if (patch.concurrency !== undefined) settings.set('concurrency', patch.concurrency);
     if (patch.settleMs !== undefined) settings.set('settleMs', patch.settleMs);
     if (patch.rescanMinutes !== undefined) settings.set('rescanMinutes', patch.rescanMinutes);
     if (patch.ignorePatterns !== undefined) settings.set('ignorePatterns', patch.ignorePatterns);
+    if (patch.recheckMinutes !== undefined) {
+      settings.set('recheckMinutes', patch.recheckMinutes);
+      this.engine.setRecheckMs(patch.recheckMinutes * MINUTE_MS);
+    }
     if (patch.bandwidthLimitBytesPerSecond !== undefined) {
       settings.set('bandwidthLimit', patch.bandwidthLimitBytesPerSecond);
       this.limiter.setLimit(patch.bandwidthLimitBytesPerSecond);
@@ -349,6 +360,10 @@ export class SyncApp {
   emitStatus(): void {
     if (this.listeners.size === 0) return;
     void this.status().then((status) => this.emit({ type: 'status', status }));
+  }
+
+  private recheckMinutes(): number {
+    return this.settings.get('recheckMinutes') ?? RECHECK_MINUTES.default;
   }
 
   private tuning(): EngineOptions['tuning'] {

@@ -33,6 +33,7 @@ function record(state: FileRecord['state'], updatedAt: number, error: { code: st
     deletedLocally: false,
     updatedAt,
     syncedAt: null,
+    lostAt: null,
   };
 }
 

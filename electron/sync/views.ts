@@ -47,6 +47,7 @@ export function toFileView(record: FileRecord, progress: ProgressTracker): FileV
     version: record.remoteVersion,
     updatedAt: record.updatedAt,
     syncedAt: record.syncedAt,
+    lostAt: record.lostAt,
   };
 }
 

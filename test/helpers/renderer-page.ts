@@ -107,7 +107,7 @@ function defaultHandlers(): Handlers {
     webhookActivity: () => [],
     fileHistory: () => [],
     exportHistoryCsv: () => '',
-    getSettings: () => ({ concurrency: 4, settleMs: 2000, rescanMinutes: 60, ignorePatterns: [], bandwidthLimitBytesPerSecond: 0, webhook: { port: 8787, publicUrl: null }, maskedSecret: '••••1234' }),
+    getSettings: () => ({ concurrency: 4, settleMs: 2000, rescanMinutes: 60, recheckMinutes: 240, ignorePatterns: [], bandwidthLimitBytesPerSecond: 0, webhook: { port: 8787, publicUrl: null }, maskedSecret: '••••1234' }),
   };
 }
 
@@ -171,6 +171,7 @@ export function fileView(partial: Partial<FileView> & Pick<FileView, 'relativePa
     version: 1,
     updatedAt: Date.parse('2026-03-12T10:00:00Z'),
     syncedAt: Date.parse('2026-03-12T10:00:00Z'),
+    lostAt: null,
     ...partial,
   };
 }

@@ -173,6 +173,7 @@ function makeFiles(pairId: string, names: Array<[string, string, number, FileSta
     version: state === 'synced' ? 1 : null,
     updatedAt: NOW - index * 60_000,
     syncedAt: state === 'synced' ? NOW - index * 60_000 : null,
+    lostAt: null,
   }));
 }
 
@@ -186,6 +187,7 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
     concurrency: 4,
     settleMs: 2000,
     rescanMinutes: 10,
+    recheckMinutes: 240,
     ignorePatterns: ['*.bak', 'export-log.txt'],
     bandwidthLimitBytesPerSecond: 0,
     webhook: { port: 8787, publicUrl: 'https://smile-clinic.example-tunnel.net/hooks' },

@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'react';
-import type { FileState, PairView } from '../../../shared/bridge.js';
+import type { FileState, FileView, PairView } from '../../../shared/bridge.js';
 import { useBridgeEvent, useBridgeQuery } from '../bridge/context.js';
 import { isNoLongerOnServer } from '../documents/failure-hints.js';
 import { formatCount, formatFileCount } from '../format.js';
@@ -13,6 +13,8 @@ interface Tally {
   failed: number;
   /** Synced scans the re-check found gone from the server (not an upload that failed). */
   gone: number;
+  /** Scans the re-check found missing on the server, synced again from the folder. */
+  uploadedAgain: number;
   /** A folder problem that appeared (scan folder gone, disk full): said once, when it starts. */
   problem: string | null;
 }
@@ -43,7 +45,7 @@ export function SyncAnnouncer() {
 
   const tally = (pairId: string): Tally => {
     let entry = tallies.current.get(pairId);
-    if (!entry) tallies.current.set(pairId, (entry = { synced: 0, failed: 0, gone: 0, problem: null }));
+    if (!entry) tallies.current.set(pairId, (entry = { synced: 0, failed: 0, gone: 0, uploadedAgain: 0, problem: null }));
     return entry;
   };
 
@@ -55,6 +57,7 @@ export function SyncAnnouncer() {
       const said: string[] = [];
       if (entry.problem) said.push(entry.problem);
       if (entry.synced > 0) said.push(`${formatFileCount(entry.synced)} synced and verified`);
+      if (entry.uploadedAgain > 0) said.push(entry.uploadedAgain === 1 ? '1 scan found missing on the server was uploaded again' : `${formatCount(entry.uploadedAgain)} scans found missing on the server were uploaded again`);
       if (entry.failed > 0) said.push(`${formatFileCount(entry.failed)} could not be uploaded`);
       if (entry.gone > 0) said.push(entry.gone === 1 ? '1 scan is no longer on the server' : `${formatCount(entry.gone)} scans are no longer on the server`);
       if (said.length > 0) parts.push(`${pairName(pairsRef.current.find((pair) => pair.id === pairId))}: ${said.join(', ').replace(/\.$/, '')}.`);
@@ -95,7 +98,7 @@ export function SyncAnnouncer() {
       const before = known.current.get(file.id);
       known.current.set(file.id, file.state);
       if (before === file.state || (file.state !== 'synced' && file.state !== 'failed')) continue;
-      tally(event.pairId)[file.state === 'failed' && file.error && isNoLongerOnServer(file.error) ? 'gone' : file.state] += 1;
+      tally(event.pairId)[tallyOf(file)] += 1;
       changed = true;
     }
     if (changed) schedule();
@@ -111,6 +114,13 @@ export function SyncAnnouncer() {
       {message}
     </div>
   );
+}
+
+/** Which count a file that became synced or failed adds to (it is one of the two). */
+function tallyOf(file: FileView): 'synced' | 'failed' | 'gone' | 'uploadedAgain' {
+  if (file.state === 'failed') return file.error && isNoLongerOnServer(file.error) ? 'gone' : 'failed';
+  // Went up again because the re-check found it missing there: said so, not as a new upload.
+  return file.lostAt !== null ? 'uploadedAgain' : 'synced';
 }
 
 function pairName(pair: PairView | undefined): string {

@@ -5,6 +5,7 @@ import { useBridgeQuery } from '../../bridge/context.js';
 import { EmptyState } from '../../components/EmptyState.js';
 import { ErrorNotice } from '../../components/ErrorNotice.js';
 import { FileStateBadge } from '../../components/StateBadge.js';
+import { foundMissingAt } from '../../documents/failure-hints.js';
 import { formatBytes, formatDateTime } from '../../format.js';
 
 const HISTORY_LIMIT = 5000;
@@ -55,7 +56,9 @@ export function SyncHistory() {
               </td>
               <td className="tabular nowrap">{formatBytes(file.size)}</td>
               <td className="tabular">{file.version ?? '—'}</td>
-              <td className="tabular nowrap">{formatDateTime(file.syncedAt)}</td>
+              <td className="tabular nowrap" data-column="verified">
+                <VerifiedCell file={file} />
+              </td>
             </tr>
           ))}
         </tbody>
@@ -63,6 +66,12 @@ export function SyncHistory() {
       {selected ? <FileTimeline file={selected} /> : null}
     </div>
   );
+}
+
+/** When the file was verified; for a scan no longer on the server, when that was found (its old date would read as if it were fine). */
+function VerifiedCell({ file }: { file: HistoryFileView }) {
+  const missing = foundMissingAt(file);
+  return missing === null ? <>{formatDateTime(file.syncedAt)}</> : <>Found missing {formatDateTime(missing)}</>;
 }
 
 function FileTimeline({ file }: { file: HistoryFileView }) {

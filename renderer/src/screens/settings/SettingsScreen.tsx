@@ -1,5 +1,5 @@
 import { useEffect, useState, type FormEvent, type ReactNode } from 'react';
-import type { AppStatus, SettingsPatch, SettingsView } from '../../../../shared/bridge.js';
+import { RECHECK_MINUTES, type AppStatus, type SettingsPatch, type SettingsView } from '../../../../shared/bridge.js';
 import { useBridge, useBridgeQuery } from '../../bridge/context.js';
 import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
 import { ErrorNotice, InfoNotice } from '../../components/ErrorNotice.js';
@@ -9,6 +9,8 @@ import { FieldError } from '../first-run/RemoteServerForm.js';
 
 interface SettingsDraft {
   concurrency: string;
+  /** Minutes, as the select's value ('0': never). */
+  recheckMinutes: string;
   ignorePatterns: string;
   bandwidthMegabytes: string;
   webhookPort: string;
@@ -24,6 +26,7 @@ const MEGABYTE = 1_000_000;
 function draftFrom(settings: SettingsView): SettingsDraft {
   return {
     concurrency: String(settings.concurrency),
+    recheckMinutes: String(settings.recheckMinutes),
     ignorePatterns: settings.ignorePatterns.join('\n'),
     bandwidthMegabytes: settings.bandwidthLimitBytesPerSecond > 0 ? String(settings.bandwidthLimitBytesPerSecond / MEGABYTE) : '',
     webhookPort: settings.webhook.port > 0 ? String(settings.webhook.port) : '',
@@ -34,10 +37,13 @@ function draftFrom(settings: SettingsView): SettingsDraft {
   };
 }
 
-function patchFrom(draft: SettingsDraft): SettingsPatch {
+function patchFrom(draft: SettingsDraft, saved: SettingsView): SettingsPatch {
   const bandwidth = Number(draft.bandwidthMegabytes.replace(',', '.'));
+  const recheckMinutes = Number(draft.recheckMinutes);
   return {
     concurrency: Number(draft.concurrency),
+    // Sent only when changed: the default stays unwritten in the settings file.
+    ...(recheckMinutes !== saved.recheckMinutes ? { recheckMinutes } : {}),
     ignorePatterns: draft.ignorePatterns.split('\n').map((line) => line.trim()).filter(Boolean),
     bandwidthLimitBytesPerSecond: draft.bandwidthMegabytes.trim() && bandwidth > 0 ? Math.round(bandwidth * MEGABYTE) : 0,
     webhook: { port: Number(draft.webhookPort.trim() || 0), publicUrl: draft.webhookPublicUrl.trim() || null },
@@ -66,7 +72,7 @@ export function SettingsScreen({ status }: { status: AppStatus }) {
   const save = async (event: FormEvent) => {
     event.preventDefault();
     // aria-disabled while saving (a disabled button would drop the keyboard focus): a second press waits.
-    if (!draft || saving) return;
+    if (!draft || !settings.data || saving) return;
     // Checked here first, so a mistyped field is named beside it in plain words.
     const errors = validateSettings(draft);
     setFieldErrors(errors);
@@ -78,7 +84,7 @@ export function SettingsScreen({ status }: { status: AppStatus }) {
     setSaving(true);
     setError(null);
     try {
-      const next = await client.updateSettings(patchFrom(draft));
+      const next = await client.updateSettings(patchFrom(draft, settings.data!));
       settings.setData(next);
       setSaved(true);
     } catch (failure) {
@@ -263,7 +269,7 @@ function WebhookSection({ status, errors, port, publicUrl, onPortChange, onPubli
 
 function SyncSection({ draft, update, errors }: { draft: SettingsDraft; update: (field: keyof SettingsDraft) => (value: string) => void; errors: FieldErrors<keyof SettingsFields> }) {
   return (
-    <SettingsSection title="Uploads" description="How many files go at once, how fast, and which files are never uploaded.">
+    <SettingsSection title="Uploads" description="How many files go at once, how fast, how often synced files are checked on the server, and which files are never uploaded.">
       <div className="form-row">
         <div className="field narrow">
           <label htmlFor="settings-concurrency">Files at once</label>
@@ -277,6 +283,19 @@ function SyncSection({ draft, update, errors }: { draft: SettingsDraft; update: 
         </div>
       </div>
       <div className="field">
+        <label htmlFor="settings-recheck">Check synced files on the server</label>
+        <select id="settings-recheck" value={draft.recheckMinutes} onChange={(event) => update('recheckMinutes')(event.target.value)} aria-describedby="settings-recheck-hint">
+          {recheckChoices(Number(draft.recheckMinutes)).map((minutes) => (
+            <option key={minutes} value={String(minutes)}>
+              {recheckLabel(minutes)}
+            </option>
+          ))}
+        </select>
+        <span className="field-hint" id="settings-recheck-hint">
+          Finds scans the server has lost since they were verified: those still in the folder are uploaded again by themselves. A check also follows the server’s own notice of a loss.
+        </span>
+      </div>
+      <div className="field">
         <label htmlFor="settings-ignore">Files to skip</label>
         <textarea id="settings-ignore" rows={4} value={draft.ignorePatterns} onChange={(event) => update('ignorePatterns')(event.target.value)} spellCheck={false} aria-describedby="settings-ignore-hint" />
         <span className="field-hint" id="settings-ignore-hint">
@@ -285,4 +304,22 @@ function SyncSection({ draft, update, errors }: { draft: SettingsDraft; update: 
       </div>
     </SettingsSection>
   );
+}
+
+/** The intervals offered; one set elsewhere (the sync CLI's `config --recheck-minutes`) is listed as well. */
+const RECHECK_CHOICES = [15, 30, 60, 120, 240, 480, 720, 1440, 10080, 0];
+
+function recheckChoices(current: number): number[] {
+  if (RECHECK_CHOICES.includes(current)) return RECHECK_CHOICES;
+  return [...RECHECK_CHOICES.slice(0, -1).concat(current).sort((a, b) => a - b), 0];
+}
+
+function recheckLabel(minutes: number): string {
+  if (minutes === 0) return 'Never';
+  const suffix = minutes === RECHECK_MINUTES.default ? ' (recommended)' : '';
+  if (minutes === 10080) return `Every 7 days${suffix}`;
+  if (minutes % 1440 === 0) return `${minutes === 1440 ? 'Every day' : `Every ${minutes / 1440} days`}${suffix}`;
+  if (minutes % 60 === 0) return `${minutes === 60 ? 'Every hour' : `Every ${minutes / 60} hours`}${suffix}`;
+  if (minutes < 60) return `Every ${minutes} minutes${suffix}`;
+  return `Every ${Math.floor(minutes / 60)} h ${minutes % 60} min${suffix}`;
 }

@@ -9,7 +9,7 @@ import { FileStateBadge, fileStateTone } from '../../components/StateBadge.js';
 import { VirtualList } from '../../components/VirtualList.js';
 import { formatBytes, formatDateTime, formatDuration, formatRate } from '../../format.js';
 import { fileIcon } from '../../documents/file-types.js';
-import { canRetry, failureHint, isNoLongerOnServer } from '../../documents/failure-hints.js';
+import { canRetry, failureHint, foundMissingAt, isNoLongerOnServer } from '../../documents/failure-hints.js';
 import { detailLabel } from '../../bridge/errors.js';
 
 interface FilePage {
@@ -118,7 +118,7 @@ function FileRow({ file, onRetry, reason }: { file: FileView; onRetry: (fileId: 
         ) : (
           <span className="muted small">
             {formatBytes(file.size)}
-            {file.syncedAt ? ` · ${formatDateTime(file.syncedAt)}` : ''}
+            {whenText(file)}
             {file.state === 'waiting' && file.nextAttemptAt ? ` · ${nextTry(file.nextAttemptAt)}` : ''}
           </span>
         )}
@@ -230,6 +230,13 @@ function WholeReason({ id, file, onHide }: { id: string; file: FileView; onHide:
       </div>
     </div>
   );
+}
+
+/** The date a row shows: when it was synced, or, for a scan no longer on the server, when that was found. */
+function whenText(file: FileView): string {
+  const missing = foundMissingAt(file);
+  if (missing !== null) return ` · found missing ${formatDateTime(missing)}`;
+  return file.syncedAt ? ` · ${formatDateTime(file.syncedAt)}` : '';
 }
 
 /** A retry seconds or minutes away is said as such; a far one by its date. */
