@@ -145,4 +145,56 @@ describe('scans the server lost are uploaded again from the workstation', () => 
     expect((await runCli(home, ['config', '--recheck-minutes', '0'])).code).toBe(0);
     expect((await runCli(home, ['status'])).stdout).toMatch(/^synced files last checked against the server: .+ \(regular checks are off\)$/m);
   }, 90_000);
+  it('a scan failed as lost and gone from the folder is synced again once IT restores the stored file and runs verify --mark-restored', async () => {
+    const home = path.join(scratch, 'home-restored');
+    const folder = path.join(scratch, 'scans-restored');
+    fs.mkdirSync(folder, { recursive: true });
+    await prepareSyncHome(home, { serverUrl: server.url, folder, remoteBasePath: '/restored' });
+    const bytes = Buffer.from(`solid restored ${'y'.repeat(7000)}`);
+    writeFile(folder, 'jaw.stl', bytes);
+    writeFile(folder, 'kept.stl', Buffer.from(`solid kept ${'z'.repeat(3000)}`));
+    const run = spawnCli(home, ['run'], { PATIENT_DOCS_CLIENT_SECRET: CLIENT.secret, PATIENT_DOCS_SYNC_RECHECK_MS: '1500' });
+    let output = '';
+    run.child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const journal = new Database(path.join(home, 'journal.db'), { readonly: true });
+    const row = (name: string) =>
+      journal
+        .prepare('SELECT id, state, document_id AS documentId, remote_version AS remoteVersion, error_code AS errorCode, lost_at AS lostAt FROM files WHERE relative_path = ?')
+        .get(name) as { id: number; state: string; documentId: string; remoteVersion: number; errorCode: string | null; lostAt: number | null } | undefined;
+    try {
+      await waitFor('both scans to be synced', () => row('jaw.stl')?.state === 'synced' && row('kept.stl')?.state === 'synced', 30_000);
+      const { documentId } = row('jaw.stl')!;
+      // The disk fault takes the stored file; the backup still has it. The scan is gone from the folder too.
+      const stored = path.join(server.dataDir, 'content', 'objects', 'documents', documentId);
+      const backup = path.join(scratch, 'backup-objects');
+      fs.cpSync(stored, backup, { recursive: true });
+      fs.rmSync(stored, { recursive: true });
+      fs.rmSync(path.join(folder, 'jaw.stl'));
+      expect((await admin(['verify', '--mark-lost'])).code).toBe(0);
+      await waitFor('the scan to fail as lost in both places', () => row('jaw.stl')?.errorCode === 'LOST_ON_SERVER', 30_000);
+
+      // IT restores the content folder from the backup and tells the server the file is back.
+      fs.cpSync(backup, stored, { recursive: true });
+      const restored = await admin(['verify', '--mark-restored']);
+      expect(restored.stderr).toBe('');
+      expect(restored.code).toBe(0);
+      const synced = await waitFor('the scan to be synced again, with nothing uploaded', () => (row('jaw.stl')?.state === 'synced' ? row('jaw.stl') : undefined), 30_000);
+      expect(synced).toMatchObject({ documentId, remoteVersion: 1, errorCode: null, lostAt: null });
+      const history = journal.prepare('SELECT event, detail FROM history WHERE file_id = ? ORDER BY id').all(synced.id) as Array<{ event: string; detail: string | null }>;
+      expect(history.at(-1)).toEqual({ event: 'verified', detail: `the server has this scan again (document ${documentId}, version 1): its stored file was restored` });
+      // Not uploaded again: no 'uploaded' step after the loss.
+      expect(history.filter((entry) => entry.event === 'uploaded')).toHaveLength(1);
+      expect(output).toMatch(/synced {3}jaw\.stl → \/restored\/jaw\.stl \(v1\)\n/);
+      expect(row('kept.stl')).toMatchObject({ state: 'synced', remoteVersion: 1 });
+
+      const bearer = await token();
+      const document = (await (await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${documentId}`, { headers: { authorization: `Bearer ${bearer}`, 'organization-id': ORG } })).json()) as { storageDownloadUri: string; hasContent: boolean };
+      expect(document.hasContent).toBe(true);
+      expect(Buffer.from(await (await fetch(document.storageDownloadUri)).arrayBuffer()).equals(bytes)).toBe(true);
+    } finally {
+      journal.close();
+      run.child.kill('SIGTERM');
+      await run.done;
+    }
+  }, 90_000);
 });

@@ -10,8 +10,9 @@ import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { ApiClient } from '../electron/sync/api-client.js';
 import { openJournal, type Journal } from '../electron/sync/journal.js';
 import type { SecretStore } from '../electron/sync/secrets.js';
@@ -164,18 +165,29 @@ describe('webhook listener behind a tunnel', () => {
     expect(custom).not.toBe(bare);
   }, 60_000);
 
-  it('document.lost (IT marked a stored file lost) asks the engine to check its synced files again', async () => {
+  it('document.lost (IT marked a stored file lost) and document.restored (it is back) ask the engine to check its files again', async () => {
     const document = await api.createDocument(PATIENT, 'lost.bin', '/webhooks');
     const form = new FormData();
     form.append('Id', document.id);
     form.append('file', new Blob([new Uint8Array(Buffer.from('scan bytes'))]), 'lost.bin');
     const token = (await (await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) })).json()) as { access_token: string };
     expect((await fetch(`${document.storageUrl}/file`, { method: 'POST', headers: { authorization: `Bearer ${token.access_token}` }, body: form })).status).toBe(201);
+    const backup = path.join(os.tmpdir(), `sync-webhook-backup-${document.id}`);
+    fs.cpSync(path.join(server.dataDir, 'content', 'objects', 'documents', document.id), backup, { recursive: true });
+    onTestFinished(() => fs.rmSync(backup, { recursive: true, force: true }));
     fs.rmSync(path.join(server.dataDir, 'content', 'objects', 'documents', document.id), { recursive: true });
     // Not spawnSync: the listener runs in this process and must answer the delivery meanwhile.
     const marked = spawn(process.execPath, [ADMIN_CLI, 'verify', '--mark-lost', '--force'], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: server.dataDir }, stdio: 'ignore' });
     expect(await new Promise((resolve) => marked.once('exit', resolve))).toBe(0);
     await waitFor('document.lost to reach the engine', () => contentLost > 0, 30_000, 100);
+
+    // IT restores the file from a backup: document.restored asks for a check too (a scan failed as lost may be back).
+    const seen = contentLost;
+    fs.mkdirSync(path.join(server.dataDir, 'content', 'objects', 'documents', document.id), { recursive: true });
+    fs.cpSync(backup, path.join(server.dataDir, 'content', 'objects', 'documents', document.id), { recursive: true });
+    const restored = spawn(process.execPath, [ADMIN_CLI, 'verify', '--mark-restored'], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: server.dataDir }, stdio: 'ignore' });
+    expect(await new Promise((resolve) => restored.once('exit', resolve))).toBe(0);
+    await waitFor('document.restored to reach the engine', () => contentLost > seen, 30_000, 100);
   }, 60_000);
 
   it('a request the listener does not serve (wrong path) shows in the activity', async () => {

@@ -555,7 +555,8 @@ export class SyncEngine {
   // --- synced files checked again ---------------------------------------------------------------
 
   /**
-   * The server said it lost stored content (a `document.lost` webhook): synced files are checked
+   * The server said it lost stored content, or has it back (a `document.lost` or `document.restored`
+   * webhook): synced files, and those failed as lost, are checked
    * again within seconds instead of at the next interval. A burst of such events (one per
    * document) makes at most one more pass after the one under way.
    */
@@ -656,11 +657,14 @@ export class SyncEngine {
           journal: {
             get: journal.get,
             syncedAfter: (pairId, afterId, limit) => this.journal.syncedAfter(pairId, afterId, limit),
+            lostAfter: (pairId, afterId, limit) => this.journal.lostAfter(pairId, afterId, limit),
             markDeletedLocally: (pairId, relativePath) => this.journal.markDeletedLocally(pairId, relativePath),
             transition: (id, state, patch, note) => {
               const record = journal.transition(id, state, patch, note);
               // Said like a failure of the pipeline (the CLI prints it, the app announces it).
               if (record.state === 'failed') this.announceSettled({ type: 'file-failed', file: toFileView(record, this.progress) });
+              // A lost scan whose stored file IT restored on the server: synced again, said like an upload's end.
+              else if (record.state === 'synced') this.announceSettled({ type: 'file-synced', file: toFileView(record, this.progress) });
               return record;
             },
           },
@@ -669,7 +673,7 @@ export class SyncEngine {
           now: this.now,
           stopped: () => !this.started || !this.pairs.has(pair.id),
         });
-        changed += counts.requeued + counts.failed;
+        changed += counts.requeued + counts.failed + counts.restored;
       } catch (error) {
         if (isDiskFull(error)) {
           // The journal cannot take the finding: all work waits for space, the pass with it.

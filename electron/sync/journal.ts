@@ -657,6 +657,14 @@ export class Journal {
     return rows.map(toRecord);
   }
 
+  /** Files failed as lost on the server and gone from the folder (LOST_ON_SERVER), in id order: the re-check asks whether IT restored them. */
+  lostAfter(pairId: string, afterId: number, limit: number): FileRecord[] {
+    const rows = this.database
+      .prepare(`SELECT ${FILE_COLUMNS} FROM files WHERE pair_id = ? AND state = 'failed' AND error_code = ? AND id > ? AND document_id IS NOT NULL ORDER BY id LIMIT ?`)
+      .all(pairId, LOST_ON_SERVER_CODE, afterId, limit) as RawFileRow[];
+    return rows.map(toRecord);
+  }
+
   /** When synced files were last checked against the server (ms since the epoch), or null. */
   lastRecheckAt(): number | null {
     const value = this.database.prepare("SELECT value FROM meta WHERE key = 'last-recheck-at'").pluck().get() as string | undefined;

@@ -91,7 +91,7 @@ describe('recheckPair over many synced files', () => {
       { journal, api: api as DocumentApi, stat: async () => ({ size: 100, mtimeMs: 1 }), now: Date.now, stopped: () => false },
     );
     const elapsed = performance.now() - started;
-    expect(counts).toEqual({ checked: 50_000, requeued: 0, failed: 0 });
+    expect(counts).toEqual({ checked: 50_000, requeued: 0, failed: 0, restored: 0 });
     expect(searches).toHaveLength(Math.ceil(50_000 / RECHECK_BATCH));
     expect(searches.every((body) => body.id!.length <= 30 && body.hasContent === true)).toBe(true);
     expect(journal.history(1)).toHaveLength(historyBefore);
@@ -123,7 +123,7 @@ describe('recheckPair over many synced files', () => {
       { id: 'pair-1', folder: directory, patientId: 'p1' },
       { journal, api: api as DocumentApi, stat: async (file) => (file.endsWith('lost-and-deleted.stl') ? undefined : { size: 100, mtimeMs: 1 }), now: () => 5000, stopped: () => false },
     );
-    expect(counts).toEqual({ checked: 4, requeued: 2, failed: 1 });
+    expect(counts).toEqual({ checked: 5, requeued: 2, failed: 1, restored: 0 });
     expect(byName('kept.stl')).toMatchObject({ state: 'synced', lostAt: null });
     expect(byName('lost.stl')).toMatchObject({ state: 'queued', lostAt: 5000 });
     expect(byName('older.stl')).toMatchObject({ state: 'queued', lostAt: 5000 });
@@ -138,5 +138,53 @@ describe('recheckPair over many synced files', () => {
     raw2.prepare(`UPDATE files SET state = 'synced' WHERE relative_path = 'lost.stl'`).run();
     raw2.close();
     expect(journal.observe('pair-1', 'lost.stl', { size: 120, mtimeMs: 2, remotePath: '/scans', fileName: 'lost.stl' })).toMatchObject({ state: 'queued', lostAt: null });
+  });
+  it('syncs a scan failed as lost again once the server has its very bytes back (IT restored them), and leaves the others failed', async () => {
+    const names = ['restored.stl', 'still-lost.stl', 'other-bytes.stl', 'deleted.stl', 'copied-back.stl'];
+    journal.observeMany('pair-1', names.map((name) => ({ relativePath: name, observed: { size: 100, mtimeMs: 1, remotePath: '/scans', fileName: name } })));
+    const raw = new Database(join(directory, 'journal.db'));
+    raw
+      .prepare(`UPDATE files SET state = 'failed', error_code = 'LOST_ON_SERVER', error_message = 'lost', document_id = 'doc-' || id, sha256 = ?, remote_sha256 = ?, remote_version = 2, synced_at = 1000, lost_at = 3000, deleted_locally = 1`)
+      .run(SHA, SHA);
+    raw.close();
+    const byName = (name: string) => journal.byPair('pair-1').find((file) => file.relativePath === name)!;
+    const searches: SearchBody[] = [];
+    const api: Pick<DocumentApi, 'search'> = {
+      search: async (_patientId, body) => {
+        searches.push(body);
+        // The server answers hasContent searches: a document still without content is not in the page.
+        return {
+          documents: [remote({ id: byName('restored.stl').documentId! }), remote({ id: byName('other-bytes.stl').documentId!, sha256: 'b'.repeat(64), version: 3 }), remote({ id: byName('copied-back.stl').documentId! })],
+          offset: 0,
+          limit: RECHECK_BATCH,
+          total: 3,
+        };
+      },
+    };
+    // Copied back into the folder meanwhile: queued by the watcher, the pipeline's from now on.
+    const copiedBack = byName('copied-back.stl');
+    const counts = await recheckPair(
+      { id: 'pair-1', folder: directory, patientId: 'p1' },
+      {
+        journal: {
+          ...journal,
+          get: (id) => (id === copiedBack.id ? { ...copiedBack, state: 'queued' } : journal.get(id)),
+          syncedAfter: (...args) => journal.syncedAfter(...args),
+          lostAfter: (...args) => journal.lostAfter(...args),
+          markDeletedLocally: (...args) => journal.markDeletedLocally(...args),
+          transition: (...args) => journal.transition(...args),
+        },
+        api: api as DocumentApi,
+        stat: async () => undefined,
+        now: () => 5000,
+        stopped: () => false,
+      },
+    );
+    expect(counts).toEqual({ checked: 5, requeued: 0, failed: 0, restored: 1 });
+    expect(searches).toEqual([expect.objectContaining({ hasContent: true, id: names.map((name) => byName(name).documentId) })]);
+    expect(byName('restored.stl')).toMatchObject({ state: 'synced', errorCode: null, errorMessage: null, lostAt: null, remoteVersion: 2, deletedLocally: true });
+    expect(journal.history(byName('restored.stl').id).at(-1)).toMatchObject({ event: 'verified', detail: expect.stringMatching(/^the server has this scan again .*its stored file was restored$/) });
+    for (const name of ['still-lost.stl', 'other-bytes.stl', 'deleted.stl']) expect(byName(name)).toMatchObject({ state: 'failed', errorCode: 'LOST_ON_SERVER', lostAt: 3000 });
+    expect(byName('copied-back.stl')).toMatchObject({ state: 'failed' });
   });
 });

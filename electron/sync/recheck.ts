@@ -24,6 +24,7 @@ export { GONE_FROM_SERVER_MESSAGE };
 
 export interface RecheckJournal extends PipelineJournal {
   syncedAfter(pairId: string, afterId: number, limit: number): FileRecord[];
+  lostAfter(pairId: string, afterId: number, limit: number): FileRecord[];
   markDeletedLocally(pairId: string, relativePath: string): FileRecord | undefined;
 }
 
@@ -42,6 +43,8 @@ export interface RecheckCounts {
   requeued: number;
   /** Failed with a reason: gone from the server and from the folder, or the document deleted there. */
   failed: number;
+  /** Failed as lost before, and now synced again: IT restored the server's stored file (the very bytes). */
+  restored: number;
 }
 
 type Finding = 'kept' | 'lost' | 'older' | 'gone';
@@ -63,7 +66,7 @@ export function judge(record: FileRecord, remote: DocumentDto | undefined): Find
 
 /** Checks every synced file of one pair; throws what a search throws (the engine decides what it means). */
 export async function recheckPair(pair: PipelinePair, deps: RecheckDeps): Promise<RecheckCounts> {
-  const counts: RecheckCounts = { checked: 0, requeued: 0, failed: 0 };
+  const counts: RecheckCounts = { checked: 0, requeued: 0, failed: 0, restored: 0 };
   for (let afterId = 0; !deps.stopped(); ) {
     const rows = deps.journal.syncedAfter(pair.id, afterId, RECHECK_BATCH);
     if (rows.length === 0) break;
@@ -80,7 +83,34 @@ export async function recheckPair(pair: PipelinePair, deps: RecheckDeps): Promis
       if (outcome) counts[outcome] += 1;
     }
   }
+  await recoverRestored(pair, deps, counts);
   return counts;
+}
+
+/**
+ * Scans failed as lost on the server and gone from the folder (nothing here to upload): when IT has
+ * put the server's stored file back (`verify --mark-restored` after a restore from a backup), the
+ * search shows the document with these very bytes again, and the file is synced again — the same
+ * proof a finished upload gets. Anything else (still lost, another version, deleted) leaves it failed.
+ */
+async function recoverRestored(pair: PipelinePair, deps: RecheckDeps, counts: RecheckCounts): Promise<void> {
+  for (let afterId = 0; !deps.stopped(); ) {
+    const rows = deps.journal.lostAfter(pair.id, afterId, RECHECK_BATCH);
+    if (rows.length === 0) return;
+    afterId = rows[rows.length - 1]!.id;
+    const page = await deps.api.search(pair.patientId, { id: rows.map((row) => row.documentId!), hasContent: true, offset: 0, limit: RECHECK_BATCH });
+    const byId = new Map(page.documents.map((document) => [document.id.toLowerCase(), document]));
+    for (const row of rows) {
+      counts.checked += 1;
+      const remote = byId.get(row.documentId!.toLowerCase());
+      if (!remote?.hasContent || remote.sha256 !== (row.remoteSha256 ?? row.sha256) || remote.fileSize !== row.size) continue;
+      // Changed meanwhile (copied back into the folder: queued by the watcher): the pipeline has it.
+      const current = deps.journal.get(row.id);
+      if (!current || current.state !== 'failed' || current.updatedAt !== row.updatedAt) continue;
+      deps.journal.transition(row.id, 'synced', { remoteVersion: remote.version, remoteSha256: remote.sha256, lostAt: null }, { event: 'verified', detail: `the server has this scan again (document ${row.documentId}, version ${remote.version}): its stored file was restored` });
+      counts.restored += 1;
+    }
+  }
 }
 
 async function settle(pair: PipelinePair, row: FileRecord, finding: Exclude<Finding, 'kept'>, remote: DocumentDto | undefined, deps: RecheckDeps): Promise<'requeued' | 'failed' | null> {

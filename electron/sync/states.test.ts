@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { canTransition, FILE_STATES } from './states.js';
 
 describe('file state rules', () => {
-  it('lets a file only reach synced through verification', () => {
+  it('lets a file only reach synced through verification (a lost scan also when its stored file is back on the server)', () => {
     const into = FILE_STATES.filter((from) => canTransition(from, 'synced'));
-    expect(into).toEqual(['verifying']);
+    expect(into).toEqual(['verifying', 'failed']);
   });
 
   it('lets every unfinished state fall back to queued, waiting or failed', () => {
@@ -14,7 +14,7 @@ describe('file state rules', () => {
   });
 
   it('leaves synced and failed files alone until they change or are retried (or, synced, the server lost them)', () => {
-    expect(FILE_STATES.filter((to) => canTransition('failed', to))).toEqual(['queued']);
+    expect(FILE_STATES.filter((to) => canTransition('failed', to))).toEqual(['queued', 'synced']);
     expect(FILE_STATES.filter((to) => canTransition('synced', to))).toEqual(['queued', 'failed']);
   });
 

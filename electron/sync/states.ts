@@ -30,7 +30,9 @@ const LEGAL_MOVES: Record<FileState, readonly FileState[]> = {
   waiting: ['creating', 'uploading', 'verifying', 'queued', 'waiting', 'failed'],
   // `failed` directly: the server lost the file and it is gone from the folder too (engine recheck).
   synced: ['queued', 'failed'],
-  failed: ['queued'],
+  // `synced` directly: a scan failed as lost on the server and gone from the folder, whose stored
+  // file IT restored (engine recheck: a hasContent search by id shows these very bytes again).
+  failed: ['queued', 'synced'],
 };
 
 export function canTransition(from: FileState, to: FileState): boolean {

@@ -28,7 +28,7 @@ export interface WebhookWiringOptions {
   secrets: SecretStore;
   host?: string;
   onDocumentsChanged: (patientId: string | null) => void;
-  /** The server says a document's stored content was lost (`document.lost`): synced files are checked again soon. */
+  /** The server says a document's stored content was lost or is back (`document.lost`, `document.restored`): synced files are checked again soon. */
   onContentLost?: () => void;
   /** Every delivery the listener judged (accepted, duplicate or rejected). */
   onActivity: () => void;
@@ -173,7 +173,8 @@ export class WebhookWiring {
 
   private onMessage(message: WebhookMessage): void {
     if (message.eventType.startsWith('document.')) this.options.onDocumentsChanged(message.patientId ?? null);
-    if (message.eventType === 'document.lost') this.options.onContentLost?.();
+    // Lost, or back after a restore: either way the re-check has something to find.
+    if (message.eventType === 'document.lost' || message.eventType === 'document.restored') this.options.onContentLost?.();
   }
 }
 
