@@ -60,7 +60,7 @@ export async function startEngine(
     journal,
     api,
     tuning: { concurrency: 4, settleMs: 300, rescanMinutes: 0, ignorePatterns: [], ...options.tuning },
-    backoff: { baseMs: options.backoffMs ?? 200, maxMs: 2000 },
+    backoff: { baseMs: options.backoffMs ?? 200, maxMs: Math.max(2000, options.backoffMs ?? 200) },
     publishEveryMs: options.publishEveryMs ?? 50,
     idlePollMs: 500,
     folderCheckMs: 200,
