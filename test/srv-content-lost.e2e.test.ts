@@ -7,10 +7,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { looksUnmounted } from '../server/domain/lost-content.js';
-import { runAdmin, type CliResult, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { outboxEvents, runAdmin, type CliResult, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT } from './helpers/server.js';
 
 let server: ServerProcess;
@@ -60,14 +59,6 @@ function admin(args: string[]): Promise<CliResult> {
   return runAdmin(server.dataDir, args);
 }
 
-function lostEvents(): Array<{ data: any }> {
-  const db = new Database(path.join(server.dataDir, 'patient-docs.sqlite'), { readonly: true });
-  try {
-    return (db.prepare("SELECT data FROM outbox_events WHERE event_type = 'document.lost'").all() as Array<{ data: string }>).map((row) => ({ data: JSON.parse(row.data) }));
-  } finally {
-    db.close();
-  }
-}
 
 describe('verify --mark-lost', () => {
   it('a lost current version stops counting as content (search, GET, cached pages), keeps the document, takes a new upload, and runs again without change', async () => {
@@ -99,7 +90,7 @@ describe('verify --mark-lost', () => {
     }
     const versions = (await (await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${lost.id}/versions`, { headers: headers() })).json()) as { versions: any[] };
     expect(versions.versions).toMatchObject([{ version: 1, current: false, sha256: lost.sha256 }]);
-    const events = lostEvents();
+    const events = outboxEvents(server.dataDir, 'document.lost');
     expect(events).toHaveLength(1);
     expect(events[0]!.data).toMatchObject({ document: { id: lost.id, hasContent: false }, version: 1, sha256: lost.sha256, fileSize: 20_001, reason: 'the file is missing' });
 
@@ -108,7 +99,7 @@ describe('verify --mark-lost', () => {
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/^nothing to mark: all 2 stored files are in place .*; 1 file was marked lost before and is still not there \(its document waits for a new upload\)/);
     expect((await admin(['verify'])).code).toBe(0);
-    expect(lostEvents()).toHaveLength(1);
+    expect(outboxEvents(server.dataDir, 'document.lost')).toHaveLength(1);
     // The nightly backup no longer fails for a loss that is known.
     const target = path.join(server.dataDir, '..', `${path.basename(server.dataDir)}-backup`);
     try {
@@ -148,7 +139,7 @@ describe('verify --mark-lost', () => {
     expect(earlier.code).toBe(0);
     expect(earlier.stdout).toMatch(/^marked 1 of \d+ stored files lost; 0 documents no longer count as having content/);
     expect(await getDocument(v1.id)).toMatchObject({ hasContent: true, version: 2, sha256: v2.body.sha256 });
-    expect(lostEvents()).toHaveLength(1);
+    expect(outboxEvents(server.dataDir, 'document.lost')).toHaveLength(1);
 
     fs.rmSync(path.join(folder, v2File!));
     expect((await admin(['verify', '--mark-lost'])).code).toBe(0);
@@ -158,7 +149,7 @@ describe('verify --mark-lost', () => {
       { version: 2, current: false, sha256: v2.body.sha256, fileSize: 20_004 },
       { version: 1, current: false, sha256: v1.sha256, fileSize: 20_003 },
     ]);
-    expect(lostEvents()).toHaveLength(2);
+    expect(outboxEvents(server.dataDir, 'document.lost')).toHaveLength(2);
   }, 60_000);
 
   it('a file changed in place (same size) is found with --hashes and marked lost with them', async () => {
@@ -193,7 +184,7 @@ describe('verify --mark-lost', () => {
       fs.renameSync(aside, objects);
     }
     expect((await search({ hasContent: true })).total).toBe(before.total);
-    expect(lostEvents()).toHaveLength(3);
+    expect(outboxEvents(server.dataDir, 'document.lost')).toHaveLength(3);
   }, 30_000);
 
   it('takes more than half of the files gone for a folder only partly there', () => {

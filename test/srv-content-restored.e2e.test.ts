@@ -10,10 +10,10 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdmin, type CliResult, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { outboxEvents, runAdmin, type CliResult, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT } from './helpers/server.js';
+import { waitFor } from './helpers/sync.js';
 import { makeTestCertificates, type TestCertificates } from './helpers/tls.js';
 
 let server: ServerProcess;
@@ -93,14 +93,6 @@ function admin(args: string[]): Promise<CliResult> {
   return runAdmin(server.dataDir, args);
 }
 
-function restoredEvents(): Array<{ data: any }> {
-  const db = new Database(path.join(server.dataDir, 'patient-docs.sqlite'), { readonly: true });
-  try {
-    return (db.prepare("SELECT data FROM outbox_events WHERE event_type = 'document.restored'").all() as Array<{ data: string }>).map((row) => ({ data: JSON.parse(row.data) }));
-  } finally {
-    db.close();
-  }
-}
 
 /** The document's stored files, set aside as IT's backup holds them. */
 function backUp(id: string): string {
@@ -114,15 +106,6 @@ function restoreFrom(aside: string, id: string): void {
   fs.cpSync(aside, path.join(server.dataDir, 'content', 'objects', 'documents', id), { recursive: true });
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined, ms = 20_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
 
 describe('verify --mark-restored', () => {
   it('a lost file copied back is reported, then restored: GET, search (not a stale cached page) and download show it, the event is written and delivered; a second run changes nothing', async () => {
@@ -149,7 +132,7 @@ describe('verify --mark-restored', () => {
       `  document ${lost.id} version 1: marked lost, but its file is back intact (30001 bytes, its sha256 as recorded); run verify --mark-restored to count it as content again (documents/${lost.id}/${key})`,
     );
     expect(await getDocument(lost.id)).toMatchObject({ hasContent: false });
-    expect(restoredEvents()).toHaveLength(0);
+    expect(outboxEvents(server.dataDir, 'document.restored')).toHaveLength(0);
 
     const restored = await admin(['verify', '--mark-restored']);
     expect(restored.stderr).toBe('');
@@ -165,7 +148,7 @@ describe('verify --mark-restored', () => {
     expect(await downloadSha256(document.storageDownloadUri)).toBe(lost.sha256);
     expect(await versions(lost.id)).toMatchObject([{ version: 1, current: true, sha256: lost.sha256 }]);
 
-    const events = restoredEvents();
+    const events = outboxEvents(server.dataDir, 'document.restored');
     expect(events).toHaveLength(1);
     expect(events[0]!.data).toMatchObject({ document: { id: lost.id, hasContent: true, sha256: lost.sha256, version: 1 }, version: 1, fileSize: 30_001, sha256: lost.sha256 });
     const delivered = await waitFor('document.restored to be delivered', () => received.find((message) => message.raw.includes(lost.id)));
@@ -178,7 +161,7 @@ describe('verify --mark-restored', () => {
     const plain = await admin(['verify', '--hashes']);
     expect(plain.code).toBe(0);
     expect(plain.stdout).toMatch(/^all 3 stored files are in place \(90003 bytes, each matching its sha256\); the audit log holds \d+ entries\n$/);
-    expect(restoredEvents()).toHaveLength(1);
+    expect(outboxEvents(server.dataDir, 'document.restored')).toHaveLength(1);
     fs.rmSync(aside, { recursive: true, force: true });
   }, 90_000);
 
@@ -205,7 +188,7 @@ describe('verify --mark-restored', () => {
       { version: 1, current: false, sha256: v1.sha256, fileSize: 30_003 },
     ]);
     expect(await downloadSha256(history[1].storageDownloadUri)).toBe(v1.sha256);
-    expect(restoredEvents()).toHaveLength(1);
+    expect(outboxEvents(server.dataDir, 'document.restored')).toHaveLength(1);
     const plain = await admin(['verify']);
     expect(plain.code).toBe(0);
     expect(plain.stdout).not.toContain('marked lost');
@@ -230,7 +213,7 @@ describe('verify --mark-restored', () => {
     expect(await getDocument(stored.id)).toMatchObject({ hasContent: false, storageDownloadUri: null });
     expect((await search({ id: [stored.id], hasContent: true })).documents[0]).toMatchObject({ hasContent: false, sha256: null });
     expect((await search({ path: '/restored', hasContent: true })).documents.map((document) => document.id)).not.toContain(stored.id);
-    expect(restoredEvents()).toHaveLength(1);
+    expect(outboxEvents(server.dataDir, 'document.restored')).toHaveLength(1);
   }, 60_000);
 
   it('with new problems besides, restores what is back and still exits 1 naming the rest', async () => {

@@ -1,4 +1,5 @@
 /** Real processes for end-to-end sync tests: the server, and the patient-docs-sync CLI. */
+import Database from 'better-sqlite3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -152,4 +153,14 @@ export function runAdmin(dataDir: string, args: string[], env: Record<string, st
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   return new Promise<CliResult>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal, stdout, stderr })));
+}
+
+/** The outbox rows of one event type in a server's database (read-only, beside the running server), oldest first. */
+export function outboxEvents(dataDir: string, eventType: string): Array<{ data: any }> {
+  const db = new Database(path.join(dataDir, 'patient-docs.sqlite'), { readonly: true });
+  try {
+    return (db.prepare('SELECT data FROM outbox_events WHERE event_type = ? ORDER BY rowid').all(eventType) as Array<{ data: string }>).map((row) => ({ data: JSON.parse(row.data) }));
+  } finally {
+    db.close();
+  }
 }
