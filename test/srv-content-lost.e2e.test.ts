@@ -10,50 +10,19 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { looksUnmounted } from '../server/domain/lost-content.js';
 import { outboxEvents, runAdmin, type CliResult, startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { CLIENT, ORG, PATIENT } from './helpers/server.js';
+import { PatientFiles } from './helpers/patient-files.js';
 
 let server: ServerProcess;
-let bearer: string;
+let api: PatientFiles;
 
 beforeAll(async () => {
   server = await startServerProcess();
-  const response = await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) });
-  bearer = ((await response.json()) as { access_token: string }).access_token;
+  api = await PatientFiles.connect(server.url, '/lost');
 }, 60_000);
 
 afterAll(async () => {
   await server?.stop();
 });
-
-const headers = () => ({ authorization: `Bearer ${bearer}`, 'organization-id': ORG, 'content-type': 'application/json' });
-
-async function uploadScan(fileName: string, bytes: Buffer, documentId?: string, ifMatch?: string): Promise<{ status: number; body: any }> {
-  let id = documentId;
-  if (!id) {
-    const created = await fetch(`${server.url}/v1/patients/${PATIENT}/documents`, { method: 'POST', headers: headers(), body: JSON.stringify({ fileName, path: '/lost' }) });
-    id = ((await created.json()) as { id: string }).id;
-  }
-  const form = new FormData();
-  form.append('Id', id);
-  form.append('Type', 'BIN');
-  form.append('file', new Blob([new Uint8Array(bytes)]), fileName);
-  const stored = await fetch(`${server.url}/storage/v1/documents/${id}/file`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${bearer}`, ...(ifMatch ? { 'if-match': `"${ifMatch}"` } : {}) },
-    body: form,
-  });
-  return { status: stored.status, body: await stored.json() };
-}
-
-async function search(body: Record<string, unknown>): Promise<{ documents: any[]; total: number }> {
-  const response = await fetch(`${server.url}/v1/patients/${PATIENT}/documents/search`, { method: 'POST', headers: { ...headers(), 'accept-encoding': 'gzip' }, body: JSON.stringify({ offset: 0, limit: 100, ...body }) });
-  expect(response.status).toBe(200);
-  return (await response.json()) as { documents: any[]; total: number };
-}
-
-async function getDocument(id: string): Promise<any> {
-  return (await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${id}`, { headers: headers() })).json();
-}
 
 function admin(args: string[]): Promise<CliResult> {
   return runAdmin(server.dataDir, args);
@@ -65,13 +34,13 @@ describe('verify --mark-lost', () => {
     const bytes = [randomBytes(20_000), randomBytes(20_001), randomBytes(20_002)];
     const scans = [];
     for (const [index, scan] of bytes.entries()) {
-      const stored = await uploadScan(`scan-${index}.bin`, scan);
+      const stored = await api.upload(`scan-${index}.bin`, scan);
       expect(stored.status).toBe(201);
       scans.push(stored.body as { id: string; sha256: string; path: string; fileName: string });
     }
     const lost = scans[1]!;
     // The page is asked for twice, so the server caches it (and its gzip): it must not be served again.
-    for (let i = 0; i < 2; i += 1) expect((await search({ path: '/lost', hasContent: true })).documents.map((document) => document.id)).toContain(lost.id);
+    for (let i = 0; i < 2; i += 1) expect((await api.search({ path: '/lost', hasContent: true })).documents.map((document) => document.id)).toContain(lost.id);
     fs.rmSync(path.join(server.dataDir, 'content', 'objects', 'documents', lost.id), { recursive: true });
 
     const marked = await admin(['verify', '--mark-lost']);
@@ -80,15 +49,15 @@ describe('verify --mark-lost', () => {
     expect(marked.stdout).toMatch(/^marked 1 of 3 stored files lost; 1 document no longer counts as having content and waits for a new upload/);
     expect(marked.stdout).toContain(`document ${lost.id} version 1: the file is missing`);
 
-    const withContent = await search({ path: '/lost', hasContent: true });
+    const withContent = await api.search({ path: '/lost', hasContent: true });
     expect(withContent.documents.map((document) => document.id).sort()).toEqual([scans[0]!.id, scans[2]!.id].sort());
     expect(withContent.total).toBe(2);
-    const byId = (await search({ id: [lost.id], hasContent: true })).documents[0];
-    const document = await getDocument(lost.id);
+    const byId = (await api.search({ id: [lost.id], hasContent: true })).documents[0];
+    const document = await api.get(lost.id);
     for (const shown of [byId, document]) {
       expect(shown).toMatchObject({ id: lost.id, path: '/lost', fileName: 'scan-1.bin', hasContent: false, fileSize: null, sha256: null, storageDownloadUri: null, thumbnailDownloadUri: null, version: 1 });
     }
-    const versions = (await (await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${lost.id}/versions`, { headers: headers() })).json()) as { versions: any[] };
+    const versions = { versions: await api.versions(lost.id) };
     expect(versions.versions).toMatchObject([{ version: 1, current: false, sha256: lost.sha256 }]);
     const events = outboxEvents(server.dataDir, 'document.lost');
     expect(events).toHaveLength(1);
@@ -111,24 +80,24 @@ describe('verify --mark-lost', () => {
     }
 
     // The scan goes up again as the next version; an If-Match naming the lost content is refused plainly.
-    const stale = await uploadScan('scan-1.bin', bytes[1]!, lost.id, lost.sha256);
+    const stale = await api.upload('scan-1.bin', bytes[1]!, { documentId: lost.id, ifMatch: lost.sha256 });
     expect(stale.status).toBe(409);
     expect(stale.body.detail).toMatch(/has no content on the server: its stored file was lost; upload the file again without If-Match/);
-    const again2 = await uploadScan('scan-1.bin', bytes[1]!, lost.id);
+    const again2 = await api.upload('scan-1.bin', bytes[1]!, { documentId: lost.id });
     expect(again2.status).toBe(201);
     expect(again2.body).toMatchObject({ id: lost.id, version: 2, sha256: lost.sha256 });
-    const found = (await search({ id: [lost.id], hasContent: true })).documents[0];
+    const found = (await api.search({ id: [lost.id], hasContent: true })).documents[0];
     expect(found).toMatchObject({ hasContent: true, version: 2, fileSize: 20_001 });
     const download = Buffer.from(await (await fetch(found.storageDownloadUri)).arrayBuffer());
     expect(createHash('sha256').update(download).digest('hex')).toBe(lost.sha256);
-    expect((await search({ path: '/lost', hasContent: true })).total).toBe(3);
+    expect((await api.search({ path: '/lost', hasContent: true })).total).toBe(3);
   }, 60_000);
 
   it('an earlier version lost: marked, the document keeps its current content; the current one lost: the earlier version record stays', async () => {
     const first = randomBytes(20_003);
     const second = randomBytes(20_004);
-    const v1 = (await uploadScan('two-versions.bin', first)).body as { id: string; sha256: string };
-    const v2 = await uploadScan('two-versions.bin', second, v1.id, v1.sha256);
+    const v1 = (await api.upload('two-versions.bin', first)).body as { id: string; sha256: string };
+    const v2 = await api.upload('two-versions.bin', second, { documentId: v1.id, ifMatch: v1.sha256 });
     expect(v2.status).toBe(201);
     const folder = path.join(server.dataDir, 'content', 'objects', 'documents', v1.id);
     const [v1File, v2File] = fs.readdirSync(folder).sort();
@@ -138,13 +107,13 @@ describe('verify --mark-lost', () => {
     const earlier = await admin(['verify', '--mark-lost']);
     expect(earlier.code).toBe(0);
     expect(earlier.stdout).toMatch(/^marked 1 of \d+ stored files lost; 0 documents no longer count as having content/);
-    expect(await getDocument(v1.id)).toMatchObject({ hasContent: true, version: 2, sha256: v2.body.sha256 });
+    expect(await api.get(v1.id)).toMatchObject({ hasContent: true, version: 2, sha256: v2.body.sha256 });
     expect(outboxEvents(server.dataDir, 'document.lost')).toHaveLength(1);
 
     fs.rmSync(path.join(folder, v2File!));
     expect((await admin(['verify', '--mark-lost'])).code).toBe(0);
-    expect(await getDocument(v1.id)).toMatchObject({ hasContent: false, version: 2, sha256: null, storageDownloadUri: null });
-    const versions = (await (await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${v1.id}/versions`, { headers: headers() })).json()) as { versions: any[] };
+    expect(await api.get(v1.id)).toMatchObject({ hasContent: false, version: 2, sha256: null, storageDownloadUri: null });
+    const versions = { versions: await api.versions(v1.id) };
     expect(versions.versions).toMatchObject([
       { version: 2, current: false, sha256: v2.body.sha256, fileSize: 20_004 },
       { version: 1, current: false, sha256: v1.sha256, fileSize: 20_003 },
@@ -153,7 +122,7 @@ describe('verify --mark-lost', () => {
   }, 60_000);
 
   it('a file changed in place (same size) is found with --hashes and marked lost with them', async () => {
-    const stored = (await uploadScan('bit-rot.bin', randomBytes(20_005))).body as { id: string; sha256: string };
+    const stored = (await api.upload('bit-rot.bin', randomBytes(20_005))).body as { id: string; sha256: string };
     const folder = path.join(server.dataDir, 'content', 'objects', 'documents', stored.id);
     const file = path.join(folder, fs.readdirSync(folder)[0]!);
     const bytes = fs.readFileSync(file);
@@ -163,17 +132,17 @@ describe('verify --mark-lost', () => {
     const bySize = await admin(['verify', '--mark-lost']);
     expect(bySize.code).toBe(0);
     expect(bySize.stdout).toMatch(/^nothing to mark: /);
-    expect(await getDocument(stored.id)).toMatchObject({ hasContent: true });
+    expect(await api.get(stored.id)).toMatchObject({ hasContent: true });
     const byHash = await admin(['verify', '--hashes', '--mark-lost']);
     expect(byHash.code).toBe(0);
     expect(byHash.stdout).toContain(`document ${stored.id} version 1: the file does not match its sha256`);
-    expect(await getDocument(stored.id)).toMatchObject({ hasContent: false, storageDownloadUri: null });
+    expect(await api.get(stored.id)).toMatchObject({ hasContent: false, storageDownloadUri: null });
   }, 60_000);
 
   it('refuses when the content folder is missing (a disk not mounted), in one line, and changes nothing', async () => {
     const objects = path.join(server.dataDir, 'content', 'objects');
     const aside = `${objects}-unmounted`;
-    const before = await search({ hasContent: true });
+    const before = await api.search({ hasContent: true });
     fs.renameSync(objects, aside);
     try {
       const refused = await admin(['verify', '--mark-lost']);
@@ -183,7 +152,7 @@ describe('verify --mark-lost', () => {
     } finally {
       fs.renameSync(aside, objects);
     }
-    expect((await search({ hasContent: true })).total).toBe(before.total);
+    expect((await api.search({ hasContent: true })).total).toBe(before.total);
     expect(outboxEvents(server.dataDir, 'document.lost')).toHaveLength(3);
   }, 30_000);
 

@@ -12,12 +12,13 @@ import https from 'node:https';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { outboxEvents, runAdmin, type CliResult, startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { CLIENT, ORG, PATIENT } from './helpers/server.js';
+import { PatientFiles } from './helpers/patient-files.js';
+import { PATIENT } from './helpers/server.js';
 import { waitFor } from './helpers/sync.js';
 import { makeTestCertificates, type TestCertificates } from './helpers/tls.js';
 
 let server: ServerProcess;
-let bearer: string;
+let api: PatientFiles;
 let tls: TestCertificates;
 let receiver: https.Server;
 const received: Array<{ raw: Buffer; signature: string }> = [];
@@ -35,12 +36,11 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   server = await startServerProcess({ NODE_EXTRA_CA_CERTS: tls.caFile, PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'true' });
-  const response = await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) });
-  bearer = ((await response.json()) as { access_token: string }).access_token;
+  api = await PatientFiles.connect(server.url, '/restored');
   const { port } = receiver.address() as { port: number };
   const subscribed = await fetch(`${server.url}/v1/webhooks/subscribe`, {
     method: 'POST',
-    headers: headers(),
+    headers: api.headers(),
     body: JSON.stringify({ events: ['document.restored'], callback: `https://127.0.0.1:${port}/hooks`, hmac: HMAC }),
   });
   expect(subscribed.status).toBe(201);
@@ -51,37 +51,6 @@ afterAll(async () => {
   await new Promise((resolve) => receiver?.close(resolve));
   if (tls) fs.rmSync(tls.dir, { recursive: true, force: true });
 });
-
-const headers = () => ({ authorization: `Bearer ${bearer}`, 'organization-id': ORG, 'content-type': 'application/json' });
-
-async function uploadScan(fileName: string, bytes: Buffer, documentId?: string): Promise<{ id: string; sha256: string; version: number }> {
-  let id = documentId;
-  if (!id) {
-    const created = await fetch(`${server.url}/v1/patients/${PATIENT}/documents`, { method: 'POST', headers: headers(), body: JSON.stringify({ fileName, path: '/restored' }) });
-    id = ((await created.json()) as { id: string }).id;
-  }
-  const form = new FormData();
-  form.append('Id', id);
-  form.append('Type', 'BIN');
-  form.append('file', new Blob([new Uint8Array(bytes)]), fileName);
-  const stored = await fetch(`${server.url}/storage/v1/documents/${id}/file`, { method: 'POST', headers: { authorization: `Bearer ${bearer}` }, body: form });
-  expect(stored.status).toBe(201);
-  return (await stored.json()) as { id: string; sha256: string; version: number };
-}
-
-async function search(body: Record<string, unknown>): Promise<{ documents: any[]; total: number }> {
-  const response = await fetch(`${server.url}/v1/patients/${PATIENT}/documents/search`, { method: 'POST', headers: { ...headers(), 'accept-encoding': 'gzip' }, body: JSON.stringify({ offset: 0, limit: 100, ...body }) });
-  expect(response.status).toBe(200);
-  return (await response.json()) as { documents: any[]; total: number };
-}
-
-async function getDocument(id: string): Promise<any> {
-  return (await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${id}`, { headers: headers() })).json();
-}
-
-async function versions(id: string): Promise<any[]> {
-  return ((await (await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${id}/versions`, { headers: headers() })).json()) as { versions: any[] }).versions;
-}
 
 async function downloadSha256(uri: string): Promise<string> {
   const response = await fetch(uri);
@@ -111,15 +80,15 @@ describe('verify --mark-restored', () => {
   it('a lost file copied back is reported, then restored: GET, search (not a stale cached page) and download show it, the event is written and delivered; a second run changes nothing', async () => {
     const bytes = [randomBytes(30_000), randomBytes(30_001), randomBytes(30_002)];
     const scans = [];
-    for (const [index, scan] of bytes.entries()) scans.push(await uploadScan(`scan-${index}.bin`, scan));
+    for (const [index, scan] of bytes.entries()) scans.push(await api.uploaded(`scan-${index}.bin`, scan));
     const lost = scans[1]!;
     const aside = backUp(lost.id);
     fs.rmSync(path.join(server.dataDir, 'content', 'objects', 'documents', lost.id), { recursive: true });
     const marked = await admin(['verify', '--mark-lost']);
     expect(marked.code).toBe(0);
-    expect(await getDocument(lost.id)).toMatchObject({ hasContent: false });
+    expect(await api.get(lost.id)).toMatchObject({ hasContent: false });
     // Asked twice while lost, so the server caches the page (and its gzip): it must not be served after the restore.
-    for (let i = 0; i < 2; i += 1) expect((await search({ path: '/restored', hasContent: true })).documents.map((document) => document.id)).not.toContain(lost.id);
+    for (let i = 0; i < 2; i += 1) expect((await api.search({ path: '/restored', hasContent: true })).documents.map((document) => document.id)).not.toContain(lost.id);
 
     restoreFrom(aside, lost.id);
     // Without --hashes too: a file marked lost is always hashed before it is called intact.
@@ -131,7 +100,7 @@ describe('verify --mark-restored', () => {
     expect(reported.stdout).toContain(
       `  document ${lost.id} version 1: marked lost, but its file is back intact (30001 bytes, its sha256 as recorded); run verify --mark-restored to count it as content again (documents/${lost.id}/${key})`,
     );
-    expect(await getDocument(lost.id)).toMatchObject({ hasContent: false });
+    expect(await api.get(lost.id)).toMatchObject({ hasContent: false });
     expect(outboxEvents(server.dataDir, 'document.restored')).toHaveLength(0);
 
     const restored = await admin(['verify', '--mark-restored']);
@@ -140,13 +109,13 @@ describe('verify --mark-restored', () => {
     expect(restored.stdout).toMatch(/^restored 1 of 1 files marked lost that are back intact; 1 document has its content again/);
     expect(restored.stdout).toContain(`  document ${lost.id} version 1: restored: the document has this content again`);
 
-    const withContent = await search({ path: '/restored', hasContent: true });
+    const withContent = await api.search({ path: '/restored', hasContent: true });
     expect(withContent.documents.map((document) => document.id).sort()).toEqual(scans.map((scan) => scan.id).sort());
-    const byId = (await search({ id: [lost.id], hasContent: true })).documents[0];
-    const document = await getDocument(lost.id);
+    const byId = (await api.search({ id: [lost.id], hasContent: true })).documents[0];
+    const document = await api.get(lost.id);
     for (const shown of [byId, document]) expect(shown).toMatchObject({ id: lost.id, fileName: 'scan-1.bin', hasContent: true, version: 1, fileSize: 30_001, sha256: lost.sha256 });
     expect(await downloadSha256(document.storageDownloadUri)).toBe(lost.sha256);
-    expect(await versions(lost.id)).toMatchObject([{ version: 1, current: true, sha256: lost.sha256 }]);
+    expect(await api.versions(lost.id)).toMatchObject([{ version: 1, current: true, sha256: lost.sha256 }]);
 
     const events = outboxEvents(server.dataDir, 'document.restored');
     expect(events).toHaveLength(1);
@@ -168,12 +137,12 @@ describe('verify --mark-restored', () => {
   it('a newer version uploaded meanwhile stays current: the restored one is an intact earlier version again, downloadable, and no event is sent', async () => {
     const first = randomBytes(30_003);
     const second = randomBytes(30_004);
-    const v1 = await uploadScan('newer.bin', first);
+    const v1 = await api.uploaded('newer.bin', first);
     const aside = backUp(v1.id);
     fs.rmSync(path.join(server.dataDir, 'content', 'objects', 'documents', v1.id), { recursive: true });
     expect((await admin(['verify', '--mark-lost'])).code).toBe(0);
     // The workstation that still had the scan sent a newer export as the next version.
-    const v2 = await uploadScan('newer.bin', second, v1.id);
+    const v2 = await api.uploaded('newer.bin', second, { documentId: v1.id });
     expect(v2.version).toBe(2);
     restoreFrom(aside, v1.id);
 
@@ -181,8 +150,8 @@ describe('verify --mark-restored', () => {
     expect(restored.code).toBe(0);
     expect(restored.stdout).toMatch(/^restored 1 of 1 files marked lost that are back intact; 0 documents have their content again/);
     expect(restored.stdout).toContain(`  document ${v1.id} version 1: restored as an intact earlier version: the document has a newer version (or was deleted) and is not changed`);
-    expect(await getDocument(v1.id)).toMatchObject({ hasContent: true, version: 2, sha256: v2.sha256 });
-    const history = await versions(v1.id);
+    expect(await api.get(v1.id)).toMatchObject({ hasContent: true, version: 2, sha256: v2.sha256 });
+    const history = await api.versions(v1.id);
     expect(history).toMatchObject([
       { version: 2, current: true, sha256: v2.sha256 },
       { version: 1, current: false, sha256: v1.sha256, fileSize: 30_003 },
@@ -196,7 +165,7 @@ describe('verify --mark-restored', () => {
   }, 90_000);
 
   it('a file that came back with other bytes (same size) is named and not restored, even without --hashes', async () => {
-    const stored = await uploadScan('wrong-bytes.bin', randomBytes(30_005));
+    const stored = await api.uploaded('wrong-bytes.bin', randomBytes(30_005));
     const folder = path.join(server.dataDir, 'content', 'objects', 'documents', stored.id);
     const file = path.join(folder, fs.readdirSync(folder)[0]!);
     fs.rmSync(file);
@@ -210,15 +179,15 @@ describe('verify --mark-restored', () => {
     const refused = await admin(['verify', '--mark-restored']);
     expect(refused.code).toBe(0);
     expect(refused.stdout).toMatch(/^nothing to restore: no file marked lost is back intact\n {2}document .* version 1: marked lost; a file is there again, but it does not match its sha256, so it is not restored/);
-    expect(await getDocument(stored.id)).toMatchObject({ hasContent: false, storageDownloadUri: null });
-    expect((await search({ id: [stored.id], hasContent: true })).documents[0]).toMatchObject({ hasContent: false, sha256: null });
-    expect((await search({ path: '/restored', hasContent: true })).documents.map((document) => document.id)).not.toContain(stored.id);
+    expect(await api.get(stored.id)).toMatchObject({ hasContent: false, storageDownloadUri: null });
+    expect((await api.search({ id: [stored.id], hasContent: true })).documents[0]).toMatchObject({ hasContent: false, sha256: null });
+    expect((await api.search({ path: '/restored', hasContent: true })).documents.map((document) => document.id)).not.toContain(stored.id);
     expect(outboxEvents(server.dataDir, 'document.restored')).toHaveLength(1);
   }, 60_000);
 
   it('with new problems besides, restores what is back and still exits 1 naming the rest', async () => {
-    const back = await uploadScan('back.bin', randomBytes(30_006));
-    const gone = await uploadScan('gone.bin', randomBytes(30_007));
+    const back = await api.uploaded('back.bin', randomBytes(30_006));
+    const gone = await api.uploaded('gone.bin', randomBytes(30_007));
     const aside = backUp(back.id);
     fs.rmSync(path.join(server.dataDir, 'content', 'objects', 'documents', back.id), { recursive: true });
     expect((await admin(['verify', '--mark-lost'])).code).toBe(0);
@@ -229,8 +198,8 @@ describe('verify --mark-restored', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^patient-docs-admin: restored 1 of 1 files marked lost that are back intact; 1 document has its content again/);
     expect(result.stderr).toContain(`document ${gone.id} version 1: the file is missing`);
-    expect(await getDocument(back.id)).toMatchObject({ hasContent: true });
-    expect(await getDocument(gone.id)).toMatchObject({ hasContent: true });
+    expect(await api.get(back.id)).toMatchObject({ hasContent: true });
+    expect(await api.get(gone.id)).toMatchObject({ hasContent: true });
     expect((await admin(['verify', '--mark-restored', '--force'])).code).toBe(2);
     fs.rmSync(aside, { recursive: true, force: true });
   }, 60_000);
