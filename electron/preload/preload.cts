@@ -29,6 +29,7 @@ const METHODS = [
   'listPatients',
   'searchDocuments',
   'saveDocument',
+  'documentVersions',
   'webhookActivity',
   'exportHistoryCsv',
   'getSettings',

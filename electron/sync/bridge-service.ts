@@ -20,7 +20,7 @@ import type {
   WebhookActivityView,
 } from '../../shared/bridge.js';
 import { createBridgeCallValidator } from '../../shared/bridge-validation.js';
-import type { PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
+import type { DocumentVersionDto, PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
 import { BridgeError, toCodedError } from './bridge-error.js';
 import { historyCsv, pairLabels } from './history-csv.js';
 import type { SyncApp } from './sync-app.js';
@@ -141,6 +141,16 @@ export class BridgeService implements BridgeApi {
       ...answer,
       documents: answer.documents.map((document) => ({ ...document, storageDownloadUri: through(document.storageDownloadUri) ?? null, thumbnailDownloadUri: through(document.thumbnailDownloadUri) ?? null })),
     };
+  }
+
+  async documentVersions(patientId: string, documentId: string): Promise<DocumentVersionDto[]> {
+    const versions = await this.app.apiClient().versions(patientId, documentId);
+    const local = this.shell.contentUrl?.bind(this.shell);
+    return versions.map((version) => {
+      const link = version.storageDownloadUri;
+      // A server older than contentLostAt does not say it (its lost versions' links then answer 404 saying so).
+      return { ...version, storageDownloadUri: link && local ? (local(link) ?? link) : (link ?? null), contentLostAt: version.contentLostAt ?? null };
+    });
   }
 
   async saveDocument(patientId: string, documentId: string): Promise<string | null> {

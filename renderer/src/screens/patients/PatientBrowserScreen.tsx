@@ -137,7 +137,9 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
       </section>
       {selected ? (
         <DocumentDetails
+          patientId={patient.id}
           document={selected}
+          refreshKey={generation}
           onClose={() => {
             setSelected(null);
             // Back to the file list, on the row that was opened (it stays the active row).

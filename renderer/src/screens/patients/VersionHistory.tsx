@@ -1,0 +1,80 @@
+import { useState } from 'react';
+import type { DocumentVersionDto } from '../../../../shared/schemas.js';
+import { useBridgeQuery } from '../../bridge/context.js';
+import { toBridgeError } from '../../bridge/errors.js';
+import { Icon } from '../../components/Icon.js';
+import { formatBytes, formatDateTime } from '../../format.js';
+import { saveBlob } from './download.js';
+
+/**
+ * Every content version of a file, newest first. A version whose stored file IT marked lost on the
+ * server says so and since when, and offers no download (its link could only fail); once IT
+ * restores it from a backup it looks like any other version again.
+ */
+export function VersionHistory({ patientId, documentId, fileName, refreshKey }: { patientId: string; documentId: string; fileName: string; refreshKey: number }) {
+  const versions = useBridgeQuery((client) => client.documentVersions(patientId, documentId), [patientId, documentId, refreshKey]);
+  const [note, setNote] = useState<string | null>(null);
+  const [downloading, setDownloading] = useState<number | null>(null);
+  // An engine that cannot list versions (an older app) shows the panel as it was: nothing to say.
+  if (versions.error?.code === 'UNAVAILABLE') return null;
+  const list = versions.data ?? [];
+  if (!versions.error && list.length === 0) return null;
+
+  const download = async (version: DocumentVersionDto) => {
+    if (!version.storageDownloadUri || downloading !== null) return;
+    setDownloading(version.version);
+    setNote(null);
+    try {
+      const response = await fetch(version.storageDownloadUri);
+      if (!response.ok) throw new Error(`the server answered ${response.status}`);
+      saveBlob(await response.blob(), fileName);
+    } catch (failure) {
+      setNote(`Version ${version.version} cannot be downloaded: ${toBridgeError(failure).detail ?? 'no answer from the server'}.`);
+      versions.reload();
+    } finally {
+      setDownloading(null);
+    }
+  };
+
+  return (
+    <section className="details-versions" aria-labelledby={`versions-${documentId}`}>
+      <h3 id={`versions-${documentId}`} className="details-section-title">
+        Versions
+      </h3>
+      {versions.error ? <p className="small muted">The versions cannot be listed: {versions.error.message}</p> : null}
+      {note ? (
+        <p className="small tone-text-danger" role="alert">
+          {note}
+        </p>
+      ) : null}
+      <ol className="version-list">
+        {list.map((version) => (
+          <li key={version.version} className={version.contentLostAt ? 'version-item version-lost' : 'version-item'} data-version={version.version} data-lost={version.contentLostAt ? 'true' : 'false'}>
+            <div className="version-head">
+              <span className="version-label">Version {version.version}</span>
+              {version.current ? <span className="badge tone-success">Current</span> : null}
+              {version.contentLostAt ? (
+                <span className="badge tone-danger">
+                  <Icon name="alert" size={14} /> Lost on the server
+                </span>
+              ) : null}
+            </div>
+            <div className="small muted">
+              Uploaded {formatDateTime(version.uploadedAt)} · {formatBytes(version.fileSize)}
+            </div>
+            {version.contentLostAt ? (
+              <p className="small version-lost-note">
+                Lost on the server since {formatDateTime(version.contentLostAt)}. IT can restore it from a backup.
+              </p>
+            ) : version.storageDownloadUri ? (
+              <button type="button" className="button small version-download" onClick={() => void download(version)} aria-disabled={downloading !== null}>
+                <Icon name="download" size={14} /> {downloading === version.version ? 'Downloading…' : 'Download'}
+                <span className="visually-hidden"> version {version.version}</span>
+              </button>
+            ) : null}
+          </li>
+        ))}
+      </ol>
+    </section>
+  );
+}
