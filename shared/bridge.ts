@@ -253,6 +253,7 @@ export const BRIDGE_METHODS = {
   searchDocuments: Type.Tuple([Uuid, SearchBody]),
   saveDocument: Type.Tuple([Uuid, Uuid]),
   documentVersions: Type.Tuple([Uuid, Uuid]),
+  saveDocumentVersion: Type.Tuple([Uuid, Uuid, Type.Integer({ minimum: 1, maximum: 2_147_483_647 })]),
   webhookActivity: Type.Tuple([Type.Integer({ minimum: 1, maximum: 1000 })]),
   exportHistoryCsv: Type.Tuple([]),
   getSettings: Type.Tuple([]),
@@ -292,6 +293,8 @@ export interface BridgeApi {
    * whose stored file is marked lost on the server says since when (contentLostAt) and has no link.
    */
   documentVersions(patientId: string, documentId: string): Promise<DocumentVersionDto[]>;
+  /** As saveDocument, for one version (NOT_FOUND when it is marked lost on the server): null headless, the UI then downloads its link. */
+  saveDocumentVersion(patientId: string, documentId: string, version: number): Promise<string | null>;
   webhookActivity(limit: number): Promise<WebhookActivityView[]>;
   exportHistoryCsv(): Promise<string>;
   getSettings(): Promise<SettingsView>;

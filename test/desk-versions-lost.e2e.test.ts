@@ -15,6 +15,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
 import type { ApiClient } from '../electron/sync/api-client.js';
+import { BridgeService } from '../electron/sync/bridge-service.js';
 import { SyncApp } from '../electron/sync/sync-app.js';
 import { openSyncHome } from '../electron/sync/sync-home.js';
 import { ROOT, runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
@@ -210,6 +211,15 @@ describe('versions lost on the server, in the patient browser', () => {
     await page.setViewportSize({ width: 1440, height: 900 });
     expect(violations).toEqual([]);
 
+    // The desktop shell: a save dialog, and the engine streams the version to the file; a lost one is refused in words.
+    const saveTo = (name: string) => path.join(downloads, `desktop-${name}`);
+    const desktop = new BridgeService(headless.app, { chooseSaveFile: async (name) => saveTo(name) });
+    await expect(desktop.saveDocumentVersion(PATIENT, upper.id, 1)).rejects.toMatchObject({ code: 'NOT_FOUND', message: 'Its stored file is lost on the server; IT can restore it from a backup.' });
+    await expect(desktop.saveDocumentVersion(PATIENT, upper.id, 9)).rejects.toMatchObject({ code: 'NOT_FOUND', message: 'The server has no version 9 of this file.' });
+    expect(await desktop.saveDocumentVersion(PATIENT, upper.id, 2)).toBe(saveTo('upper.stl'));
+    expect(fs.readFileSync(saveTo('upper.stl')).equals(scans.upperV2)).toBe(true);
+    expect(fs.existsSync(`${saveTo('upper.stl')}.download`)).toBe(false);
+
     // IT restores both files from the backup: the versions look like any other, and version 1 downloads its bytes.
     for (const file of lostFiles) fs.renameSync(file.aside, file.from);
     const restored = await runAdmin(server.dataDir, ['verify', '--mark-restored']);
@@ -222,6 +232,8 @@ describe('versions lost on the server, in the patient browser', () => {
     expect(await panel.innerText()).not.toContain('Lost on the server');
     expect((await downloadVersion(panel, 1)).equals(scans.upperV1)).toBe(true);
     await screenshot('versions-restored-details');
+    expect(await desktop.saveDocumentVersion(PATIENT, upper.id, 1)).toBe(saveTo('upper.stl'));
+    expect(fs.readFileSync(saveTo('upper.stl')).equals(scans.upperV1)).toBe(true);
     panel = await openDetails('lower.stl');
     items = await versionItems(panel, 1);
     expect(await items.nth(0).getAttribute('data-lost')).toBe('false');

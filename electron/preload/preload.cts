@@ -30,6 +30,7 @@ const METHODS = [
   'searchDocuments',
   'saveDocument',
   'documentVersions',
+  'saveDocumentVersion',
   'webhookActivity',
   'exportHistoryCsv',
   'getSettings',

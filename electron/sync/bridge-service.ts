@@ -153,6 +153,19 @@ export class BridgeService implements BridgeApi {
     });
   }
 
+  async saveDocumentVersion(patientId: string, documentId: string, version: number): Promise<string | null> {
+    if (!this.shell.chooseSaveFile) return null;
+    const api = this.app.apiClient();
+    const found = (await api.versions(patientId, documentId)).find((candidate) => candidate.version === version);
+    if (!found) throw new BridgeError('NOT_FOUND', `document ${documentId} has no version ${version}`, `The server has no version ${version} of this file.`);
+    if (found.contentLostAt || !found.storageDownloadUri) throw new BridgeError('NOT_FOUND', `version ${version} of document ${documentId} is marked lost on the server (${found.contentLostAt ?? 'no link'})`, 'Its stored file is lost on the server; IT can restore it from a backup.');
+    const document = await api.getDocument(patientId, documentId);
+    const destination = await this.shell.chooseSaveFile(document.fileName);
+    if (destination === null) return null;
+    await api.download(found.storageDownloadUri, destination);
+    return destination;
+  }
+
   async saveDocument(patientId: string, documentId: string): Promise<string | null> {
     if (!this.shell.chooseSaveFile) return null;
     const api = this.app.apiClient();

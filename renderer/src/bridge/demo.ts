@@ -376,6 +376,7 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
       return wait({ documents: matching.slice(offset, offset + limit), offset, limit, total: matching.length }, 15);
     },
     saveDocument: async () => null,
+    saveDocumentVersion: async () => null,
     documentVersions: async (_patientId, documentId) => {
       const document = documents.find((candidate) => candidate.id === documentId);
       if (!document?.hasContent) return wait([]);

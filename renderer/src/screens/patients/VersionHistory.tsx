@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import type { DocumentVersionDto } from '../../../../shared/schemas.js';
-import { useBridgeQuery } from '../../bridge/context.js';
-import { toBridgeError } from '../../bridge/errors.js';
+import { useBridge, useBridgeQuery } from '../../bridge/context.js';
+import { BridgeError, toBridgeError } from '../../bridge/errors.js';
 import { Icon } from '../../components/Icon.js';
 import { formatBytes, formatDateTime } from '../../format.js';
 import { saveBlob } from './download.js';
@@ -12,8 +12,9 @@ import { saveBlob } from './download.js';
  * restores it from a backup it looks like any other version again.
  */
 export function VersionHistory({ patientId, documentId, fileName, refreshKey }: { patientId: string; documentId: string; fileName: string; refreshKey: number }) {
-  const versions = useBridgeQuery((client) => client.documentVersions(patientId, documentId), [patientId, documentId, refreshKey]);
-  const [note, setNote] = useState<string | null>(null);
+  const client = useBridge();
+  const versions = useBridgeQuery((bridge) => bridge.documentVersions(patientId, documentId), [patientId, documentId, refreshKey]);
+  const [note, setNote] = useState<{ text: string; failed: boolean } | null>(null);
   const [downloading, setDownloading] = useState<number | null>(null);
   // An engine that cannot list versions (an older app) shows the panel as it was: nothing to say.
   if (versions.error?.code === 'UNAVAILABLE') return null;
@@ -25,11 +26,21 @@ export function VersionHistory({ patientId, documentId, fileName, refreshKey }: 
     setDownloading(version.version);
     setNote(null);
     try {
+      // Desktop: a save dialog, and the engine streams the bytes to the file. Headless: null.
+      const saved = await client.saveDocumentVersion(patientId, documentId, version.version).catch((error: unknown) => {
+        if (error instanceof BridgeError && error.code === 'UNAVAILABLE') return null;
+        throw error;
+      });
+      if (saved !== null) {
+        setNote({ text: `Version ${version.version} saved to ${saved}`, failed: false });
+        return;
+      }
       const response = await fetch(version.storageDownloadUri);
-      if (!response.ok) throw new Error(`the server answered ${response.status}`);
+      if (!response.ok) throw new BridgeError('NOT_FOUND', `The server answered ${response.status}.`);
       saveBlob(await response.blob(), fileName);
     } catch (failure) {
-      setNote(`Version ${version.version} cannot be downloaded: ${toBridgeError(failure).detail ?? 'no answer from the server'}.`);
+      const error = toBridgeError(failure);
+      setNote({ text: `Version ${version.version} cannot be downloaded. ${error.message}${error.code === 'INTERNAL' && error.detail ? ` (${error.detail})` : ''}`, failed: true });
       versions.reload();
     } finally {
       setDownloading(null);
@@ -42,9 +53,13 @@ export function VersionHistory({ patientId, documentId, fileName, refreshKey }: 
         Versions
       </h3>
       {versions.error ? <p className="small muted">The versions cannot be listed: {versions.error.message}</p> : null}
-      {note ? (
+      {note?.failed ? (
         <p className="small tone-text-danger" role="alert">
-          {note}
+          {note.text}
+        </p>
+      ) : note ? (
+        <p className="small muted" role="status">
+          {note.text}
         </p>
       ) : null}
       <ol className="version-list">
