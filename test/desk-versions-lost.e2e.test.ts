@@ -237,6 +237,10 @@ describe('versions lost on the server, in the patient browser', () => {
     panel = await openDetails('lower.stl');
     items = await versionItems(panel, 1);
     expect(await items.nth(0).getAttribute('data-lost')).toBe('false');
+    // The list was read before the restore: the versions say otherwise, so the file's details are read again.
+    const content = () => panel.evaluate((element) => [...element.querySelectorAll('.details-list dt')].find((term) => term.textContent === 'Content')?.nextElementSibling?.textContent);
+    await expect.poll(content, { timeout: 15_000 }).toBe('Uploaded');
+    await expect.poll(() => page.locator('.document-row[data-document="lower.stl"]').innerText()).toContain('3 kB');
     expect((await downloadVersion(panel, 1)).equals(scans.lower)).toBe(true);
     expect(await axeViolations('versions restored')).toEqual([]);
   }, 180_000);

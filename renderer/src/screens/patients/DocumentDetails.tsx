@@ -21,6 +21,7 @@ export function DocumentDetails({
   patientId,
   document,
   refreshKey,
+  onStale,
   onClose,
   onDownload,
   onPreview,
@@ -31,6 +32,8 @@ export function DocumentDetails({
   document: DocumentDto;
   /** Changes when the patient's files were read again: the versions are read again with them. */
   refreshKey: number;
+  /** The versions show the file's content other than the list did (lost or restored since): read the list again. */
+  onStale: () => void;
   onClose: () => void;
   onDownload: () => void;
   onPreview: (kind: PreviewKind) => void;
@@ -115,7 +118,7 @@ export function DocumentDetails({
           </>
         ) : null}
       </dl>
-      {document.version > 0 ? <VersionHistory patientId={patientId} documentId={document.id} fileName={document.fileName} refreshKey={refreshKey} /> : null}
+      {document.version > 0 ? <VersionHistory patientId={patientId} document={document} refreshKey={refreshKey} onStale={onStale} /> : null}
     </aside>
   );
 }

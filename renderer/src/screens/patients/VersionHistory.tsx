@@ -1,5 +1,5 @@
-import { useState } from 'react';
-import type { DocumentVersionDto } from '../../../../shared/schemas.js';
+import { useEffect, useRef, useState } from 'react';
+import type { DocumentDto, DocumentVersionDto } from '../../../../shared/schemas.js';
 import { useBridge, useBridgeQuery } from '../../bridge/context.js';
 import { BridgeError, toBridgeError } from '../../bridge/errors.js';
 import { Icon } from '../../components/Icon.js';
@@ -11,11 +11,23 @@ import { saveBlob } from './download.js';
  * server says so and since when, and offers no download (its link could only fail); once IT
  * restores it from a backup it looks like any other version again.
  */
-export function VersionHistory({ patientId, documentId, fileName, refreshKey }: { patientId: string; documentId: string; fileName: string; refreshKey: number }) {
+export function VersionHistory({ patientId, document, refreshKey, onStale }: { patientId: string; document: DocumentDto; refreshKey: number; onStale: () => void }) {
+  const { id: documentId, fileName } = document;
   const client = useBridge();
   const versions = useBridgeQuery((bridge) => bridge.documentVersions(patientId, documentId), [patientId, documentId, refreshKey]);
   const [note, setNote] = useState<{ text: string; failed: boolean } | null>(null);
   const [downloading, setDownloading] = useState<number | null>(null);
+  // The content the versions call current, against the one the list showed: a file lost or restored
+  // since the list was read is read again (once per difference, so a lasting one cannot loop).
+  const shown = document.hasContent ? document.version : null;
+  const current = versions.data ? (versions.data.find((version) => version.current)?.version ?? null) : shown;
+  const askedFor = useRef<string | null>(null);
+  useEffect(() => {
+    const difference = `${documentId}:${shown}:${current}`;
+    if (current === shown || askedFor.current === difference) return;
+    askedFor.current = difference;
+    onStale();
+  }, [documentId, shown, current, onStale]);
   // An engine that cannot list versions (an older app) shows the panel as it was: nothing to say.
   if (versions.error?.code === 'UNAVAILABLE') return null;
   const list = versions.data ?? [];
