@@ -5,7 +5,7 @@
  * The renderer never sees a token or a secret: it asks the engine, which calls the server.
  */
 import { Type, type Static, type TSchema } from 'typebox';
-import type { PatientListResponse, SearchResponse } from './schemas.js';
+import type { DocumentVersionDto, PatientListResponse, SearchResponse } from './schemas.js';
 import { SearchBody, Uuid, literalUnion } from './schemas.js';
 import type { BridgeErrorCode } from './bridge-errors.js';
 import { FILE_STATES, type FileState, type StateCounts } from './file-states.js';
@@ -252,6 +252,8 @@ export const BRIDGE_METHODS = {
   listPatients: Type.Tuple([PatientQuery]),
   searchDocuments: Type.Tuple([Uuid, SearchBody]),
   saveDocument: Type.Tuple([Uuid, Uuid]),
+  documentVersions: Type.Tuple([Uuid, Uuid]),
+  saveDocumentVersion: Type.Tuple([Uuid, Uuid, Type.Integer({ minimum: 1, maximum: 2_147_483_647 })]),
   webhookActivity: Type.Tuple([Type.Integer({ minimum: 1, maximum: 1000 })]),
   exportHistoryCsv: Type.Tuple([]),
   getSettings: Type.Tuple([]),
@@ -286,6 +288,13 @@ export interface BridgeApi {
   searchDocuments(patientId: string, body: SearchBody): Promise<SearchResponse>;
   /** Desktop: save dialog and download; headless: returns null and the UI downloads via storageDownloadUri. */
   saveDocument(patientId: string, documentId: string): Promise<string | null>;
+  /**
+   * A document's content versions, newest first: each one's link reads through the engine, and one
+   * whose stored file is marked lost on the server says since when (contentLostAt) and has no link.
+   */
+  documentVersions(patientId: string, documentId: string): Promise<DocumentVersionDto[]>;
+  /** As saveDocument, for one version (NOT_FOUND when it is marked lost on the server): null headless, the UI then downloads its link. */
+  saveDocumentVersion(patientId: string, documentId: string, version: number): Promise<string | null>;
   webhookActivity(limit: number): Promise<WebhookActivityView[]>;
   exportHistoryCsv(): Promise<string>;
   getSettings(): Promise<SettingsView>;

@@ -113,7 +113,17 @@ export const DocumentVersionSchema = Type.Object(
     uploadedAt: Timestamp,
     uploadedBy: Type.String({ description: 'Client id' }),
     thumbnailStatus: Type.Union([Type.Literal('none'), Type.Literal('pending'), Type.Literal('ready'), Type.Literal('failed')]),
-    storageDownloadUri: Type.String({ description: 'Signed link to this version, 15 minutes' }),
+    storageDownloadUri: Nullable('string', {
+      description: 'Signed link to this version, 15 minutes; null while its stored file is marked lost (contentLostAt)',
+    }),
+    // Nullable and always present, as the Document's storageDownloadUri is before content exists: a
+    // client reads one field the same way everywhere, and the OpenAPI document lists it as required.
+    contentLostAt: Nullable('string', {
+      format: 'date-time',
+      description:
+        "When the server's stored file of this version was marked lost by its administrator (verify --mark-lost; no download link then); " +
+        'null when it is stored, or since it was restored from a backup (verify --mark-restored)',
+    }),
   },
   { $id: 'DocumentVersion' },
 );

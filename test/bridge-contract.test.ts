@@ -148,6 +148,8 @@ describe('main process gate', () => {
     expect(validator.check('addPair', [{ folder: '/scans', patientId: PATIENT, remoteBasePath: '/scans' }])).toMatchObject({ ok: true });
     expect(validator.check('searchDocuments', [PATIENT, { path: '/', offset: 0, limit: 1000, sortBy: 'fileName', sortDirection: 'ASC' }])).toMatchObject({ ok: true });
     expect(validator.check('saveDocument', [PATIENT, DOCUMENT])).toMatchObject({ ok: true });
+    expect(validator.check('documentVersions', [PATIENT, DOCUMENT])).toMatchObject({ ok: true });
+    expect(validator.check('saveDocumentVersion', [PATIENT, DOCUMENT, 2])).toMatchObject({ ok: true });
     expect(validator.check('retryFailed', [{ fileId: 3 }])).toMatchObject({ ok: true });
   });
 
@@ -165,6 +167,10 @@ describe('main process gate', () => {
     ['a missing required field', 'addPair', [{ patientId: PATIENT }]],
     ['a wrong type', 'fileHistory', ['1']],
     ['a negative file id', 'retryFailed', [{ fileId: -1 }]],
+    ['a document id that is not a UUID', 'documentVersions', [PATIENT, '../versions']],
+    ['version 0', 'saveDocumentVersion', [PATIENT, DOCUMENT, 0]],
+    ['a version that is not a whole number', 'saveDocumentVersion', [PATIENT, DOCUMENT, 1.5]],
+    ['a version over the largest the server counts', 'saveDocumentVersion', [PATIENT, DOCUMENT, 2 ** 31]],
     ['a concurrency out of range', 'updateSettings', [{ concurrency: 1000 }]],
     ['a port out of range', 'updateSettings', [{ webhook: { port: 70_000 } }]],
   ])('refuses %s with INVALID_INPUT and a detail', (_label, method, args) => {

@@ -200,7 +200,7 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
     await page.getByRole('button', { name: 'View in 3D' }).waitFor();
     await screenshot(page, 'patients-details');
     const downloadStarted = page.waitForEvent('download');
-    await page.locator('.details-panel').getByRole('button', { name: 'Download' }).click();
+    await page.locator('.details-panel').getByRole('button', { name: 'Download', exact: true }).click();
     const download = await downloadStarted;
     const saved = path.join(downloads, download.suggestedFilename());
     await download.saveAs(saved);

@@ -29,6 +29,8 @@ const METHODS = [
   'listPatients',
   'searchDocuments',
   'saveDocument',
+  'documentVersions',
+  'saveDocumentVersion',
   'webhookActivity',
   'exportHistoryCsv',
   'getSettings',

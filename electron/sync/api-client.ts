@@ -8,7 +8,7 @@ import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import got, { type Got, type Method, type Response } from 'got';
-import type { CreateDocumentResponse, DocumentDto, PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
+import type { CreateDocumentResponse, DocumentDto, DocumentVersionDto, PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
 import { ApiProblemError, problemFromResponse, toNetworkError, AbortedError, FileChangedDuringUploadError } from './api-errors.js';
 import { fileChunks, type BandwidthLimiter } from './bandwidth.js';
 import type { DocumentApi, UploadRequest } from './document-api.js';
@@ -74,6 +74,11 @@ export class ApiClient implements DocumentApi {
 
   getDocument(patientId: string, documentId: string): Promise<DocumentDto> {
     return this.json<DocumentDto>({ method: 'GET', url: `${this.patientUrl(patientId)}/documents/${encodeURIComponent(documentId)}`, organization: true });
+  }
+
+  async versions(patientId: string, documentId: string): Promise<DocumentVersionDto[]> {
+    const answer = await this.json<{ versions: DocumentVersionDto[] }>({ method: 'GET', url: `${this.patientUrl(patientId)}/documents/${encodeURIComponent(documentId)}/versions`, organization: true });
+    return answer.versions;
   }
 
   listPatients(query: { name?: string | undefined; offset?: number | undefined; limit?: number | undefined }): Promise<PatientListResponse> {

@@ -20,7 +20,7 @@ import type {
   WebhookActivityView,
 } from '../../shared/bridge.js';
 import { createBridgeCallValidator } from '../../shared/bridge-validation.js';
-import type { PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
+import type { DocumentVersionDto, PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
 import { BridgeError, toCodedError } from './bridge-error.js';
 import { historyCsv, pairLabels } from './history-csv.js';
 import type { SyncApp } from './sync-app.js';
@@ -141,6 +141,29 @@ export class BridgeService implements BridgeApi {
       ...answer,
       documents: answer.documents.map((document) => ({ ...document, storageDownloadUri: through(document.storageDownloadUri) ?? null, thumbnailDownloadUri: through(document.thumbnailDownloadUri) ?? null })),
     };
+  }
+
+  async documentVersions(patientId: string, documentId: string): Promise<DocumentVersionDto[]> {
+    const versions = await this.app.apiClient().versions(patientId, documentId);
+    const local = this.shell.contentUrl?.bind(this.shell);
+    return versions.map((version) => {
+      const link = version.storageDownloadUri;
+      // A server older than contentLostAt does not say it (its lost versions' links then answer 404 saying so).
+      return { ...version, storageDownloadUri: link && local ? (local(link) ?? link) : (link ?? null), contentLostAt: version.contentLostAt ?? null };
+    });
+  }
+
+  async saveDocumentVersion(patientId: string, documentId: string, version: number): Promise<string | null> {
+    if (!this.shell.chooseSaveFile) return null;
+    const api = this.app.apiClient();
+    const found = (await api.versions(patientId, documentId)).find((candidate) => candidate.version === version);
+    if (!found) throw new BridgeError('NOT_FOUND', `document ${documentId} has no version ${version}`, `The server has no version ${version} of this file.`);
+    if (found.contentLostAt || !found.storageDownloadUri) throw new BridgeError('NOT_FOUND', `version ${version} of document ${documentId} is marked lost on the server (${found.contentLostAt ?? 'no link'})`, 'Its stored file is lost on the server; IT can restore it from a backup.');
+    const document = await api.getDocument(patientId, documentId);
+    const destination = await this.shell.chooseSaveFile(document.fileName);
+    if (destination === null) return null;
+    await api.download(found.storageDownloadUri, destination);
+    return destination;
   }
 
   async saveDocument(patientId: string, documentId: string): Promise<string | null> {

@@ -177,6 +177,8 @@ export interface DocumentVersionRecord {
   thumbnailError: string | null;
   uploadedAt: string;
   uploadedBy: string;
+  /** When its stored file was marked lost (admin `verify --mark-lost`); null while it is not (never, or restored since). */
+  contentLostAt: string | null;
 }
 
 export interface DocumentContentRepository {

@@ -188,6 +188,7 @@ export class ContentService {
       thumbnailError: null,
       uploadedAt,
       uploadedBy: actor.clientId,
+      contentLostAt: null,
     };
     const updated: DocumentRecord = {
       ...document,
@@ -270,7 +271,9 @@ export class ContentService {
       uploadedAt: version.uploadedAt,
       uploadedBy: version.uploadedBy,
       thumbnailStatus: version.thumbnailStatus,
-      storageDownloadUri: this.links.signed(document.id, version.version, 'content', holder),
+      // A version marked lost gets no link: it could only answer 404 (see resolveLink).
+      storageDownloadUri: version.contentLostAt === null ? this.links.signed(document.id, version.version, 'content', holder) : null,
+      contentLostAt: version.contentLostAt,
     }));
   }
 
@@ -319,6 +322,13 @@ export class ContentService {
     if (document) facts.patientId = document.patientId;
     let stored = document ? await this.store.content.version(document.id, version) : undefined;
     if (!document || !stored) throw notFound(`document ${documentId} has no content version ${version}`);
+    if (kind === 'content' && stored.contentLostAt !== null) {
+      // A link handed out before the mark: the record says these bytes are gone, whatever the disk holds now.
+      throw notFound(
+        `the stored file of document ${documentId} version ${version} was marked lost on the server (${stored.contentLostAt}); ` +
+          'the server administrator must restore it from a backup, or the file must be uploaded again',
+      );
+    }
     if (kind === 'thumbnail' && stored.thumbnailStatus === 'pending') {
       // The link is handed out as soon as the content is stored; its render may still be running.
       await this.thumbnails.settled(document.id, version, THUMBNAIL_WAIT_MS);

@@ -46,7 +46,7 @@ async function setup() {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     fs.writeFileSync(file, bytes);
     await store.content.commitVersion(
-      { documentId: document.id, version: 1, fileType: 'STL', originalFileName: name, fileSize: bytes.length, sha256, contentKey: key, contentType: 'model/stl', thumbnailKey: null, thumbnailStatus: 'none', thumbnailError: null, uploadedAt: at, uploadedBy: 'test' },
+      { documentId: document.id, version: 1, fileType: 'STL', originalFileName: name, fileSize: bytes.length, sha256, contentKey: key, contentType: 'model/stl', thumbnailKey: null, thumbnailStatus: 'none', thumbnailError: null, uploadedAt: at, uploadedBy: 'test', contentLostAt: null },
       0,
       [],
     );

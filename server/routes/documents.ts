@@ -173,6 +173,11 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
       schema: {
         tags: ['documents'],
         summary: 'The content versions of a document, newest first (Patient.File.Read)',
+        description:
+          'Each version says whether it is the current content and carries a signed download link (15 minutes). ' +
+          "A version whose stored file the server's administrator marked lost (verify --mark-lost) has contentLostAt " +
+          '(when it was marked) and storageDownloadUri null; once the file is restored from a backup (verify --mark-restored) ' +
+          'contentLostAt is null and the link is back. A version marked lost stays marked when a newer version is uploaded.',
         security: [{ bearer: [] }],
         params: DocumentParams,
         headers: OrganizationHeaders,

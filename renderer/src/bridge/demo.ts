@@ -376,6 +376,26 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
       return wait({ documents: matching.slice(offset, offset + limit), offset, limit, total: matching.length }, 15);
     },
     saveDocument: async () => null,
+    saveDocumentVersion: async () => null,
+    documentVersions: async (_patientId, documentId) => {
+      const document = documents.find((candidate) => candidate.id === documentId);
+      if (!document?.hasContent) return wait([]);
+      return wait([
+        {
+          version: document.version,
+          current: true,
+          fileType: document.fileType,
+          fileSize: document.fileSize ?? 0,
+          sha256: document.sha256 ?? '',
+          originalFileName: document.fileName,
+          uploadedAt: document.lastModifiedAt,
+          uploadedBy: 'scanner-pc-1',
+          thumbnailStatus: document.thumbnailDownloadUri ? 'ready' : 'none',
+          storageDownloadUri: document.storageDownloadUri,
+          contentLostAt: null,
+        },
+      ]);
+    },
     webhookActivity: async (limit) => wait(activity.slice(0, limit)),
     historyFiles: async (limit) =>
       wait(

@@ -21,7 +21,7 @@ async function storeWithDocument(): Promise<{ store: SqliteStore; document: Docu
 function version(documentId: string, number: number): DocumentVersionRecord {
   return {
     documentId, version: number, fileType: 'STL', originalFileName: null, fileSize: 100 + number, sha256: String(number).repeat(64), contentKey: `documents/${documentId}/v${number}-x`,
-    contentType: 'model/stl', thumbnailKey: null, thumbnailStatus: 'none', thumbnailError: null, uploadedAt: `2026-11-21T09:0${number}:00.000Z`, uploadedBy: 'test',
+    contentType: 'model/stl', thumbnailKey: null, thumbnailStatus: 'none', thumbnailError: null, uploadedAt: `2026-11-21T09:0${number}:00.000Z`, uploadedBy: 'test', contentLostAt: null,
   };
 }
 

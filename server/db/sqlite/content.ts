@@ -64,6 +64,7 @@ interface VersionRow {
   thumbnail_error: string | null;
   uploaded_at: string;
   uploaded_by: string;
+  content_lost_at: string | null;
 }
 
 function versionFromRow(row: VersionRow): DocumentVersionRecord {
@@ -81,6 +82,7 @@ function versionFromRow(row: VersionRow): DocumentVersionRecord {
     thumbnailError: row.thumbnail_error,
     uploadedAt: row.uploaded_at,
     uploadedBy: row.uploaded_by,
+    contentLostAt: row.content_lost_at ?? null,
   };
 }
 

@@ -5,6 +5,7 @@ import { Icon } from '../../components/Icon.js';
 import { describeType, isModelType } from '../../documents/file-types.js';
 import { formatBytes, formatDateTime } from '../../format.js';
 import { Thumbnail } from './DocumentTable.js';
+import { VersionHistory } from './VersionHistory.js';
 
 export type PreviewKind = 'model' | 'pdf';
 
@@ -16,7 +17,29 @@ export function previewKindOf(document: DocumentDto): PreviewKind | null {
 }
 
 /** The side panel for one file: what it is, whether its content arrived, and what can be done with it. */
-export function DocumentDetails({ document, onClose, onDownload, onPreview, downloading, downloadNote }: { document: DocumentDto; onClose: () => void; onDownload: () => void; onPreview: (kind: PreviewKind) => void; downloading: boolean; downloadNote: string | null }) {
+export function DocumentDetails({
+  patientId,
+  document,
+  refreshKey,
+  onStale,
+  onClose,
+  onDownload,
+  onPreview,
+  downloading,
+  downloadNote,
+}: {
+  patientId: string;
+  document: DocumentDto;
+  /** Changes when the patient's files were read again: the versions are read again with them. */
+  refreshKey: number;
+  /** The versions show the file's content other than the list did (lost or restored since): read the list again. */
+  onStale: () => void;
+  onClose: () => void;
+  onDownload: () => void;
+  onPreview: (kind: PreviewKind) => void;
+  downloading: boolean;
+  downloadNote: string | null;
+}) {
   const preview = previewKindOf(document);
   // The focus comes to the panel when it opens on a file (Enter on a row), so its actions are the next
   // Tab away; Escape or "Close details" takes it back to the list.
@@ -95,6 +118,7 @@ export function DocumentDetails({ document, onClose, onDownload, onPreview, down
           </>
         ) : null}
       </dl>
+      {document.version > 0 ? <VersionHistory patientId={patientId} document={document} refreshKey={refreshKey} onStale={onStale} /> : null}
     </aside>
   );
 }

@@ -88,6 +88,10 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
   const tree = useMemo(() => buildFolderTree(treeWalk.documents), [treeWalk.documents]);
   const knownTypes = useMemo(() => [...new Set(treeWalk.documents.map((document) => document.fileType))], [treeWalk.documents]);
   useWalkMarks(listWalk.documents.length > 0, treeWalk.done);
+  // The open file's details follow the list when it is read again (content lost or restored meanwhile).
+  useEffect(() => {
+    setSelected((open) => (open ? (listWalk.documents.find((document) => document.id === open.id) ?? open) : open));
+  }, [listWalk.documents]);
 
   const download = async (document: DocumentDto) => {
     setDownloading(true);
@@ -137,7 +141,10 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
       </section>
       {selected ? (
         <DocumentDetails
+          patientId={patient.id}
           document={selected}
+          refreshKey={generation}
+          onStale={() => setGeneration((value) => value + 1)}
           onClose={() => {
             setSelected(null);
             // Back to the file list, on the row that was opened (it stays the active row).

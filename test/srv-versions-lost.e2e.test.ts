@@ -1,0 +1,195 @@
+/**
+ * The versions API says which versions' stored files are marked lost (`verify --mark-lost`) and
+ * since when, and hands them no download link; once IT restores the file (`verify
+ * --mark-restored`) the version is as it was, and its link downloads its very bytes. A real server
+ * process, the admin CLI beside it, real files.
+ *
+ * Before, a lost version was listed like any other, with a link that answered 404: an integrator
+ * walking the history could not tell it from a good one until a download failed.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runAdmin, startServerProcess, type CliResult, type ServerProcess } from './helpers/processes.js';
+import { CLIENT, ORG, PATIENT } from './helpers/server.js';
+
+const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+
+let server: ServerProcess;
+let bearer: string;
+
+beforeAll(async () => {
+  server = await startServerProcess();
+  const response = await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) });
+  bearer = ((await response.json()) as { access_token: string }).access_token;
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+const headers = () => ({ authorization: `Bearer ${bearer}`, 'organization-id': ORG, 'content-type': 'application/json' });
+
+async function uploadScan(fileName: string, bytes: Buffer, documentId?: string, ifMatch?: string): Promise<{ id: string; sha256: string; version: number }> {
+  let id = documentId;
+  if (!id) {
+    const created = await fetch(`${server.url}/v1/patients/${PATIENT}/documents`, { method: 'POST', headers: headers(), body: JSON.stringify({ fileName, path: '/versions' }) });
+    id = ((await created.json()) as { id: string }).id;
+  }
+  const form = new FormData();
+  form.append('Id', id);
+  form.append('Type', 'BIN');
+  form.append('file', new Blob([new Uint8Array(bytes)]), fileName);
+  const stored = await fetch(`${server.url}/storage/v1/documents/${id}/file`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${bearer}`, ...(ifMatch ? { 'if-match': `"${ifMatch}"` } : {}) },
+    body: form,
+  });
+  expect(stored.status).toBe(201);
+  return (await stored.json()) as { id: string; sha256: string; version: number };
+}
+
+interface Version {
+  version: number;
+  current: boolean;
+  sha256: string;
+  fileSize: number;
+  storageDownloadUri: string | null;
+  contentLostAt: string | null;
+}
+
+async function versions(id: string): Promise<Version[]> {
+  const response = await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${id}/versions`, { headers: headers() });
+  expect(response.status).toBe(200);
+  return ((await response.json()) as { versions: Version[] }).versions;
+}
+
+async function download(uri: string): Promise<{ status: number; sha256: string; body: Buffer }> {
+  const response = await fetch(uri);
+  const body = Buffer.from(await response.arrayBuffer());
+  return { status: response.status, sha256: createHash('sha256').update(body).digest('hex'), body };
+}
+
+function admin(args: string[]): Promise<CliResult> {
+  return runAdmin(server.dataDir, args);
+}
+
+const folderOf = (id: string) => path.join(server.dataDir, 'content', 'objects', 'documents', id);
+
+/** Takes a document's stored files away, keeping a copy as IT's backup would; returns the copy's folder. */
+function loseFiles(id: string): string {
+  const aside = `${folderOf(id)}-backup`;
+  fs.cpSync(folderOf(id), aside, { recursive: true });
+  fs.rmSync(folderOf(id), { recursive: true });
+  return aside;
+}
+
+function restoreFiles(aside: string, id: string): void {
+  fs.cpSync(aside, folderOf(id), { recursive: true });
+  fs.rmSync(aside, { recursive: true, force: true });
+}
+
+describe('GET …/documents/{id}/versions and files marked lost', () => {
+  it('says when a version was marked lost and gives it no link; restored, its link downloads its bytes again', async () => {
+    const bytes = randomBytes(25_001);
+    const scan = await uploadScan('lost-and-back.bin', bytes);
+    // Two more scans, so the lost one is not "most of the store" (verify would refuse).
+    await uploadScan('bystander-1.bin', randomBytes(25_002));
+    await uploadScan('bystander-2.bin', randomBytes(25_003));
+
+    const before = await versions(scan.id);
+    expect(before).toMatchObject([{ version: 1, current: true, sha256: scan.sha256, fileSize: 25_001, contentLostAt: null }]);
+    expect(before[0]!.storageDownloadUri).toMatch(/^http:\/\/.*\/storage\/v1\/documents\/.*[?&]sig=/);
+    const early = before[0]!.storageDownloadUri!;
+    expect((await download(early)).body.equals(bytes)).toBe(true);
+
+    const aside = loseFiles(scan.id);
+    const from = Date.now();
+    const marked = await admin(['verify', '--mark-lost']);
+    expect(marked.stderr).toBe('');
+    expect(marked.code).toBe(0);
+    const lost = await versions(scan.id);
+    expect(lost).toEqual([expect.objectContaining({ version: 1, current: false, sha256: scan.sha256, fileSize: 25_001, storageDownloadUri: null, contentLostAt: expect.stringMatching(ISO_UTC) })]);
+    const lostAt = Date.parse(lost[0]!.contentLostAt!);
+    expect(lostAt).toBeGreaterThanOrEqual(from - 1000);
+    expect(lostAt).toBeLessThanOrEqual(Date.now());
+    // A link handed out before the mark says why it no longer serves the file.
+    const refused = await fetch(early);
+    expect(refused.status).toBe(404);
+    expect(((await refused.json()) as { detail: string }).detail).toMatch(/version 1 was marked lost on the server \(\d{4}-.*Z\); the server administrator must restore it from a backup, or the file must be uploaded again/);
+
+    restoreFiles(aside, scan.id);
+    // Marked lost, back on the disk, not yet marked restored: still listed as lost, still no link.
+    expect((await versions(scan.id))[0]).toMatchObject({ storageDownloadUri: null, contentLostAt: lost[0]!.contentLostAt });
+    const restored = await admin(['verify', '--mark-restored']);
+    expect(restored.stderr).toBe('');
+    expect(restored.code).toBe(0);
+    const after = await versions(scan.id);
+    expect(after).toMatchObject([{ version: 1, current: true, sha256: scan.sha256, contentLostAt: null }]);
+    const again = await download(after[0]!.storageDownloadUri!);
+    expect(again.status).toBe(200);
+    expect(again.body.equals(bytes)).toBe(true);
+  }, 90_000);
+
+  it('a version uploaded after the loss is current and downloadable; the lost one stays marked until it is restored, then downloads as the earlier version', async () => {
+    const first = randomBytes(25_004);
+    const second = randomBytes(25_005);
+    const v1 = await uploadScan('replaced.bin', first);
+    const aside = loseFiles(v1.id);
+    expect((await admin(['verify', '--mark-lost'])).code).toBe(0);
+    const lostAt = (await versions(v1.id))[0]!.contentLostAt;
+    expect(lostAt).toMatch(ISO_UTC);
+    // The workstation that still had the scan uploads it again (no If-Match: there is no current content).
+    const v2 = await uploadScan('replaced.bin', second, v1.id);
+    expect(v2.version).toBe(2);
+
+    const history = await versions(v1.id);
+    expect(history).toEqual([
+      expect.objectContaining({ version: 2, current: true, sha256: v2.sha256, contentLostAt: null, storageDownloadUri: expect.any(String) }),
+      expect.objectContaining({ version: 1, current: false, sha256: v1.sha256, contentLostAt: lostAt, storageDownloadUri: null }),
+    ]);
+    expect((await download(history[0]!.storageDownloadUri!)).sha256).toBe(v2.sha256);
+
+    // A third version (If-Match of the second) leaves the mark on the first where it was.
+    const third = randomBytes(25_006);
+    const v3 = await uploadScan('replaced.bin', third, v1.id, v2.sha256);
+    expect((await versions(v1.id)).map((version) => [version.version, version.current, version.contentLostAt])).toEqual([
+      [3, true, null],
+      [2, false, null],
+      [1, false, lostAt],
+    ]);
+
+    restoreFiles(aside, v1.id);
+    expect((await admin(['verify', '--mark-restored'])).code).toBe(0);
+    const restored = await versions(v1.id);
+    expect(restored.map((version) => [version.version, version.current, version.contentLostAt])).toEqual([
+      [3, true, null],
+      [2, false, null],
+      [1, false, null],
+    ]);
+    expect((await download(restored[2]!.storageDownloadUri!)).body.equals(first)).toBe(true);
+    expect((await download(restored[0]!.storageDownloadUri!)).sha256).toBe(v3.sha256);
+  }, 90_000);
+
+  it('the OpenAPI document describes both fields as the answers carry them; bad ids are refused, never a 500', async () => {
+    type Schema = { $ref?: string; required?: string[]; properties?: Record<string, Schema>; items?: Schema; type?: unknown; format?: string };
+    const openapi = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, any>; components?: { schemas?: Record<string, Schema> } };
+    const resolve = (schema: Schema): Schema => (schema.$ref ? resolve(openapi.components!.schemas![schema.$ref.split('/').pop()!]!) : schema);
+    const answer = resolve(openapi.paths['/v1/patients/{patientId}/documents/{documentId}/versions'].get.responses['200'].content['application/json'].schema as Schema);
+    const schema = resolve(resolve(answer.properties!.versions!).items!) as Required<Pick<Schema, 'required' | 'properties'>>;
+    expect(schema.required).toEqual(expect.arrayContaining(['storageDownloadUri', 'contentLostAt']));
+    expect(schema.properties.storageDownloadUri!.type).toEqual(['string', 'null']);
+    expect(schema.properties.contentLostAt).toMatchObject({ type: ['string', 'null'], format: 'date-time' });
+
+    for (const [url, status] of [
+      [`/v1/patients/${PATIENT}/documents/not-a-uuid/versions`, 400],
+      [`/v1/patients/not-a-uuid/documents/${PATIENT}/versions`, 400],
+      [`/v1/patients/${PATIENT}/documents/0190c3f0-0000-7000-8000-000000000000/versions`, 404],
+    ] as const) {
+      const response = await fetch(`${server.url}${url}`, { headers: headers() });
+      expect(response.status, url).toBe(status);
+      expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    }
+  }, 30_000);
+});
