@@ -12,43 +12,22 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runAdmin, startServerProcess, type CliResult, type ServerProcess } from './helpers/processes.js';
-import { CLIENT, ORG, PATIENT } from './helpers/server.js';
+import { PatientFiles } from './helpers/patient-files.js';
+import { PATIENT } from './helpers/server.js';
 
 const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 let server: ServerProcess;
-let bearer: string;
+let api: PatientFiles;
 
 beforeAll(async () => {
   server = await startServerProcess();
-  const response = await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) });
-  bearer = ((await response.json()) as { access_token: string }).access_token;
+  api = await PatientFiles.connect(server.url, '/versions');
 }, 60_000);
 
 afterAll(async () => {
   await server?.stop();
 });
-
-const headers = () => ({ authorization: `Bearer ${bearer}`, 'organization-id': ORG, 'content-type': 'application/json' });
-
-async function uploadScan(fileName: string, bytes: Buffer, documentId?: string, ifMatch?: string): Promise<{ id: string; sha256: string; version: number }> {
-  let id = documentId;
-  if (!id) {
-    const created = await fetch(`${server.url}/v1/patients/${PATIENT}/documents`, { method: 'POST', headers: headers(), body: JSON.stringify({ fileName, path: '/versions' }) });
-    id = ((await created.json()) as { id: string }).id;
-  }
-  const form = new FormData();
-  form.append('Id', id);
-  form.append('Type', 'BIN');
-  form.append('file', new Blob([new Uint8Array(bytes)]), fileName);
-  const stored = await fetch(`${server.url}/storage/v1/documents/${id}/file`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${bearer}`, ...(ifMatch ? { 'if-match': `"${ifMatch}"` } : {}) },
-    body: form,
-  });
-  expect(stored.status).toBe(201);
-  return (await stored.json()) as { id: string; sha256: string; version: number };
-}
 
 interface Version {
   version: number;
@@ -60,9 +39,7 @@ interface Version {
 }
 
 async function versions(id: string): Promise<Version[]> {
-  const response = await fetch(`${server.url}/v1/patients/${PATIENT}/documents/${id}/versions`, { headers: headers() });
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { versions: Version[] }).versions;
+  return (await api.versions(id)) as Version[];
 }
 
 async function download(uri: string): Promise<{ status: number; sha256: string; body: Buffer }> {
@@ -93,10 +70,10 @@ function restoreFiles(aside: string, id: string): void {
 describe('GET …/documents/{id}/versions and files marked lost', () => {
   it('says when a version was marked lost and gives it no link; restored, its link downloads its bytes again', async () => {
     const bytes = randomBytes(25_001);
-    const scan = await uploadScan('lost-and-back.bin', bytes);
+    const scan = await api.uploaded('lost-and-back.bin', bytes);
     // Two more scans, so the lost one is not "most of the store" (verify would refuse).
-    await uploadScan('bystander-1.bin', randomBytes(25_002));
-    await uploadScan('bystander-2.bin', randomBytes(25_003));
+    await api.uploaded('bystander-1.bin', randomBytes(25_002));
+    await api.uploaded('bystander-2.bin', randomBytes(25_003));
 
     const before = await versions(scan.id);
     expect(before).toMatchObject([{ version: 1, current: true, sha256: scan.sha256, fileSize: 25_001, contentLostAt: null }]);
@@ -135,13 +112,13 @@ describe('GET …/documents/{id}/versions and files marked lost', () => {
   it('a version uploaded after the loss is current and downloadable; the lost one stays marked until it is restored, then downloads as the earlier version', async () => {
     const first = randomBytes(25_004);
     const second = randomBytes(25_005);
-    const v1 = await uploadScan('replaced.bin', first);
+    const v1 = await api.uploaded('replaced.bin', first);
     const aside = loseFiles(v1.id);
     expect((await admin(['verify', '--mark-lost'])).code).toBe(0);
     const lostAt = (await versions(v1.id))[0]!.contentLostAt;
     expect(lostAt).toMatch(ISO_UTC);
     // The workstation that still had the scan uploads it again (no If-Match: there is no current content).
-    const v2 = await uploadScan('replaced.bin', second, v1.id);
+    const v2 = await api.uploaded('replaced.bin', second, { documentId: v1.id });
     expect(v2.version).toBe(2);
 
     const history = await versions(v1.id);
@@ -153,7 +130,7 @@ describe('GET …/documents/{id}/versions and files marked lost', () => {
 
     // A third version (If-Match of the second) leaves the mark on the first where it was.
     const third = randomBytes(25_006);
-    const v3 = await uploadScan('replaced.bin', third, v1.id, v2.sha256);
+    const v3 = await api.uploaded('replaced.bin', third, { documentId: v1.id, ifMatch: v2.sha256 });
     expect((await versions(v1.id)).map((version) => [version.version, version.current, version.contentLostAt])).toEqual([
       [3, true, null],
       [2, false, null],
@@ -187,7 +164,7 @@ describe('GET …/documents/{id}/versions and files marked lost', () => {
       [`/v1/patients/not-a-uuid/documents/${PATIENT}/versions`, 400],
       [`/v1/patients/${PATIENT}/documents/0190c3f0-0000-7000-8000-000000000000/versions`, 404],
     ] as const) {
-      const response = await fetch(`${server.url}${url}`, { headers: headers() });
+      const response = await fetch(`${server.url}${url}`, { headers: api.headers() });
       expect(response.status, url).toBe(status);
       expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     }
