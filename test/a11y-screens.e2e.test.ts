@@ -5,19 +5,15 @@
 // and the error banners — at 1440×900 and 360 px wide; the layout test checks 200% zoom of 1024×768 (512×384 CSS pixels) too.
 // A serious or critical violation fails the test, and so do the moderate ones fixed once (so they stay fixed).
 // Then what a screen reader hears when files sync or fail: one summary, not one line per file.
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLAIN_MESSAGES } from '../shared/bridge-errors.js';
 import type { CaseView, HistoryFileView, PairView, WebhookActivityView } from '../shared/bridge.js';
 import type { DocumentDto, SearchBody } from '../shared/schemas.js';
 import { makeArchStl, makePdf, makePng } from './fixtures/scans.js';
+import { axeFindings, describeFindings, type AxeFinding } from './helpers/axe.js';
 import { counts, documentDto, fileView, openRenderer, pairView, patient, Refusal, STATUS, type Handlers } from './helpers/renderer-page.js';
 
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-/** Moderate rules this UI once broke and now keeps. */
-const KEPT_MODERATE = new Set(['heading-order', 'landmark-unique', 'page-has-heading-one', 'landmark-one-main', 'region']);
 const WIDE = { name: '1440×900', width: 1440, height: 900 } as const;
 const PHONE = { name: '360 wide', width: 360, height: 740 } as const;
 /** 200% zoom of a 1024×768 window: what the page gets is 512×384 CSS pixels. */
@@ -32,30 +28,8 @@ afterAll(async () => {
   await browser?.close();
 });
 
-interface Finding {
-  state: string;
-  rule: string;
-  impact: string;
-  help: string;
-  nodes: string[];
-}
 
-/** Runs axe on the page as it is now (animations finished, so colours are the final ones). */
-async function audit(page: Page, state: string, findings: Finding[]): Promise<void> {
-  // Injected through the debugger protocol: the page's CSP (script-src 'self') refuses inline scripts.
-  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
-  const violations = await page.evaluate(async () => {
-    for (const animation of document.getAnimations()) animation.finish();
-    const axe = (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: Array<{ id: string; impact: string; help: string; nodes: Array<{ target: string[]; failureSummary?: string }> }> }> } }).axe;
-    const result = await axe.run(document, { resultTypes: ['violations'] });
-    return result.violations.map((violation) => ({ rule: violation.id, impact: violation.impact, help: violation.help, nodes: violation.nodes.slice(0, 3).map((node) => `${node.target.join(' ')}: ${(node.failureSummary ?? '').replace(/\s+/g, ' ')}`) }));
-  });
-  findings.push(...violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical' || KEPT_MODERATE.has(violation.rule)).map((violation) => ({ state, ...violation })));
-}
 
-function report(findings: Finding[]): string {
-  return findings.map((finding) => `${finding.state}: [${finding.impact}] ${finding.rule} — ${finding.help}\n    ${finding.nodes.join('\n    ')}`).join('\n');
-}
 
 const PATIENTS = [patient('Jane Roe', 1), patient('Maximiliane Alexandra von Hohenzollern-Sigmaringen', 2)];
 const THUMBNAIL = makePng(64, 64);
@@ -106,7 +80,7 @@ function cards(): { pairs: PairView[]; handlers: Handlers } {
 describe('axe finds no serious or critical violation', () => {
   // One page per test; the narrow pass resizes the same page (opening a page costs seconds on a loaded machine).
   it('first run: the choice, the connection form with its field errors, a failed connection test, the embedded setup, and a start that fails', async () => {
-    const findings: Finding[] = [];
+    const findings: AxeFinding[] = [];
     const app = await openRenderer(browser, {
       getStatus: () => ({ ...STATUS, mode: 'unconfigured', server: null }),
       testConnection: () => ({ ok: false, step: 'authenticate', error: { code: 'BAD_CREDENTIALS', message: PLAIN_MESSAGES.BAD_CREDENTIALS, detail: 'invalid_client' } }) as never,
@@ -117,25 +91,25 @@ describe('axe finds no serious or critical violation', () => {
     try {
       const page = app.page;
       await page.getByText('Where are the patient records kept?').waitFor();
-      await audit(page, 'first run', findings);
+      findings.push(...(await axeFindings(page, 'first run')));
       await page.getByText('Connect to a server').click();
       await page.getByRole('button', { name: 'Test connection' }).click();
       await page.locator('.field-error').first().waitFor();
-      await audit(page, 'connection form, fields missing', findings);
+      findings.push(...(await axeFindings(page, 'connection form, fields missing')));
       await page.getByLabel('Server address', { exact: true }).fill('https://docs.smile-clinic.example');
       await page.getByLabel('Client ID', { exact: true }).fill('scanner-pc-1');
       await page.getByLabel('Client secret', { exact: true }).fill('wrong');
       await page.getByLabel('Organization ID', { exact: true }).fill('0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01');
       await page.getByRole('button', { name: 'Test connection' }).click();
       await page.getByTestId('connection-result').waitFor();
-      await audit(page, 'connection test failed', findings);
+      findings.push(...(await axeFindings(page, 'connection test failed')));
       await page.setViewportSize(PHONE);
-      await audit(page, `connection test failed (${PHONE.name})`, findings);
+      findings.push(...(await axeFindings(page, `connection test failed (${PHONE.name})`)));
       await page.setViewportSize(WIDE);
       await page.getByText('This computer runs the server').click();
       await page.getByRole('button', { name: 'Start the server here' }).click();
       await page.locator('.notice-danger').waitFor();
-      await audit(page, 'embedded server failed to start', findings);
+      findings.push(...(await axeFindings(page, 'embedded server failed to start')));
     } finally {
       await app.close();
     }
@@ -146,50 +120,50 @@ describe('axe finds no serious or critical violation', () => {
     });
     try {
       await broken.page.getByText('Patient Docs cannot start').waitFor();
-      await audit(broken.page, 'cannot start', findings);
+      findings.push(...(await axeFindings(broken.page, 'cannot start')));
     } finally {
       await broken.close();
     }
-    expect(findings, report(findings)).toEqual([]);
+    expect(findings, describeFindings(findings)).toEqual([]);
   });
 
   it('sync: folder cards synced, syncing, waiting, failed, disk full and paused, the stop question, the add-folder dialog and the empty list', async () => {
-    const findings: Finding[] = [];
+    const findings: AxeFinding[] = [];
     const { handlers } = cards();
     const app = await openRenderer(browser, { ...handlers, ...browsing(), getStatus: () => ({ ...STATUS, online: false, notices: ['The upload record was damaged by a power cut and has been rebuilt from the folders and the server.'] }) });
     try {
       const page = app.page;
       await page.locator('.pair-card').nth(4).waitFor();
       await page.locator('.file-row[data-state="failed"]').waitFor();
-      await audit(page, 'folder cards', findings);
+      findings.push(...(await axeFindings(page, 'folder cards')));
       await page.getByRole('button', { name: 'Details of no consent.stl' }).click();
       await page.getByRole('region', { name: 'Why no consent.stl could not be uploaded' }).waitFor();
-      await audit(page, 'a failed file’s whole reason', findings);
+      findings.push(...(await axeFindings(page, 'a failed file’s whole reason')));
       await page.locator('.pair-card').first().getByRole('button', { name: 'Stop syncing' }).click();
-      await audit(page, 'stop syncing question', findings);
+      findings.push(...(await axeFindings(page, 'stop syncing question')));
       await page.getByRole('button', { name: 'Add folder' }).first().click();
       await page.getByRole('dialog').getByRole('button', { name: 'Jane Roe', exact: true }).waitFor();
-      await audit(page, 'add-folder dialog', findings);
+      findings.push(...(await axeFindings(page, 'add-folder dialog')));
       await page.setViewportSize(PHONE);
-      await audit(page, `add-folder dialog (${PHONE.name})`, findings);
+      findings.push(...(await axeFindings(page, `add-folder dialog (${PHONE.name})`)));
       await page.keyboard.press('Escape');
       await page.getByRole('dialog').waitFor({ state: 'hidden' });
-      await audit(page, `folder cards (${PHONE.name})`, findings);
+      findings.push(...(await axeFindings(page, `folder cards (${PHONE.name})`)));
     } finally {
       await app.close();
     }
     const empty = await openRenderer(browser, {});
     try {
       await empty.page.getByText('No folders are synced yet').waitFor();
-      await audit(empty.page, 'no folders yet', findings);
+      findings.push(...(await axeFindings(empty.page, 'no folders yet')));
     } finally {
       await empty.close();
     }
-    expect(findings, report(findings)).toEqual([]);
+    expect(findings, describeFindings(findings)).toEqual([]);
   });
 
   it('patient browser: list, tree, filters, table with thumbnails, details, a failed download, the PDF preview and the 3D viewer', async () => {
-    const findings: Finding[] = [];
+    const findings: AxeFinding[] = [];
     const stl = makeArchStl({ triangles: 2000 });
     const pdf = makePdf('Order form');
     const app = await openRenderer(browser, {
@@ -204,18 +178,18 @@ describe('axe finds no serious or critical violation', () => {
     try {
       await page.getByRole('button', { name: 'Patients', exact: true }).click();
       await page.locator('.patient-option').nth(1).waitFor();
-      await audit(page, 'choose a patient', findings);
+      findings.push(...(await axeFindings(page, 'choose a patient')));
       await page.getByRole('button', { name: 'Jane Roe' }).click();
       await page.getByTestId('document-count').filter({ hasText: '3 files' }).waitFor();
       await page.locator('img.thumbnail').first().waitFor();
-      await audit(page, 'tree, filters, table', findings);
+      findings.push(...(await axeFindings(page, 'tree, filters, table')));
       await page.getByLabel('Filter by file name').fill('nothing-like-this');
       await page.getByText('No file matches').waitFor();
-      await audit(page, 'no file matches', findings);
+      findings.push(...(await axeFindings(page, 'no file matches')));
       await page.getByLabel('Filter by file name').fill('');
       await page.locator('.document-row[data-document="upper-arch.stl"]').click();
       await page.locator('.details-panel').waitFor();
-      await audit(page, 'details', findings);
+      findings.push(...(await axeFindings(page, 'details')));
       // The open details sit beside the file table, not over it: every column shown (the Modified date
       // among them at 1440) is whole and uncovered, at 1440 and in the band just above the laptop layout.
       for (const width of [WIDE.width, 1280]) {
@@ -226,10 +200,10 @@ describe('axe finds no serious or critical violation', () => {
       await page.setViewportSize(WIDE);
       await page.locator('.details-panel').getByRole('button', { name: 'Download' }).click();
       await page.getByText('The file cannot be downloaded').waitFor();
-      await audit(page, 'download failed', findings);
+      findings.push(...(await axeFindings(page, 'download failed')));
       await page.getByRole('button', { name: 'View in 3D' }).click();
       await page.locator('[data-viewer-state="ready"], [data-viewer-state="failed"]').waitFor({ timeout: 20_000 });
-      await audit(page, '3D viewer', findings);
+      findings.push(...(await axeFindings(page, '3D viewer')));
       // The keyboard alone turns and zooms the model (the picture changes), and Escape still closes.
       expect(await page.locator('.model-canvas').getAttribute('data-viewer-state')).toBe('ready');
       const picture = () => page.locator('.model-canvas canvas').evaluate((canvas: HTMLCanvasElement) => canvas.toDataURL());
@@ -245,21 +219,21 @@ describe('axe finds no serious or critical violation', () => {
       await page.locator('.document-row[data-document="order-form.pdf"]').click();
       await page.getByRole('button', { name: 'Preview' }).click();
       await page.locator('iframe.pdf-frame').waitFor();
-      await audit(page, 'PDF preview', findings);
+      findings.push(...(await axeFindings(page, 'PDF preview')));
       await page.keyboard.press('Escape');
       await page.getByRole('dialog').waitFor({ state: 'hidden' });
       await page.setViewportSize(PHONE);
-      await audit(page, `details over the list (${PHONE.name})`, findings);
+      findings.push(...(await axeFindings(page, `details over the list (${PHONE.name})`)));
       await page.getByRole('button', { name: 'Close details' }).click();
-      await audit(page, `patients, tree, files stacked (${PHONE.name})`, findings);
+      findings.push(...(await axeFindings(page, `patients, tree, files stacked (${PHONE.name})`)));
     } finally {
       await app.close();
     }
-    expect(findings, report(findings)).toEqual([]);
+    expect(findings, describeFindings(findings)).toEqual([]);
   });
 
   it('settings (with a field error and a refused save) and activity (notifications, history, a file’s timeline)', async () => {
-    const findings: Finding[] = [];
+    const findings: AxeFinding[] = [];
     const activity: WebhookActivityView[] = [
       { id: 1, receivedAt: Date.parse('2026-03-12T10:00:00Z'), verdict: 'accepted', eventType: 'document.uploaded', patientId: PATIENTS[0]!.id, reason: null, messageId: 'msg_1' },
       { id: 2, receivedAt: Date.parse('2026-03-12T10:01:00Z'), verdict: 'rejected', eventType: null, patientId: null, reason: 'The signature does not match.', messageId: 'msg_2' },
@@ -280,26 +254,26 @@ describe('axe finds no serious or critical violation', () => {
       await page.getByLabel('Files at once').fill('0');
       await page.getByRole('button', { name: 'Save settings' }).click();
       await page.locator('.field-error').waitFor();
-      await audit(page, 'settings, field error', findings);
+      findings.push(...(await axeFindings(page, 'settings, field error')));
       await page.getByLabel('Files at once').fill('2');
       await page.getByRole('button', { name: 'Save settings' }).click();
       await page.getByText('The settings were not saved').waitFor();
-      await audit(page, 'settings, save refused', findings);
+      findings.push(...(await axeFindings(page, 'settings, save refused')));
       await page.setViewportSize(PHONE);
-      await audit(page, `settings, save refused (${PHONE.name})`, findings);
+      findings.push(...(await axeFindings(page, `settings, save refused (${PHONE.name})`)));
       await page.getByRole('button', { name: 'Activity', exact: true }).click();
       await page.locator('tr[data-verdict="rejected"]').waitFor();
-      await audit(page, `server notifications (${PHONE.name})`, findings);
+      findings.push(...(await axeFindings(page, `server notifications (${PHONE.name})`)));
       await page.setViewportSize(WIDE);
-      await audit(page, 'server notifications', findings);
+      findings.push(...(await axeFindings(page, 'server notifications')));
       await page.getByRole('tab', { name: 'Sync history' }).click();
       await page.getByRole('button', { name: 'case/upper-arch.stl' }).click();
       await page.locator('.timeline-list li').waitFor();
-      await audit(page, 'sync history and timeline', findings);
+      findings.push(...(await axeFindings(page, 'sync history and timeline')));
     } finally {
       await app.close();
     }
-    expect(findings, report(findings)).toEqual([]);
+    expect(findings, describeFindings(findings)).toEqual([]);
   });
 });
 

@@ -15,7 +15,6 @@
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -24,14 +23,11 @@ import { SyncApp } from '../electron/sync/sync-app.js';
 import { openSyncHome } from '../electron/sync/sync-home.js';
 import { GONE_FROM_SERVER_MESSAGE, PLAIN_MESSAGES } from '../shared/bridge-errors.js';
 import { ADMIN_CLI, ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { axeViolations, SCREENS, settledScreenshot } from './helpers/axe.js';
 import { launchBrowser } from './helpers/renderer-page.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { waitFor, writeFile } from './helpers/sync.js';
 
-const SCREENS = path.join(ROOT, 'test/artifacts/screens');
-const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-/** Moderate rules the UI once broke and keeps (as test/a11y-screens.e2e.test.ts). */
-const KEPT_MODERATE = new Set(['heading-order', 'landmark-unique', 'page-has-heading-one', 'landmark-one-main', 'region']);
 const REMOTE = '/recheck-ui';
 const SCANS = ['upper.stl', 'lower.stl', 'bite.stl', 'left.stl', 'cbct.pdf', 'notes.pdf'];
 
@@ -63,24 +59,7 @@ function fileOf(name: string) {
   return headless.app.engine.fileViews(pairId).find((file) => file.relativePath === name);
 }
 
-async function screenshot(name: string): Promise<void> {
-  // The picture a person sees once transitions end (a panel fading in), without waiting for them.
-  await page.evaluate(() => {
-    for (const animation of document.getAnimations()) animation.finish();
-  });
-  await page.screenshot({ path: path.join(SCREENS, `${name}.png`) });
-}
 
-/** axe on the page as it is now, as test/a11y-screens.e2e.test.ts runs it: the serious and critical violations, and the moderate ones fixed once. */
-async function axeViolations(state: string): Promise<string[]> {
-  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
-  const found = await page.evaluate(async () => {
-    for (const animation of document.getAnimations()) animation.finish();
-    const axe = (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
-    return (await axe.run(document, { resultTypes: ['violations'] })).violations.map((violation) => ({ id: violation.id, impact: violation.impact, nodes: violation.nodes.slice(0, 3).map((node) => node.target.join(' ')) }));
-  });
-  return found.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical' || KEPT_MODERATE.has(violation.id)).map((violation) => `${state}: [${violation.impact}] ${violation.id} ${violation.nodes.join(', ')}`);
-}
 
 /** Every state each file row shows and every announcement, in order, so quick changes are not missed between looks. */
 async function record(): Promise<void> {
@@ -173,8 +152,8 @@ describe('the re-check of synced files, as staff see it', () => {
     await why.waitFor();
     expect(await why.innerText()).toContain(PLAIN_MESSAGES.LOST_ON_SERVER);
     expect(await why.locator('.notice-detail').innerText()).toBe(`Details: document ${before.get('lower.stl')} on the server no longer has this scan's content, and the file is gone from the folder`);
-    await screenshot('recheck-lost-card');
-    const violations = await axeViolations('a scan in neither place, its whole reason open');
+    await settledScreenshot(page, 'recheck-lost-card');
+    const violations = await axeViolations(page, 'a scan in neither place, its whole reason open');
 
     // 1. The scan still in the folder was seen going up again, and the screen reader heard both.
     const { states } = await recorded();
@@ -205,7 +184,7 @@ describe('the re-check of synced files, as staff see it', () => {
     const events = await timeline.locator('li .strong').allInnerTexts();
     expect(events).toEqual(['Waiting to upload', 'Uploaded', 'Verified on the server', 'Waiting to upload', expect.stringMatching(/^Uploaded/), 'Verified on the server']);
     expect(await timeline.locator('li').nth(3).innerText()).toContain("the server lost this scan's stored file");
-    await screenshot('recheck-lost-history');
+    await settledScreenshot(page, 'recheck-lost-history');
 
     // The patient's files say the scan was lost, not that it is still to come.
     await page.getByRole('button', { name: 'Sync', exact: true }).click();
@@ -218,8 +197,8 @@ describe('the re-check of synced files, as staff see it', () => {
     await expect.poll(() => page.locator('.document-row[data-document="upper.stl"] .col-status').innerText(), { timeout: 10_000 }).toContain('Uploaded');
     await lostRow.click();
     await page.locator('.details-panel').getByText('Lost on the server.').waitFor();
-    await screenshot('recheck-lost-patient');
-    violations.push(...(await axeViolations('the patient’s files with a lost document, its details open')));
+    await settledScreenshot(page, 'recheck-lost-patient');
+    violations.push(...(await axeViolations(page, 'the patient’s files with a lost document, its details open')));
 
     // What the reason says to do: the scan copied back into the folder goes up again by itself.
     await page.getByRole('button', { name: 'Sync', exact: true }).click();
@@ -239,8 +218,8 @@ describe('the re-check of synced files, as staff see it', () => {
     await gone.waitFor();
     expect(await gone.locator('.notice-message').innerText()).toBe(GONE_FROM_SERVER_MESSAGE);
     expect(await gone.locator('.notice-detail').innerText()).toBe(`Details: document ${before.get('bite.stl')} is not on the server any more`);
-    await screenshot('recheck-gone-card');
-    violations.push(...(await axeViolations('a scan deleted on the server, its whole reason open')));
+    await settledScreenshot(page, 'recheck-gone-card');
+    violations.push(...(await axeViolations(page, 'a scan deleted on the server, its whole reason open')));
 
     await page.getByRole('button', { name: 'Retry bite.stl' }).click();
     const biteId = fileOf('bite.stl')!.id;
@@ -259,7 +238,7 @@ describe('the re-check of synced files, as staff see it', () => {
     await row.waitFor({ timeout: 15_000 });
     expect(await row.count()).toBe(1);
     await expect.poll(() => row.innerText(), { timeout: 10_000 }).toContain('Uploaded');
-    await screenshot('recheck-gone-patient');
+    await settledScreenshot(page, 'recheck-gone-patient');
     expect(violations).toEqual([]);
   }, 90_000);
 });

@@ -9,7 +9,6 @@
  * files from a backup (`verify --mark-restored`) the versions look like any other again.
  */
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,13 +18,10 @@ import { BridgeService } from '../electron/sync/bridge-service.js';
 import { SyncApp } from '../electron/sync/sync-app.js';
 import { openSyncHome } from '../electron/sync/sync-home.js';
 import { ROOT, runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { axeViolations, SCREENS, settledScreenshot } from './helpers/axe.js';
 import { launchBrowser } from './helpers/renderer-page.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 
-const SCREENS = path.join(ROOT, 'test/artifacts/screens');
-const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-/** Moderate rules the UI once broke and keeps (as test/a11y-screens.e2e.test.ts). */
-const KEPT_MODERATE = new Set(['heading-order', 'landmark-unique', 'page-has-heading-one', 'landmark-one-main', 'region']);
 /** The widths test/a11y-screens.e2e.test.ts checks: a desktop window, 200% zoom of 1024×768, a phone. */
 const SIZES = [
   { name: '1440×900', width: 1440, height: 900 },
@@ -67,22 +63,7 @@ function loseFile(id: string, version: number): { from: string; aside: string } 
   return { from, aside };
 }
 
-async function screenshot(name: string): Promise<void> {
-  await page.evaluate(() => {
-    for (const animation of document.getAnimations()) animation.finish();
-  });
-  await page.screenshot({ path: path.join(SCREENS, `${name}.png`) });
-}
 
-async function axeViolations(state: string): Promise<string[]> {
-  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
-  const found = await page.evaluate(async () => {
-    for (const animation of document.getAnimations()) animation.finish();
-    const axe = (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
-    return (await axe.run(document, { resultTypes: ['violations'] })).violations.map((violation) => ({ id: violation.id, impact: violation.impact, nodes: violation.nodes.slice(0, 3).map((node) => node.target.join(' ')) }));
-  });
-  return found.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical' || KEPT_MODERATE.has(violation.id)).map((violation) => `${state}: [${violation.impact}] ${violation.id} ${violation.nodes.join(', ')}`);
-}
 
 /** How far the page or its main area scrolls sideways (none is allowed), and version texts cut off at the panel's edge. */
 async function overflow(): Promise<{ sideways: number; clipped: string[] }> {
@@ -187,8 +168,8 @@ describe('versions lost on the server, in the patient browser', () => {
     expect(await earlier.getByRole('button').count()).toBe(0);
     expect(await panel.getByRole('button', { name: 'Download version 1' }).count()).toBe(0);
     expect((await downloadVersion(panel, 2)).equals(scans.upperV2)).toBe(true);
-    await screenshot('versions-lost-details');
-    const violations = await axeViolations('an earlier version lost, the details open');
+    await settledScreenshot(page, 'versions-lost-details');
+    const violations = await axeViolations(page, 'an earlier version lost, the details open');
 
     // lower.stl: its only version is lost; the file has no content, nothing to download at all.
     panel = await openDetails('lower.stl');
@@ -196,7 +177,7 @@ describe('versions lost on the server, in the patient browser', () => {
     expect(await items.nth(0).getAttribute('data-lost')).toBe('true');
     expect(await items.nth(0).innerText()).toContain(`Lost on the server since ${shownAt}`);
     expect(await panel.getByRole('button', { name: /Download/ }).count()).toBe(0);
-    violations.push(...(await axeViolations('the only version lost, the details open')));
+    violations.push(...(await axeViolations(page, 'the only version lost, the details open')));
 
     // Readable at each width the UI tests use: nothing scrolls sideways or is cut off at the panel's edge.
     panel = await openDetails('upper.stl');
@@ -205,8 +186,8 @@ describe('versions lost on the server, in the patient browser', () => {
       await page.setViewportSize({ width: size.width, height: size.height });
       await panel.locator('.version-lost').scrollIntoViewIfNeeded();
       expect(await overflow(), size.name).toEqual({ sideways: 0, clipped: [] });
-      if (size.width === 360) await screenshot('versions-lost-details-360');
-      violations.push(...(await axeViolations(`an earlier version lost, ${size.name}`)));
+      if (size.width === 360) await settledScreenshot(page, 'versions-lost-details-360');
+      violations.push(...(await axeViolations(page, `an earlier version lost, ${size.name}`)));
     }
     await page.setViewportSize({ width: 1440, height: 900 });
     expect(violations).toEqual([]);
@@ -231,7 +212,7 @@ describe('versions lost on the server, in the patient browser', () => {
     expect(await panel.locator('.version-lost').count()).toBe(0);
     expect(await panel.innerText()).not.toContain('Lost on the server');
     expect((await downloadVersion(panel, 1)).equals(scans.upperV1)).toBe(true);
-    await screenshot('versions-restored-details');
+    await settledScreenshot(page, 'versions-restored-details');
     expect(await desktop.saveDocumentVersion(PATIENT, upper.id, 1)).toBe(saveTo('upper.stl'));
     expect(fs.readFileSync(saveTo('upper.stl')).equals(scans.upperV1)).toBe(true);
     panel = await openDetails('lower.stl');
@@ -242,6 +223,6 @@ describe('versions lost on the server, in the patient browser', () => {
     await expect.poll(content, { timeout: 15_000 }).toBe('Uploaded');
     await expect.poll(() => page.locator('.document-row[data-document="lower.stl"]').innerText()).toContain('3 kB');
     expect((await downloadVersion(panel, 1)).equals(scans.lower)).toBe(true);
-    expect(await axeViolations('versions restored')).toEqual([]);
+    expect(await axeViolations(page, 'versions restored')).toEqual([]);
   }, 180_000);
 });
