@@ -19,14 +19,12 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
-import { SyncApp } from '../electron/sync/sync-app.js';
-import { openSyncHome } from '../electron/sync/sync-home.js';
 import { GONE_FROM_SERVER_MESSAGE, PLAIN_MESSAGES } from '../shared/bridge-errors.js';
 import { ADMIN_CLI, ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { axeViolations, SCREENS, settledScreenshot } from './helpers/axe.js';
 import { launchBrowser } from './helpers/renderer-page.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
-import { waitFor, writeFile } from './helpers/sync.js';
+import { prepareSyncHome, waitFor, writeFile } from './helpers/sync.js';
 
 const REMOTE = '/recheck-ui';
 const SCANS = ['upper.stl', 'lower.stl', 'bite.stl', 'left.stl', 'cbct.pdf', 'notes.pdf'];
@@ -87,15 +85,7 @@ beforeAll(async () => {
   fs.mkdirSync(folder, { recursive: true });
   fs.mkdirSync(SCREENS, { recursive: true });
   server = await startServerProcess();
-  const opened = await openSyncHome(home);
-  const setup = new SyncApp({ home, settings: opened.settings, secrets: opened.secrets, shell: 'headless', version: 'test', webhooks: false });
-  try {
-    await setup.setupRemote({ serverUrl: server.url, clientId: CLIENT.id, clientSecret: CLIENT.secret, organizationId: ORG });
-    await setup.updateSettings({ settleMs: 200, webhook: { port: 0 } });
-    await setup.addPair({ folder, patientId: PATIENT, patientName: 'Jane Roe', remoteBasePath: REMOTE });
-  } finally {
-    await setup.stop();
-  }
+  await prepareSyncHome(home, { serverUrl: server.url, folder, remoteBasePath: REMOTE, patientName: 'Jane Roe' });
   // Synced files are checked again every half second here; a clinic's default is every 4 hours.
   headless = await launchHeadless({ home, firstRun: 'choose', rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined, engine: { recheckMs: 500 } });
   browser = await launchBrowser();

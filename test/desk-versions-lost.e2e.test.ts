@@ -15,12 +15,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
 import type { ApiClient } from '../electron/sync/api-client.js';
 import { BridgeService } from '../electron/sync/bridge-service.js';
-import { SyncApp } from '../electron/sync/sync-app.js';
-import { openSyncHome } from '../electron/sync/sync-home.js';
 import { ROOT, runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { axeViolations, SCREENS, settledScreenshot } from './helpers/axe.js';
 import { launchBrowser } from './helpers/renderer-page.js';
-import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
+import { PATIENT, tempDir } from './helpers/server.js';
+import { prepareSyncHome } from './helpers/sync.js';
 
 /** The widths test/a11y-screens.e2e.test.ts checks: a desktop window, 200% zoom of 1024×768, a phone. */
 const SIZES = [
@@ -110,13 +109,7 @@ beforeAll(async () => {
   fs.mkdirSync(SCREENS, { recursive: true });
   fs.mkdirSync(downloads, { recursive: true });
   server = await startServerProcess();
-  const opened = await openSyncHome(home);
-  const setup = new SyncApp({ home, settings: opened.settings, secrets: opened.secrets, shell: 'headless', version: 'test', webhooks: false });
-  try {
-    await setup.setupRemote({ serverUrl: server.url, clientId: CLIENT.id, clientSecret: CLIENT.secret, organizationId: ORG });
-  } finally {
-    await setup.stop();
-  }
+  await prepareSyncHome(home, { serverUrl: server.url });
   headless = await launchHeadless({ home, firstRun: 'choose', rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined });
   browser = await launchBrowser();
   page = await browser.newPage({ viewport: { width: 1440, height: 900 }, locale: 'en-GB', acceptDownloads: true });

@@ -185,13 +185,13 @@ export function usePipelineBench(options: Parameters<typeof startEngine>[1]): Pi
  * `retry`. Without `folder`, no pair is added. The webhook listener of a later `run` takes any free
  * port: the default (8787) is one port for every test file running at the same time.
  */
-export async function prepareSyncHome(home: string, options: { serverUrl: string; folder?: string; remoteBasePath?: string }): Promise<void> {
+export async function prepareSyncHome(home: string, options: { serverUrl: string; folder?: string; remoteBasePath?: string; patientName?: string }): Promise<void> {
   const opened = await openSyncHome(home);
   const app = new SyncApp({ home, settings: opened.settings, secrets: opened.secrets, shell: 'headless', version: 'test', webhooks: false });
   try {
     await app.setupRemote({ serverUrl: options.serverUrl, clientId: CLIENT.id, clientSecret: CLIENT.secret, organizationId: ORG });
     await app.updateSettings({ settleMs: 200, webhook: { port: 0 } });
-    if (options.folder) await app.addPair({ folder: options.folder, patientId: PATIENT, remoteBasePath: options.remoteBasePath ?? '/scans' });
+    if (options.folder) await app.addPair({ folder: options.folder, patientId: PATIENT, remoteBasePath: options.remoteBasePath ?? '/scans', ...(options.patientName ? { patientName: options.patientName } : {}) });
   } finally {
     await app.stop();
   }
