@@ -6,12 +6,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ROOT, SERVER_MAIN } from './helpers/processes.js';
+import { freePort, ROOT, SERVER_MAIN } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
@@ -27,17 +26,6 @@ const cleanup: Array<() => Promise<void> | void> = [];
 afterAll(async () => {
   for (const step of cleanup.reverse()) await step();
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address() as net.AddressInfo;
-      probe.close(() => resolve(address.port));
-    });
-  });
-}
 
 /** The built server, as `npm run server` runs it. */
 async function startProcess(dataDir: string, port: number): Promise<ServerProcess> {
