@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkFileName, checkPath, foldKey, visibleName } from './names.js';
+import { checkFileName, checkPath, foldKey, versionFileName, visibleName } from './names.js';
 
 describe('name rules', () => {
   it('refuses bidirectional embedding, override and isolate controls, keeps right-to-left text and marks', () => {
@@ -43,5 +43,15 @@ describe('name rules', () => {
     expect(visibleName('scan\u202Efdp.exe')).toBe('scan⟨U+202E⟩fdp.exe');
     expect(visibleName('tab\there\u0000')).toBe('tab⟨U+0009⟩here⟨U+0000⟩');
     expect(visibleName('Zahnbürste \u05E6.pdf')).toBe('Zahnbürste \u05E6.pdf');
+  });
+});
+
+describe('versionFileName: the name an earlier version is saved under', () => {
+  it('keeps the current version’s name and marks an earlier one before its extension', () => {
+    expect(versionFileName('upper.stl', 3, true)).toBe('upper.stl');
+    expect(versionFileName('upper.stl', 1, false)).toBe('upper (version 1).stl');
+    expect(versionFileName('case.12.lower.ply', 2, false)).toBe('case.12.lower (version 2).ply');
+    expect(versionFileName('README', 4, false)).toBe('README (version 4)');
+    expect(versionFileName('.hidden', 5, false)).toBe('.hidden (version 5)');
   });
 });

@@ -149,3 +149,14 @@ export function fileTypeFromName(fileName: string): string {
 }
 
 export const FILE_TYPE_PATTERN = /^[A-Z0-9]{1,16}$/;
+
+/**
+ * The name an earlier version is saved under, so it is not taken for (or saved over) the current
+ * file: "upper (version 1).stl". The current version keeps the file's own name.
+ */
+export function versionFileName(fileName: string, version: number, current: boolean): string {
+  if (current) return fileName;
+  const dot = fileName.lastIndexOf('.');
+  const [stem, extension] = dot > 0 ? [fileName.slice(0, dot), fileName.slice(dot)] : [fileName, ''];
+  return `${stem} (version ${version})${extension}`;
+}

@@ -96,13 +96,13 @@ async function versionItems(panel: Locator, count: number): Promise<Locator> {
   return items;
 }
 
-async function downloadVersion(panel: Locator, version: number): Promise<Buffer> {
+async function downloadVersion(panel: Locator, version: number): Promise<{ bytes: Buffer; name: string }> {
   const started = page.waitForEvent('download');
   await panel.getByRole('button', { name: `Download version ${version}`, exact: true }).click();
   const download = await started;
   const saved = path.join(downloads, `${version}-${download.suggestedFilename()}`);
   await download.saveAs(saved);
-  return fs.readFileSync(saved);
+  return { bytes: fs.readFileSync(saved), name: download.suggestedFilename() };
 }
 
 beforeAll(async () => {
@@ -160,7 +160,7 @@ describe('versions lost on the server, in the patient browser', () => {
     expect(await earlier.locator('.version-lost-note').innerText()).toBe(`Lost on the server since ${shownAt}. IT can restore it from a backup.`);
     expect(await earlier.getByRole('button').count()).toBe(0);
     expect(await panel.getByRole('button', { name: 'Download version 1' }).count()).toBe(0);
-    expect((await downloadVersion(panel, 2)).equals(scans.upperV2)).toBe(true);
+    expect((await downloadVersion(panel, 2)).bytes.equals(scans.upperV2)).toBe(true);
     await settledScreenshot(page, 'versions-lost-details');
     const violations = await axeViolations(page, 'an earlier version lost, the details open');
 
@@ -204,10 +204,13 @@ describe('versions lost on the server, in the patient browser', () => {
     await expect.poll(() => items.nth(1).getAttribute('data-lost')).toBe('false');
     expect(await panel.locator('.version-lost').count()).toBe(0);
     expect(await panel.innerText()).not.toContain('Lost on the server');
-    expect((await downloadVersion(panel, 1)).equals(scans.upperV1)).toBe(true);
+    const saved = await downloadVersion(panel, 1);
+    expect(saved.bytes.equals(scans.upperV1)).toBe(true);
+    expect(saved.name).toBe('upper (version 1).stl');
     await settledScreenshot(page, 'versions-restored-details');
-    expect(await desktop.saveDocumentVersion(PATIENT, upper.id, 1)).toBe(saveTo('upper.stl'));
-    expect(fs.readFileSync(saveTo('upper.stl')).equals(scans.upperV1)).toBe(true);
+    // An earlier version is offered under a name of its own, not saved over the current file.
+    expect(await desktop.saveDocumentVersion(PATIENT, upper.id, 1)).toBe(saveTo('upper (version 1).stl'));
+    expect(fs.readFileSync(saveTo('upper (version 1).stl')).equals(scans.upperV1)).toBe(true);
     panel = await openDetails('lower.stl');
     items = await versionItems(panel, 1);
     expect(await items.nth(0).getAttribute('data-lost')).toBe('false');
@@ -215,7 +218,7 @@ describe('versions lost on the server, in the patient browser', () => {
     const content = () => panel.evaluate((element) => [...element.querySelectorAll('.details-list dt')].find((term) => term.textContent === 'Content')?.nextElementSibling?.textContent);
     await expect.poll(content, { timeout: 15_000 }).toBe('Uploaded');
     await expect.poll(() => page.locator('.document-row[data-document="lower.stl"]').innerText()).toContain('3 kB');
-    expect((await downloadVersion(panel, 1)).equals(scans.lower)).toBe(true);
+    expect((await downloadVersion(panel, 1)).bytes.equals(scans.lower)).toBe(true);
     expect(await axeViolations(page, 'versions restored')).toEqual([]);
   }, 180_000);
 });

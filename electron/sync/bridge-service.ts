@@ -21,6 +21,7 @@ import type {
 } from '../../shared/bridge.js';
 import { createBridgeCallValidator } from '../../shared/bridge-validation.js';
 import type { DocumentVersionDto, PatientListResponse, SearchBody, SearchResponse } from '../../shared/schemas.js';
+import { versionFileName } from '../../shared/names.js';
 import { BridgeError, toCodedError } from './bridge-error.js';
 import { historyCsv, pairLabels } from './history-csv.js';
 import type { SyncApp } from './sync-app.js';
@@ -160,7 +161,7 @@ export class BridgeService implements BridgeApi {
     if (!found) throw new BridgeError('NOT_FOUND', `document ${documentId} has no version ${version}`, `The server has no version ${version} of this file.`);
     if (found.contentLostAt || !found.storageDownloadUri) throw new BridgeError('NOT_FOUND', `version ${version} of document ${documentId} is marked lost on the server (${found.contentLostAt ?? 'no link'})`, 'Its stored file is lost on the server; IT can restore it from a backup.');
     const document = await api.getDocument(patientId, documentId);
-    const destination = await this.shell.chooseSaveFile(document.fileName);
+    const destination = await this.shell.chooseSaveFile(versionFileName(document.fileName, version, found.current));
     if (destination === null) return null;
     await api.download(found.storageDownloadUri, destination);
     return destination;

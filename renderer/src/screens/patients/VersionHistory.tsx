@@ -4,6 +4,7 @@ import { useBridge, useBridgeQuery } from '../../bridge/context.js';
 import { BridgeError, toBridgeError } from '../../bridge/errors.js';
 import { Icon } from '../../components/Icon.js';
 import { formatBytes, formatDateTime } from '../../format.js';
+import { versionFileName } from '../../../../shared/names.js';
 import { saveBlob } from './download.js';
 
 /**
@@ -49,7 +50,7 @@ export function VersionHistory({ patientId, document, refreshKey, onStale }: { p
       }
       const response = await fetch(version.storageDownloadUri);
       if (!response.ok) throw new BridgeError('NOT_FOUND', `The server answered ${response.status}.`);
-      saveBlob(await response.blob(), fileName);
+      saveBlob(await response.blob(), versionFileName(fileName, version.version, version.current));
     } catch (failure) {
       const error = toBridgeError(failure);
       setNote({ text: `Version ${version.version} cannot be downloaded. ${error.message}${error.code === 'INTERNAL' && error.detail ? ` (${error.detail})` : ''}`, failed: true });
