@@ -33,7 +33,11 @@ function problemLines(problems: ContentProblem[]): string {
 
 function markedBefore(report: VerifyReport): string {
   const count = report.markedLost.length;
-  return count === 0 ? '' : `; ${count} ${count === 1 ? 'file was' : 'files were'} marked lost before and ${count === 1 ? 'is' : 'are'} still not there (${count === 1 ? 'its document waits' : 'their documents wait'} for a new upload)`;
+  if (count === 0) return '';
+  // Missing still, or back with other bytes than recorded (restored from the wrong backup, say): not usable either way.
+  const changed = report.markedLost.filter((problem) => problem.mismatch).length;
+  const state = changed === 0 ? 'still not there' : changed === count ? (count === 1 ? 'back, but not with its recorded bytes' : 'back, but not with their recorded bytes') : 'still missing or not with the recorded bytes';
+  return `; ${count} ${count === 1 ? 'file was' : 'files were'} marked lost before and ${count === 1 ? 'is' : 'are'} ${state} (${count === 1 ? 'its document waits' : 'their documents wait'} for a new upload)`;
 }
 
 /** One line per file marked lost whose stored file is back intact, each saying how to put it back. */

@@ -176,6 +176,8 @@ describe('verify --mark-restored', () => {
     expect(reported.code).toBe(0);
     expect(reported.stdout).toContain(`  document ${stored.id} version 1: marked lost; a file is there again, but it does not match its sha256, so it is not restored`);
     expect(reported.stdout).not.toContain('back intact');
+    // The summary does not call it "still not there": a file is there, with other bytes.
+    expect(reported.stdout.split('\n')[0]).toMatch(/marked lost before and (is back, but not with its recorded bytes|are still missing or not with the recorded bytes) \(/);
     const refused = await admin(['verify', '--mark-restored']);
     expect(refused.code).toBe(0);
     expect(refused.stdout).toMatch(/^nothing to restore: no file marked lost is back intact\n {2}document .* version 1: marked lost; a file is there again, but it does not match its sha256, so it is not restored/);

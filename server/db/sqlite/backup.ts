@@ -31,6 +31,8 @@ export interface ContentProblem {
   problem: string;
   /** The file is there but could not be read (permissions, a disk error): not taken for lost. */
   unreadable?: boolean;
+  /** The file is there, but its size or sha256 is not the recorded one. */
+  mismatch?: boolean;
 }
 
 export interface RestorableFile {
@@ -159,11 +161,11 @@ export async function verifyContent(databaseFile: string, contentRoot: string, o
         // A file marked lost is hashed always: only the very bytes recorded may count as content again.
         const read = options.hashes || lost ? await hashCopy(file, undefined) : { size: (await fsp.stat(file)).size, sha256: row.sha256 };
         if (read.size !== row.file_size) {
-          found.push({ ...where, problem: `the file has ${read.size} of its ${row.file_size} bytes` });
+          found.push({ ...where, problem: `the file has ${read.size} of its ${row.file_size} bytes`, mismatch: true });
           continue;
         }
         if (read.sha256 !== row.sha256) {
-          found.push({ ...where, problem: 'the file does not match its sha256' });
+          found.push({ ...where, problem: 'the file does not match its sha256', mismatch: true });
           continue;
         }
         report.bytes += read.size;
@@ -213,7 +215,7 @@ export async function backupDataDir(options: { databaseFile: string; dataDir: st
         const copied = await hashCopy(objectPath(from, row.content_key), copy);
         if (copied.size !== row.file_size || copied.sha256 !== row.sha256) {
           await fsp.rm(copy, { force: true });
-          found.push({ ...where, problem: copied.size !== row.file_size ? `the file has ${copied.size} of its ${row.file_size} bytes` : 'the file does not match its sha256' });
+          found.push({ ...where, problem: copied.size !== row.file_size ? `the file has ${copied.size} of its ${row.file_size} bytes` : 'the file does not match its sha256', mismatch: true });
           continue;
         }
         report.bytes += copied.size;
