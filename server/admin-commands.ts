@@ -6,13 +6,13 @@ import path from 'node:path';
 import { loadConfig } from './config.js';
 import type { ServerConfig } from './config.js';
 import type { ServerContext } from './context.js';
-import type { Store } from './db/types.js';
+import type { RestorableFile, Store } from './db/types.js';
 import { DirectoryService } from './domain/directory.js';
 import type { KeyStore } from './identity/keys.js';
 import { openStore, sqliteFile } from './open-store.js';
 import { prepareContentFolders, prepareStore } from './prepare-store.js';
 import { waitForWriteLock } from './db/sqlite/write-wait.js';
-import { backupDataDir, verifyContent, type ContentProblem, type RestorableFile, type VerifyReport } from './db/sqlite/backup.js';
+import { backupDataDir, verifyContent, type ContentProblem, type VerifyReport } from './db/sqlite/backup.js';
 import { looksUnmounted, markContentLost, markContentRestored, type MarkRestoredReport } from './domain/lost-content.js';
 import { ContentProblems, InputError, UsageError, type ParsedValues } from './admin-cli-common.js';
 
@@ -34,9 +34,9 @@ function problemLines(problems: ContentProblem[]): string {
 function markedBefore(report: VerifyReport): string {
   const count = report.markedLost.length;
   if (count === 0) return '';
-  // Missing still, or back with other bytes than recorded (restored from the wrong backup, say): not usable either way.
-  const changed = report.markedLost.filter((problem) => problem.mismatch).length;
-  const state = changed === 0 ? 'still not there' : changed === count ? (count === 1 ? 'back, but not with its recorded bytes' : 'back, but not with their recorded bytes') : 'still missing or not with the recorded bytes';
+  // Missing still, or there again but not as recorded (other bytes: restored from the wrong backup, say): not usable either way.
+  const back = notRestorable(report).length;
+  const state = back === 0 ? 'still not there' : back === count ? (count === 1 ? 'back, but not with its recorded bytes' : 'back, but not with their recorded bytes') : 'still missing or not with the recorded bytes';
   return `; ${count} ${count === 1 ? 'file was' : 'files were'} marked lost before and ${count === 1 ? 'is' : 'are'} ${state} (${count === 1 ? 'its document waits' : 'their documents wait'} for a new upload)`;
 }
 
@@ -49,7 +49,7 @@ function restorableLines(files: readonly RestorableFile[]): string {
 
 /** Files marked lost of which a file is there again, but not the one recorded: never restored. */
 function notRestorable(report: VerifyReport): ContentProblem[] {
-  return report.markedLost.filter((problem) => problem.problem !== 'the file is missing');
+  return report.markedLost.filter((problem) => !problem.missing);
 }
 
 function notRestorableLines(problems: readonly ContentProblem[]): string {

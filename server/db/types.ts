@@ -211,6 +211,15 @@ export interface DocumentContentRepository {
   markRestored(restored: RestoredContent, events: OutboxEvent[]): Promise<{ version: boolean; current: boolean }>;
 }
 
+/** A version marked lost whose stored file verify found back intact (its recorded size and sha256). */
+export interface RestorableFile {
+  documentId: string;
+  version: number;
+  key: string;
+  sha256: string;
+  fileSize: number;
+}
+
 export interface RestoredContent {
   documentId: string;
   version: number;

@@ -10,7 +10,7 @@
  * changes nothing.
  */
 import { randomUUID } from 'node:crypto';
-import type { Store } from '../db/types.js';
+import type { RestorableFile, Store } from '../db/types.js';
 import type { DocumentService } from './documents.js';
 import { outboxEvent } from './events.js';
 
@@ -75,14 +75,6 @@ export async function markContentLost(store: Store, documents: DocumentService, 
   return report;
 }
 
-export interface RestoredFile {
-  documentId: string;
-  version: number;
-  key: string;
-  sha256: string;
-  fileSize: number;
-}
-
 export interface MarkRestoredReport {
   /** Versions no longer marked lost now. */
   versions: number;
@@ -93,7 +85,7 @@ export interface MarkRestoredReport {
    * intact earlier version again (the document has a newer one, or was deleted); `unchanged`, no
    * longer marked lost before this run (another run, meanwhile).
    */
-  files: Array<RestoredFile & { outcome: 'current' | 'earlier' | 'unchanged' }>;
+  files: Array<RestorableFile & { outcome: 'current' | 'earlier' | 'unchanged' }>;
 }
 
 /**
@@ -107,7 +99,7 @@ export interface MarkRestoredReport {
  * Like markContentLost: one compare-and-set transaction per document, beside a running server;
  * running it again changes nothing.
  */
-export async function markContentRestored(store: Store, documents: DocumentService, restorable: readonly RestoredFile[], now: () => Date = () => new Date()): Promise<MarkRestoredReport> {
+export async function markContentRestored(store: Store, documents: DocumentService, restorable: readonly RestorableFile[], now: () => Date = () => new Date()): Promise<MarkRestoredReport> {
   const report: MarkRestoredReport = { versions: 0, documents: 0, files: [] };
   const operationId = randomUUID();
   for (const file of restorable) {

@@ -17,6 +17,7 @@ import { pipeline } from 'node:stream/promises';
 import Database from 'better-sqlite3';
 import { PRIVATE_DIR, PRIVATE_FILE } from '../../private-files.js';
 import { BackupTargetError } from './refusals.js';
+import type { RestorableFile } from '../types.js';
 
 /** The database file's name inside a backup (a data directory's default). */
 export const BACKUP_DATABASE = 'patient-docs.sqlite';
@@ -31,16 +32,8 @@ export interface ContentProblem {
   problem: string;
   /** The file is there but could not be read (permissions, a disk error): not taken for lost. */
   unreadable?: boolean;
-  /** The file is there, but its size or sha256 is not the recorded one. */
-  mismatch?: boolean;
-}
-
-export interface RestorableFile {
-  documentId: string;
-  version: number;
-  key: string;
-  sha256: string;
-  fileSize: number;
+  /** The file is not there at all (else it is there, but unreadable or not the recorded bytes). */
+  missing?: boolean;
 }
 
 export interface VerifyReport {
@@ -161,17 +154,17 @@ export async function verifyContent(databaseFile: string, contentRoot: string, o
         // A file marked lost is hashed always: only the very bytes recorded may count as content again.
         const read = options.hashes || lost ? await hashCopy(file, undefined) : { size: (await fsp.stat(file)).size, sha256: row.sha256 };
         if (read.size !== row.file_size) {
-          found.push({ ...where, problem: `the file has ${read.size} of its ${row.file_size} bytes`, mismatch: true });
+          found.push({ ...where, problem: `the file has ${read.size} of its ${row.file_size} bytes` });
           continue;
         }
         if (read.sha256 !== row.sha256) {
-          found.push({ ...where, problem: 'the file does not match its sha256', mismatch: true });
+          found.push({ ...where, problem: 'the file does not match its sha256' });
           continue;
         }
         report.bytes += read.size;
         if (lost) report.restorable.push({ ...where, sha256: row.sha256, fileSize: row.file_size });
       } catch (error) {
-        found.push({ ...where, problem: errorText(error), ...(isMissing(error) ? {} : { unreadable: true }) });
+        found.push({ ...where, problem: errorText(error), ...(isMissing(error) ? { missing: true } : { unreadable: true }) });
       }
     }
   } finally {
@@ -215,14 +208,14 @@ export async function backupDataDir(options: { databaseFile: string; dataDir: st
         const copied = await hashCopy(objectPath(from, row.content_key), copy);
         if (copied.size !== row.file_size || copied.sha256 !== row.sha256) {
           await fsp.rm(copy, { force: true });
-          found.push({ ...where, problem: copied.size !== row.file_size ? `the file has ${copied.size} of its ${row.file_size} bytes` : 'the file does not match its sha256', mismatch: true });
+          found.push({ ...where, problem: copied.size !== row.file_size ? `the file has ${copied.size} of its ${row.file_size} bytes` : 'the file does not match its sha256' });
           continue;
         }
         report.bytes += copied.size;
         if (row.content_lost_at !== null) report.restorable.push({ ...where, sha256: row.sha256, fileSize: row.file_size });
       } catch (error) {
         await fsp.rm(copy, { force: true });
-        found.push({ ...where, problem: errorText(error) });
+        found.push({ ...where, problem: errorText(error), ...(isMissing(error) ? { missing: true } : {}) });
       }
       // Thumbnails are rendered again from the content when missing: copied when there, never a problem.
       if (row.thumbnail_key) await hashCopy(objectPath(from, row.thumbnail_key), objectPath(to, row.thumbnail_key)).catch(() => undefined);
