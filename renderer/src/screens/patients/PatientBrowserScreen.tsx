@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
 import { visibleName } from '../../../../shared/names.js';
+import type { FileView } from '../../../../shared/bridge.js';
 import type { DocumentDto, PatientDto } from '../../../../shared/schemas.js';
 import { SEARCH_DEFAULTS } from '../../../../shared/schemas.js';
 import { useBridge, useBridgeEvent, useBridgeQuery } from '../../bridge/context.js';
@@ -165,9 +166,18 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
 const SYNC_REFRESH_DELAY_MS = 1500;
 
 /**
+ * Whether a file's news changes what the server lists: it was verified there, or the re-check of
+ * synced files found it lost or gone there (failed, or queued to go up again from the folder).
+ */
+function changesTheList(file: FileView): boolean {
+  return file.state === 'synced' || (file.lostAt !== null && (file.state === 'failed' || file.state === 'queued'));
+}
+
+/**
  * The server tells webhook listeners about new documents; a computer without a reachable listener
- * still knows what it uploaded itself: when a file of a folder synced to this patient is verified,
- * the patient's documents are read again (once for a burst of files).
+ * still knows what it uploaded itself, and what the re-check found missing: when a file of a folder
+ * synced to this patient is verified, or found lost on the server, the patient's documents are read
+ * again (once for a burst of files), and so is the open file's details panel.
  */
 function useRefreshOnSync(patientId: string, refresh: () => void): void {
   const pairs = useBridgeQuery((client) => client.listPairs(), []);
@@ -177,7 +187,7 @@ function useRefreshOnSync(patientId: string, refresh: () => void): void {
   }, []);
   useBridgeEvent((event) => {
     if (event.type === 'pairs') pairs.setData(event.pairs);
-    if (event.type !== 'files' || !event.files.some((file) => file.state === 'synced')) return;
+    if (event.type !== 'files' || !event.files.some(changesTheList)) return;
     if (pairs.data?.find((pair) => pair.id === event.pairId)?.patientId !== patientId) return;
     if (timer.current) clearTimeout(timer.current);
     timer.current = setTimeout(() => {

@@ -1,0 +1,92 @@
+/**
+ * A patient's file open in the details panel, while the re-check of synced files finds it lost on
+ * the server — with no webhook to tell the app (no public address set up, as on most workstations).
+ * Real server process and admin CLI, the real headless app and its renderer in Chromium.
+ *
+ * Before, the panel and the list went on saying "Uploaded" with a download button until staff
+ * closed and reopened the file; the card on the Sync screen already said it was lost.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
+import { ADMIN_CLI, ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { launchBrowser } from './helpers/renderer-page.js';
+import { tempDir } from './helpers/server.js';
+import { prepareSyncHome, waitFor, writeFile } from './helpers/sync.js';
+
+const REMOTE = '/details-follow';
+const scratch = tempDir('desk-details-follow');
+const folder = path.join(scratch, 'scans');
+const home = path.join(scratch, 'home');
+let server: ServerProcess;
+let headless: HeadlessApp;
+let browser: Browser;
+let page: Page;
+
+function admin(args: string[]): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: server.dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })));
+}
+
+function fileOf(name: string) {
+  const pairId = headless.app.settings.get('pairs')[0]!.id;
+  return headless.app.engine.fileViews(pairId).find((file) => file.relativePath === name);
+}
+
+beforeAll(async () => {
+  fs.mkdirSync(folder, { recursive: true });
+  server = await startServerProcess();
+  await prepareSyncHome(home, { serverUrl: server.url, folder, remoteBasePath: REMOTE, patientName: 'Jane Roe' });
+  // Synced files are checked again every half second here (a clinic's default: every 4 hours).
+  headless = await launchHeadless({ home, firstRun: 'choose', rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined, engine: { recheckMs: 500 } });
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1440, height: 900 }, locale: 'en-GB' });
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await headless?.stop();
+  await server?.stop();
+  fs.rmSync(scratch, { recursive: true, force: true });
+});
+
+describe('the open details panel follows the re-check', () => {
+  it('a file open in the patient browser turns "Lost on the server" when the re-check finds it lost, without being reopened', async () => {
+    expect((await headless.app.status()).webhook.subscribed).toBe(false);
+    for (const name of ['upper.stl', 'lower.stl']) writeFile(folder, name, Buffer.from(`solid ${name} ${'x'.repeat(3000)}`));
+    await waitFor('both scans to be synced', () => fileOf('upper.stl')?.state === 'synced' && fileOf('lower.stl')?.state === 'synced', 30_000);
+    const lowerId = fileOf('lower.stl')!.documentId!;
+
+    await page.goto(headless.openUrl);
+    await page.locator('article.pair-card').getByRole('button', { name: 'Patient files' }).click();
+    await page.locator(`.tree-label[data-path="${REMOTE}"]`).click();
+    const row = page.locator('.document-row[data-document="lower.stl"]');
+    await expect.poll(() => row.locator('.col-status').innerText(), { timeout: 15_000 }).toContain('Uploaded');
+    await row.click();
+    const panel = page.getByRole('complementary', { name: 'Details of lower.stl' });
+    await panel.getByRole('button', { name: 'Download', exact: true }).waitFor();
+
+    // The scan is moved out of the folder (the list is read again when the app sees that: wait it out)…
+    fs.rmSync(path.join(folder, 'lower.stl'));
+    await waitFor('the app to see the scan gone from the folder', () => headless.app.journal.get(fileOf('lower.stl')!.id)?.deletedLocally, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    // …and later a disk fault on the server takes its stored file.
+    fs.rmSync(path.join(server.dataDir, 'content', 'objects', 'documents', lowerId), { recursive: true });
+    const marked = await admin(['verify', '--mark-lost']);
+    expect(marked.output).toMatch(/^marked 1 of 2 stored files lost/);
+
+    // Nobody touches the page: the re-check's finding reaches the open panel and the list.
+    await panel.getByText('Lost on the server.').waitFor({ timeout: 20_000 });
+    expect(await panel.getByRole('button', { name: 'Download', exact: true }).count()).toBe(0);
+    await expect.poll(() => row.locator('.col-status').innerText(), { timeout: 10_000 }).toContain('Lost on the server');
+    expect(fileOf('lower.stl')).toMatchObject({ state: 'failed', error: { code: 'LOST_ON_SERVER' } });
+    // The other file, still intact, still says so.
+    await expect.poll(() => page.locator('.document-row[data-document="upper.stl"] .col-status').innerText()).toContain('Uploaded');
+  }, 90_000);
+});
