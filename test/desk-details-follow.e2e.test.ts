@@ -6,13 +6,12 @@
  * Before, the panel and the list went on saying "Uploaded" with a download button until staff
  * closed and reopened the file; the card on the Sync screen already said it was lost.
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
-import { ADMIN_CLI, ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { ROOT, runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { launchBrowser } from './helpers/renderer-page.js';
 import { tempDir } from './helpers/server.js';
 import { prepareSyncHome, waitFor, writeFile } from './helpers/sync.js';
@@ -26,12 +25,9 @@ let headless: HeadlessApp;
 let browser: Browser;
 let page: Page;
 
-function admin(args: string[]): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: server.dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })));
+async function admin(args: string[]): Promise<{ code: number | null; output: string }> {
+  const result = await runAdmin(server.dataDir, args);
+  return { code: result.code, output: result.stdout + result.stderr };
 }
 
 function fileOf(name: string) {

@@ -13,14 +13,13 @@
  * "Nothing to try again: the files are already on their way", the engine's own finding was shown as
  * "Server said:", and the history listed raw event names ("queued").
  */
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
 import { GONE_FROM_SERVER_MESSAGE, PLAIN_MESSAGES } from '../shared/bridge-errors.js';
-import { ADMIN_CLI, ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { ROOT, runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { axeViolations, SCREENS, settledScreenshot } from './helpers/axe.js';
 import { launchBrowser } from './helpers/renderer-page.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
@@ -38,12 +37,9 @@ let headless: HeadlessApp;
 let browser: Browser;
 let page: Page;
 
-function admin(args: string[]): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: server.dataDir }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })));
+async function admin(args: string[]): Promise<{ code: number | null; output: string }> {
+  const result = await runAdmin(server.dataDir, args);
+  return { code: result.code, output: result.stdout + result.stderr };
 }
 
 async function deleteOnServer(documentId: string): Promise<void> {
