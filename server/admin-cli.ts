@@ -61,7 +61,8 @@ const USAGE = `Usage: patient-docs-admin <command> [options]
                          entry, newest first (--json: one JSON object per line). TIME is a date
                          (2026-11-21, the server's time zone; --until includes that day) or a
                          date and time (2026-11-21T09:30:00Z). ACTION: list-patients, search,
-                         read, versions, create, upload, download, thumbnail, delete
+                         read, versions, create, upload, download, thumbnail, delete, and
+                         mark-lost, mark-restored (this CLI's verify marks, one per version)
   audit prune --before TIME   remove the entries recorded before TIME (nothing is removed
                          automatically: keep them as long as your country's rules require)
 
