@@ -43,17 +43,19 @@ const USAGE = `Usage: patient-docs-admin <command> [options]
                          honest: a document whose current content is lost no longer has content
                          (no download link, not found by hasContent searches; id, name, path and
                          earlier versions stay), workstations that still have the scan upload it
-                         again, and integrators hear document.lost. Safe while the server runs;
-                         running it again changes nothing. Restore from a backup first if you
-                         can. Refused when the content folder is missing, empty or lacks more
-                         than half of its files (a disk not mounted?) unless --force
+                         again, and integrators hear document.lost; the audit log records each
+                         file marked (mark-lost). Safe while the server runs; running it again
+                         changes nothing. Restore from a backup first if you can. Refused when
+                         the content folder is missing, empty or lacks more than half of its
+                         files (a disk not mounted?) unless --force
   verify [--hashes] --mark-restored
                          files marked lost that are back intact (restored from a backup: size
                          and sha256 as recorded, always hashed; verify lists them) count as
                          content again: a document still at that version has its content, links
                          and hasContent back, and integrators hear document.restored; one with a
-                         newer version keeps it (the restored one is an earlier version again).
-                         Safe while the server runs; running it again changes nothing
+                         newer version keeps it (the restored one is an earlier version again);
+                         the audit log records each file restored (mark-restored). Safe while
+                         the server runs; running it again changes nothing
   audit [--patient UUID] [--document UUID] [--client-id ID] [--organization UUID]
         [--action ACTION] [--outcome allowed|refused|failed] [--since TIME] [--until TIME]
         [--limit N (100, at most 1000)] [--offset N] [--json]
@@ -61,7 +63,8 @@ const USAGE = `Usage: patient-docs-admin <command> [options]
                          entry, newest first (--json: one JSON object per line). TIME is a date
                          (2026-11-21, the server's time zone; --until includes that day) or a
                          date and time (2026-11-21T09:30:00Z). ACTION: list-patients, search,
-                         read, versions, create, upload, download, thumbnail, delete
+                         read, versions, create, upload, download, thumbnail, delete, and
+                         mark-lost, mark-restored (this CLI's verify marks, one per version)
   audit prune --before TIME   remove the entries recorded before TIME (nothing is removed
                          automatically: keep them as long as your country's rules require)
 

@@ -1,7 +1,9 @@
 /**
  * The admin CLI's commands (the entry, admin-cli.ts, loads this module once the flags asked for one).
  */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from './config.js';
 import type { ServerConfig } from './config.js';
@@ -13,7 +15,7 @@ import { openStore, sqliteFile } from './open-store.js';
 import { prepareContentFolders, prepareStore } from './prepare-store.js';
 import { waitForWriteLock } from './db/sqlite/write-wait.js';
 import { backupDataDir, verifyContent, type ContentProblem, type VerifyReport } from './db/sqlite/backup.js';
-import { looksUnmounted, markContentLost, markContentRestored, type MarkRestoredReport } from './domain/lost-content.js';
+import { looksUnmounted, markContentLost, markContentRestored, type MarkRestoredReport, type MarkRun } from './domain/lost-content.js';
 import { ContentProblems, InputError, UsageError, type ParsedValues } from './admin-cli-common.js';
 
 function required(value: string | undefined, flag: string): string {
@@ -86,13 +88,13 @@ const RESTORED_OUTCOME: Record<MarkRestoredReport['files'][number]['outcome'], s
  * `verify --mark-restored`: the files marked lost that verify found back intact count as content
  * again (see domain/lost-content.ts). Returns what was restored, one line per file.
  */
-async function markRestored(report: VerifyReport, waitForLock: () => Promise<void>, openContext: () => Promise<ServerContext>): Promise<string> {
+async function markRestored(report: VerifyReport, run: MarkRun, waitForLock: () => Promise<void>, openContext: () => Promise<ServerContext>): Promise<string> {
   if (report.restorable.length === 0) return 'nothing to restore: no file marked lost is back intact';
   await waitForLock();
   const context = await openContext();
   let restored: MarkRestoredReport;
   try {
-    restored = await markContentRestored(context.store, context.documents, report.restorable);
+    restored = await markContentRestored(context.store, context.documents, report.restorable, run);
   } finally {
     await context.store.close();
   }
@@ -104,7 +106,7 @@ async function markRestored(report: VerifyReport, waitForLock: () => Promise<voi
 }
 
 /** `verify --mark-lost`: the files verify found missing or damaged are marked lost (see domain/lost-content.ts). */
-async function markLost(report: VerifyReport, values: ParsedValues, contentRoot: string, waitForLock: () => Promise<void>, openContext: () => Promise<ServerContext>): Promise<string> {
+async function markLost(report: VerifyReport, values: ParsedValues, contentRoot: string, run: MarkRun, waitForLock: () => Promise<void>, openContext: () => Promise<ServerContext>): Promise<string> {
   if (report.problems.length === 0) return `nothing to mark: ${verified(report, values.hashes === true)}`;
   const folder = path.join(contentRoot, 'objects');
   const refusal = looksUnmounted({ versions: report.versions, problems: report.problems.length, folderHasFiles: report.folderHasFiles, folder });
@@ -116,7 +118,7 @@ async function markLost(report: VerifyReport, values: ParsedValues, contentRoot:
     await waitForLock();
     const context = await openContext();
     try {
-      marked = await markContentLost(context.store, context.documents, lost);
+      marked = await markContentLost(context.store, context.documents, lost, run);
     } finally {
       await context.store.close();
     }
@@ -128,6 +130,19 @@ async function markLost(report: VerifyReport, values: ParsedValues, contentRoot:
     throw new ContentProblems(`${line}\n${unreadable.length} stored files are there but cannot be read, so they were not marked lost; fix their permissions or the disk and run verify again:\n${problemLines(unreadable)}`);
   }
   return line;
+}
+
+/**
+ * Who runs the CLI, by the operating system's account, for the audit entries of its marks (the
+ * data directory's access is the CLI's authority; there is no token to name). Left out when the
+ * system cannot say (a container user without a passwd entry, no USER).
+ */
+function osAccount(): { osUser?: string } {
+  try {
+    return { osUser: os.userInfo().username };
+  } catch {
+    return process.env.USER ? { osUser: process.env.USER } : {};
+  }
 }
 
 /** The flags' schemas and their validator, loaded by the commands that check flags (admin-flag-checks.ts). */
@@ -180,15 +195,17 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
       const report = await verifyContent(file, contentRoot, { hashes: values.hashes === true });
       const lock = () => waitForLock(file, values.wait);
       const openContext = async () => (await import('./context.js')).createContext(config);
+      // One id for the run's audit entries and events, so they can be found together.
+      const run: MarkRun = { id: randomUUID(), operator: { by: 'admin CLI', ...osAccount() } };
       if (values['mark-restored'] !== true) {
         if (values['mark-lost'] !== true) return verified(report, values.hashes === true);
-        return markLost(report, values, contentRoot, lock, openContext);
+        return markLost(report, values, contentRoot, run, lock, openContext);
       }
       // Restoring first: it only gives back content whose bytes are there; a lost mark then starts from it.
-      const restored = await markRestored(report, lock, openContext);
+      const restored = await markRestored(report, run, lock, openContext);
       const after: VerifyReport = { ...report, restorable: [] };
       try {
-        if (values['mark-lost'] === true) return `${restored}\n${await markLost(after, values, contentRoot, lock, openContext)}`;
+        if (values['mark-lost'] === true) return `${restored}\n${await markLost(after, values, contentRoot, run, lock, openContext)}`;
         if (report.problems.length > 0) verified(after, values.hashes === true);
         const damaged = notRestorable(report);
         return damaged.length === 0 ? restored : `${restored}\n${notRestorableLines(damaged)}`;

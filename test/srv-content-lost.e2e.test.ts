@@ -2,15 +2,19 @@
  * After `verify` found stored files missing (a disk fault, a partial restore), IT makes the record
  * honest with `verify --mark-lost`, beside the running server: the document stops claiming content
  * (search, GET, hasContent), keeps everything else, takes a new upload, and integrators hear
- * `document.lost`. A content folder that is not there is refused, not taken for lost scans.
+ * `document.lost`. A content folder that is not there is refused, not taken for lost scans. Each
+ * version marked gets one `mark-lost` entry in the audit log (read with the CLI's `audit` and the
+ * admin API), and a run that changes nothing records nothing.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { looksUnmounted } from '../server/domain/lost-content.js';
 import { outboxEvents, runAdmin, type CliResult, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { PatientFiles } from './helpers/patient-files.js';
+import { ADMIN_TOKEN, ORG, PATIENT } from './helpers/server.js';
 
 let server: ServerProcess;
 let api: PatientFiles;
@@ -26,6 +30,21 @@ afterAll(async () => {
 
 function admin(args: string[]): Promise<CliResult> {
   return runAdmin(server.dataDir, args);
+}
+
+/** The audit log's `mark-lost` entries as the admin CLI lists them (`audit --json`), newest first. */
+async function markLostEntries(documentId?: string): Promise<Array<Record<string, any>>> {
+  const listed = await admin(['audit', '--action', 'mark-lost', ...(documentId ? ['--document', documentId] : []), '--json']);
+  expect(listed.stderr).toBe('');
+  expect(listed.code).toBe(0);
+  return listed.stdout.trim() === '' ? [] : listed.stdout.trim().split('\n').map((line) => JSON.parse(line));
+}
+
+/** The same through the admin API, which a data-protection officer's tool reads. */
+async function auditApi(query: Record<string, string>): Promise<{ entries: Array<Record<string, any>>; total: number }> {
+  const response = await fetch(`${server.url}/admin/v1/audit?${new URLSearchParams(query)}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  expect(response.status).toBe(200);
+  return (await response.json()) as { entries: Array<Record<string, any>>; total: number };
 }
 
 
@@ -62,6 +81,21 @@ describe('verify --mark-lost', () => {
     const events = outboxEvents(server.dataDir, 'document.lost');
     expect(events).toHaveLength(1);
     expect(events[0]!.data).toMatchObject({ document: { id: lost.id, hasContent: false }, version: 1, sha256: lost.sha256, fileSize: 20_001, reason: 'the file is missing' });
+    // The audit log says who declared the patient's file lost, and when: one entry, no client, no HTTP status.
+    const entries = await markLostEntries();
+    expect(entries).toEqual([
+      {
+        id: expect.any(Number), at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T.*Z$/), action: 'mark-lost', outcome: 'allowed', status: 0,
+        organizationId: ORG, clientId: null, patientId: PATIENT, documentId: lost.id, version: 1,
+        requestId: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/), remoteAddress: null,
+        detail: { by: 'admin CLI', osUser: os.userInfo().username, fileSize: 20_001, sha256: lost.sha256, found: 'missing', reason: 'the file is missing', current: true },
+      },
+    ]);
+    const byApi = await auditApi({ action: 'mark-lost', patientId: PATIENT, documentId: lost.id });
+    expect(byApi.total).toBe(1);
+    expect(byApi.entries[0]).toEqual(entries[0]);
+    const line = await admin(['audit', '--action', 'mark-lost', '--patient', PATIENT]);
+    expect(line.stdout).toMatch(new RegExp(`^1 of 1 audit entries, newest first:\n\\S+ {2}ALLOWED {2}mark-lost {2}no client {2}org ${ORG} {2}patient ${PATIENT} {2}document ${lost.id} v1 {2}from - {2}request ${entries[0]!.requestId} {2}— by: admin CLI; `));
 
     // Idempotent, and verify now tells known losses from new ones (exit 0: nothing new is wrong).
     const again = await admin(['verify', '--mark-lost']);
@@ -69,6 +103,7 @@ describe('verify --mark-lost', () => {
     expect(again.stdout).toMatch(/^nothing to mark: all 2 stored files are in place .*; 1 file was marked lost before and is still not there \(its document waits for a new upload\)/);
     expect((await admin(['verify'])).code).toBe(0);
     expect(outboxEvents(server.dataDir, 'document.lost')).toHaveLength(1);
+    expect(await markLostEntries()).toEqual(entries);
     // The nightly backup no longer fails for a loss that is known.
     const target = path.join(server.dataDir, '..', `${path.basename(server.dataDir)}-backup`);
     try {
@@ -109,6 +144,8 @@ describe('verify --mark-lost', () => {
     expect(earlier.stdout).toMatch(/^marked 1 of \d+ stored files lost; 0 documents no longer count as having content/);
     expect(await api.get(v1.id)).toMatchObject({ hasContent: true, version: 2, sha256: v2.body.sha256 });
     expect(outboxEvents(server.dataDir, 'document.lost')).toHaveLength(1);
+    // An earlier version marked is recorded too: the document itself did not change (current false).
+    expect(await markLostEntries(v1.id)).toMatchObject([{ version: 1, patientId: PATIENT, detail: { sha256: v1.sha256, fileSize: 20_003, found: 'missing', current: false } }]);
 
     fs.rmSync(path.join(folder, v2File!));
     expect((await admin(['verify', '--mark-lost'])).code).toBe(0);
@@ -119,6 +156,13 @@ describe('verify --mark-lost', () => {
       { version: 1, current: false, sha256: v1.sha256, fileSize: 20_003 },
     ]);
     expect(outboxEvents(server.dataDir, 'document.lost')).toHaveLength(2);
+    const both = await markLostEntries(v1.id);
+    expect(both).toMatchObject([
+      { version: 2, detail: { sha256: v2.body.sha256, current: true } },
+      { version: 1, detail: { current: false } },
+    ]);
+    // Two runs, two request ids: each run's entries are grouped by its own.
+    expect(both[0]!.requestId).not.toBe(both[1]!.requestId);
   }, 60_000);
 
   it('a file changed in place (same size) is found with --hashes and marked lost with them', async () => {
@@ -137,12 +181,14 @@ describe('verify --mark-lost', () => {
     expect(byHash.code).toBe(0);
     expect(byHash.stdout).toContain(`document ${stored.id} version 1: the file does not match its sha256`);
     expect(await api.get(stored.id)).toMatchObject({ hasContent: false, storageDownloadUri: null });
+    expect(await markLostEntries(stored.id)).toMatchObject([{ detail: { sha256: stored.sha256, fileSize: 20_005, found: 'other bytes', reason: 'the file does not match its sha256', current: true } }]);
   }, 60_000);
 
   it('refuses when the content folder is missing (a disk not mounted), in one line, and changes nothing', async () => {
     const objects = path.join(server.dataDir, 'content', 'objects');
     const aside = `${objects}-unmounted`;
     const before = await api.search({ hasContent: true });
+    const recorded = (await markLostEntries()).length;
     fs.renameSync(objects, aside);
     try {
       const refused = await admin(['verify', '--mark-lost']);
@@ -154,7 +200,16 @@ describe('verify --mark-lost', () => {
     }
     expect((await api.search({ hasContent: true })).total).toBe(before.total);
     expect(outboxEvents(server.dataDir, 'document.lost')).toHaveLength(3);
+    expect(await markLostEntries()).toHaveLength(recorded);
   }, 30_000);
+
+  it('the audit filter of the admin API, as its OpenAPI document describes it, takes both marks', async () => {
+    const openapi = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, any> };
+    const action = (openapi.paths['/admin/v1/audit'].get.parameters as Array<{ name: string; schema: unknown }>).find((parameter) => parameter.name === 'action');
+    expect(JSON.stringify(action?.schema)).toContain('"mark-lost"');
+    expect(JSON.stringify(action?.schema)).toContain('"mark-restored"');
+    expect((await auditApi({ action: 'mark-restored' })).total).toBe(0);
+  });
 
   it('takes more than half of the files gone for a folder only partly there', () => {
     const folder = '/srv/data/content/objects';

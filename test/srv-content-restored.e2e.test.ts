@@ -4,16 +4,18 @@
  * put it back; `verify --mark-restored`, beside the running server, gives the document its content
  * again (GET, search, cached pages, download), writes `document.restored` and delivers it to a
  * subscriber over real HTTPS. A newer version uploaded meanwhile stays current; a file that came
- * back with other bytes is never restored; a second run changes nothing.
+ * back with other bytes is never restored; a second run changes nothing. Each version restored gets
+ * one `mark-restored` entry in the audit log, and a run that changes nothing records nothing.
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { outboxEvents, runAdmin, type CliResult, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { PatientFiles } from './helpers/patient-files.js';
-import { PATIENT } from './helpers/server.js';
+import { ADMIN_TOKEN, ORG, PATIENT } from './helpers/server.js';
 import { waitFor } from './helpers/sync.js';
 import { makeTestCertificates, type TestCertificates } from './helpers/tls.js';
 
@@ -60,6 +62,14 @@ async function downloadSha256(uri: string): Promise<string> {
 
 function admin(args: string[]): Promise<CliResult> {
   return runAdmin(server.dataDir, args);
+}
+
+/** The audit log's entries of one action as the admin CLI lists them (`audit --json`), newest first. */
+async function auditEntries(action: string, documentId?: string): Promise<Array<Record<string, any>>> {
+  const listed = await admin(['audit', '--action', action, ...(documentId ? ['--document', documentId] : []), '--json']);
+  expect(listed.stderr).toBe('');
+  expect(listed.code).toBe(0);
+  return listed.stdout.trim() === '' ? [] : listed.stdout.trim().split('\n').map((line) => JSON.parse(line));
 }
 
 
@@ -123,6 +133,23 @@ describe('verify --mark-restored', () => {
     const delivered = await waitFor('document.restored to be delivered', () => received.find((message) => message.raw.includes(lost.id)));
     expect(delivered.signature).toBe(createHmac('sha512', HMAC).update(delivered.raw).digest('hex'));
     expect(JSON.parse(delivered.raw.toString('utf8'))).toMatchObject({ eventType: 'document.restored', patientId: PATIENT, data: { document: { id: lost.id, hasContent: true }, sha256: lost.sha256 } });
+    // The audit log has the file declared lost, then back: one entry each, by the admin CLI, the run's id as request id.
+    const [lostEntry] = await auditEntries('mark-lost', lost.id);
+    const restoredEntries = await auditEntries('mark-restored');
+    expect(restoredEntries).toEqual([
+      {
+        id: expect.any(Number), at: expect.stringMatching(/Z$/), action: 'mark-restored', outcome: 'allowed', status: 0,
+        organizationId: ORG, clientId: null, patientId: PATIENT, documentId: lost.id, version: 1,
+        requestId: expect.stringMatching(/^[0-9a-f-]{36}$/), remoteAddress: null,
+        detail: { by: 'admin CLI', osUser: os.userInfo().username, fileSize: 30_001, sha256: lost.sha256, current: true },
+      },
+    ]);
+    expect(lostEntry).toMatchObject({ action: 'mark-lost', documentId: lost.id, detail: { current: true } });
+    expect(restoredEntries[0]!.requestId).not.toBe(lostEntry!.requestId);
+    expect(Date.parse(restoredEntries[0]!.at)).toBeGreaterThanOrEqual(Date.parse(lostEntry!.at));
+    const byApi = await fetch(`${server.url}/admin/v1/audit?${new URLSearchParams({ action: 'mark-restored', patientId: PATIENT })}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(byApi.status).toBe(200);
+    expect(await byApi.json()).toMatchObject({ total: 1, entries: [{ id: restoredEntries[0]!.id, documentId: lost.id }] });
 
     const again = await admin(['verify', '--mark-restored']);
     expect(again.code).toBe(0);
@@ -131,6 +158,7 @@ describe('verify --mark-restored', () => {
     expect(plain.code).toBe(0);
     expect(plain.stdout).toMatch(/^all 3 stored files are in place \(90003 bytes, each matching its sha256\); the audit log holds \d+ entries\n$/);
     expect(outboxEvents(server.dataDir, 'document.restored')).toHaveLength(1);
+    expect(await auditEntries('mark-restored')).toEqual(restoredEntries);
     fs.rmSync(aside, { recursive: true, force: true });
   }, 90_000);
 
@@ -158,6 +186,8 @@ describe('verify --mark-restored', () => {
     ]);
     expect(await downloadSha256(history[1].storageDownloadUri)).toBe(v1.sha256);
     expect(outboxEvents(server.dataDir, 'document.restored')).toHaveLength(1);
+    // Recorded as well: an earlier version back, the document itself unchanged.
+    expect(await auditEntries('mark-restored', v1.id)).toMatchObject([{ version: 1, status: 0, clientId: null, detail: { sha256: v1.sha256, fileSize: 30_003, current: false } }]);
     const plain = await admin(['verify']);
     expect(plain.code).toBe(0);
     expect(plain.stdout).not.toContain('marked lost');
@@ -185,6 +215,9 @@ describe('verify --mark-restored', () => {
     expect((await api.search({ id: [stored.id], hasContent: true })).documents[0]).toMatchObject({ hasContent: false, sha256: null });
     expect((await api.search({ path: '/restored', hasContent: true })).documents.map((document) => document.id)).not.toContain(stored.id);
     expect(outboxEvents(server.dataDir, 'document.restored')).toHaveLength(1);
+    // Marked lost (once), never restored: nothing restored is recorded.
+    expect(await auditEntries('mark-lost', stored.id)).toHaveLength(1);
+    expect(await auditEntries('mark-restored', stored.id)).toEqual([]);
   }, 60_000);
 
   it('with new problems besides, restores what is back and still exits 1 naming the rest', async () => {

@@ -2,7 +2,7 @@
  * The audit log's filters, time rules and paging (query.ts holds their schemas), apart from the
  * schemas so the admin CLI's `audit` runs without loading typebox.
  */
-import type { AuditQuery, AuditRepository, StoredAuditEntry } from '../db/types.js';
+import { AUDIT_STATUS_NOT_HTTP, type AuditQuery, type AuditRepository, type StoredAuditEntry } from '../db/types.js';
 import { badRequest } from '../errors.js';
 import type { AuditListQuery } from './query.js';
 
@@ -67,11 +67,13 @@ export async function listAudit(repository: AuditRepository, input: AuditListQue
  * `2026-11-21T09:30:00.123Z  REFUSED 403  download  client scanner-pc-1  org 0b7c…  patient 5f0e…  document 0190… v2  from 10.0.0.7  — reason: …`
  */
 export function auditLine(entry: StoredAuditEntry): string {
+  // A mark of the admin CLI answered no HTTP request and was made by no client: it says neither.
+  const http = entry.status !== AUDIT_STATUS_NOT_HTTP;
   const parts = [
     entry.at,
-    `${entry.outcome.toUpperCase()} ${entry.status}`,
+    http ? `${entry.outcome.toUpperCase()} ${entry.status}` : entry.outcome.toUpperCase(),
     entry.action,
-    `client ${entry.clientId ?? '(unknown)'}`,
+    http || entry.clientId !== null ? `client ${entry.clientId ?? '(unknown)'}` : 'no client',
     `org ${entry.organizationId ?? '-'}`,
     `patient ${entry.patientId ?? '-'}`,
   ];

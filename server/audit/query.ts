@@ -21,7 +21,7 @@ export const AuditListQuery = Type.Object(
     documentId: Type.Optional(Uuid),
     clientId: Type.Optional(ClientId),
     organizationId: Type.Optional(Uuid),
-    action: Type.Optional(literalUnion(AUDIT_ACTIONS as readonly ['list-patients', 'search', 'read', 'versions', 'create', 'upload', 'download', 'thumbnail', 'delete'])),
+    action: Type.Optional(literalUnion(AUDIT_ACTIONS as readonly ['list-patients', 'search', 'read', 'versions', 'create', 'upload', 'download', 'thumbnail', 'delete', 'mark-lost', 'mark-restored'])),
     outcome: Type.Optional(literalUnion(AUDIT_OUTCOMES as readonly ['allowed', 'refused', 'failed'])),
     since: Type.Optional(TimeText),
     until: Type.Optional(TimeText),
@@ -35,17 +35,23 @@ export type AuditListQuery = Static<typeof AuditListQuery>;
 export const AuditEntrySchema = Type.Object({
   id: Type.Integer(),
   at: Type.String({ description: 'server time, ISO 8601 UTC' }),
-  action: Type.String(),
-  outcome: Type.String({ description: 'allowed, refused (4xx) or failed (5xx, or the connection closed before an answer: status 499)' }),
-  status: Type.Integer(),
+  action: Type.String({
+    description:
+      'list-patients, search, read, versions, create, upload, download, thumbnail, delete (HTTP requests); mark-lost, mark-restored (the admin CLI declared a version’s stored file lost, or back intact: `verify --mark-lost`, `verify --mark-restored`)',
+  }),
+  outcome: Type.String({ description: 'allowed, refused (4xx) or failed (5xx, or the connection closed before an answer: status 499); a mark is always allowed (recorded once done)' }),
+  status: Type.Integer({ description: 'the HTTP status answered; 0 for a mark (no HTTP request)' }),
   organizationId: Type.Union([Type.String(), Type.Null()]),
-  clientId: Type.Union([Type.String(), Type.Null()], { description: 'null when unknown (no valid token; a link signed before the audit log)' }),
+  clientId: Type.Union([Type.String(), Type.Null()], { description: 'null when unknown (no valid token; a link signed before the audit log), and for a mark (the admin CLI: `detail.by`, `detail.osUser`)' }),
   patientId: Type.Union([Type.String(), Type.Null()]),
   documentId: Type.Union([Type.String(), Type.Null()]),
   version: Type.Union([Type.Integer(), Type.Null()]),
-  requestId: Type.String(),
+  requestId: Type.String({ description: 'as in the server log; for a mark, the CLI run’s id, shared by its entries and by its webhook events’ operationId' }),
   remoteAddress: Type.Union([Type.String(), Type.Null()]),
-  detail: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+  detail: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()], {
+    description:
+      'a few facts of the access; for a mark: by, osUser (the account that ran the CLI, when known), fileSize and sha256 (as recorded), current (the document itself lost, or has again, this content; false: an earlier version), and for mark-lost found (missing, other bytes) and reason',
+  }),
 });
 
 export const AuditListResponse = Type.Object({

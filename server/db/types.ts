@@ -200,7 +200,7 @@ export interface DocumentContentRepository {
    * when it is still the document's current content (same version and key) the document goes back
    * to having none and `events` are written. Idempotent: `version`/`current` say what changed now.
    */
-  markLost(lost: LostContent, events: OutboxEvent[]): Promise<{ version: boolean; current: boolean }>;
+  markLost(lost: LostContent, events: OutboxEvent[], audit: MarkAudit): Promise<{ version: boolean; current: boolean }>;
   /**
    * Undoes `markLost` once the stored file is back intact (restored from a backup), in one
    * transaction: the version is no longer marked lost, and when it is still the document's version
@@ -208,7 +208,22 @@ export interface DocumentContentRepository {
    * this version's content again and `events` are written. A compare-and-set on the version, key
    * and sha256; idempotent: `version`/`current` say what changed now.
    */
-  markRestored(restored: RestoredContent, events: OutboxEvent[]): Promise<{ version: boolean; current: boolean }>;
+  markRestored(restored: RestoredContent, events: OutboxEvent[], audit: MarkAudit): Promise<{ version: boolean; current: boolean }>;
+}
+
+/**
+ * The audit entry of a mark (`mark-lost`, `mark-restored`), written in the mark's transaction when
+ * it changed something, and only then: a mark never exists without its entry, and a run that
+ * changes nothing writes none. The repository adds the document's patient and organization (also
+ * of a deleted document) and `current` to the detail: whether the mark changed the document itself
+ * (it lost, or has again, this content) or only an earlier version.
+ */
+export interface MarkAudit {
+  at: string;
+  /** The CLI run's id, shared by its entries and its events' operationId. */
+  requestId: string;
+  /** What the mark was about (the file's recorded size and sha256, what was found, who ran it); never secrets. */
+  detail: Record<string, unknown>;
 }
 
 /** A version marked lost whose stored file verify found back intact (its recorded size and sha256). */
@@ -397,10 +412,21 @@ export interface WebhookRepository {
  * a placeholder; `upload` content (one-shot, or a resumable upload when it completes);
  * `download` and `thumbnail` go through signed links; `delete` removes a document from search.
  */
-/** `list-patients`: GET /v1/patients, which shows who is a patient of the clinic (names), no files. */
-export type AuditAction = 'list-patients' | 'search' | 'read' | 'versions' | 'create' | 'upload' | 'download' | 'thumbnail' | 'delete';
-export const AUDIT_ACTIONS: readonly AuditAction[] = ['list-patients', 'search', 'read', 'versions', 'create', 'upload', 'download', 'thumbnail', 'delete'];
-/** allowed: answered 1xx–3xx; refused: 4xx (the request was not granted); failed: 5xx, or the connection closed before the answer. */
+/**
+ * `list-patients`: GET /v1/patients, which shows who is a patient of the clinic (names), no files.
+ * `mark-lost` and `mark-restored` are not HTTP requests: IT's admin CLI (`verify --mark-lost`,
+ * `verify --mark-restored`) declared a version's stored file lost, or back intact, which changes
+ * what the patient's documents say. One entry per version marked, written in the mark's own
+ * transaction (DocumentContentRepository.markLost/markRestored).
+ */
+export type AuditAction = 'list-patients' | 'search' | 'read' | 'versions' | 'create' | 'upload' | 'download' | 'thumbnail' | 'delete' | 'mark-lost' | 'mark-restored';
+export const AUDIT_ACTIONS: readonly AuditAction[] = ['list-patients', 'search', 'read', 'versions', 'create', 'upload', 'download', 'thumbnail', 'delete', 'mark-lost', 'mark-restored'];
+/**
+ * The status of an entry no HTTP request made (the admin CLI's marks): there was no answer to
+ * record, and 0 is no HTTP status, so it is never taken for one (the column is NOT NULL).
+ */
+export const AUDIT_STATUS_NOT_HTTP = 0;
+/** allowed: answered 1xx–3xx (and an admin CLI mark, which is only recorded once done); refused: 4xx (the request was not granted); failed: 5xx, or the connection closed before the answer. */
 export type AuditOutcome = 'allowed' | 'refused' | 'failed';
 export const AUDIT_OUTCOMES: readonly AuditOutcome[] = ['allowed', 'refused', 'failed'];
 
@@ -409,10 +435,10 @@ export interface AuditEntryRecord {
   at: string;
   action: AuditAction;
   outcome: AuditOutcome;
-  /** The HTTP status answered; 499 when the client closed the connection before an answer. */
+  /** The HTTP status answered; 499 when the client closed the connection before an answer; 0 (AUDIT_STATUS_NOT_HTTP) for the admin CLI's marks. */
   status: number;
   organizationId: string | null;
-  /** The client whose token (or, for signed links, to whom the link was handed) made the request; null when unknown. */
+  /** The client whose token (or, for signed links, to whom the link was handed) made the request; null when unknown, and for the admin CLI's marks (no client: `detail.by` says who). */
   clientId: string | null;
   patientId: string | null;
   documentId: string | null;

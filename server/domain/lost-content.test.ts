@@ -101,7 +101,7 @@ describe('files marked lost that come back', () => {
     fs.writeFileSync(scan.file, scan.bytes);
     const { restorable } = await verifyContent(databaseFile, contentRoot, { hashes: false });
 
-    const first = await markContentRestored(store, documents, restorable, () => new Date('2026-11-22T10:00:00.000Z'));
+    const first = await markContentRestored(store, documents, restorable, { now: () => new Date('2026-11-22T10:00:00.000Z') });
     expect(first).toMatchObject({ versions: 1, documents: 1, files: [{ documentId: scan.document.id, outcome: 'current' }] });
     expect(events(store, 'document.restored')).toEqual([
       {
@@ -116,6 +116,38 @@ describe('files marked lost that come back', () => {
     expect(await markContentRestored(store, documents, restorable)).toMatchObject({ versions: 0, documents: 0, files: [{ outcome: 'unchanged' }] });
     expect(events(store, 'document.restored')).toHaveLength(1);
     expect((await verifyContent(databaseFile, contentRoot, { hashes: true })).restorable).toEqual([]);
+    await store.close();
+  });
+
+  it('each version marked gets an audit entry naming the run (as its events do), who marked, and the file as recorded', async () => {
+    const { databaseFile, contentRoot, store, documents, stored } = await setup();
+    const gone = await stored('gone.stl');
+    const changed = await stored('changed.stl');
+    await stored('kept.stl');
+    fs.rmSync(gone.file);
+    fs.writeFileSync(changed.file, randomBytes(1000));
+    const run = { id: randomUUID(), operator: { by: 'admin CLI', osUser: 'it-admin' }, now: () => new Date('2026-11-22T11:00:00.000Z') };
+    await markContentLost(store, documents, (await verifyContent(databaseFile, contentRoot, { hashes: true })).problems, run);
+    const lost = (await store.audit.search({ action: 'mark-lost', offset: 0, limit: 10 })).rows;
+    expect(lost.map((entry) => entry.documentId).sort()).toEqual([gone.document.id, changed.document.id].sort());
+    const entryOf = (id: string) => lost.find((entry) => entry.documentId === id)!;
+    expect(entryOf(gone.document.id)).toMatchObject({
+      at: '2026-11-22T11:00:00.000Z', outcome: 'allowed', status: 0, clientId: null, patientId: PATIENT, organizationId: 'org', version: 1, requestId: run.id, remoteAddress: null,
+      detail: { by: 'admin CLI', osUser: 'it-admin', fileSize: 1000, sha256: gone.sha256, found: 'missing', reason: 'the file is missing', current: true },
+    });
+    expect(entryOf(changed.document.id).detail).toMatchObject({ sha256: changed.sha256, found: 'other bytes', reason: 'the file does not match its sha256' });
+    expect(store.db.prepare("SELECT DISTINCT operation_id FROM outbox_events WHERE event_type = 'document.lost'").pluck().all()).toEqual([run.id]);
+
+    fs.writeFileSync(gone.file, gone.bytes);
+    const { restorable } = await verifyContent(databaseFile, contentRoot, { hashes: false });
+    await markContentRestored(store, documents, restorable, run);
+    expect((await store.audit.search({ action: 'mark-restored', offset: 0, limit: 10 })).rows).toMatchObject([
+      { documentId: gone.document.id, version: 1, status: 0, clientId: null, patientId: PATIENT, requestId: run.id, detail: { by: 'admin CLI', osUser: 'it-admin', fileSize: 1000, sha256: gone.sha256, current: true } },
+    ]);
+    // Nothing changes the second time, and nothing more is recorded.
+    await markContentLost(store, documents, (await verifyContent(databaseFile, contentRoot, { hashes: true })).problems);
+    await markContentRestored(store, documents, restorable);
+    expect(await store.audit.count()).toBe(3);
     await store.close();
   });
 });

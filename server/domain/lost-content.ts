@@ -7,7 +7,8 @@
  *
  * One transaction per document, each a compare-and-set on the version and storage key, so it runs
  * beside a server taking uploads: a version uploaded meanwhile is never touched. Running it again
- * changes nothing.
+ * changes nothing. Each version marked gets its audit entry (`mark-lost`, `mark-restored`) in the
+ * same transaction: a data-protection officer sees who declared a patient's file lost or back, and when.
  */
 import { randomUUID } from 'node:crypto';
 import type { RestorableFile, Store } from '../db/types.js';
@@ -19,7 +20,20 @@ export interface LostFile {
   version: number;
   key: string;
   problem: string;
+  /** The file is not there at all (else it is there with other bytes). */
+  missing?: boolean;
 }
+
+/** One run of a mark (`verify --mark-lost` or `--mark-restored`). */
+export interface MarkRun {
+  /** Shared by the run's audit entries (their requestId) and events (their operationId); a new UUID when left out. */
+  id?: string;
+  /** Who marked, as the audit entries' detail names them: `by` and, when known, the operating-system account. */
+  operator?: { by: string; osUser?: string };
+  now?: () => Date;
+}
+
+const ADMIN_CLI = { by: 'admin CLI' };
 
 export interface MarkLostReport {
   /** Versions marked lost now. */
@@ -44,12 +58,14 @@ export function looksUnmounted(input: { versions: number; problems: number; fold
   return null;
 }
 
-export async function markContentLost(store: Store, documents: DocumentService, lost: readonly LostFile[], now: () => Date = () => new Date()): Promise<MarkLostReport> {
+export async function markContentLost(store: Store, documents: DocumentService, lost: readonly LostFile[], run: MarkRun = {}): Promise<MarkLostReport> {
   const report: MarkLostReport = { versions: 0, documents: 0 };
-  const operationId = randomUUID();
+  const operationId = run.id ?? randomUUID();
+  const now = run.now ?? (() => new Date());
   for (const file of lost) {
     const at = now().toISOString();
     const document = await store.content.find(file.documentId);
+    const recorded = await store.content.version(file.documentId, file.version);
     const events =
       document && document.hasContent && document.version === file.version && document.contentKey === file.key
         ? [
@@ -68,7 +84,18 @@ export async function markContentLost(store: Store, documents: DocumentService, 
             }),
           ]
         : [];
-    const changed = await store.content.markLost({ documentId: file.documentId, version: file.version, contentKey: file.key, at, reason: file.problem }, events);
+    const audit = {
+      at,
+      requestId: operationId,
+      detail: {
+        ...(run.operator ?? ADMIN_CLI),
+        fileSize: recorded?.fileSize ?? null,
+        sha256: recorded?.sha256 ?? null,
+        found: file.missing === true ? 'missing' : 'other bytes',
+        reason: file.problem,
+      },
+    };
+    const changed = await store.content.markLost({ documentId: file.documentId, version: file.version, contentKey: file.key, at, reason: file.problem }, events, audit);
     if (changed.version) report.versions += 1;
     if (changed.current) report.documents += 1;
   }
@@ -99,9 +126,10 @@ export interface MarkRestoredReport {
  * Like markContentLost: one compare-and-set transaction per document, beside a running server;
  * running it again changes nothing.
  */
-export async function markContentRestored(store: Store, documents: DocumentService, restorable: readonly RestorableFile[], now: () => Date = () => new Date()): Promise<MarkRestoredReport> {
+export async function markContentRestored(store: Store, documents: DocumentService, restorable: readonly RestorableFile[], run: MarkRun = {}): Promise<MarkRestoredReport> {
   const report: MarkRestoredReport = { versions: 0, documents: 0, files: [] };
-  const operationId = randomUUID();
+  const operationId = run.id ?? randomUUID();
+  const now = run.now ?? (() => new Date());
   for (const file of restorable) {
     const at = now().toISOString();
     const document = await store.content.find(file.documentId);
@@ -123,7 +151,8 @@ export async function markContentRestored(store: Store, documents: DocumentServi
             }),
           ]
         : [];
-    const changed = await store.content.markRestored({ documentId: file.documentId, version: file.version, contentKey: file.key, sha256: file.sha256 }, events);
+    const audit = { at, requestId: operationId, detail: { ...(run.operator ?? ADMIN_CLI), fileSize: file.fileSize, sha256: file.sha256 } };
+    const changed = await store.content.markRestored({ documentId: file.documentId, version: file.version, contentKey: file.key, sha256: file.sha256 }, events, audit);
     if (changed.version) report.versions += 1;
     if (changed.current) report.documents += 1;
     report.files.push({ ...file, outcome: changed.current ? 'current' : changed.version ? 'earlier' : 'unchanged' });

@@ -63,26 +63,29 @@ export class SqliteAudit implements AuditRepository {
       `INSERT INTO audit_log (at, action, outcome, status, organization_id, client_id, patient_id, document_id, version, request_id, remote_address, detail)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
-    this.appendAll = db.transaction((entries: readonly AuditEntryRecord[]) => {
-      for (const entry of entries) {
-        this.insert.run(
-          entry.at,
-          entry.action,
-          entry.outcome,
-          entry.status,
-          entry.organizationId,
-          entry.clientId,
-          entry.patientId,
-          entry.documentId,
-          entry.version,
-          entry.requestId,
-          entry.remoteAddress,
-          entry.detail === null ? null : JSON.stringify(entry.detail),
-        );
-      }
-    });
+    this.appendAll = db.transaction((entries: readonly AuditEntryRecord[]) => this.appendInTransaction(entries));
     this.pruneBatch = db.prepare('DELETE FROM audit_log WHERE id IN (SELECT id FROM audit_log WHERE at < ? ORDER BY at LIMIT +?)');
     this.countAll = db.prepare('SELECT count(*) FROM audit_log').pluck();
+  }
+
+  /** Call only inside the transaction of the change the entries record (the admin CLI's marks). */
+  appendInTransaction(entries: readonly AuditEntryRecord[]): void {
+    for (const entry of entries) {
+      this.insert.run(
+        entry.at,
+        entry.action,
+        entry.outcome,
+        entry.status,
+        entry.organizationId,
+        entry.clientId,
+        entry.patientId,
+        entry.documentId,
+        entry.version,
+        entry.requestId,
+        entry.remoteAddress,
+        entry.detail === null ? null : JSON.stringify(entry.detail),
+      );
+    }
   }
 
   async append(entries: readonly AuditEntryRecord[]): Promise<void> {

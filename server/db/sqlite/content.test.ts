@@ -25,6 +25,8 @@ function version(documentId: string, number: number): DocumentVersionRecord {
   };
 }
 
+/** The audit entry's part the domain gives (lost-content.ts); the repository adds the rest. */
+const mark = { at: '2026-11-22T10:00:00.000Z', requestId: 'run-1', detail: { by: 'test' } };
 const lostEvent = (): OutboxEvent => ({ id: randomUUID(), eventType: 'document.lost', patientId: PATIENT, organizationId: 'org', operationId: 'op', occurredAt: 'x', data: {} });
 const lostEvents = (store: SqliteStore) => store.db.prepare("SELECT COUNT(*) FROM outbox_events WHERE event_type = 'document.lost'").pluck().get();
 
@@ -36,13 +38,13 @@ describe('SqliteDocumentContent.markLost', () => {
     const before = await store.documents.get(PATIENT, document.id);
     const lost = { documentId: document.id, version: 1, contentKey: version(document.id, 1).contentKey, at: 'now', reason: 'the file is missing' };
 
-    expect(await store.content.markLost(lost, [lostEvent()])).toEqual({ version: true, current: true });
+    expect(await store.content.markLost(lost, [lostEvent()], mark)).toEqual({ version: true, current: true });
     expect(await store.documents.get(PATIENT, document.id)).toMatchObject({ hasContent: false, fileSize: null, sha256: null, contentKey: null, version: 1, fileName: 'jaw.stl', path: '/scans', lastModifiedAt: before!.lastModifiedAt });
     expect(await store.documents.changeCounter(PATIENT)).toBeGreaterThan(counter);
     expect((await store.documents.search({ patientId: PATIENT, hasContent: true, sortBy: 'lastModifiedAt', sortDirection: 'DESC', offset: 0, limit: 10 })).total).toBe(0);
     expect(lostEvents(store)).toBe(1);
 
-    expect(await store.content.markLost(lost, [lostEvent()])).toEqual({ version: false, current: false });
+    expect(await store.content.markLost(lost, [lostEvent()], mark)).toEqual({ version: false, current: false });
     expect(lostEvents(store)).toBe(1);
     // The next upload is version 2, as if the document were a placeholder.
     expect(await store.content.commitVersion(version(document.id, 2), 1, [])).toBe(true);
@@ -54,7 +56,7 @@ describe('SqliteDocumentContent.markLost', () => {
     await store.content.commitVersion(version(document.id, 1), 0, []);
     // verify saw version 1 missing; before the mark, the clinic uploaded version 2.
     await store.content.commitVersion(version(document.id, 2), 1, []);
-    const changed = await store.content.markLost({ documentId: document.id, version: 1, contentKey: version(document.id, 1).contentKey, at: 'now', reason: 'the file is missing' }, [lostEvent()]);
+    const changed = await store.content.markLost({ documentId: document.id, version: 1, contentKey: version(document.id, 1).contentKey, at: 'now', reason: 'the file is missing' }, [lostEvent()], mark);
     expect(changed).toEqual({ version: true, current: false });
     expect(await store.documents.get(PATIENT, document.id)).toMatchObject({ hasContent: true, version: 2 });
     expect(lostEvents(store)).toBe(0);
@@ -76,11 +78,11 @@ describe('SqliteDocumentContent.markRestored', () => {
     const before = await store.documents.get(PATIENT, document.id);
     const restored = { documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: v1.sha256 };
     // Not marked lost: nothing to undo.
-    expect(await store.content.markRestored(restored, [restoredEvent()])).toEqual({ version: false, current: false });
-    await store.content.markLost({ ...restored, at: 'now', reason: 'the file is missing' }, []);
+    expect(await store.content.markRestored(restored, [restoredEvent()], mark)).toEqual({ version: false, current: false });
+    await store.content.markLost({ ...restored, at: 'now', reason: 'the file is missing' }, [], mark);
     const counter = await store.documents.changeCounter(PATIENT);
 
-    expect(await store.content.markRestored(restored, [restoredEvent()])).toEqual({ version: true, current: true });
+    expect(await store.content.markRestored(restored, [restoredEvent()], mark)).toEqual({ version: true, current: true });
     expect(await store.documents.get(PATIENT, document.id)).toEqual(before);
     expect(lostAt(store, document.id, 1)).toBeNull();
     expect(await store.documents.changeCounter(PATIENT)).toBeGreaterThan(counter);
@@ -88,7 +90,7 @@ describe('SqliteDocumentContent.markRestored', () => {
     expect(restoredEvents(store)).toBe(1);
 
     const again = await store.documents.changeCounter(PATIENT);
-    expect(await store.content.markRestored(restored, [restoredEvent()])).toEqual({ version: false, current: false });
+    expect(await store.content.markRestored(restored, [restoredEvent()], mark)).toEqual({ version: false, current: false });
     expect(await store.documents.changeCounter(PATIENT)).toBe(again);
     expect(restoredEvents(store)).toBe(1);
     // The next upload replaces it as any content: If-Match on its sha256, version 2.
@@ -99,11 +101,11 @@ describe('SqliteDocumentContent.markRestored', () => {
     const { store, document } = await storeWithDocument();
     const v1 = version(document.id, 1);
     await store.content.commitVersion(v1, 0, []);
-    await store.content.markLost({ documentId: document.id, version: 1, contentKey: v1.contentKey, at: 'now', reason: 'the file is missing' }, []);
+    await store.content.markLost({ documentId: document.id, version: 1, contentKey: v1.contentKey, at: 'now', reason: 'the file is missing' }, [], mark);
     await store.content.commitVersion(version(document.id, 2), 1, []);
     const current = await store.documents.get(PATIENT, document.id);
 
-    expect(await store.content.markRestored({ documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: v1.sha256 }, [restoredEvent()])).toEqual({ version: true, current: false });
+    expect(await store.content.markRestored({ documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: v1.sha256 }, [restoredEvent()], mark)).toEqual({ version: true, current: false });
     expect(await store.documents.get(PATIENT, document.id)).toEqual(current);
     expect(lostAt(store, document.id, 1)).toBeNull();
     expect(restoredEvents(store)).toBe(0);
@@ -113,14 +115,14 @@ describe('SqliteDocumentContent.markRestored', () => {
     const { store, document } = await storeWithDocument();
     const v1 = version(document.id, 1);
     await store.content.commitVersion(v1, 0, []);
-    await store.content.markLost({ documentId: document.id, version: 1, contentKey: v1.contentKey, at: 'now', reason: 'the file is missing' }, []);
+    await store.content.markLost({ documentId: document.id, version: 1, contentKey: v1.contentKey, at: 'now', reason: 'the file is missing' }, [], mark);
 
-    expect(await store.content.markRestored({ documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: 'f'.repeat(64) }, [restoredEvent()])).toEqual({ version: false, current: false });
-    expect(await store.content.markRestored({ documentId: document.id, version: 1, contentKey: 'documents/other', sha256: v1.sha256 }, [restoredEvent()])).toEqual({ version: false, current: false });
+    expect(await store.content.markRestored({ documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: 'f'.repeat(64) }, [restoredEvent()], mark)).toEqual({ version: false, current: false });
+    expect(await store.content.markRestored({ documentId: document.id, version: 1, contentKey: 'documents/other', sha256: v1.sha256 }, [restoredEvent()], mark)).toEqual({ version: false, current: false });
     expect(lostAt(store, document.id, 1)).toBe('now');
 
     expect(await store.content.remove(PATIENT, document.id, { at: 'later', by: 'test' }, [])).toBe(true);
-    expect(await store.content.markRestored({ documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: v1.sha256 }, [restoredEvent()])).toEqual({ version: true, current: false });
+    expect(await store.content.markRestored({ documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: v1.sha256 }, [restoredEvent()], mark)).toEqual({ version: true, current: false });
     expect(await store.content.find(document.id)).toBeUndefined();
     expect(restoredEvents(store)).toBe(0);
   });
@@ -130,8 +132,69 @@ describe('SqliteDocumentContent.markRestored', () => {
     const v1 = version(document.id, 1);
     await store.content.commitVersion(v1, 0, []);
     await store.content.setThumbnail(document.id, 1, { status: 'failed', key: null, error: 'not a mesh' });
-    await store.content.markLost({ documentId: document.id, version: 1, contentKey: v1.contentKey, at: 'now', reason: 'the file is missing' }, []);
-    await store.content.markRestored({ documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: v1.sha256 }, []);
+    await store.content.markLost({ documentId: document.id, version: 1, contentKey: v1.contentKey, at: 'now', reason: 'the file is missing' }, [], mark);
+    await store.content.markRestored({ documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: v1.sha256 }, [], mark);
     expect(await store.content.find(document.id)).toMatchObject({ hasContent: true, thumbnailKey: NO_THUMBNAIL, contentType: 'model/stl', fileSize: 101 });
+  });
+});
+
+const auditEntries = async (store: SqliteStore) => (await store.audit.search({ offset: 0, limit: 100 })).rows;
+
+describe('the audit entries of the marks', () => {
+  it('markLost and markRestored write one entry each with the document’s patient and organization, none when nothing changed', async () => {
+    const { store, document } = await storeWithDocument();
+    const v1 = version(document.id, 1);
+    await store.content.commitVersion(v1, 0, []);
+    const lost = { documentId: document.id, version: 1, contentKey: v1.contentKey, at: mark.at, reason: 'the file is missing' };
+    const lostMark = { ...mark, detail: { by: 'admin CLI', found: 'missing' } };
+    await store.content.markLost(lost, [lostEvent()], lostMark);
+    await store.content.markLost(lost, [lostEvent()], lostMark);
+    expect(await auditEntries(store)).toEqual([
+      {
+        id: expect.any(Number), at: mark.at, action: 'mark-lost', outcome: 'allowed', status: 0, organizationId: 'org', clientId: null, patientId: PATIENT,
+        documentId: document.id, version: 1, requestId: 'run-1', remoteAddress: null, detail: { by: 'admin CLI', found: 'missing', current: true },
+      },
+    ]);
+
+    const restored = { documentId: document.id, version: 1, contentKey: v1.contentKey, sha256: v1.sha256 };
+    // Other bytes than recorded: not restored, not recorded.
+    await store.content.markRestored({ ...restored, sha256: 'f'.repeat(64) }, [], { ...mark, requestId: 'run-2' });
+    await store.content.markRestored(restored, [restoredEvent()], { ...mark, requestId: 'run-3' });
+    await store.content.markRestored(restored, [restoredEvent()], { ...mark, requestId: 'run-4' });
+    const entries = await auditEntries(store);
+    expect(entries.map((entry) => [entry.action, entry.requestId, entry.detail?.current])).toEqual([
+      ['mark-restored', 'run-3', true],
+      ['mark-lost', 'run-1', true],
+    ]);
+    expect(await store.audit.search({ action: 'mark-restored', patientId: PATIENT, offset: 0, limit: 10 })).toMatchObject({ total: 1 });
+  });
+
+  it('an earlier version, and a deleted document’s, are recorded with current false and the document’s patient', async () => {
+    const { store, document } = await storeWithDocument();
+    const v1 = version(document.id, 1);
+    await store.content.commitVersion(v1, 0, []);
+    await store.content.commitVersion(version(document.id, 2), 1, []);
+    await store.content.remove(PATIENT, document.id, { at: 'later', by: 'test' }, []);
+    await store.content.markLost({ documentId: document.id, version: 1, contentKey: v1.contentKey, at: mark.at, reason: 'the file is missing' }, [], mark);
+    expect(await auditEntries(store)).toMatchObject([{ action: 'mark-lost', patientId: PATIENT, organizationId: 'org', documentId: document.id, version: 1, detail: { current: false } }]);
+  });
+
+  it('a mark whose entry cannot be written is not made (same transaction), and prune removes mark entries like others', async () => {
+    const { store, document } = await storeWithDocument();
+    const v1 = version(document.id, 1);
+    await store.content.commitVersion(v1, 0, []);
+    const lost = { documentId: document.id, version: 1, contentKey: v1.contentKey, at: mark.at, reason: 'the file is missing' };
+    store.db.exec("CREATE TEMP TRIGGER refuse_audit BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'audit log refused'); END");
+    await expect(store.content.markLost(lost, [lostEvent()], mark)).rejects.toThrow(/audit log refused/);
+    expect(lostAt(store, document.id, 1)).toBeNull();
+    expect(await store.content.find(document.id)).toMatchObject({ hasContent: true, version: 1 });
+    expect(lostEvents(store)).toBe(0);
+    store.db.exec('DROP TRIGGER refuse_audit');
+
+    expect(await store.content.markLost(lost, [lostEvent()], mark)).toEqual({ version: true, current: true });
+    expect(await store.audit.count()).toBe(1);
+    expect(await store.audit.prune('2026-11-22T10:00:00.000Z')).toBe(0);
+    expect(await store.audit.prune('2026-11-22T10:00:00.001Z')).toBe(1);
+    expect(await store.audit.count()).toBe(0);
   });
 });

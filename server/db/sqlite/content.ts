@@ -4,7 +4,20 @@
  * transaction; the version commit is a compare-and-set on the document's version, so two uploads
  * racing past every other check still cannot both win.
  */
-import { NO_THUMBNAIL, type DocumentContentRepository, type DocumentRecord, type DocumentVersionRecord, type LostContent, type OutboxEvent, type RestoredContent, type ThumbnailStatus } from '../types.js';
+import {
+  AUDIT_STATUS_NOT_HTTP,
+  NO_THUMBNAIL,
+  type AuditAction,
+  type DocumentContentRepository,
+  type DocumentRecord,
+  type DocumentVersionRecord,
+  type LostContent,
+  type MarkAudit,
+  type OutboxEvent,
+  type RestoredContent,
+  type ThumbnailStatus,
+} from '../types.js';
+import type { SqliteAudit } from './audit.js';
 import type { SqliteDatabase } from './database.js';
 import { DOCUMENT_COLUMNS, documentFromColumns } from './documents.js';
 import type { Migration } from './migrations.js';
@@ -92,6 +105,7 @@ export class SqliteDocumentContent implements DocumentContentRepository {
   constructor(
     private readonly db: SqliteDatabase,
     private readonly outbox: SqliteOutbox,
+    private readonly audit: SqliteAudit,
   ) {
     this.statements = {
       find: db.prepare(`SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = ? AND deleted_at IS NULL`).raw(),
@@ -115,6 +129,8 @@ export class SqliteDocumentContent implements DocumentContentRepository {
       setDocumentThumbnail: db.prepare('UPDATE documents SET thumbnail_key = @key WHERE id = @documentId AND version = @version'),
       pending: db.prepare(`SELECT * FROM document_versions WHERE thumbnail_status = 'pending' ORDER BY uploaded_at LIMIT +?`),
       remove: db.prepare('UPDATE documents SET deleted_at = @at, deleted_by = @by WHERE id = @id AND patient_id = @patientId AND deleted_at IS NULL'),
+      // Also a deleted document's: its versions (and their marks) stay, and so does whose they are.
+      owner: db.prepare('SELECT patient_id, organization_id FROM documents WHERE id = ?'),
       keyInUse: db.prepare('SELECT 1 FROM document_versions WHERE content_key = @key OR thumbnail_key = @key LIMIT 1'),
       markVersionLost: db.prepare(
         `UPDATE document_versions SET content_lost_at = @at, content_lost_reason = @reason
@@ -197,27 +213,50 @@ export class SqliteDocumentContent implements DocumentContentRepository {
       .immediate();
   }
 
-  async markLost(lost: LostContent, events: OutboxEvent[]): Promise<{ version: boolean; current: boolean }> {
+  async markLost(lost: LostContent, events: OutboxEvent[], audit: MarkAudit): Promise<{ version: boolean; current: boolean }> {
     return this.db
       .transaction(() => {
         const version = this.statements.markVersionLost.run(lost).changes > 0;
         const current = this.statements.unsetCurrent.run(lost).changes > 0;
         if (current) this.outbox.appendInTransaction(events);
+        if (version || current) this.recordMark('mark-lost', lost, current, audit);
         return { version, current };
       })
       .immediate();
   }
 
-  async markRestored(restored: RestoredContent, events: OutboxEvent[]): Promise<{ version: boolean; current: boolean }> {
+  async markRestored(restored: RestoredContent, events: OutboxEvent[], audit: MarkAudit): Promise<{ version: boolean; current: boolean }> {
     return this.db
       .transaction(() => {
         const version = this.statements.markVersionRestored.run(restored).changes > 0;
         // Only what this call un-marked: a second run, or a version restored meanwhile, changes nothing.
         const current = version && this.statements.setCurrentRestored.run(restored).changes > 0;
         if (current) this.outbox.appendInTransaction(events);
+        if (version) this.recordMark('mark-restored', restored, current, audit);
         return { version, current };
       })
       .immediate();
+  }
+
+  /** The mark's audit entry (inside its transaction): the document's patient and organization, no client, no HTTP status. */
+  private recordMark(action: AuditAction, mark: { documentId: string; version: number }, current: boolean, audit: MarkAudit): void {
+    const owner = this.statements.owner.get(mark.documentId) as { patient_id: string; organization_id: string } | undefined;
+    this.audit.appendInTransaction([
+      {
+        at: audit.at,
+        action,
+        outcome: 'allowed',
+        status: AUDIT_STATUS_NOT_HTTP,
+        organizationId: owner?.organization_id ?? null,
+        clientId: null,
+        patientId: owner?.patient_id ?? null,
+        documentId: mark.documentId,
+        version: mark.version,
+        requestId: audit.requestId,
+        remoteAddress: null,
+        detail: { ...audit.detail, current },
+      },
+    ]);
   }
 
   async isKeyReferenced(key: string): Promise<boolean> {

@@ -33,12 +33,12 @@ export class SqliteStore implements Store {
     this.patients = new SqlitePatients(db, this.outbox);
     this.clients = new SqliteClients(db);
     this.documents = new SqliteDocuments(db, this.outbox);
-    this.content = new SqliteDocumentContent(db, this.outbox);
+    this.audit = new SqliteAudit(db);
+    this.content = new SqliteDocumentContent(db, this.outbox, this.audit);
     this.orders = new SqliteOrders(db, this.outbox);
     this.signingKeys = new SqliteSigningKeys(db);
     this.meta = new SqliteMeta(db);
     this.webhooks = new SqliteWebhooks(db);
-    this.audit = new SqliteAudit(db);
   }
 
   static open(file: string): SqliteStore {
