@@ -217,6 +217,8 @@ async function run(args: string[]): Promise<number> {
     else console.log(`failed   ${event.file.relativePath}: ${describeError(event.file)}`);
   });
   app.engine.onEngineError((message) => console.error(`problem  ${message}`));
+  // `config` run next to this one: applied within seconds, said in one line (or why it was not).
+  app.onSettingsFileChange((event) => (event.kind === 'applied' ? console.log(`settings ${event.message}`) : console.error(`problem  ${event.message}`)));
   await app.start();
   if ((await app.status()).secrets.clientSecretMissing) {
     // Nothing can reach the server: a --once run would only wait out its timeout.
