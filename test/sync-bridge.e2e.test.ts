@@ -68,7 +68,7 @@ describe('headless app and its bridge', () => {
     const patients = await value<{ patients: Array<{ name: string }> }>('listPatients', [{ name: 'demo' }]);
     expect(patients.patients.map((patient) => patient.name)).toEqual(['Demo Patient']);
     const csv = await value<string>('exportHistoryCsv');
-    expect(csv.split('\r\n')[0]).toBe('time,folder,patient,file,server path,event,version,sha256,detail');
+    expect(csv.split('\r\n')[0]).toBe('time,folder,patient,file,server path,event,version,sha256,detail,found missing on the server at');
     expect(csv).toContain('first scan.stl,/scans/first scan.stl,verified,1,');
     // Snapshots for the UI follow within a publish interval.
     await waitFor('file and pair events', () => events.some((event) => event.type === 'files') && events.some((event) => event.type === 'pairs'), 5000);
