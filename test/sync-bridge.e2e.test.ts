@@ -210,6 +210,14 @@ describe('headless app and its bridge', () => {
       await waitFor('the fixed file to be told', () => told.length === 3, 10_000);
       expect(told[2]).toEqual({ kind: 'applied', message: `The settings file ${file} can be used again; nothing in it changed.` });
       expect(await notices()).not.toContain(problem);
+
+      // The app's own changes are in force as they are saved: the watch finds nothing more to say.
+      expect((await value<PairView>('pausePair', [pair!.id])).paused).toBe(true);
+      await value('updateSettings', [{ concurrency: 2 }]);
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      expect((await value<PairView[]>('listPairs'))[0]!.paused).toBe(true);
+      expect(told).toHaveLength(3);
+      expect((await value<PairView>('resumePair', [pair!.id])).paused).toBe(false);
     } finally {
       stopListening();
       await headless.app.updateSettings({ bandwidthLimitBytesPerSecond: 0 });

@@ -1,7 +1,7 @@
 /**
- * IT changes a workstation's settings with `patient-docs-sync config` while `patient-docs-sync run`
- * runs as a service: the running engine takes the change up within seconds, without a restart, and
- * says so in one line. A settings file broken by hand meanwhile stops nothing: the engine keeps the
+ * IT changes a workstation's settings with `patient-docs-sync config` (or adds a folder with
+ * `add-pair`) while `patient-docs-sync run` runs as a service: the running engine takes the change up
+ * within seconds, without a restart, and says so in one line. A settings file broken by hand meanwhile stops nothing: the engine keeps the
  * settings it had, says why, and takes the file up again once it is fixed.
  */
 import Database from 'better-sqlite3';
@@ -10,7 +10,7 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, spawnCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { CLIENT, tempDir } from './helpers/server.js';
+import { CLIENT, PATIENT, tempDir } from './helpers/server.js';
 import { prepareSyncHome, waitFor, writeFile } from './helpers/sync.js';
 
 const scratch = tempDir('sync-settings-live');
@@ -26,7 +26,7 @@ afterAll(async () => {
 });
 
 describe('a running sync takes up settings changed by another process', () => {
-  it('applies `config` within seconds, keeps its settings while the file is broken, and takes it up again once fixed', async () => {
+  it('applies `config` and `add-pair` within seconds, keeps its settings while the file is broken, and takes it up again once fixed', async () => {
     const home = path.join(scratch, 'home');
     const folder = path.join(scratch, 'scans');
     fs.mkdirSync(folder, { recursive: true });
@@ -72,6 +72,16 @@ describe('a running sync takes up settings changed by another process', () => {
       await delay(1000);
       expect(state('lower.tmp')).toBeNull();
 
+      // A folder added with `add-pair` is synced by the running engine too.
+      const second = path.join(scratch, 'cbct');
+      fs.mkdirSync(second);
+      const added = await runCli(home, ['add-pair', '--folder', second, '--patient', PATIENT, '--path', '/live-cbct', '--name', 'Jane Roe'], { PATIENT_DOCS_CLIENT_SECRET: CLIENT.secret });
+      expect(added.code).toBe(0);
+      await waitFor('run to say it syncs the new folder', () => settingsLines().length === 3, 10_000);
+      expect(settingsLines()[2]).toBe(`settings Settings changed in ${settingsFile}, applied without a restart: now syncing ${second} → Jane Roe /live-cbct.`);
+      writeFile(second, 'scan.pdf', '%PDF-1.4 cbct report');
+      await waitFor('the new folder\'s scan to be synced', () => state('scan.pdf') === 'synced', 30_000);
+
       // Broken by hand (an editor saved half a file): said once on stderr, and syncing goes on as before.
       const good = fs.readFileSync(settingsFile, 'utf8');
       fs.writeFileSync(settingsFile, good.slice(0, good.length / 2));
@@ -89,8 +99,8 @@ describe('a running sync takes up settings changed by another process', () => {
 
       // Fixed (with a change): taken up like any other change.
       fs.writeFileSync(settingsFile, good.replace(/"concurrency": \d+/, '"concurrency": 2'));
-      await waitFor('run to apply the fixed file', () => settingsLines().length === 3, 10_000);
-      expect(settingsLines()[2]).toMatch(/applied without a restart: files uploaded at once: 2 \(was 3\)\.$/);
+      await waitFor('run to apply the fixed file', () => settingsLines().length === 4, 10_000);
+      expect(settingsLines()[3]).toMatch(/applied without a restart: files uploaded at once: 2 \(was 3\)\.$/);
       expect(run.child.exitCode).toBeNull();
     } finally {
       journal.close();

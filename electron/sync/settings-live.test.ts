@@ -2,8 +2,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openSettings } from './settings.js';
-import { describeLiveChanges, KeptSettings, readLiveSettings, SettingsFileProblem } from './settings-live.js';
+import { openSettings, type SyncPair } from './settings.js';
+import { describeLiveChanges, describePairChanges, KeptSettings, pairChanges, readLiveSettings, SettingsFileProblem } from './settings-live.js';
 
 describe('settings a running engine takes up', () => {
   let directory: string;
@@ -74,5 +74,21 @@ describe('settings a running engine takes up', () => {
       'upload limit: 500000 bytes/s (was none)',
     ]);
     expect(describeLiveChanges({ ...before, recheckMinutes: 15 }, { ...before, recheckMinutes: 0 })).toEqual(['synced files checked on the server: never (was every 15 minutes)']);
+  });
+
+  it('tells the sync folders another process added, removed, changed, paused or resumed from the ones the engine runs', () => {
+    const pair = (id: string, change: Partial<SyncPair> = {}): SyncPair => ({ id, folder: `/scans/${id}`, patientId: '7b0f2c1e-4a5d-4e6f-8a9b-0c1d2e3f4a5b', patientName: 'Jane Roe', remoteBasePath: '/scans', paused: false, ...change });
+    const running = [pair('kept'), pair('gone'), pair('moved'), pair('pausing'), pair('resuming', { paused: true })];
+    const saved = [pair('kept'), pair('moved', { remoteBasePath: '/cbct' }), pair('pausing', { paused: true }), pair('resuming'), pair('new', { patientName: undefined })];
+    const changes = pairChanges(running, saved);
+    expect(Object.fromEntries(Object.entries(changes).map(([kind, pairs]) => [kind, (pairs as SyncPair[]).map((entry) => entry.id)]))).toEqual({ added: ['new'], removed: ['gone'], changed: ['moved'], paused: ['pausing'], resumed: ['resuming'] });
+    expect(describePairChanges(changes)).toEqual([
+      'now syncing /scans/new → patient 7b0f2c1e-4a5d-4e6f-8a9b-0c1d2e3f4a5b /scans',
+      '/scans/moved now syncs to Jane Roe /cbct',
+      'no longer syncing /scans/gone',
+      '/scans/pausing paused',
+      '/scans/resuming resumed',
+    ]);
+    expect(pairChanges(running, running)).toEqual({ added: [], removed: [], changed: [], paused: [], resumed: [] });
   });
 });

@@ -1,12 +1,13 @@
 /**
  * The settings a running engine takes up without a restart when the settings file changes under it
- * (IT's `patient-docs-sync config` next to a running `run` service or app): the ones `config` can
- * set. Which changed, in one line for the log; and a file that cannot be used changes nothing.
+ * (IT's `patient-docs-sync config` or `add-pair` next to a running `run` service or app): the ones
+ * `config` can set, and the sync folders. Which changed, in one line for the log; and a file that
+ * cannot be used changes nothing.
  */
 import { existsSync } from 'node:fs';
 import { RECHECK_MINUTES } from '../../shared/recheck-interval.js';
 import { BridgeError } from './bridge-error.js';
-import { SETTINGS_DEFAULTS, type SettingsStore, type SyncSettings } from './settings.js';
+import { SETTINGS_DEFAULTS, type SettingsStore, type SyncPair, type SyncSettings } from './settings.js';
 
 export interface LiveSettings {
   concurrency: number;
@@ -140,4 +141,43 @@ export function describeLiveChanges(before: LiveSettings, after: LiveSettings): 
   changed('ignorePatterns', 'files ignored', (patterns) => (patterns.length === 0 ? 'none' : patterns.join(', ')));
   changed('bandwidthLimit', 'upload limit', (limit) => (limit === 0 ? 'none' : `${limit} bytes/s`));
   return changes;
+}
+
+/** Sync folders saved by another process (`add-pair`, or the file edited by hand), against the ones the engine runs. */
+export interface PairChanges {
+  /** Not run yet: started. */
+  added: SyncPair[];
+  /** Run, and no longer in the file: stopped (their journal rows stay, as with "Stop syncing"). */
+  removed: SyncPair[];
+  /** The same id with another folder, patient or server path: stopped and started again, as a restart would. */
+  changed: SyncPair[];
+  /** Only paused or resumed. */
+  paused: SyncPair[];
+  resumed: SyncPair[];
+}
+
+export function pairChanges(running: readonly SyncPair[], saved: readonly SyncPair[]): PairChanges {
+  const before = new Map(running.map((pair) => [pair.id, pair]));
+  const after = new Map(saved.map((pair) => [pair.id, pair]));
+  const changes: PairChanges = { added: [], removed: [], changed: [], paused: [], resumed: [] };
+  for (const pair of saved) {
+    const was = before.get(pair.id);
+    if (!was) changes.added.push(pair);
+    else if (was.folder !== pair.folder || was.patientId !== pair.patientId || was.remoteBasePath !== pair.remoteBasePath || was.patientName !== pair.patientName) changes.changed.push(pair);
+    else if (was.paused !== pair.paused) (pair.paused ? changes.paused : changes.resumed).push(pair);
+  }
+  for (const pair of running) if (!after.has(pair.id)) changes.removed.push(pair);
+  return changes;
+}
+
+/** The same, in plain words ("now syncing C:\\Scans → Jane Roe /scans"). */
+export function describePairChanges(changes: PairChanges): string[] {
+  const target = (pair: SyncPair) => `${pair.patientName ?? `patient ${pair.patientId}`} ${pair.remoteBasePath}`;
+  return [
+    ...changes.added.map((pair) => `now syncing ${pair.folder} → ${target(pair)}${pair.paused ? ' (paused)' : ''}`),
+    ...changes.changed.map((pair) => `${pair.folder} now syncs to ${target(pair)}`),
+    ...changes.removed.map((pair) => `no longer syncing ${pair.folder}`),
+    ...changes.paused.map((pair) => `${pair.folder} paused`),
+    ...changes.resumed.map((pair) => `${pair.folder} resumed`),
+  ];
 }

@@ -21,7 +21,7 @@ import type { Journal } from './journal.js';
 import { describeOverlap, overlappingPair, realFolder } from './pair-folders.js';
 import type { SecretStore } from './secrets.js';
 import type { SettingsStore, SyncPair, SyncSettings, WebhookSettings } from './settings.js';
-import { describeLiveChanges, KeptSettings, liveSettingsFrom, SettingsFileProblem, type LiveSettings } from './settings-live.js';
+import { describeLiveChanges, describePairChanges, KeptSettings, liveSettingsFrom, pairChanges, SettingsFileProblem, type LiveSettings } from './settings-live.js';
 import { CaCertificateError, parseCaCertificate, readTrustedCa, saveTrustedCa, SERVER_CA_FILE, type TrustedCa } from './tls-trust.js';
 import { WebhookWiring } from './webhooks.js';
 
@@ -464,9 +464,9 @@ export class SyncApp {
 
   private async applySettingsFile(): Promise<void> {
     if (!this.started) return;
-    let next: LiveSettings;
+    let saved: SyncSettings;
     try {
-      next = liveSettingsFrom(this.kept.read());
+      saved = this.kept.read();
     } catch (error) {
       if (!(error instanceof SettingsFileProblem)) throw error;
       if (error.message === this.settingsProblem) return;
@@ -477,7 +477,10 @@ export class SyncApp {
     }
     const wasBroken = this.settingsProblem !== null;
     this.settingsProblem = null;
-    const changes = describeLiveChanges(this.live, next);
+    const next = liveSettingsFrom(saved);
+    // The app's own changes reach the engine as they are saved, so only another process's differ here.
+    const pairs = pairChanges(this.engine.pairList(), saved.pairs);
+    const changes = [...describeLiveChanges(this.live, next), ...describePairChanges(pairs)];
     if (changes.length === 0) {
       if (wasBroken) this.tellSettings({ kind: 'applied', message: `The settings file ${this.settings.path} can be used again; nothing in it changed.` });
       if (wasBroken) this.emitStatus();
@@ -488,6 +491,9 @@ export class SyncApp {
     // An interval the process was started with (PATIENT_DOCS_SYNC_RECHECK_MS) still wins, as at its start.
     if (this.options.engine?.recheckMs === undefined) this.engine.setRecheckMs(next.recheckMinutes * MINUTE_MS);
     await this.engine.setTuning(this.tuning());
+    for (const pair of [...pairs.removed, ...pairs.changed]) await this.engine.removePair(pair.id);
+    for (const pair of [...pairs.added, ...pairs.changed]) await this.engine.addPair(pair);
+    for (const pair of [...pairs.paused, ...pairs.resumed]) this.engine.setPaused(pair.id, pair.paused);
     this.tellSettings({ kind: 'applied', message: `Settings changed in ${this.settings.path}, applied without a restart: ${changes.join('; ')}.` });
     this.emitStatus();
   }
