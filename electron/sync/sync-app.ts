@@ -59,7 +59,7 @@ export interface SyncAppOptions {
   notices?: readonly string[];
   /** How often the kept CA certificate file is looked at for a change made by another process. */
   caCheckMs?: number;
-  /** How often the settings file is looked at for a change made by another process (`patient-docs-sync config`). */
+  /** How often the settings file is looked at for a change made by another process (`patient-docs-sync config`, `add-pair`). */
   settingsCheckMs?: number;
 }
 
@@ -367,7 +367,7 @@ export class SyncApp {
     return this.settingsView();
   }
 
-  /** The settings file changed under the running app (`patient-docs-sync config` from another process). */
+  /** The settings file changed under the running app (`patient-docs-sync config` or `add-pair` from another process). */
   onSettingsFileChange(listener: (event: SettingsFileEvent) => void): () => void {
     this.settingsListeners.add(listener);
     return () => this.settingsListeners.delete(listener);
@@ -445,10 +445,12 @@ export class SyncApp {
   };
 
   /**
-   * IT changes settings with `patient-docs-sync config` while a `run` service or the app runs: the
-   * file is looked at every second (a stat, as for the CA file: conf replaces it by a rename, which
-   * a stat sees and an fs.watch on the file would lose), and the settings `config` can change are
-   * applied as they are in Settings. A file that cannot be used changes nothing; the status says why.
+   * IT changes settings with `patient-docs-sync config` or adds a folder with `add-pair` while a
+   * `run` service or the app runs: the file is looked at every second (a stat, as for the CA file:
+   * conf replaces it by a rename, which a stat sees and an fs.watch on the file would lose), and the
+   * settings `config` can change and the sync folders are applied as they are from Settings. A file
+   * that cannot be used changes nothing; the status says why. The connection (`connect`) and the
+   * webhook listener still take a restart.
    */
   private watchSettings(): void {
     unwatchFile(this.settings.path, this.onSettingsFileChanged);
