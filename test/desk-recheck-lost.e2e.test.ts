@@ -85,7 +85,7 @@ beforeAll(async () => {
   // Synced files are checked again every half second here; a clinic's default is every 4 hours.
   headless = await launchHeadless({ home, firstRun: 'choose', rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined, engine: { recheckMs: 500 } });
   browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1440, height: 900 }, locale: 'en-GB' });
+  page = await browser.newPage({ viewport: { width: 1440, height: 900 }, locale: 'en-GB', acceptDownloads: true });
 }, 60_000);
 
 afterAll(async () => {
@@ -164,6 +164,21 @@ describe('the re-check of synced files, as staff see it', () => {
     // The scan in neither place: when it was found missing, as on the card.
     const lowerEntry = page.locator('tr', { has: page.getByRole('button', { name: 'lower.stl', exact: true }) });
     expect(await lowerEntry.locator('td[data-column="verified"]').innerText()).toMatch(/^Found missing \S/);
+    // The exported history says it too, for the clinic's records: when each scan was found missing, empty for the others.
+    const exported = page.waitForEvent('download');
+    await page.getByRole('button', { name: 'Export sync history (CSV)' }).click();
+    const csvFile = path.join(scratch, 'history.csv');
+    await (await exported).saveAs(csvFile);
+    const [header, ...csvRows] = fs.readFileSync(csvFile, 'utf8').trim().split('\r\n');
+    expect(header!.split(',').at(-1)).toBe('found missing on the server at');
+    const foundMissing = (name: string) => new Set(csvRows.filter((row) => row.split(',')[3] === name).map((row) => row.split(',').at(-1)));
+    for (const name of ['lower.stl', 'upper.stl']) {
+      const [at, ...others] = foundMissing(name);
+      expect(others, name).toEqual([]);
+      expect(Date.parse(at!), name).toBeGreaterThan(Date.now() - 5 * 60_000);
+      expect(new Date(Date.parse(at!)).toISOString()).toBe(at);
+    }
+    expect([...foundMissing('bite.stl')]).toEqual(['']);
     await page.getByRole('button', { name: 'upper.stl', exact: true }).click();
     const timeline = page.getByRole('region', { name: 'History of upper.stl' });
     await timeline.locator('li').nth(5).waitFor();

@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BridgeEnvelope, BridgeEvent, ConnectionTestResult, FileView, PairView } from '../shared/bridge.js';
 import { bridgeCallPath } from '../shared/bridge-http.js';
 import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
+import { openSettings } from '../electron/sync/settings.js';
+import type { SettingsFileEvent } from '../electron/sync/sync-app.js';
 import { freePort } from './helpers/processes.js';
 import { CLIENT, ORG, OTHER_ORG, READ_ONLY_CLIENT, startTestServer, tempDir, type TestServer } from './helpers/server.js';
 import { waitFor } from './helpers/sync.js';
@@ -66,7 +68,7 @@ describe('headless app and its bridge', () => {
     const patients = await value<{ patients: Array<{ name: string }> }>('listPatients', [{ name: 'demo' }]);
     expect(patients.patients.map((patient) => patient.name)).toEqual(['Demo Patient']);
     const csv = await value<string>('exportHistoryCsv');
-    expect(csv.split('\r\n')[0]).toBe('time,folder,patient,file,server path,event,version,sha256,detail');
+    expect(csv.split('\r\n')[0]).toBe('time,folder,patient,file,server path,event,version,sha256,detail,found missing on the server at');
     expect(csv).toContain('first scan.stl,/scans/first scan.stl,verified,1,');
     // Snapshots for the UI follow within a publish interval.
     await waitFor('file and pair events', () => events.some((event) => event.type === 'files') && events.some((event) => event.type === 'pairs'), 5000);
@@ -176,5 +178,49 @@ describe('headless app and its bridge', () => {
     expect(await value('updateSettings', [{ recheckMinutes: 10080 }])).toMatchObject({ recheckMinutes: 10080 });
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(headless.app.journal.lastRecheckAt()).toBe(lastCheck);
+  });
+
+  it('takes up settings another process saved, and says in its status why a broken settings file is not', async () => {
+    const file = path.join(home, 'settings.json');
+    const told: SettingsFileEvent[] = [];
+    const stopListening = headless.app.onSettingsFileChange((event) => told.push(event));
+    const notices = async () => (await value<{ notices: string[] }>('getStatus')).notices;
+    try {
+      // `patient-docs-sync config` in another process: conf there replaces the file by a rename.
+      openSettings(home).set('bandwidthLimit', 250_000);
+      await waitFor('the change to be applied', () => told.length === 1, 10_000);
+      expect(told[0]).toEqual({ kind: 'applied', message: `Settings changed in ${file}, applied without a restart: upload limit: 250000 bytes/s (was none).` });
+      const good = fs.readFileSync(file, 'utf8');
+
+      fs.writeFileSync(file, '{"concurrency": ');
+      await waitFor('the broken file to be told', () => told.length === 2, 10_000);
+      const problem = `The settings file ${file} was changed but cannot be used (it is not valid JSON): the settings from before stay in force until it is fixed.`;
+      expect(told[1]).toEqual({ kind: 'problem', message: problem });
+      expect(await notices()).toContain(problem);
+      // The settings in force are still shown; a change is refused rather than saved over the file IT is editing.
+      expect(await value('getSettings')).toMatchObject({ bandwidthLimitBytesPerSecond: 250_000 });
+      expect((await call('updateSettings', [{ concurrency: 2 }])).envelope).toMatchObject({ ok: false, error: { code: 'UNAVAILABLE', message: `${problem} Nothing was changed.` } });
+      expect(fs.readFileSync(file, 'utf8')).toBe('{"concurrency": ');
+      // Still syncing meanwhile.
+      const [pair] = await value<PairView[]>('listPairs');
+      fs.writeFileSync(path.join(pair!.folder, 'while broken.stl'), Buffer.alloc(3000, 7));
+      await waitFor('a scan dropped meanwhile to be synced', async () => (await value<{ files: FileView[] }>('listFiles', [{ pairId: pair!.id, states: ['synced'] }])).files.some((entry) => entry.relativePath === 'while broken.stl'), 20_000);
+
+      fs.writeFileSync(file, good);
+      await waitFor('the fixed file to be told', () => told.length === 3, 10_000);
+      expect(told[2]).toEqual({ kind: 'applied', message: `The settings file ${file} can be used again; nothing in it changed.` });
+      expect(await notices()).not.toContain(problem);
+
+      // The app's own changes are in force as they are saved: the watch finds nothing more to say.
+      expect((await value<PairView>('pausePair', [pair!.id])).paused).toBe(true);
+      await value('updateSettings', [{ concurrency: 2 }]);
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      expect((await value<PairView[]>('listPairs'))[0]!.paused).toBe(true);
+      expect(told).toHaveLength(3);
+      expect((await value<PairView>('resumePair', [pair!.id])).paused).toBe(false);
+    } finally {
+      stopListening();
+      await headless.app.updateSettings({ bandwidthLimitBytesPerSecond: 0 });
+    }
   });
 });

@@ -55,6 +55,7 @@ export async function launchHeadless(options: HeadlessOptions = {}): Promise<Hea
     await app.addPair({ folder, patientId: info.demoPatient.id, patientName: info.demoPatient.name, remoteBasePath: '/scans' });
     log(`first run: started the bundled server at ${info.url} with a demo clinic; files dropped into "${folder}" sync to ${info.demoPatient.name}`);
   }
+  app.onSettingsFileChange((event) => log(event.message));
   await app.start();
   // Signed links of a server with the clinic's own CA are read through the engine (content-relay.ts).
   const relay = createContentRelay(app);

@@ -144,6 +144,8 @@ async function main(): Promise<void> {
     // Stay in the tray: scanners keep exporting after the window is closed.
   });
 
+  // A change IT made with `patient-docs-sync config` (applied, or why not): in the log; the status shows a problem too.
+  syncApp.onSettingsFileChange((event) => (event.kind === 'applied' ? console.log(`patient-docs: ${event.message}`) : console.error(`patient-docs: ${event.message}`)));
   showWindow();
   try {
     await syncApp.start();

@@ -31,6 +31,7 @@ const USAGE = `usage: patient-docs-sync <command> [options]
   add-pair --folder DIR --patient UUID [--path /remote/base] [--name NAME]
   config   [--concurrency N] [--settle-ms MS] [--rescan-minutes N] [--recheck-minutes N] [--bandwidth BYTES_PER_SECOND] [--ignore PATTERN ...]
            (--recheck-minutes: how often synced files are checked on the server, 15 to 10080, or 0 for never; default 240)
+           (a \`run\` or the app already running takes up config and add-pair within seconds, no restart needed)
   run      [--once] [--timeout SECONDS]   watch and sync; --once: sync what is there, exit 0 when all verified
   status   [--json]                       pairs and per-file states
   retry                                   failed and waiting files are tried again now (by a running run, else the next run)
@@ -217,6 +218,8 @@ async function run(args: string[]): Promise<number> {
     else console.log(`failed   ${event.file.relativePath}: ${describeError(event.file)}`);
   });
   app.engine.onEngineError((message) => console.error(`problem  ${message}`));
+  // `config` run next to this one: applied within seconds, said in one line (or why it was not).
+  app.onSettingsFileChange((event) => (event.kind === 'applied' ? console.log(`settings ${event.message}`) : console.error(`problem  ${event.message}`)));
   await app.start();
   if ((await app.status()).secrets.clientSecretMissing) {
     // Nothing can reach the server: a --once run would only wait out its timeout.

@@ -26,9 +26,23 @@ describe('the sync history export', () => {
   it('keeps the rows of a folder no longer synced, labelled with the folder and patient recorded when it stopped', () => {
     const lines = historyCsv(journal, [chair1], [{ ...chair2, removedAt: 1 }]).trim().split('\r\n');
     expect(lines).toHaveLength(4);
-    expect(lines).toContain('2026-03-12T10:00:00.000Z,/scans/chair 1,Jane Roe,case/jaw.stl,/scans/case/jaw.stl,queued,,,');
-    expect(lines).toContain('2026-03-12T10:00:00.000Z,/scans/chair 2 (no longer synced),John Doe,case/jaw.stl,/scans/case/jaw.stl,queued,,,');
+    expect(lines).toContain('2026-03-12T10:00:00.000Z,/scans/chair 1,Jane Roe,case/jaw.stl,/scans/case/jaw.stl,queued,,,,');
+    expect(lines).toContain('2026-03-12T10:00:00.000Z,/scans/chair 2 (no longer synced),John Doe,case/jaw.stl,/scans/case/jaw.stl,queued,,,,');
     // Stopped before its folder was recorded: still in the record, said as such.
-    expect(lines).toContain('2026-03-12T10:00:00.000Z,a folder no longer synced,,case/jaw.stl,/scans/case/jaw.stl,queued,,,');
+    expect(lines).toContain('2026-03-12T10:00:00.000Z,a folder no longer synced,,case/jaw.stl,/scans/case/jaw.stl,queued,,,,');
+  });
+
+  it('says when the re-check found a scan missing on the server, on each of its rows, and nothing for the others', () => {
+    const [lost, kept] = [journal.byPair('pair-1')[0]!, journal.byPair('pair-2')[0]!];
+    journal.transition(lost.id, 'queued', { lostAt: Date.parse('2026-03-13T08:30:00Z') }, { event: 'queued', detail: "the server lost this scan's stored file; uploading it again from the folder" });
+    journal.transition(kept.id, 'uploading', {}, { event: 'uploaded', detail: '=HYPERLINK("http://evil.example")' });
+    const [header, ...rows] = historyCsv(journal, [chair1, chair2]).trim().split('\r\n');
+    expect(header).toBe('time,folder,patient,file,server path,event,version,sha256,detail,found missing on the server at');
+    expect(rows.filter((row) => row.includes('/scans/chair 1,'))).toEqual([
+      '2026-03-12T10:00:00.000Z,/scans/chair 1,Jane Roe,case/jaw.stl,/scans/case/jaw.stl,queued,,,,2026-03-13T08:30:00.000Z',
+      "2026-03-12T10:00:00.000Z,/scans/chair 1,Jane Roe,case/jaw.stl,/scans/case/jaw.stl,queued,,,the server lost this scan's stored file; uploading it again from the folder,2026-03-13T08:30:00.000Z",
+    ]);
+    // Still no formula a spreadsheet would run, and the column stays empty for a scan never found missing.
+    expect(rows).toContain('2026-03-12T10:00:00.000Z,/scans/chair 2,John Doe,case/jaw.stl,/scans/case/jaw.stl,uploaded,,,"\'=HYPERLINK(""http://evil.example"")",');
   });
 });

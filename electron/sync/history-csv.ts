@@ -2,7 +2,8 @@
 import type { Journal } from './journal.js';
 import type { RemovedPair, SyncPair } from './settings.js';
 
-const HEADER = ['time', 'folder', 'patient', 'file', 'server path', 'event', 'version', 'sha256', 'detail'];
+/** Times are ISO 8601 in UTC. The last column is the file's: when the re-check last found its scan missing on the server. */
+const HEADER = ['time', 'folder', 'patient', 'file', 'server path', 'event', 'version', 'sha256', 'detail', 'found missing on the server at'];
 
 const UNKNOWN_FOLDER = 'a folder no longer synced';
 
@@ -35,6 +36,8 @@ export function historyCsv(journal: Pick<Journal, 'byPair' | 'history' | 'pairId
   const rows: string[][] = [];
   for (const [pairId, label] of pairLabels(journal.pairIds(), pairs, removedPairs)) {
     for (const file of journal.byPair(pairId)) {
+      // Empty when it never was, or a newer scan from the folder replaced the one found missing.
+      const lostAt = file.lostAt === null ? '' : new Date(file.lostAt).toISOString();
       for (const entry of journal.history(file.id)) {
         rows.push([
           new Date(entry.at).toISOString(),
@@ -46,6 +49,7 @@ export function historyCsv(journal: Pick<Journal, 'byPair' | 'history' | 'pairId
           entry.version === null ? '' : String(entry.version),
           entry.sha256 ?? '',
           entry.detail ?? '',
+          lostAt,
         ]);
       }
     }

@@ -21,6 +21,7 @@ import type { Journal } from './journal.js';
 import { describeOverlap, overlappingPair, realFolder } from './pair-folders.js';
 import type { SecretStore } from './secrets.js';
 import type { SettingsStore, SyncPair, SyncSettings, WebhookSettings } from './settings.js';
+import { describeLiveChanges, describePairChanges, KeptSettings, liveSettingsFrom, pairChanges, SettingsFileProblem, type LiveSettings } from './settings-live.js';
 import { CaCertificateError, parseCaCertificate, readTrustedCa, saveTrustedCa, SERVER_CA_FILE, type TrustedCa } from './tls-trust.js';
 import { WebhookWiring } from './webhooks.js';
 
@@ -58,9 +59,15 @@ export interface SyncAppOptions {
   notices?: readonly string[];
   /** How often the kept CA certificate file is looked at for a change made by another process. */
   caCheckMs?: number;
+  /** How often the settings file is looked at for a change made by another process (`patient-docs-sync config`, `add-pair`). */
+  settingsCheckMs?: number;
 }
 
 export const CA_CHECK_MS = 2000;
+export const SETTINGS_CHECK_MS = 1000;
+
+/** The settings file changed under a running app: what was applied, or why it could not be. */
+export type SettingsFileEvent = { kind: 'applied'; message: string } | { kind: 'problem'; message: string };
 
 const MINUTE_MS = 60_000;
 
@@ -77,12 +84,22 @@ export class SyncApp {
   private stopForwarding: (() => void) | undefined;
   /** Repairs made at start (a damaged journal or settings file), in plain words: told once, this run. */
   readonly notices: string[];
+  /** The settings `config` can change, as this process applied them last (see watchSettings). */
+  private live: LiveSettings;
+  /** Why the settings file as it is now cannot be used (a running app keeps what it had), else null. */
+  private settingsProblem: string | null = null;
+  private readonly settingsListeners = new Set<(event: SettingsFileEvent) => void>();
+  private settingsReload: Promise<void> = Promise.resolve();
+  /** The settings file, read so that a file broken under the running app fails nothing (see KeptSettings). */
+  private readonly kept: KeptSettings;
 
   constructor(private readonly options: SyncAppOptions) {
     ({ journal: this.journal, notices: this.notices } = openHomeJournal(options.home, options.notices));
-    this.limiter = new BandwidthLimiter(options.settings.get('bandwidthLimit'));
+    this.kept = new KeptSettings(options.settings);
+    this.live = liveSettingsFrom(this.kept.store);
+    this.limiter = new BandwidthLimiter(this.live.bandwidthLimit);
     // An interval given by the caller (the CLI's PATIENT_DOCS_SYNC_RECHECK_MS, tests) wins over Settings.
-    this.engine = new SyncEngine({ journal: this.journal, tuning: this.tuning(), recheckMs: this.recheckMinutes() * MINUTE_MS, ...options.engine });
+    this.engine = new SyncEngine({ journal: this.journal, tuning: this.tuning(), recheckMs: this.live.recheckMinutes * MINUTE_MS, ...options.engine });
     this.webhooks = new WebhookWiring({
       journal: this.journal,
       secrets: options.secrets,
@@ -96,7 +113,7 @@ export class SyncApp {
   }
 
   get settings(): SettingsStore {
-    return this.options.settings;
+    return this.kept;
   }
 
   get secrets(): SecretStore {
@@ -153,11 +170,14 @@ export class SyncApp {
     await this.engine.start(this.settings.get('pairs'));
     await this.startWebhooks();
     this.watchTrustedCa();
+    this.watchSettings();
   }
 
   async stop(): Promise<void> {
     this.started = false;
     unwatchFile(this.caFile(), this.onCaFileChanged);
+    unwatchFile(this.settings.path, this.onSettingsFileChanged);
+    await this.settingsReload;
     await this.engine.stop();
     await this.webhooks.stop();
     if (this.embeddedInfo) await this.options.embedded?.stop();
@@ -199,7 +219,7 @@ export class SyncApp {
       secrets: { backend: this.secrets.backend, warning: this.secrets.warning ?? null, clientSecretMissing: this.clientSecretMissing },
       webhook: { ...webhook, publicUrl: this.settings.get('webhook').publicUrl ?? null },
       version: this.options.version,
-      notices: [...(this.engine.diskFullMessage ? [this.engine.diskFullMessage] : []), ...this.notices],
+      notices: [...(this.engine.diskFullMessage ? [this.engine.diskFullMessage] : []), ...(this.settingsProblem ? [this.settingsProblem] : []), ...this.notices],
     };
   }
 
@@ -330,10 +350,27 @@ export class SyncApp {
     if (ca !== undefined) saveTrustedCa(this.options.home, ca);
     if (patch.clientSecret !== undefined) await this.secrets.set(CLIENT_SECRET_ACCOUNT, patch.clientSecret);
     if (patch.clientSecret !== undefined || ca !== undefined) await this.connect();
+    // Applied here, so the settings watch finds nothing new in this process's own change (and still
+    // finds a change another process made meanwhile).
+    this.live = {
+      ...this.live,
+      ...(patch.concurrency !== undefined ? { concurrency: patch.concurrency } : {}),
+      ...(patch.settleMs !== undefined ? { settleMs: patch.settleMs } : {}),
+      ...(patch.rescanMinutes !== undefined ? { rescanMinutes: patch.rescanMinutes } : {}),
+      ...(patch.ignorePatterns !== undefined ? { ignorePatterns: patch.ignorePatterns } : {}),
+      ...(patch.recheckMinutes !== undefined ? { recheckMinutes: patch.recheckMinutes } : {}),
+      ...(patch.bandwidthLimitBytesPerSecond !== undefined ? { bandwidthLimit: patch.bandwidthLimitBytesPerSecond } : {}),
+    };
     await this.engine.setTuning(this.tuning());
     if (patch.webhook && this.started) await this.startWebhooks();
     this.emitStatus();
     return this.settingsView();
+  }
+
+  /** The settings file changed under the running app (`patient-docs-sync config` or `add-pair` from another process). */
+  onSettingsFileChange(listener: (event: SettingsFileEvent) => void): () => void {
+    this.settingsListeners.add(listener);
+    return () => this.settingsListeners.delete(listener);
   }
 
   /** The server calls only https callbacks (SPEC §5.7), so an http public URL could never work. */
@@ -366,14 +403,10 @@ export class SyncApp {
     return this.settings.get('recheckMinutes') ?? RECHECK_MINUTES.default;
   }
 
+  /** What the engine runs with: the settings as this process last applied them. */
   private tuning(): EngineOptions['tuning'] {
-    const settings = this.settings;
-    return {
-      concurrency: settings.get('concurrency'),
-      settleMs: settings.get('settleMs'),
-      rescanMinutes: settings.get('rescanMinutes'),
-      ignorePatterns: settings.get('ignorePatterns'),
-    };
+    const { concurrency, settleMs, rescanMinutes, ignorePatterns } = this.live;
+    return { concurrency, settleMs, rescanMinutes, ignorePatterns };
   }
 
   private connection(): ConnectionSettings | null {
@@ -410,6 +443,66 @@ export class SyncApp {
     // and the next change of the file tries again.
     void this.reconnect().catch(() => undefined);
   };
+
+  /**
+   * IT changes settings with `patient-docs-sync config` or adds a folder with `add-pair` while a
+   * `run` service or the app runs: the file is looked at every second (a stat, as for the CA file:
+   * conf replaces it by a rename, which a stat sees and an fs.watch on the file would lose), and the
+   * settings `config` can change and the sync folders are applied as they are from Settings. A file
+   * that cannot be used changes nothing; the status says why. The connection (`connect`) and the
+   * webhook listener still take a restart.
+   */
+  private watchSettings(): void {
+    unwatchFile(this.settings.path, this.onSettingsFileChanged);
+    watchFile(this.settings.path, { persistent: false, interval: this.options.settingsCheckMs ?? SETTINGS_CHECK_MS }, this.onSettingsFileChanged);
+  }
+
+  private readonly onSettingsFileChanged = (): void => {
+    // One after the other: applying a new ignore list restarts the folder watches.
+    this.settingsReload = this.settingsReload.then(() => this.applySettingsFile()).catch((error: unknown) => {
+      this.tellSettings({ kind: 'problem', message: `The changed settings could not be applied: ${error instanceof Error ? error.message : String(error)}` });
+    });
+  };
+
+  private async applySettingsFile(): Promise<void> {
+    if (!this.started) return;
+    let saved: SyncSettings;
+    try {
+      saved = this.kept.read();
+    } catch (error) {
+      if (!(error instanceof SettingsFileProblem)) throw error;
+      if (error.message === this.settingsProblem) return;
+      this.settingsProblem = error.message;
+      this.tellSettings({ kind: 'problem', message: error.message });
+      this.emitStatus();
+      return;
+    }
+    const wasBroken = this.settingsProblem !== null;
+    this.settingsProblem = null;
+    const next = liveSettingsFrom(saved);
+    // The app's own changes reach the engine as they are saved, so only another process's differ here.
+    const pairs = pairChanges(this.engine.pairList(), saved.pairs);
+    const changes = [...describeLiveChanges(this.live, next), ...describePairChanges(pairs)];
+    if (changes.length === 0) {
+      if (wasBroken) this.tellSettings({ kind: 'applied', message: `The settings file ${this.settings.path} can be used again; nothing in it changed.` });
+      if (wasBroken) this.emitStatus();
+      return;
+    }
+    this.live = next;
+    this.limiter.setLimit(next.bandwidthLimit);
+    // An interval the process was started with (PATIENT_DOCS_SYNC_RECHECK_MS) still wins, as at its start.
+    if (this.options.engine?.recheckMs === undefined) this.engine.setRecheckMs(next.recheckMinutes * MINUTE_MS);
+    await this.engine.setTuning(this.tuning());
+    for (const pair of [...pairs.removed, ...pairs.changed]) await this.engine.removePair(pair.id);
+    for (const pair of [...pairs.added, ...pairs.changed]) await this.engine.addPair(pair);
+    for (const pair of [...pairs.paused, ...pairs.resumed]) this.engine.setPaused(pair.id, pair.paused);
+    this.tellSettings({ kind: 'applied', message: `Settings changed in ${this.settings.path}, applied without a restart: ${changes.join('; ')}.` });
+    this.emitStatus();
+  }
+
+  private tellSettings(event: SettingsFileEvent): void {
+    for (const listener of this.settingsListeners) listener(event);
+  }
 
   /** The CA the current connection trusts (null: none kept), to tell a changed file from a touched one. */
   private connectedCaPem: string | null = null;

@@ -18,7 +18,7 @@ import type {
 } from '../../../shared/bridge.js';
 import { FILE_STATES } from '../../../shared/bridge.js';
 import { PLAIN_MESSAGES } from '../../../shared/bridge-errors.js';
-import type { DocumentDto, PatientDto, SearchBody, SortField } from '../../../shared/schemas.js';
+import type { DocumentDto, DocumentVersionDto, PatientDto, SearchBody, SortField } from '../../../shared/schemas.js';
 import type { DocumentQuery } from '../documents/walk.js';
 import { BridgeError } from './errors.js';
 
@@ -53,6 +53,14 @@ function makePatients(): PatientDto[] {
   return PATIENT_NAMES.map((name, index) => ({ id: uuid(index + 1, '5f0e'), name, createdAt: new Date(NOW - index * 86_400_000).toISOString(), updatedAt: new Date(NOW).toISOString() }));
 }
 
+/**
+ * The one demo document whose stored file IT marked lost on the server (`verify --mark-lost`): its
+ * current version 2 is lost, version 1 still downloads ("Bite registration 0001.stl").
+ */
+const LOST_INDEX = 2;
+// An hour after its version 2 was uploaded (NOW - LOST_INDEX hours, see lastModifiedAt).
+const LOST_AT = new Date(NOW - 3_600_000).toISOString();
+
 function makeDocuments(count: number, modelUrl: string): DocumentDto[] {
   const documents: DocumentDto[] = [];
   for (let index = 0; index < count; index += 1) {
@@ -78,7 +86,37 @@ function makeDocuments(count: number, modelUrl: string): DocumentDto[] {
       thumbnailDownloadUri: hasContent && (isModel || fileType === 'PDF') ? demoThumbnail(fileType, index) : null,
     });
   }
+  const lost = documents[LOST_INDEX];
+  // As the server shows a document whose current stored file was marked lost: no content, no size or links, its version kept.
+  if (lost) Object.assign(lost, { hasContent: false, fileSize: null, sha256: null, version: 2, storageDownloadUri: null, thumbnailDownloadUri: null });
   return documents;
+}
+
+/** Every version of a demo document, newest first, as the server lists them. */
+function makeVersions(document: DocumentDto, index: number, modelUrl: string): DocumentVersionDto[] {
+  const common = { fileType: document.fileType, originalFileName: document.fileName, uploadedBy: 'scanner-pc-1' };
+  if (index === LOST_INDEX) {
+    const earlier = (days: number) => new Date(Date.parse(document.lastModifiedAt) - days * 86_400_000).toISOString();
+    return [
+      // A lost current version is not served: the server calls none current, and gives it no link.
+      { ...common, version: 2, current: false, fileSize: 9_412_084, sha256: '2b'.repeat(32), uploadedAt: document.lastModifiedAt, thumbnailStatus: 'none', storageDownloadUri: null, contentLostAt: LOST_AT },
+      { ...common, version: 1, current: false, fileSize: 9_380_512, sha256: '1a'.repeat(32), uploadedAt: earlier(7), thumbnailStatus: 'ready', storageDownloadUri: modelUrl, contentLostAt: null },
+    ];
+  }
+  if (!document.hasContent) return [];
+  return [
+    {
+      ...common,
+      version: document.version,
+      current: true,
+      fileSize: document.fileSize ?? 0,
+      sha256: document.sha256 ?? '',
+      uploadedAt: document.lastModifiedAt,
+      thumbnailStatus: document.thumbnailDownloadUri ? 'ready' : 'none',
+      storageDownloadUri: document.storageDownloadUri,
+      contentLostAt: null,
+    },
+  ];
 }
 
 function demoThumbnail(fileType: string, index: number): string {
@@ -181,7 +219,8 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
   const listeners = new Set<(event: BridgeEvent) => void>();
   const emit = (event: BridgeEvent): void => listeners.forEach((listener) => listener(event));
   const patients = makePatients();
-  const documents = makeDocuments(options.documents, makeDemoStl());
+  const modelUrl = makeDemoStl();
+  const documents = makeDocuments(options.documents, modelUrl);
   let configured = options.state !== 'first-run';
   let settings: SettingsView = {
     concurrency: 4,
@@ -378,23 +417,8 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
     saveDocument: async () => null,
     saveDocumentVersion: async () => null,
     documentVersions: async (_patientId, documentId) => {
-      const document = documents.find((candidate) => candidate.id === documentId);
-      if (!document?.hasContent) return wait([]);
-      return wait([
-        {
-          version: document.version,
-          current: true,
-          fileType: document.fileType,
-          fileSize: document.fileSize ?? 0,
-          sha256: document.sha256 ?? '',
-          originalFileName: document.fileName,
-          uploadedAt: document.lastModifiedAt,
-          uploadedBy: 'scanner-pc-1',
-          thumbnailStatus: document.thumbnailDownloadUri ? 'ready' : 'none',
-          storageDownloadUri: document.storageDownloadUri,
-          contentLostAt: null,
-        },
-      ]);
+      const index = documents.findIndex((candidate) => candidate.id === documentId);
+      return wait(index < 0 ? [] : makeVersions(documents[index]!, index, modelUrl));
     },
     webhookActivity: async (limit) => wait(activity.slice(0, limit)),
     historyFiles: async (limit) =>
@@ -404,7 +428,9 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
           .map((file) => ({ ...file, folder: pairMeta[file.pairId]?.folder ?? 'a folder no longer synced', patientName: patients[pairMeta[file.pairId]?.patientIndex ?? 0]!.name, pairRemoved: false }))
           .slice(0, limit),
       ),
-    exportHistoryCsv: async () => 'file,event,at,version,sha256\r\nupper-arch.stl,synced,2026-03-12T10:28:00.000Z,1,abab\r\n',
+    exportHistoryCsv: async () =>
+      'time,folder,patient,file,server path,event,version,sha256,detail,found missing on the server at\r\n' +
+      `2026-03-12T10:28:00.000Z,C:\\Scans\\iTero Export,Jane Roe,upper-arch.stl,/scans/upper-arch.stl,verified,1,${'ab'.repeat(32)},,\r\n`,
     getSettings: async () => wait(settings),
     updateSettings: async (patch) => {
       if (patch.webhook?.port !== undefined && patch.webhook.port < 1024 && patch.webhook.port !== 0) throw new BridgeError('INVALID_INPUT', 'Choose a port above 1024.');
