@@ -10,11 +10,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
-import { ROOT, runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { launchBrowser } from './helpers/renderer-page.js';
+import type { HeadlessApp } from '../electron/headless/main.js';
+import { closeDesk, openDesk } from './helpers/desk.js';
+import { runAdmin, type ServerProcess } from './helpers/processes.js';
 import { tempDir } from './helpers/server.js';
-import { prepareSyncHome, waitFor, writeFile } from './helpers/sync.js';
+import { waitFor, writeFile } from './helpers/sync.js';
 
 const REMOTE = '/details-follow';
 const scratch = tempDir('desk-details-follow');
@@ -37,20 +37,11 @@ function fileOf(name: string) {
 
 beforeAll(async () => {
   fs.mkdirSync(folder, { recursive: true });
-  server = await startServerProcess();
-  await prepareSyncHome(home, { serverUrl: server.url, folder, remoteBasePath: REMOTE, patientName: 'Jane Roe' });
   // Synced files are checked again every half second here (a clinic's default: every 4 hours).
-  headless = await launchHeadless({ home, firstRun: 'choose', rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined, engine: { recheckMs: 500 } });
-  browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1440, height: 900 }, locale: 'en-GB' });
+  ({ server, headless, browser, page } = await openDesk(home, { folder: { path: folder, remoteBasePath: REMOTE, patientName: 'Jane Roe' }, engine: { recheckMs: 500 } }));
 }, 60_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await headless?.stop();
-  await server?.stop();
-  fs.rmSync(scratch, { recursive: true, force: true });
-});
+afterAll(() => closeDesk({ server, headless, browser }, scratch));
 
 describe('the open details panel follows the re-check', () => {
   it('a file open in the patient browser turns "Lost on the server" when the re-check finds it lost, without being reopened', async () => {

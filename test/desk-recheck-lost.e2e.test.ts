@@ -17,13 +17,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
+import type { HeadlessApp } from '../electron/headless/main.js';
 import { GONE_FROM_SERVER_MESSAGE, PLAIN_MESSAGES } from '../shared/bridge-errors.js';
-import { ROOT, runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { closeDesk, openDesk } from './helpers/desk.js';
+import { runAdmin, type ServerProcess } from './helpers/processes.js';
 import { axeViolations, SCREENS, settledScreenshot } from './helpers/axe.js';
-import { launchBrowser } from './helpers/renderer-page.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
-import { prepareSyncHome, waitFor, writeFile } from './helpers/sync.js';
+import { waitFor, writeFile } from './helpers/sync.js';
 
 const REMOTE = '/recheck-ui';
 const SCANS = ['upper.stl', 'lower.stl', 'bite.stl', 'left.stl', 'cbct.pdf', 'notes.pdf'];
@@ -80,20 +80,11 @@ const recorded = (): Promise<{ states: Record<string, string[]>; said: string[] 
 beforeAll(async () => {
   fs.mkdirSync(folder, { recursive: true });
   fs.mkdirSync(SCREENS, { recursive: true });
-  server = await startServerProcess();
-  await prepareSyncHome(home, { serverUrl: server.url, folder, remoteBasePath: REMOTE, patientName: 'Jane Roe' });
-  // Synced files are checked again every half second here; a clinic's default is every 4 hours.
-  headless = await launchHeadless({ home, firstRun: 'choose', rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined, engine: { recheckMs: 500 } });
-  browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1440, height: 900 }, locale: 'en-GB', acceptDownloads: true });
+  // Synced files are checked again every half second here (a clinic's default: every 4 hours).
+  ({ server, headless, browser, page } = await openDesk(home, { folder: { path: folder, remoteBasePath: REMOTE, patientName: 'Jane Roe' }, engine: { recheckMs: 500 } }));
 }, 60_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await headless?.stop();
-  await server?.stop();
-  fs.rmSync(scratch, { recursive: true, force: true });
-});
+afterAll(() => closeDesk({ server, headless, browser }, scratch));
 
 describe('the re-check of synced files, as staff see it', () => {
   it('a lost scan goes up again; one gone from the folder too says what to do; one deleted on the server is retried as a new document', async () => {

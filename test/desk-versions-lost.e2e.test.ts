@@ -12,14 +12,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
+import type { HeadlessApp } from '../electron/headless/main.js';
 import type { ApiClient } from '../electron/sync/api-client.js';
 import { BridgeService } from '../electron/sync/bridge-service.js';
-import { ROOT, runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { closeDesk, openDesk } from './helpers/desk.js';
+import { runAdmin, type ServerProcess } from './helpers/processes.js';
 import { axeViolations, SCREENS, settledScreenshot } from './helpers/axe.js';
-import { launchBrowser } from './helpers/renderer-page.js';
 import { PATIENT, tempDir } from './helpers/server.js';
-import { prepareSyncHome } from './helpers/sync.js';
 
 /** The widths test/a11y-screens.e2e.test.ts checks: a desktop window, 200% zoom of 1024×768, a phone. */
 const SIZES = [
@@ -108,19 +107,10 @@ async function downloadVersion(panel: Locator, version: number): Promise<{ bytes
 beforeAll(async () => {
   fs.mkdirSync(SCREENS, { recursive: true });
   fs.mkdirSync(downloads, { recursive: true });
-  server = await startServerProcess();
-  await prepareSyncHome(home, { serverUrl: server.url });
-  headless = await launchHeadless({ home, firstRun: 'choose', rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined });
-  browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1440, height: 900 }, locale: 'en-GB', acceptDownloads: true });
+  ({ server, headless, browser, page } = await openDesk(home));
 }, 60_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await headless?.stop();
-  await server?.stop();
-  fs.rmSync(scratch, { recursive: true, force: true });
-});
+afterAll(() => closeDesk({ server, headless, browser }, scratch));
 
 describe('versions lost on the server, in the patient browser', () => {
   it('a lost version says so and since when, with no download; the others download their bytes; restored, it looks normal again', async () => {
