@@ -393,6 +393,18 @@ describe('operations', () => {
     expect(await docs.text()).toContain('swagger');
   });
 
+  it('lists for each document route the statuses SPEC §4.1 and §4.3 name (no 409 for search, get, versions or delete)', async () => {
+    const openapi = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    const statuses = (path: string, method: string) => Object.keys(openapi.paths[path]?.[method]?.responses ?? {});
+    const documents = '/v1/patients/{patientId}/documents';
+    const one = `${documents}/{documentId}`;
+    expect(statuses(documents, 'post')).toEqual(['201', '400', '401', '403', '404', '409', '413', '500', '503']);
+    expect(statuses(`${documents}/search`, 'post')).toEqual(['200', '400', '401', '403', '404', '413', '500', '503']);
+    for (const [path, method, ok] of [[one, 'get', '200'], [one, 'delete', '204'], [`${one}/versions`, 'get', '200']] as const) {
+      expect(statuses(path, method)).toEqual([ok, '400', '401', '403', '404', '500', '503']);
+    }
+  });
+
   it('answers unknown routes with a problem', async () => {
     expectProblem(await server.api('GET', '/v2/nothing'), 404);
   });
