@@ -204,6 +204,16 @@ describe('create document placeholder (SPEC §4.1)', () => {
     expectProblem(await server.api('POST', documentsRoute, { body: { fileName: 'a.stl', padding: 'x'.repeat(2 * 1024 * 1024) } }), 413);
   });
 
+  it('takes Content-Type: application/json without a body on routes that take none, and still refuses it where a body is required', async () => {
+    const created = await server.api('POST', documentsRoute, { body: { fileName: 'json-header.stl', path: '/json-header' } });
+    const jsonHeader = { 'content-type': 'application/json' };
+    const removed = await fetch(`${server.url}${documentsRoute}/${created.body.id}`, { method: 'DELETE', headers: { ...jsonHeader, authorization: `Bearer ${await server.token()}`, 'organization-id': ORG } });
+    expect(removed.status).toBe(204);
+    const consent = await fetch(`${server.url}/admin/v1/patients/${PATIENT}/consents/${ORG}`, { method: 'PUT', headers: { ...jsonHeader, authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(consent.status).toBe(200);
+    expect(expectProblem(await server.api('POST', documentsRoute, { body: '' }), 400).detail).toBe('body must not be empty when Content-Type is application/json');
+  });
+
   it('shows the problem instance as the request path and keeps 500s free of internals', async () => {
     const problem = expectProblem(await server.api('POST', documentsRoute, { body: {} }), 400);
     expect(problem.instance).toBe(documentsRoute);
