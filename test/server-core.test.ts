@@ -46,6 +46,22 @@ describe('identity provider', () => {
     expect(decodeJwt(body.access_token).scp).toBe('Patient.File.Read');
   });
 
+  it('refuses client_secret_basic whose form names another client_id (400 invalid_request), and takes the same one', async () => {
+    const basic = Buffer.from(`${CLIENT.id}:${CLIENT.secret}`).toString('base64');
+    const post = (clientId: string) =>
+      fetch(`${server.url}/oauth2/token`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: `grant_type=client_credentials&client_id=${clientId}`,
+      });
+    const other = await post(READ_ONLY_CLIENT.id);
+    expect(other.status).toBe(400);
+    expect(await other.json()).toEqual({ error: 'invalid_request', error_description: 'client_id in the form does not match the client of the Basic authorization header' });
+    const same = await post(CLIENT.id);
+    expect(same.status).toBe(200);
+    expect(decodeJwt(((await same.json()) as { access_token: string }).access_token).azp).toBe(CLIENT.id);
+  });
+
   it.each([
     ['not valid percent-encoding', `${CLIENT.id}:100%-secret`, 400, 'invalid_request'],
     ['no colon', CLIENT.id, 400, 'invalid_request'],
