@@ -419,6 +419,21 @@ describe('operations', () => {
     expect(await docs.text()).toContain('swagger');
   });
 
+  it('names a created document and subscription in Location under PATIENT_DOCS_PUBLIC_URL, path prefix included', async () => {
+    const prefixed = await startTestServer({ PATIENT_DOCS_PUBLIC_URL: 'https://docs.example.org/patient-docs', PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'true' });
+    try {
+      const created = await prefixed.api('POST', documentsRoute, { body: { fileName: 'located.stl', path: '/located' } });
+      expect(created.status).toBe(201);
+      expect(created.headers.get('location')).toBe(`https://docs.example.org/patient-docs${documentsRoute}/${created.body.id}`);
+      expect(created.body.storageUrl).toBe(`https://docs.example.org/patient-docs/storage/v1/documents/${created.body.id}`);
+      const subscribed = await prefixed.api('POST', '/v1/webhooks/subscribe', { body: { events: ['patient.created'], callback: 'https://127.0.0.1:9/hook', hmac: 'located-secret' } });
+      expect(subscribed.status).toBe(201);
+      expect(subscribed.headers.get('location')).toBe(`https://docs.example.org/patient-docs/v1/webhooks/${subscribed.body.id}`);
+    } finally {
+      await prefixed.close();
+    }
+  });
+
   it('lists for each document route the statuses SPEC §4.1 and §4.3 name (no 409 for search, get, versions or delete)', async () => {
     const openapi = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
     const statuses = (path: string, method: string) => Object.keys(openapi.paths[path]?.[method]?.responses ?? {});

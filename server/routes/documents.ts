@@ -26,6 +26,8 @@ export interface DocumentRouteOptions {
   documents: DocumentService;
   access: AccessGuard;
   content: ContentService;
+  /** PATIENT_DOCS_PUBLIC_URL: Location names the document there, path prefix included. */
+  publicUrl: string;
 }
 
 /**
@@ -101,7 +103,7 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
         request.auditNote.documentId = created.id;
         request.auditNote.detail = { path: created.path, fileName: created.fileName };
       }
-      return reply.code(201).header('Location', `/v1/patients/${patientId}/documents/${created.id}`).send(created);
+      return reply.code(201).header('Location', `${options.publicUrl}/v1/patients/${patientId}/documents/${created.id}`).send(created);
     },
   );
 
