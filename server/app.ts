@@ -90,9 +90,9 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   await app.register(async (api) => {
     api.addHook('onRequest', trackAccess);
     api.addHook('onRequest', api.authenticate);
-    await api.register(documentRoutes, { documents: context.documents, access: context.access, content: context.content.service });
+    await api.register(documentRoutes, { documents: context.documents, access: context.access, content: context.content.service, publicUrl: config.publicUrl });
     await api.register(patientRoutes, { patients: context.store.patients, access: context.access });
-    await api.register(webhookRoutes, { webhooks: context.webhooks, access: context.access });
+    await api.register(webhookRoutes, { webhooks: context.webhooks, access: context.access, publicUrl: config.publicUrl });
   });
 
   await app.register(webhookMetricsRoutes, { webhooks: context.webhooks });

@@ -11,7 +11,7 @@ import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Links } from '../server/domain/links.js';
 import { lyingCountStl, makeArchStl, makePdf, pdfBomb, truncatedStl } from './fixtures/scans.js';
-import { CLIENT, expectProblem, ORG, PATIENT, startTestServer, type TestServer } from './helpers/server.js';
+import { ADMIN_TOKEN, CLIENT, expectProblem, ORG, PATIENT, startTestServer, type TestServer } from './helpers/server.js';
 import * as tus from 'tus-js-client';
 
 const OTHER_ORG_CLIENT = { id: 'other-clinic-pc', secret: 'other-clinic-pc-secret-0123456789' };
@@ -250,6 +250,32 @@ describe('signed downloads', () => {
     expect(problem.detail).toMatch(/expired/);
     const storage = await fetch(document.storageUrl);
     expect(storage.status).toBe(404);
+  });
+
+  it('stops serving a link once the patient withdraws consent or its client is disabled, before the link expires', async () => {
+    const admin = (method: string, route: string, body?: unknown) => t.api(method, route, { token: ADMIN_TOKEN, organization: null, ...(body === undefined ? {} : { body }) });
+    const patient = (await admin('POST', '/admin/v1/patients', { name: 'Link Holder Patient', organizations: [ORG], consents: [ORG] })).body.id as string;
+    const created = await t.api('POST', `/v1/patients/${patient}/documents`, { body: { fileName: 'holder.stl', path: '/links' } });
+    const stored = (await upload(created.body, bytes)).body;
+    const expectRefused = async (link: string, reason: RegExp) => {
+      const response = await fetch(link);
+      expect(expectProblem({ status: response.status, body: await response.json(), headers: response.headers }, 403).detail).toMatch(reason);
+    };
+    expect((await fetch(stored.storageDownloadUri)).status).toBe(200);
+    expect((await admin('DELETE', `/admin/v1/patients/${patient}/consents/${ORG}`)).status).toBe(200);
+    await expectRefused(stored.storageDownloadUri, /withdrawn consent/);
+    await expectRefused(stored.thumbnailDownloadUri, /withdrawn consent/);
+    expect((await admin('PUT', `/admin/v1/patients/${patient}/consents/${ORG}`)).status).toBe(200);
+    expect((await fetch(stored.storageDownloadUri)).status).toBe(200);
+
+    const client = (await admin('POST', '/admin/v1/clients', { name: 'Stolen PC', scopes: ['Patient.File.Read'], organizations: [ORG] })).body;
+    const token = await t.token({ id: client.clientId, secret: client.clientSecret });
+    const link = (await t.api('GET', `/v1/patients/${patient}/documents/${stored.id}`, { token })).body.storageDownloadUri as string;
+    expect((await fetch(link)).status).toBe(200);
+    expect((await admin('PATCH', `/admin/v1/clients/${client.clientId}`, { disabled: true })).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 5_200)); // the membership cache's 5 s, as for its tokens
+    await expectRefused(link, /disabled/);
+    expect((await fetch(stored.storageDownloadUri)).status).toBe(200);
   });
 });
 

@@ -46,6 +46,22 @@ describe('identity provider', () => {
     expect(decodeJwt(body.access_token).scp).toBe('Patient.File.Read');
   });
 
+  it('refuses client_secret_basic whose form names another client_id (400 invalid_request), and takes the same one', async () => {
+    const basic = Buffer.from(`${CLIENT.id}:${CLIENT.secret}`).toString('base64');
+    const post = (clientId: string) =>
+      fetch(`${server.url}/oauth2/token`, {
+        method: 'POST',
+        headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: `grant_type=client_credentials&client_id=${clientId}`,
+      });
+    const other = await post(READ_ONLY_CLIENT.id);
+    expect(other.status).toBe(400);
+    expect(await other.json()).toEqual({ error: 'invalid_request', error_description: 'client_id in the form does not match the client of the Basic authorization header' });
+    const same = await post(CLIENT.id);
+    expect(same.status).toBe(200);
+    expect(decodeJwt(((await same.json()) as { access_token: string }).access_token).azp).toBe(CLIENT.id);
+  });
+
   it.each([
     ['not valid percent-encoding', `${CLIENT.id}:100%-secret`, 400, 'invalid_request'],
     ['no colon', CLIENT.id, 400, 'invalid_request'],
@@ -202,6 +218,16 @@ describe('create document placeholder (SPEC §4.1)', () => {
     const wrongType = expectProblem(await server.api('POST', documentsRoute, { body: 'fileName=a', headers: { 'content-type': 'text/plain' } }), 415);
     expect(wrongType.detail).toBe('unsupported Content-Type: "text/plain"');
     expectProblem(await server.api('POST', documentsRoute, { body: { fileName: 'a.stl', padding: 'x'.repeat(2 * 1024 * 1024) } }), 413);
+  });
+
+  it('takes Content-Type: application/json without a body on routes that take none, and still refuses it where a body is required', async () => {
+    const created = await server.api('POST', documentsRoute, { body: { fileName: 'json-header.stl', path: '/json-header' } });
+    const jsonHeader = { 'content-type': 'application/json' };
+    const removed = await fetch(`${server.url}${documentsRoute}/${created.body.id}`, { method: 'DELETE', headers: { ...jsonHeader, authorization: `Bearer ${await server.token()}`, 'organization-id': ORG } });
+    expect(removed.status).toBe(204);
+    const consent = await fetch(`${server.url}/admin/v1/patients/${PATIENT}/consents/${ORG}`, { method: 'PUT', headers: { ...jsonHeader, authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(consent.status).toBe(200);
+    expect(expectProblem(await server.api('POST', documentsRoute, { body: '' }), 400).detail).toBe('body must not be empty when Content-Type is application/json');
   });
 
   it('shows the problem instance as the request path and keeps 500s free of internals', async () => {
@@ -391,6 +417,33 @@ describe('operations', () => {
     const docs = await fetch(`${server.url}/docs/`);
     expect(docs.status).toBe(200);
     expect(await docs.text()).toContain('swagger');
+  });
+
+  it('names a created document and subscription in Location under PATIENT_DOCS_PUBLIC_URL, path prefix included', async () => {
+    const prefixed = await startTestServer({ PATIENT_DOCS_PUBLIC_URL: 'https://docs.example.org/patient-docs', PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'true' });
+    try {
+      const created = await prefixed.api('POST', documentsRoute, { body: { fileName: 'located.stl', path: '/located' } });
+      expect(created.status).toBe(201);
+      expect(created.headers.get('location')).toBe(`https://docs.example.org/patient-docs${documentsRoute}/${created.body.id}`);
+      expect(created.body.storageUrl).toBe(`https://docs.example.org/patient-docs/storage/v1/documents/${created.body.id}`);
+      const subscribed = await prefixed.api('POST', '/v1/webhooks/subscribe', { body: { events: ['patient.created'], callback: 'https://127.0.0.1:9/hook', hmac: 'located-secret' } });
+      expect(subscribed.status).toBe(201);
+      expect(subscribed.headers.get('location')).toBe(`https://docs.example.org/patient-docs/v1/webhooks/${subscribed.body.id}`);
+    } finally {
+      await prefixed.close();
+    }
+  });
+
+  it('lists for each document route the statuses SPEC §4.1 and §4.3 name (no 409 for search, get, versions or delete)', async () => {
+    const openapi = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>> };
+    const statuses = (path: string, method: string) => Object.keys(openapi.paths[path]?.[method]?.responses ?? {});
+    const documents = '/v1/patients/{patientId}/documents';
+    const one = `${documents}/{documentId}`;
+    expect(statuses(documents, 'post')).toEqual(['201', '400', '401', '403', '404', '409', '413', '500', '503']);
+    expect(statuses(`${documents}/search`, 'post')).toEqual(['200', '400', '401', '403', '404', '413', '500', '503']);
+    for (const [path, method, ok] of [[one, 'get', '200'], [one, 'delete', '204'], [`${one}/versions`, 'get', '200']] as const) {
+      expect(statuses(path, method)).toEqual([ok, '400', '401', '403', '404', '500', '503']);
+    }
   });
 
   it('answers unknown routes with a problem', async () => {

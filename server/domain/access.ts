@@ -40,6 +40,21 @@ export class AccessGuard {
     return (await this.membership(principal.clientId)).organizations;
   }
 
+  /**
+   * Why the holder of a signed link may no longer read this patient's files, or undefined when it
+   * may: the link outlives the token that asked for it (15 minutes), not the client's registration,
+   * its organization, nor the patient's consent (SPEC §1, §5.3).
+   */
+  async linkHolderRefusal(clientId: string, organizationId: string, patientId: string): Promise<string | undefined> {
+    const membership = await this.membership(clientId);
+    if (membership.disabled) return `the client ${clientId} this link was handed to is no longer registered or has been disabled`;
+    if (!membership.organizations.has(organizationId)) return `the client ${clientId} this link was handed to has no access to organization ${organizationId} any more`;
+    const access = await this.patients.access(patientId, organizationId);
+    if (!access.access) return `organization ${organizationId} has no access to patient ${patientId} any more`;
+    if (!access.consent) return `patient ${patientId} has withdrawn consent from organization ${organizationId}`;
+    return undefined;
+  }
+
   /** 404 for an unknown patient; 403 without organization access or without consent. */
   async requirePatient(organizationId: string, patientId: string): Promise<PatientAccess> {
     const access = await this.patients.access(patientId.toLowerCase(), organizationId.toLowerCase());

@@ -322,6 +322,10 @@ export class ContentService {
     if (document) facts.patientId = document.patientId;
     let stored = document ? await this.store.content.version(document.id, version) : undefined;
     if (!document || !stored) throw notFound(`document ${documentId} has no content version ${version}`);
+    if (holder) {
+      const refusal = await this.access.linkHolderRefusal(holder.clientId, holder.organizationId, document.patientId);
+      if (refusal) throw forbidden(`${refusal}; the download link no longer works`);
+    }
     if (kind === 'content' && stored.contentLostAt !== null) {
       // A link handed out before the mark: the record says these bytes are gone, whatever the disk holds now.
       throw notFound(

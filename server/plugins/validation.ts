@@ -13,10 +13,15 @@ import { badRequest } from '../errors.js';
  * JSON bodies: refused (400) unless they are UTF-8 — otherwise a byte that is not would turn into
  * U+FFFD on the way in, and the name stored would differ from the one sent — and refused with a
  * rule of their own when they carry a `__proto__` or `constructor.prototype` key, which Fastify
- * would report as "not valid JSON".
+ * would report as "not valid JSON". An empty body is refused only where the route takes one.
  */
-function parseJsonBody(_request: FastifyRequest, body: Buffer, done: (error: Error | null, value?: unknown) => void): void {
-  if (body.length === 0) return done(badRequest('body must not be empty when Content-Type is application/json'));
+function parseJsonBody(request: FastifyRequest, body: Buffer, done: (error: Error | null, value?: unknown) => void): void {
+  if (body.length === 0) {
+    // A route that takes no body (a DELETE, a consent PUT, a redelivery) is not refused for one it
+    // never asked for: many HTTP client setups send Content-Type: application/json on every request.
+    if ((request.routeOptions.schema as FastifySchema | undefined)?.body === undefined) return done(null, undefined);
+    return done(badRequest('body must not be empty when Content-Type is application/json'));
+  }
   if (!isUtf8(body)) return done(badRequest('body must be UTF-8 encoded text'));
   let value: unknown;
   try {

@@ -26,9 +26,21 @@ export interface DocumentRouteOptions {
   documents: DocumentService;
   access: AccessGuard;
   content: ContentService;
+  /** PATIENT_DOCS_PUBLIC_URL: Location names the document there, path prefix included. */
+  publicUrl: string;
 }
 
-const errors = { 400: ProblemSchema, 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 409: ProblemSchema, 413: ProblemSchema, 500: ProblemSchema };
+/**
+ * The problem statuses each route can answer, as the OpenAPI document lists them: SPEC §4.1 for
+ * create, §4.3 for search (no 409: a search conflicts with nothing), and the same rules for the
+ * extension routes; 503 is a busy or full server (README "Disk full, … database busy").
+ */
+function problems<const S extends number>(...statuses: S[]): Record<S, typeof ProblemSchema> {
+  return Object.fromEntries(statuses.map((status) => [status, ProblemSchema])) as Record<S, typeof ProblemSchema>;
+}
+const createErrors = problems(400, 401, 403, 404, 409, 413, 500, 503);
+const searchErrors = problems(400, 401, 403, 404, 413, 500, 503);
+const readErrors = problems(400, 401, 403, 404, 500, 503);
 
 /** Checks organization membership, patient existence, access and consent; returns lowercased ids. */
 export async function authorizePatient(request: FastifyRequest, access: AccessGuard, scope: string, patientId: string) {
@@ -81,7 +93,7 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
         params: PatientParams,
         headers: OrganizationHeaders,
         body: CreateDocumentBody,
-        response: { 201: CreateDocumentResponse, ...errors },
+        response: { 201: CreateDocumentResponse, ...createErrors },
       },
     },
     async (request, reply) => {
@@ -91,7 +103,7 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
         request.auditNote.documentId = created.id;
         request.auditNote.detail = { path: created.path, fileName: created.fileName };
       }
-      return reply.code(201).header('Location', `/v1/patients/${patientId}/documents/${created.id}`).send(created);
+      return reply.code(201).header('Location', `${options.publicUrl}/v1/patients/${patientId}/documents/${created.id}`).send(created);
     },
   );
 
@@ -106,7 +118,7 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
         params: PatientParams,
         headers: OrganizationHeaders,
         body: SearchBody,
-        response: { 200: SearchResponse, ...errors },
+        response: { 200: SearchResponse, ...searchErrors },
       },
     },
     async (request, reply) => {
@@ -130,7 +142,7 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
         security: [{ bearer: [] }],
         params: DocumentParams,
         headers: OrganizationHeaders,
-        response: { 200: DocumentSchema, ...errors },
+        response: { 200: DocumentSchema, ...readErrors },
       },
     },
     async (request) => {
@@ -152,7 +164,7 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
         security: [{ bearer: [] }],
         params: DocumentParams,
         headers: OrganizationHeaders,
-        response: { 204: Type.Null({ description: 'Deleted' }), ...errors },
+        response: { 204: Type.Null({ description: 'Deleted' }), ...readErrors },
       },
     },
     async (request, reply) => {
@@ -181,7 +193,7 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
         security: [{ bearer: [] }],
         params: DocumentParams,
         headers: OrganizationHeaders,
-        response: { 200: DocumentVersionsResponse, ...errors },
+        response: { 200: DocumentVersionsResponse, ...readErrors },
       },
     },
     async (request) => {

@@ -74,6 +74,9 @@ function readCredentials(request: FastifyRequest, form: Record<string, string>):
     const clientId = formDecoded(decoded.slice(0, colon));
     const clientSecret = formDecoded(decoded.slice(colon + 1));
     if (clientId === undefined || clientSecret === undefined) return { error: 'the Basic authorization header is not valid percent-encoding' };
+    // A client_id in the form may name the client again (RFC 6749 §3.2.1), never another one: the
+    // token would silently be the header's client, with its scopes, not the one the caller meant.
+    if (form.client_id !== undefined && form.client_id !== clientId) return { error: 'client_id in the form does not match the client of the Basic authorization header' };
     return { clientId, clientSecret, method: 'basic' };
   }
   if (!form.client_id) return { error: 'client_id is required' };

@@ -26,6 +26,8 @@ import { subscriptionDto, type WebhookService } from '../webhooks/service.js';
 export interface WebhookRouteOptions {
   webhooks: WebhookService;
   access: AccessGuard;
+  /** PATIENT_DOCS_PUBLIC_URL: Location names the subscription there, path prefix included. */
+  publicUrl: string;
 }
 
 const errors = { 400: ProblemSchema, 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 409: ProblemSchema, 500: ProblemSchema };
@@ -52,7 +54,7 @@ export async function webhookRoutes(appBase: FastifyInstance, options: WebhookRo
       const actor = await authorize(request, access);
       const { subscription, created } = await webhooks.subscribe(request.body, actor);
       // 200: this exact subscription exists already (a retried request), and this is it.
-      return reply.code(created ? 201 : 200).header('Location', `/v1/webhooks/${subscription.id}`).send(subscription);
+      return reply.code(created ? 201 : 200).header('Location', `${options.publicUrl}/v1/webhooks/${subscription.id}`).send(subscription);
     },
   );
 
