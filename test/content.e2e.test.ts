@@ -3,7 +3,7 @@
  * Upload, the SPEC §4.3 rule 4 check, signed downloads with ranges, limits, races, versions,
  * deletion, thumbnails of real scans and hostile files.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -125,12 +125,11 @@ describe('one-shot upload', () => {
     await checkUpload(document.id, bytes);
   });
 
-  it('refuses a mismatched Id, a missing file, a missing Id, a bad Type and a non-multipart body with 400 and stores nothing', async () => {
+  it('refuses a mismatched Id, a missing file, a bad Type and a non-multipart body with 400 and stores nothing', async () => {
     const document = await createDocument('refused.stl');
     const bytes = Buffer.from('x'.repeat(1000));
     expectProblem(await upload(document, bytes, { fields: [['Id', '5f0e8a3c-1d2b-4c3d-8e9f-000000000099']] }), 400);
     expectProblem(await upload(document, bytes, { omitFile: true }), 400);
-    expectProblem(await upload(document, bytes, { fields: [['FileName', 'a.stl']] }), 400);
     expectProblem(await upload(document, bytes, { fields: [['Id', document.id], ['Type', 'not a type!']] }), 400);
     const json = await fetch(`${document.storageUrl}/file`, { method: 'POST', headers: { authorization: `Bearer ${await t.token()}`, 'content-type': 'application/json' }, body: '{}' });
     expectProblem({ status: json.status, body: await json.json(), headers: json.headers }, 400);
@@ -139,6 +138,18 @@ describe('one-shot upload', () => {
     const stored = await t.api('GET', `/v1/patients/${PATIENT}/documents/${document.id}`);
     expect(stored.body.hasContent).toBe(false);
     await expectNoTempFiles();
+  });
+
+  it('takes a form with the file alone (SPEC §4.2: FileName, Type and Id are the first-party client’s, not guaranteed for others)', async () => {
+    const document = await createDocument('file-only.stl');
+    const bytes = randomBytes(5000);
+    const stored = await upload(document, bytes, { fields: [] });
+    expect(stored.status).toBe(201);
+    expect(stored.body).toMatchObject({ id: document.id, fileName: 'file-only.stl', fileType: 'STL', hasContent: true, fileSize: 5000 });
+    await checkUpload(document.id, bytes);
+    // With a name but no Id, as a client that knows the form but not the id field might send it.
+    const named = await createDocument('named-no-id.stl');
+    expect((await upload(named, bytes, { fields: [['FileName', 'named-no-id.stl'], ['Type', 'STL']] })).status).toBe(201);
   });
 
   it('needs a token with Patient.File.Write of the document’s organization', async () => {

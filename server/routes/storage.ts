@@ -104,12 +104,16 @@ async function receiveFilePart(part: MultipartFile, form: ReceivedForm, storage:
   if (part.file.truncated) throw new SizeLimitError(maxBytes);
 }
 
-/** Validates the SPEC §4.2 fields; the document keeps its own name, the form's name is recorded. */
+/**
+ * Validates the SPEC §4.2 fields; the document keeps its own name, the form's name is recorded.
+ * Only `file` is required: SPEC §4.2 describes FileName, Type and Id as what the first-party web
+ * client sends, "not guaranteed for other clients", and the storage URL already names the
+ * document. Each is checked when it is sent: an Id naming another document is refused.
+ */
 function uploadForm(form: ReceivedForm, documentId: string): UploadForm {
   if (form.problem) throw badRequest(form.problem);
   const id = form.fields.get('Id');
-  if (id === undefined) throw badRequest('form field Id is required (the id returned by create document)');
-  if (id.trim().toLowerCase() !== documentId.toLowerCase()) throw badRequest(`form field Id (${id.slice(0, 64)}) does not match the document of this storage URL`);
+  if (id !== undefined && id.trim().toLowerCase() !== documentId.toLowerCase()) throw badRequest(`form field Id (${id.slice(0, 64)}) does not match the document of this storage URL`);
   if (!form.received) throw badRequest('form field file is required (the binary content)');
   const result: UploadForm = {};
   const fileName = form.fields.get('FileName');
@@ -224,7 +228,7 @@ export async function storageRoutes(appBase: FastifyInstance, options: StorageRo
   const receiveUpload = async (request: FastifyRequest, reply: FastifyReply, documentId: string, facts: AccessFacts | undefined) => {
     const document = await content.authorizeWrite(principalOf(request), documentId, facts);
     content.checkPrecondition(document, request.headers['if-match']);
-    if (!request.isMultipart()) throw badRequest('the body must be multipart/form-data with the fields file, FileName, Type and Id');
+    if (!request.isMultipart()) throw badRequest('the body must be multipart/form-data with the field file (and, optionally, FileName, Type and Id)');
     const declared = Number(request.headers['content-length']);
     if (Number.isFinite(declared) && declared > maxUploadBytes + FORM_OVERHEAD_BYTES) {
       throw payloadTooLarge(`the upload (${declared} bytes) is larger than the upload limit of ${maxUploadBytes} bytes`);
@@ -257,7 +261,9 @@ export async function storageRoutes(appBase: FastifyInstance, options: StorageRo
       schema: {
         tags: ['storage'],
         summary: 'Upload the document content (multipart: file, FileName, Type, Id; Patient.File.Write)',
-        description: 'A document with content takes a new version only with If-Match: "<sha256 of the current content>".',
+        description:
+          'Only the field file is required. FileName, Type and Id (SPEC §4.2) are checked when sent: Id must name the document of this URL, ' +
+          'Type must be a file type such as STL. A document with content takes a new version only with If-Match: "<sha256 of the current content>".',
         security: [{ bearer: [] }],
         consumes: ['multipart/form-data'],
         params: StorageParams,
