@@ -277,6 +277,21 @@ describe('search (SPEC §4.3, DESIGN §3)', () => {
     expect(times).toEqual([...times].sort().reverse());
   });
 
+  it('takes a search with no body, or an empty one, as {} (SPEC §4.3: every field optional)', async () => {
+    const headers = { authorization: `Bearer ${await server.token()}`, 'organization-id': ORG };
+    const url = `${server.url}${patientRoute('/documents/search')}`;
+    for (const init of [{ headers }, { headers: { ...headers, 'content-type': 'application/json' } }, { headers: { ...headers, 'content-type': 'application/json' }, body: '' }]) {
+      const response = await fetch(url, { method: 'POST', ...init });
+      expect(response.status).toBe(200);
+      expect(await response.json()).toMatchObject({ offset: 0, limit: 50, total: 7 });
+    }
+    // A body that is there must still be an object.
+    expectProblem(await search([]), 400);
+    expectProblem(await search('null'), 400);
+    // Create has a required field: no body is still refused, with the rule.
+    expectProblem(await server.api('POST', patientRoute('/documents'), { body: '' }), 400);
+  });
+
   it('filters a folder and its descendants, never a sibling prefix', async () => {
     const response = await search({ path: '/a', sortBy: 'fileName', sortDirection: 'ASC' });
     expect(response.body.documents.map((document: { fileName: string }) => document.fileName)).toEqual(['deep.ply', 'lower.stl', 'notes.pdf', 'Scan.STL']);

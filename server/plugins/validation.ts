@@ -19,7 +19,8 @@ function parseJsonBody(request: FastifyRequest, body: Buffer, done: (error: Erro
   if (body.length === 0) {
     // A route that takes no body (a DELETE, a consent PUT, a redelivery) is not refused for one it
     // never asked for: many HTTP client setups send Content-Type: application/json on every request.
-    if ((request.routeOptions.schema as FastifySchema | undefined)?.body === undefined) return done(null, undefined);
+    // A route whose body is all optional fields (search) takes none: its handler applies the defaults.
+    if ((request.routeOptions.schema as FastifySchema | undefined)?.body === undefined || request.routeOptions.config.bodyOptional) return done(null, undefined);
     return done(badRequest('body must not be empty when Content-Type is application/json'));
   }
   if (!isUtf8(body)) return done(badRequest('body must be UTF-8 encoded text'));
@@ -31,6 +32,22 @@ function parseJsonBody(request: FastifyRequest, body: Buffer, done: (error: Erro
     return done(badRequest(poisoned ? 'body must not contain a "__proto__" or "constructor.prototype" key' : 'body must be valid JSON'));
   }
   done(null, value);
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * Every field of the body is optional (search, SPEC §4.3): no body at all, or an empty one, is
+     * taken as `{}`. Routes without this still refuse an empty body with a JSON content type.
+     */
+    bodyOptional?: boolean;
+  }
+}
+
+/** The preValidation hook of routes with `config.bodyOptional`: no body reads as `{}`. */
+export function emptyBodyAsObject(request: FastifyRequest, _reply: unknown, done: () => void): void {
+  if (request.body === undefined) request.body = {};
+  done();
 }
 
 async function validationPlugin(app: FastifyInstance): Promise<void> {

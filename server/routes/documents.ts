@@ -21,6 +21,7 @@ import type { ContentService } from '../domain/content.js';
 import type { DocumentService, EncodedPage } from '../domain/documents.js';
 import { notFound } from '../errors.js';
 import { principalOf } from '../plugins/auth.js';
+import { emptyBodyAsObject } from '../plugins/validation.js';
 
 export interface DocumentRouteOptions {
   documents: DocumentService;
@@ -110,7 +111,8 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
   app.post(
     '/v1/patients/:patientId/documents/search',
     {
-      config: { audit: { action: 'search' } },
+      config: { audit: { action: 'search' }, bodyOptional: true },
+      preValidation: emptyBodyAsObject,
       schema: {
         tags: ['documents'],
         summary: 'Search a patient’s documents (Patient.File.Read)',
