@@ -16,8 +16,12 @@ import type {
   SigningKeyRecord,
   SigningKeyRepository,
 } from '../types.js';
+import type { ChangeWatch } from './change-watch.js';
 import type { SqliteDatabase } from './database.js';
 import type { SqliteOutbox } from './outbox.js';
+
+/** Patient–organization pairs whose access is kept in memory; past this, the memory starts over. */
+const ACCESS_CACHE_LIMIT = 10_000;
 
 export class SqliteOrganizations implements OrganizationRepository {
   constructor(private readonly db: SqliteDatabase) {}
@@ -59,9 +63,18 @@ export class SqlitePatients implements PatientRepository {
   private readonly createTransaction;
   private readonly updateTransaction;
 
+  /**
+   * Every request for a patient's files asks for its access, and in a clinic the same few patients
+   * are asked for again and again: the answers are kept until anything is written to the database
+   * (ChangeWatch), so a consent withdrawn or a document uploaded counts from the next request on.
+   */
+  private readonly accessCache = new Map<string, PatientAccess>();
+  private accessGeneration = -1;
+
   constructor(
     private readonly db: SqliteDatabase,
     private readonly outbox: SqliteOutbox,
+    private readonly changes: ChangeWatch,
   ) {
     // Every request for a patient asks this: one statement, positional parameters, read as an array.
     this.selectAccess = db
@@ -125,8 +138,24 @@ export class SqlitePatients implements PatientRepository {
   }
 
   async access(patientId: string, organizationId: string): Promise<PatientAccess> {
-    const [exists, access, consent, documentChanges] = this.selectAccess.get(patientId, patientId, organizationId, patientId, organizationId, patientId) as [number, number, number, number | null];
-    return { exists: exists === 1, access: access === 1, consent: consent === 1, documentChanges: documentChanges ?? 0 };
+    return this.accessNow(patientId, organizationId);
+  }
+
+  /** access() without the promise, for callers on the same thread that want no extra turn. */
+  accessNow(patientId: string, organizationId: string): PatientAccess {
+    const generation = this.changes.generation();
+    if (generation !== this.accessGeneration || this.accessCache.size >= ACCESS_CACHE_LIMIT) {
+      this.accessCache.clear();
+      this.accessGeneration = generation;
+    }
+    const key = `${patientId} ${organizationId}`;
+    let answer = this.accessCache.get(key);
+    if (answer === undefined) {
+      const [exists, access, consent, documentChanges] = this.selectAccess.get(patientId, patientId, organizationId, patientId, organizationId, patientId) as [number, number, number, number | null];
+      answer = Object.freeze({ exists: exists === 1, access: access === 1, consent: consent === 1, documentChanges: documentChanges ?? 0 });
+      this.accessCache.set(key, answer);
+    }
+    return answer;
   }
 
   async listVisible(organizationId: string, nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {

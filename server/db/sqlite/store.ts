@@ -7,6 +7,7 @@ import { CONTENT_LOST_MIGRATION, CONTENT_MIGRATION, SqliteDocumentContent } from
 import { SqliteDocuments } from './documents.js';
 import { SqliteOutbox } from './outbox.js';
 import { AUDIT_MIGRATION, SqliteAudit } from './audit.js';
+import { ChangeWatch } from './change-watch.js';
 import { SqliteWebhooks, WEBHOOK_LEAN_MESSAGES_MIGRATION, WEBHOOK_MIGRATION } from './webhooks.js';
 
 const OPTIMIZE_EVERY_MS = 6 * 60 * 60 * 1000;
@@ -30,7 +31,7 @@ export class SqliteStore implements Store {
   constructor(readonly db: SqliteDatabase) {
     this.outbox = new SqliteOutbox(db);
     this.organizations = new SqliteOrganizations(db);
-    this.patients = new SqlitePatients(db, this.outbox);
+    this.patients = new SqlitePatients(db, this.outbox, new ChangeWatch(db));
     this.clients = new SqliteClients(db);
     this.documents = new SqliteDocuments(db, this.outbox);
     this.audit = new SqliteAudit(db);
