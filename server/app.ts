@@ -5,7 +5,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { ServerContext } from './context.js';
 import { redactedUrl } from './log-redaction.js';
-import { auditAccess, auditPlugin } from './audit/http.js';
+import { auditAccess, auditHookFor, auditPlugin } from './audit/http.js';
 import authPlugin from './plugins/auth.js';
 import problemsPlugin, { clientErrors, frameworkErrors } from './plugins/problems.js';
 import validationPlugin from './plugins/validation.js';
@@ -86,10 +86,15 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   });
   await app.register(problemPages);
 
-  // Everything under /v1 carries a bearer token (the autohooks pattern of STYLE.md).
+  // Everything under /v1 carries a bearer token (the autohooks pattern of STYLE.md). Each route gets
+  // its hooks when it is registered: the audit entry first (so a request refused for its token is
+  // recorded too) where the route names an action, then the token check, then the route's own.
   await app.register(async (api) => {
-    api.addHook('onRequest', trackAccess);
-    api.addHook('onRequest', api.authenticate);
+    api.addHook('onRoute', (route) => {
+      const own = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+      const audit = route.config?.audit;
+      route.onRequest = [...(audit ? [auditHookFor(context.audit, audit)] : []), api.authenticate, ...own];
+    });
     await api.register(documentRoutes, { documents: context.documents, access: context.access, content: context.content.service, publicUrl: config.publicUrl });
     await api.register(patientRoutes, { patients: context.store.patients, access: context.access });
     await api.register(webhookRoutes, { webhooks: context.webhooks, access: context.access, publicUrl: config.publicUrl });

@@ -89,9 +89,19 @@ export function entryOf(request: FastifyRequest, reply: FastifyReply, action: Au
  * the log cannot be written and too many entries wait, the access is refused before anything else.
  */
 export function auditAccess(log: AuditLog, now: () => Date = () => new Date()) {
+  const hooks = new WeakMap<AuditRouteConfig, ReturnType<typeof auditHookFor>>();
   return function trackAccess(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
     const config = request.routeOptions.config.audit;
     if (config === undefined) return done();
+    let hook = hooks.get(config);
+    if (hook === undefined) hooks.set(config, (hook = auditHookFor(log, config, now)));
+    hook(request, reply, done);
+  };
+}
+
+/** The same hook for a route whose audit config is known when it is registered (see app.ts). */
+export function auditHookFor(log: AuditLog, config: AuditRouteConfig, now: () => Date = () => new Date()) {
+  return function trackAccess(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
     const refusal = log.refusal();
     if (refusal) return done(refusal);
     const note: AuditNote = { detail: {} };

@@ -89,10 +89,21 @@ export class TokenService {
   }
 
   /** Verifies signature (RS256 only), aud, iss, exp and nbf; throws TokenError with a plain reason. */
-  async verify(token: string): Promise<Principal> {
+  /**
+   * The principal of a token this service verified before and that is still valid (not expired,
+   * its key still trusted), without a turn of the event loop; undefined when it must be verified.
+   */
+  verifiedBefore(token: string): Principal | undefined {
     const cached = this.verified.get(token);
-    if (cached && cached.expiresAt * 1000 > this.now() && (cached.kid === undefined || this.keys.isTrusted(cached.kid))) return cached.principal;
-    if (cached) this.verified.delete(token);
+    if (cached === undefined) return undefined;
+    if (cached.expiresAt * 1000 > this.now() && (cached.kid === undefined || this.keys.isTrusted(cached.kid))) return cached.principal;
+    this.verified.delete(token);
+    return undefined;
+  }
+
+  async verify(token: string): Promise<Principal> {
+    const cached = this.verifiedBefore(token);
+    if (cached) return cached;
     const { payload, kid } = await this.verifyPayload(token);
     const clientId = typeof payload.azp === 'string' ? payload.azp : typeof payload.sub === 'string' ? payload.sub : undefined;
     if (!clientId) throw new TokenError('token has no client identity (azp/sub)');
