@@ -5,6 +5,8 @@
 import type { ServerConfig } from './config.js';
 import type { Store } from './db/types.js';
 import { AuditLog } from './audit/log.js';
+import { AUDIT_BUSY_TIMEOUT_MS, AuditWriterThread, THREAD_BATCH_SIZE, THREAD_FLUSH_EVERY_MS } from './audit/writer-thread.js';
+import { SqliteStore } from './db/sqlite/store.js';
 import { AccessGuard } from './domain/access.js';
 import { DirectoryService } from './domain/directory.js';
 import { DocumentService } from './domain/documents.js';
@@ -43,6 +45,18 @@ export interface ServerContext {
   audit: AuditLog;
 }
 
+/**
+ * The audit log, written by a thread of its own when the database is a file (the server), in the
+ * request thread otherwise (an in-memory database in tests).
+ */
+function auditLog(store: Store, config: ServerConfig): AuditLog {
+  if (store instanceof SqliteStore && !store.db.memory) {
+    const writer = new AuditWriterThread({ file: store.db.name, busyTimeoutMs: AUDIT_BUSY_TIMEOUT_MS });
+    return new AuditLog(writer, { maxPending: config.auditMaxPending, flushEveryMs: THREAD_FLUSH_EVERY_MS, batchSize: THREAD_BATCH_SIZE });
+  }
+  return new AuditLog(store.audit, { maxPending: config.auditMaxPending });
+}
+
 export async function createContext(config: ServerConfig, store?: Store): Promise<ServerContext> {
   const opened = store ?? (await openStore(config));
   const { keys, tenantId, linkKey, webhookSecretKey } = await prepareStore(opened);
@@ -73,6 +87,6 @@ export async function createContext(config: ServerConfig, store?: Store): Promis
     webhooks: new WebhookService(opened.webhooks, webhookSecrets, callbackGuard),
     webhookSecrets,
     callbackGuard,
-    audit: new AuditLog(opened.audit, { maxPending: config.auditMaxPending }),
+    audit: auditLog(opened, config),
   };
 }

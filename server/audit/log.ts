@@ -36,7 +36,19 @@ const stderrLogger: AuditLogger = {
 export interface AuditLogOptions {
   maxPending?: number;
   flushEveryMs?: number;
+  /** Entries per write (one transaction); BATCH_SIZE unless the sink wants smaller ones. */
+  batchSize?: number;
   now?: () => number;
+}
+
+/**
+ * Where entries are written: the repository itself, in the request thread, or a writer thread
+ * (writer-thread.ts). Each append is one transaction, all or none.
+ */
+export interface AuditSink {
+  append(entries: readonly AuditEntryRecord[]): Promise<void>;
+  /** Called once the log is closed and everything it could write is written. */
+  close?(): Promise<void>;
 }
 
 export class AuditLog {
@@ -48,15 +60,17 @@ export class AuditLog {
   private logger: AuditLogger = stderrLogger;
   private readonly maxPending: number;
   private readonly flushEveryMs: number;
+  private readonly batchSize: number;
   private readonly now: () => number;
   private closed = false;
 
   constructor(
-    private readonly repository: AuditRepository,
+    private readonly repository: AuditSink | AuditRepository,
     options: AuditLogOptions = {},
   ) {
     this.maxPending = options.maxPending ?? DEFAULT_MAX_PENDING;
     this.flushEveryMs = options.flushEveryMs ?? FLUSH_EVERY_MS;
+    this.batchSize = options.batchSize ?? BATCH_SIZE;
     this.now = options.now ?? Date.now;
   }
 
@@ -68,7 +82,7 @@ export class AuditLog {
   record(entry: AuditEntryRecord): void {
     this.pending.push(entry);
     if (this.failure) return; // the retry timer is set
-    if (this.pending.length >= BATCH_SIZE) this.schedule(0);
+    if (this.pending.length >= this.batchSize) this.schedule(0);
     else if (this.timer === undefined) this.schedule(this.flushEveryMs);
   }
 
@@ -126,7 +140,7 @@ export class AuditLog {
     for (let first = true; this.pending.length > 0; first = false) {
       // After an outage thousands may wait: requests get the event loop between transactions.
       if (!first) await new Promise((resolve) => setImmediate(resolve));
-      const size = Math.min(this.pending.length, BATCH_SIZE);
+      const size = Math.min(this.pending.length, this.batchSize);
       const batch = this.pending.slice(0, size);
       try {
         await this.repository.append(batch);
@@ -189,6 +203,7 @@ export class AuditLog {
       // The last resort: the entries go to the server's log, so IT can still read them there.
       this.logger.error({ entries: this.pending }, `audit log: ${lost} entries could not be written to the database before the server stopped; they are in this log line`);
     }
+    if ('close' in this.repository && this.repository.close) await this.repository.close();
     return lost;
   }
 
@@ -197,11 +212,14 @@ export class AuditLog {
    * completes within this call; should it fail, the entries go to the log (the caller lets the
    * promise settle before it exits).
    */
-  flushBeforeExit(): Promise<void> {
+  async flushBeforeExit(): Promise<void> {
     this.closed = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
+    // A batch a writer thread is committing stays first in line until it answers: let it finish,
+    // so its entries are neither written twice nor lost.
+    if (this.flushing) await this.flushing;
     const entries = this.pending.splice(0);
-    return this.repository.append(entries).catch((error: unknown) => {
+    await this.repository.append(entries).catch((error: unknown) => {
       this.logger.error({ err: error, entries }, `audit log: ${entries.length} entries could not be written before the server stopped; they are in this log line`);
     });
   }

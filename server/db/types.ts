@@ -132,6 +132,11 @@ export interface PatientRepository {
   get(id: string): Promise<PatientRecord | undefined>;
   update(patient: PatientRecord, events: OutboxEvent[]): Promise<void>;
   access(patientId: string, organizationId: string): Promise<PatientAccess>;
+  /**
+   * access() answered from memory when the implementation knows the answer is current (nothing
+   * written since it was read), without I/O or a promise; undefined when it must be asked.
+   */
+  knownAccess?(patientId: string, organizationId: string): PatientAccess | undefined;
   /** Patients the organization has access to and consent from. */
   listVisible(organizationId: string, nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>>;
   /** Every patient, by name (the admin API and CLI). */

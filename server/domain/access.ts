@@ -20,20 +20,36 @@ export class AccessGuard {
   }
 
   private async membership(clientId: string): Promise<{ organizations: ReadonlySet<string>; disabled: boolean }> {
-    const cached = this.memberships.get(clientId);
-    if (cached && this.now() - cached.loadedAt < MEMBERSHIP_TTL_MS) return cached;
+    const cached = this.knownMembership(clientId);
+    if (cached) return cached;
     const client = await this.clients.get(clientId);
     const entry = { organizations: new Set(client?.organizations ?? []), disabled: !client || client.disabledAt !== null, loadedAt: this.now() };
     this.memberships.set(clientId, entry);
     return entry;
   }
 
+  private knownMembership(clientId: string): { organizations: ReadonlySet<string>; disabled: boolean } | undefined {
+    const cached = this.memberships.get(clientId);
+    return cached && this.now() - cached.loadedAt < MEMBERSHIP_TTL_MS ? cached : undefined;
+  }
+
   async requireOrganization(principal: Principal, organizationId: string): Promise<void> {
-    const membership = await this.membership(principal.clientId);
-    if (membership.disabled) throw unauthorized('the client is not registered or has been disabled');
-    if (!membership.organizations.has(organizationId.toLowerCase())) {
-      throw forbidden(`the client ${principal.clientId} has no access to organization ${organizationId}`);
+    checkMembership(principal, organizationId, await this.membership(principal.clientId));
+  }
+
+  /**
+   * The whole check of a request for a patient's files (organization, patient, access, consent),
+   * without a turn of the event loop when the answers are known (the usual case: the same client
+   * asking about the same patients); a promise when something must be read first.
+   */
+  requirePatientOf(principal: Principal, organizationId: string, patientId: string): PatientAccess | Promise<PatientAccess> {
+    const membership = this.knownMembership(principal.clientId);
+    const known = membership && this.patients.knownAccess?.(patientId, organizationId);
+    if (membership && known) {
+      checkMembership(principal, organizationId, membership);
+      return checkAccess(known, organizationId, patientId);
     }
+    return this.requireOrganization(principal, organizationId).then(() => this.requirePatient(organizationId, patientId));
   }
 
   async organizationsOf(principal: Principal): Promise<ReadonlySet<string>> {
@@ -57,10 +73,20 @@ export class AccessGuard {
 
   /** 404 for an unknown patient; 403 without organization access or without consent. */
   async requirePatient(organizationId: string, patientId: string): Promise<PatientAccess> {
-    const access = await this.patients.access(patientId.toLowerCase(), organizationId.toLowerCase());
-    if (!access.exists) throw notFound(`patient ${patientId} does not exist`);
-    if (!access.access) throw forbidden(`organization ${organizationId} has no access to patient ${patientId}`);
-    if (!access.consent) throw forbidden(`patient ${patientId} has not given consent to organization ${organizationId}`);
-    return access;
+    return checkAccess(await this.patients.access(patientId.toLowerCase(), organizationId.toLowerCase()), organizationId, patientId);
   }
+}
+
+function checkMembership(principal: Principal, organizationId: string, membership: { organizations: ReadonlySet<string>; disabled: boolean }): void {
+  if (membership.disabled) throw unauthorized('the client is not registered or has been disabled');
+  if (!membership.organizations.has(organizationId.toLowerCase())) {
+    throw forbidden(`the client ${principal.clientId} has no access to organization ${organizationId}`);
+  }
+}
+
+function checkAccess(access: PatientAccess, organizationId: string, patientId: string): PatientAccess {
+  if (!access.exists) throw notFound(`patient ${patientId} does not exist`);
+  if (!access.access) throw forbidden(`organization ${organizationId} has no access to patient ${patientId}`);
+  if (!access.consent) throw forbidden(`patient ${patientId} has not given consent to organization ${organizationId}`);
+  return access;
 }

@@ -31,6 +31,8 @@ interface CachedPage {
   sends: number;
   /** Compressed when first sent again, off the event loop (zlib's thread pool), then kept with the page. */
   gzip?: Promise<Buffer>;
+  /** The same bytes once compressed. */
+  gzipped?: Buffer;
 }
 
 export interface SearchOptions {
@@ -150,22 +152,36 @@ export class DocumentService {
    * browsers, fetch). A page asked for once is sent as it is: compressing it would cost more CPU
    * than sending 28 KB on a clinic's network.
    */
-  async searchPage(patientId: string, body: SearchBody, holder: LinkHolder, options: SearchOptions = {}): Promise<EncodedPage> {
-    const page = await this.page(patientId, body, holder, options.documentChanges ?? (await this.store.documents.changeCounter(patientId)));
+  searchPage(patientId: string, body: SearchBody, holder: LinkHolder, options: SearchOptions = {}): EncodedPage | Promise<EncodedPage> {
+    const { query, key } = this.searchQuery(patientId, body, holder);
+    const changeCounter = options.documentChanges;
+    // The usual case, a page asked for again, is answered in this turn: no promise, no await.
+    const cached = changeCounter === undefined ? undefined : this.cachedPage(key, changeCounter);
+    if (cached) return this.encode(cached, options);
+    return (async () => {
+      const page = await this.freshPage(query, key, holder, changeCounter ?? (await this.store.documents.changeCounter(patientId)));
+      return this.encode(page, options);
+    })();
+  }
+
+  private encode(page: CachedPage, options: SearchOptions): EncodedPage | Promise<EncodedPage> {
     page.sends += 1;
     const { count, total } = page;
     if (!options.acceptsGzip || page.json.length < GZIP_FROM_BYTES || page.sends === 1) return { body: page.json, gzip: false, count, total };
-    page.gzip ??= gzipAsync(page.json, { level: zlibConstants.Z_BEST_SPEED });
-    try {
-      return { body: await page.gzip, gzip: true, count, total };
-    } catch {
-      // zlib failed (out of memory, say): this answer goes out as it is, and a later one tries again.
-      page.gzip = undefined;
-      return { body: page.json, gzip: false, count, total };
-    }
+    if (page.gzipped) return { body: page.gzipped, gzip: true, count, total };
+    page.gzip ??= gzipAsync(page.json, { level: zlibConstants.Z_BEST_SPEED }).then((bytes) => (page.gzipped = bytes));
+    return page.gzip.then(
+      (body) => ({ body, gzip: true, count, total }),
+      () => {
+        // zlib failed (out of memory, say): this answer goes out as it is, and a later one tries again.
+        page.gzip = undefined;
+        return { body: page.json, gzip: false, count, total };
+      },
+    );
   }
 
-  private async page(patientId: string, body: SearchBody, holder: LinkHolder, changeCounter: number): Promise<CachedPage> {
+  /** The query a search body asks, and its page's key in the cache (per holder: the page carries its links). */
+  private searchQuery(patientId: string, body: SearchBody, holder: LinkHolder): { query: DocumentQuery; key: string } {
     const offset = body.offset ?? SEARCH_DEFAULTS.offset;
     const limit = body.limit ?? SEARCH_DEFAULTS.limit;
     let pathKey: string | undefined;
@@ -186,19 +202,26 @@ export class DocumentService {
       offset,
       limit,
     };
-    // The page carries the links signed for its holder: cached per client and organization.
     const key = JSON.stringify([holder.clientId, holder.organizationId, query.patientId, query.ids, query.pathKey, query.hasContent, query.nameContains, query.fileType, query.sortBy, query.sortDirection, offset, limit]);
-    const linkExpiry = this.links.currentExpiry();
+    return { query, key };
+  }
+
+  /** The cached page under `key` if it is still current (same change counter, same link expiry). */
+  private cachedPage(key: string, changeCounter: number): CachedPage | undefined {
     const cached = this.pages.get(key);
-    if (cached) {
-      this.forget(key, cached);
-      if (cached.changeCounter === changeCounter && cached.linkExpiry === linkExpiry) {
-        this.remember(key, cached);
-        return cached;
-      }
-    }
+    if (!cached) return undefined;
+    this.forget(key, cached);
+    if (cached.changeCounter !== changeCounter || cached.linkExpiry !== this.links.currentExpiry()) return undefined;
+    this.remember(key, cached);
+    return cached;
+  }
+
+  private async freshPage(query: DocumentQuery, key: string, holder: LinkHolder, changeCounter: number): Promise<CachedPage> {
+    const cached = this.cachedPage(key, changeCounter);
+    if (cached) return cached;
+    const linkExpiry = this.links.currentExpiry();
     const page = await this.store.documents.search(query);
-    const response: SearchResponse = { documents: page.rows.map((row) => this.toDto(row, holder)), offset, limit, total: page.total };
+    const response: SearchResponse = { documents: page.rows.map((row) => this.toDto(row, holder)), offset: query.offset, limit: query.limit, total: page.total };
     const fresh: CachedPage = { changeCounter, linkExpiry, json: Buffer.from(JSON.stringify(response), 'utf8'), count: page.rows.length, total: page.total, sends: 0 };
     if (fresh.json.length <= PAGE_CACHE_BYTES / 16) this.remember(key, fresh);
     return fresh;

@@ -20,6 +20,8 @@ import type { AccessGuard } from '../domain/access.js';
 import type { ContentService } from '../domain/content.js';
 import type { DocumentService, EncodedPage } from '../domain/documents.js';
 import { notFound } from '../errors.js';
+import type { PatientAccess } from '../db/types.js';
+import type { Principal } from '../identity/tokens.js';
 import { principalOf } from '../plugins/auth.js';
 import { emptyBodyAsObject } from '../plugins/validation.js';
 
@@ -43,15 +45,28 @@ const createErrors = problems(400, 401, 403, 404, 409, 413, 500, 503);
 const searchErrors = problems(400, 401, 403, 404, 413, 500, 503);
 const readErrors = problems(400, 401, 403, 404, 500, 503);
 
+export interface AuthorizedPatient {
+  principal: Principal;
+  organizationId: string;
+  patientId: string;
+  /** The patient's document change counter, read with the check (search pages are proven current by it). */
+  documentChanges: number;
+}
+
 /** Checks organization membership, patient existence, access and consent; returns lowercased ids. */
-export async function authorizePatient(request: FastifyRequest, access: AccessGuard, scope: string, patientId: string) {
+export async function authorizePatient(request: FastifyRequest, access: AccessGuard, scope: string, patientId: string): Promise<AuthorizedPatient> {
+  return authorizePatientNow(request, access, scope, patientId);
+}
+
+/** authorizePatient, answered in this turn when the answers are known (AccessGuard.requirePatientOf). */
+function authorizePatientNow(request: FastifyRequest, access: AccessGuard, scope: string, patientId: string): AuthorizedPatient | Promise<AuthorizedPatient> {
   const principal = principalOf(request);
   access.requireScope(principal, scope);
   const organizationId = String(request.headers['organization-id']).toLowerCase();
-  await access.requireOrganization(principal, organizationId);
   const patient = patientId.toLowerCase();
-  const { documentChanges } = await access.requirePatient(organizationId, patient);
-  return { principal, organizationId, patientId: patient, documentChanges };
+  const authorized = ({ documentChanges }: PatientAccess): AuthorizedPatient => ({ principal, organizationId, patientId: patient, documentChanges });
+  const checked = access.requirePatientOf(principal, organizationId, patient);
+  return checked instanceof Promise ? checked.then(authorized) : authorized(checked);
 }
 
 /** The filters of a search as the audit log keeps them (ids counted, not listed). */
@@ -67,7 +82,8 @@ function searchFilters(body: SearchBody | undefined): Record<string, unknown> {
 }
 
 /** Sends a page the service already serialized (the route's schema still documents its shape). */
-function sendPage(reply: FastifyReply, page: EncodedPage): FastifyReply {
+function sendPage(request: FastifyRequest, reply: FastifyReply, page: EncodedPage): FastifyReply {
+  if (request.auditNote) Object.assign(request.auditNote.detail, { results: page.count, total: page.total });
   reply.type('application/json; charset=utf-8').header('Vary', 'Accept-Encoding');
   if (page.gzip) reply.header('Content-Encoding', 'gzip');
   return reply.send(page.body);
@@ -123,14 +139,19 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
         response: { 200: SearchResponse, ...searchErrors },
       },
     },
-    async (request, reply) => {
+    // Not async: a page asked for again, by a client whose access is known, is answered within
+    // this call (no promise from here to the socket); anything to read first goes the async way.
+    (request, reply) => {
       if (request.auditNote) request.auditNote.detail = searchFilters(request.body);
-      const { principal, organizationId, patientId, documentChanges } = await authorizePatient(request, access, 'Patient.File.Read', request.params.patientId);
-      const holder = { clientId: principal.clientId, organizationId };
-      // Already serialized (and often cached) by the service: sent as is, past the response serializer.
-      const page = await documents.searchPage(patientId, request.body, holder, { acceptsGzip: acceptsGzip(request), documentChanges });
-      if (request.auditNote) Object.assign(request.auditNote.detail, { results: page.count, total: page.total });
-      return sendPage(reply, page);
+      const search = ({ principal, organizationId, patientId, documentChanges }: AuthorizedPatient) => {
+        const holder = { clientId: principal.clientId, organizationId };
+        // Already serialized (and often cached) by the service: sent as is, past the response serializer.
+        const page = documents.searchPage(patientId, request.body, holder, { acceptsGzip: acceptsGzip(request), documentChanges });
+        if (!(page instanceof Promise)) return void sendPage(request, reply, page);
+        return page.then((encoded) => void sendPage(request, reply, encoded));
+      };
+      const authorized = authorizePatientNow(request, access, 'Patient.File.Read', request.params.patientId);
+      return authorized instanceof Promise ? authorized.then(search) : search(authorized);
     },
   );
 

@@ -89,6 +89,11 @@ export class SqliteAudit implements AuditRepository {
   }
 
   async append(entries: readonly AuditEntryRecord[]): Promise<void> {
+    this.appendNow(entries);
+  }
+
+  /** append() in the caller's turn (the audit writer thread's). */
+  appendNow(entries: readonly AuditEntryRecord[]): void {
     if (entries.length > 0) this.appendAll.immediate(entries);
   }
 

@@ -141,8 +141,12 @@ export class SqlitePatients implements PatientRepository {
     return this.accessNow(patientId, organizationId);
   }
 
-  /** access() without the promise, for callers on the same thread that want no extra turn. */
-  accessNow(patientId: string, organizationId: string): PatientAccess {
+  /** Never undefined here: a read of the embedded database is as quick as a look in memory. */
+  knownAccess(patientId: string, organizationId: string): PatientAccess {
+    return this.accessNow(patientId, organizationId);
+  }
+
+  private accessNow(patientId: string, organizationId: string): PatientAccess {
     const generation = this.changes.generation();
     if (generation !== this.accessGeneration || this.accessCache.size >= ACCESS_CACHE_LIMIT) {
       this.accessCache.clear();
