@@ -5,7 +5,7 @@
 import type { ServerConfig } from './config.js';
 import type { Store } from './db/types.js';
 import { AuditLog } from './audit/log.js';
-import { AUDIT_BUSY_TIMEOUT_MS, AuditWriterThread, THREAD_BATCH_SIZE, THREAD_FLUSH_EVERY_MS } from './audit/writer-thread.js';
+import { AUDIT_BUSY_TIMEOUT_MS, sqliteAuditSink } from './audit/writer-thread.js';
 import { SqliteStore } from './db/sqlite/store.js';
 import { AccessGuard } from './domain/access.js';
 import { DirectoryService } from './domain/directory.js';
@@ -51,8 +51,7 @@ export interface ServerContext {
  */
 function auditLog(store: Store, config: ServerConfig): AuditLog {
   if (store instanceof SqliteStore && !store.db.memory) {
-    const writer = new AuditWriterThread({ file: store.db.name, busyTimeoutMs: AUDIT_BUSY_TIMEOUT_MS });
-    return new AuditLog(writer, { maxPending: config.auditMaxPending, flushEveryMs: THREAD_FLUSH_EVERY_MS, batchSize: THREAD_BATCH_SIZE });
+    return new AuditLog(sqliteAuditSink(store, AUDIT_BUSY_TIMEOUT_MS), { maxPending: config.auditMaxPending });
   }
   return new AuditLog(store.audit, { maxPending: config.auditMaxPending });
 }

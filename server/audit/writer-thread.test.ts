@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../db/sqlite/store.js';
 import type { AuditEntryRecord } from '../db/types.js';
 import { AuditLog } from './log.js';
-import { AuditWriterThread, THREAD_BATCH_SIZE } from './writer-thread.js';
+import { AuditWriterThread, sqliteAuditSink } from './writer-thread.js';
 
 const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
 const folders: string[] = [];
@@ -41,7 +41,7 @@ function storeOnDisk(): { store: SqliteStore; file: string } {
 describe('AuditWriterThread', () => {
   it('commits what the log hands it from its own thread, every entry once, readable by the server right after', async () => {
     const { store, file } = storeOnDisk();
-    const log = new AuditLog(new AuditWriterThread({ file, busyTimeoutMs: 5000 }), { flushEveryMs: 5, batchSize: THREAD_BATCH_SIZE });
+    const log = new AuditLog(new AuditWriterThread({ file, busyTimeoutMs: 5000 }), { flushEveryMs: 5, batchSize: 100 });
     for (let index = 0; index < 1234; index += 1) log.record(entry(index));
     expect(await log.flush()).toBe(true);
     expect(log.pendingCount()).toBe(0);
@@ -76,6 +76,27 @@ describe('AuditWriterThread', () => {
     await new Promise((resolve) => setTimeout(resolve, 2));
     await log.flushBeforeExit();
     expect(await store.audit.count()).toBe(55);
+    store.db.close();
+  });
+});
+
+describe('sqliteAuditSink', () => {
+  it("writes through the thread while the request thread only reads, and in the request thread's own connection while it writes (no turns on the write lock)", async () => {
+    const { store } = storeOnDisk();
+    const sink = sqliteAuditSink(store, 5000);
+    const batch = (from: number) => Array.from({ length: 10 }, (_, index) => entry(from + index));
+    let before = store.ownChanges();
+    await sink.append(batch(0));
+    expect(store.ownChanges()).toBe(before); // the thread's connection wrote them
+    store.db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)').run('org', 'Smile Clinic', 'x'); // a create, say
+    before = store.ownChanges();
+    await sink.append(batch(10));
+    expect(store.ownChanges()).toBe(before + 10); // this connection wrote them
+    before = store.ownChanges();
+    await sink.append(batch(20));
+    expect(store.ownChanges()).toBe(before); // quiet again: the thread
+    expect(await store.audit.count()).toBe(30);
+    await sink.close();
     store.db.close();
   });
 });

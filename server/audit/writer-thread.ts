@@ -10,6 +10,7 @@
  * next batch starts a new thread. The thread keeps the process alive only while a batch is out.
  */
 import type { Worker } from 'node:worker_threads';
+import type { SqliteStore } from '../db/sqlite/store.js';
 import type { AuditEntryRecord } from '../db/types.js';
 import { startModuleWorker } from '../worker-threads.js';
 import type { AuditSink } from './log.js';
@@ -24,13 +25,11 @@ export interface AuditWriterOptions {
 export type ToAuditWriter = { id: number; entries: readonly AuditEntryRecord[] } | 'close';
 export type FromAuditWriter = { id: number; error?: { message: string; code?: string } };
 
-/** Rows per transaction: short enough that a write of the request thread waits for one briefly. */
-export const THREAD_BATCH_SIZE = 100;
 /**
- * Batches go out this often: handing one over costs the request thread a message, and an entry
- * that waits less is less to keep (it dies young, before the garbage collector moves it).
+ * Batches go as AuditLog gathers them anyway (every 200 ms, or 500 waiting), not more often: each
+ * commit of another connection makes SQLite drop the request thread's whole page cache at its next
+ * read (WAL mode cannot tell which pages changed), so the thread commits a few times a second.
  */
-export const THREAD_FLUSH_EVERY_MS = 20;
 /** How long the thread waits for a write lock the request thread holds (it holds it briefly). */
 export const AUDIT_BUSY_TIMEOUT_MS = 5000;
 
@@ -86,4 +85,47 @@ export class AuditWriterThread implements AuditSink {
     this.worker = worker;
     return worker;
   }
+}
+
+/**
+ * Hands each batch to the writer thread, unless the request thread has itself written to the
+ * database since the last batch (creates, uploads): two connections would then take turns on
+ * SQLite's one write lock, and the request thread would sleep in SQLite's busy handler, a
+ * millisecond at least, each time it met the writer thread's transaction. While the request thread
+ * writes anyway, its own connection takes the batch too, as before the thread existed.
+ */
+export class AuditSinkSwitch implements AuditSink {
+  constructor(
+    private readonly thread: AuditWriterThread,
+    private readonly inRequestThread: AuditSink,
+    private readonly requestThreadWrote: () => boolean,
+  ) {}
+
+  append(entries: readonly AuditEntryRecord[]): Promise<void> {
+    return this.requestThreadWrote() ? this.inRequestThread.append(entries) : this.thread.append(entries);
+  }
+
+  close(): Promise<void> {
+    return this.thread.close();
+  }
+}
+
+/** The server's sink for its embedded database file: the writer thread, or the request thread's own connection while that one writes. */
+export function sqliteAuditSink(store: SqliteStore, busyTimeoutMs: number): AuditSinkSwitch {
+  const thread = new AuditWriterThread({ file: store.db.name, busyTimeoutMs });
+  // The request thread's own writes since the last batch, its own audit batches not counted.
+  let seen = store.ownChanges();
+  const inRequestThread: AuditSink = {
+    append: async (entries) => {
+      await store.audit.append(entries);
+      seen = store.ownChanges();
+    },
+  };
+  const requestThreadWrote = (): boolean => {
+    const now = store.ownChanges();
+    const wrote = now !== seen;
+    seen = now;
+    return wrote;
+  };
+  return new AuditSinkSwitch(thread, inRequestThread, requestThreadWrote);
 }

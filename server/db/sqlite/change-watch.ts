@@ -17,9 +17,10 @@ export const EXTERNAL_CHECK_MS = 2;
 export class ChangeWatch {
   private readonly ownChanges: Statement;
   private readonly dataVersion: Statement;
-  private own = -1;
-  private external = -1;
-  private checkedAt = Number.NEGATIVE_INFINITY;
+  private own: number;
+  private external: number;
+  private checkedAt: number;
+  /** Moves with every change of `own` or `external`. */
   private current = 0;
 
   constructor(
@@ -28,20 +29,29 @@ export class ChangeWatch {
   ) {
     this.ownChanges = db.prepare('SELECT total_changes()').pluck();
     this.dataVersion = db.prepare('PRAGMA data_version').pluck();
+    this.own = this.ownChanges.get() as number;
+    this.external = this.dataVersion.get() as number;
+    this.checkedAt = this.now();
   }
 
   /** A number that stays the same only while nothing has been written to the database since. */
   generation(): number {
     const own = this.ownChanges.get() as number;
+    if (own !== this.own) {
+      // A write of our own: the memory starts over anyway, and what it reads next is read in a new
+      // transaction that sees other processes' commits too. No need to ask about them now.
+      this.own = own;
+      this.current += 1;
+      return this.current;
+    }
     const now = this.now();
-    if (own !== this.own || now - this.checkedAt >= EXTERNAL_CHECK_MS) {
+    if (now - this.checkedAt >= EXTERNAL_CHECK_MS) {
+      this.checkedAt = now;
       const external = this.dataVersion.get() as number;
-      if (own !== this.own || external !== this.external) {
-        this.own = own;
+      if (external !== this.external) {
         this.external = external;
         this.current += 1;
       }
-      this.checkedAt = now;
     }
     return this.current;
   }

@@ -40,6 +40,14 @@ export class SqliteStore implements Store {
     this.signingKeys = new SqliteSigningKeys(db);
     this.meta = new SqliteMeta(db);
     this.webhooks = new SqliteWebhooks(db);
+    this.totalChanges = db.prepare('SELECT total_changes()').pluck();
+  }
+
+  private readonly totalChanges;
+
+  /** Rows this connection (the request thread's) has written since it opened; asking takes no lock. */
+  ownChanges(): number {
+    return this.totalChanges.get() as number;
   }
 
   static open(file: string): SqliteStore {
