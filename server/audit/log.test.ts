@@ -2,25 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { SqliteStore } from '../db/sqlite/store.js';
 import type { AuditEntryRecord, AuditRepository } from '../db/types.js';
 import { AuditLog, type AuditLogger } from './log.js';
+import { AUDITED_PATIENT, auditEntry } from '../../test/helpers/audit.js';
 
-const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
-
-function entry(index: number): AuditEntryRecord {
-  return {
-    at: new Date(Date.UTC(2026, 10, 21, 9, 30, 0, index)).toISOString(),
-    action: 'download',
-    outcome: 'allowed',
-    status: 200,
-    organizationId: '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01',
-    clientId: 'scanner-pc-1',
-    patientId: PATIENT,
-    documentId: null,
-    version: 1,
-    requestId: `request-${index}`,
-    remoteAddress: '10.0.0.7',
-    detail: { bytes: index },
-  };
-}
+const PATIENT = AUDITED_PATIENT;
+const entry = (index: number): AuditEntryRecord => auditEntry(index);
 
 /** The real SQLite repository, with a disk that fills up and is freed again at the boundary. */
 function faultyStore() {

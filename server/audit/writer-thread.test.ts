@@ -5,31 +5,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../db/sqlite/store.js';
 import type { AuditEntryRecord } from '../db/types.js';
 import { AuditLog } from './log.js';
+import { AUDITED_PATIENT, auditEntry } from '../../test/helpers/audit.js';
 import { AuditWriterThread, sqliteAuditSink } from './writer-thread.js';
 
-const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
+const PATIENT = AUDITED_PATIENT;
 const folders: string[] = [];
 
 afterEach(() => {
   for (const folder of folders.splice(0)) fs.rmSync(folder, { recursive: true, force: true });
 });
 
-function entry(index: number): AuditEntryRecord {
-  return {
-    at: new Date(Date.UTC(2026, 10, 21, 9, 30, 0, index)).toISOString(),
-    action: 'search',
-    outcome: 'allowed',
-    status: 200,
-    organizationId: '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01',
-    clientId: 'scanner-pc-1',
-    patientId: PATIENT,
-    documentId: null,
-    version: null,
-    requestId: `request-${index}`,
-    remoteAddress: '10.0.0.7',
-    detail: { path: '/scans', results: index },
-  };
-}
+const entry = (index: number): AuditEntryRecord => auditEntry(index, { action: 'search', version: null, detail: { path: '/scans', results: index } });
 
 function storeOnDisk(): { store: SqliteStore; file: string } {
   const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-audit-thread-'));
