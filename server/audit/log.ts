@@ -6,7 +6,7 @@
  * routes refuse access to patient files (503) until the log can be written again: access is not
  * given while it cannot be recorded.
  */
-import type { AuditEntryRecord, AuditRepository } from '../db/types.js';
+import type { AuditEntryRecord } from '../db/types.js';
 import { serviceUnavailable, type ApiError } from '../errors.js';
 
 export const FLUSH_EVERY_MS = 200;
@@ -36,13 +36,13 @@ const stderrLogger: AuditLogger = {
 export interface AuditLogOptions {
   maxPending?: number;
   flushEveryMs?: number;
-  /** Entries per write (one transaction); BATCH_SIZE unless the sink wants smaller ones. */
+  /** Entries per write (one transaction); BATCH_SIZE unless a test wants smaller ones. */
   batchSize?: number;
   now?: () => number;
 }
 
 /**
- * Where entries are written: the repository itself, in the request thread, or a writer thread
+ * Where entries are written: an AuditRepository itself, in the request thread, or a writer thread
  * (writer-thread.ts). Each append is one transaction, all or none.
  */
 export interface AuditSink {
@@ -65,7 +65,7 @@ export class AuditLog {
   private closed = false;
 
   constructor(
-    private readonly repository: AuditSink | AuditRepository,
+    private readonly sink: AuditSink,
     options: AuditLogOptions = {},
   ) {
     this.maxPending = options.maxPending ?? DEFAULT_MAX_PENDING;
@@ -143,7 +143,7 @@ export class AuditLog {
       const size = Math.min(this.pending.length, this.batchSize);
       const batch = this.pending.slice(0, size);
       try {
-        await this.repository.append(batch);
+        await this.sink.append(batch);
       } catch (error) {
         this.failed(error);
         return false;
@@ -203,7 +203,7 @@ export class AuditLog {
       // The last resort: the entries go to the server's log, so IT can still read them there.
       this.logger.error({ entries: this.pending }, `audit log: ${lost} entries could not be written to the database before the server stopped; they are in this log line`);
     }
-    if ('close' in this.repository && this.repository.close) await this.repository.close();
+    await this.sink.close?.();
     return lost;
   }
 
@@ -219,7 +219,7 @@ export class AuditLog {
     // so its entries are neither written twice nor lost.
     if (this.flushing) await this.flushing;
     const entries = this.pending.splice(0);
-    await this.repository.append(entries).catch((error: unknown) => {
+    await this.sink.append(entries).catch((error: unknown) => {
       this.logger.error({ err: error, entries }, `audit log: ${entries.length} entries could not be written before the server stopped; they are in this log line`);
     });
   }

@@ -25,11 +25,6 @@ export interface AuditWriterOptions {
 export type ToAuditWriter = { id: number; entries: readonly AuditEntryRecord[] } | 'close';
 export type FromAuditWriter = { id: number; error?: { message: string; code?: string } };
 
-/**
- * Batches go as AuditLog gathers them anyway (every 200 ms, or 500 waiting), not more often: each
- * commit of another connection makes SQLite drop the request thread's whole page cache at its next
- * read (WAL mode cannot tell which pages changed), so the thread commits a few times a second.
- */
 /** How long the thread waits for a write lock the request thread holds (it holds it briefly). */
 export const AUDIT_BUSY_TIMEOUT_MS = 5000;
 
@@ -93,6 +88,10 @@ export class AuditWriterThread implements AuditSink {
  * SQLite's one write lock, and the request thread would sleep in SQLite's busy handler, a
  * millisecond at least, each time it met the writer thread's transaction. While the request thread
  * writes anyway, its own connection takes the batch too, as before the thread existed.
+ *
+ * Batches come as AuditLog gathers them (every 200 ms, or 500 waiting), not more often: each commit
+ * of another connection makes SQLite drop the request thread's whole page cache at its next read
+ * (WAL mode cannot tell which pages changed), so the thread commits a few times a second at most.
  */
 export class AuditSinkSwitch implements AuditSink {
   constructor(

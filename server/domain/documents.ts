@@ -154,14 +154,10 @@ export class DocumentService {
    */
   searchPage(patientId: string, body: SearchBody, holder: LinkHolder, options: SearchOptions = {}): EncodedPage | Promise<EncodedPage> {
     const { query, key } = this.searchQuery(patientId, body, holder);
-    const changeCounter = options.documentChanges;
+    const pageFor = (changeCounter: number): CachedPage | Promise<CachedPage> => this.cachedPage(key, changeCounter) ?? this.freshPage(query, key, holder, changeCounter);
     // The usual case, a page asked for again, is answered in this turn: no promise, no await.
-    const cached = changeCounter === undefined ? undefined : this.cachedPage(key, changeCounter);
-    if (cached) return this.encode(cached, options);
-    return (async () => {
-      const page = await this.freshPage(query, key, holder, changeCounter ?? (await this.store.documents.changeCounter(patientId)));
-      return this.encode(page, options);
-    })();
+    const page = options.documentChanges === undefined ? this.store.documents.changeCounter(patientId).then(pageFor) : pageFor(options.documentChanges);
+    return page instanceof Promise ? page.then((ready) => this.encode(ready, options)) : this.encode(page, options);
   }
 
   private encode(page: CachedPage, options: SearchOptions): EncodedPage | Promise<EncodedPage> {
@@ -216,9 +212,8 @@ export class DocumentService {
     return cached;
   }
 
+  /** The page read from the store and serialized, kept in the cache unless it is unusually large. */
   private async freshPage(query: DocumentQuery, key: string, holder: LinkHolder, changeCounter: number): Promise<CachedPage> {
-    const cached = this.cachedPage(key, changeCounter);
-    if (cached) return cached;
     const linkExpiry = this.links.currentExpiry();
     const page = await this.store.documents.search(query);
     const response: SearchResponse = { documents: page.rows.map((row) => this.toDto(row, holder)), offset: query.offset, limit: query.limit, total: page.total };

@@ -15,7 +15,7 @@ import type { SqliteDatabase } from './database.js';
 export const EXTERNAL_CHECK_MS = 2;
 
 export class ChangeWatch {
-  private readonly ownChanges: Statement;
+  private readonly totalChanges: Statement;
   private readonly dataVersion: Statement;
   private own: number;
   private external: number;
@@ -27,16 +27,21 @@ export class ChangeWatch {
     db: SqliteDatabase,
     private readonly now: () => number = performance.now.bind(performance),
   ) {
-    this.ownChanges = db.prepare('SELECT total_changes()').pluck();
+    this.totalChanges = db.prepare('SELECT total_changes()').pluck();
     this.dataVersion = db.prepare('PRAGMA data_version').pluck();
-    this.own = this.ownChanges.get() as number;
+    this.own = this.ownChanges();
     this.external = this.dataVersion.get() as number;
     this.checkedAt = this.now();
   }
 
+  /** Rows this connection has written since it opened; asking takes no lock. */
+  ownChanges(): number {
+    return this.totalChanges.get() as number;
+  }
+
   /** A number that stays the same only while nothing has been written to the database since. */
   generation(): number {
-    const own = this.ownChanges.get() as number;
+    const own = this.ownChanges();
     if (own !== this.own) {
       // A write of our own: the memory starts over anyway, and what it reads next is read in a new
       // transaction that sees other processes' commits too. No need to ask about them now.

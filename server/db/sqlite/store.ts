@@ -31,7 +31,8 @@ export class SqliteStore implements Store {
   constructor(readonly db: SqliteDatabase) {
     this.outbox = new SqliteOutbox(db);
     this.organizations = new SqliteOrganizations(db);
-    this.patients = new SqlitePatients(db, this.outbox, new ChangeWatch(db));
+    this.changes = new ChangeWatch(db);
+    this.patients = new SqlitePatients(db, this.outbox, this.changes);
     this.clients = new SqliteClients(db);
     this.documents = new SqliteDocuments(db, this.outbox);
     this.audit = new SqliteAudit(db);
@@ -40,14 +41,14 @@ export class SqliteStore implements Store {
     this.signingKeys = new SqliteSigningKeys(db);
     this.meta = new SqliteMeta(db);
     this.webhooks = new SqliteWebhooks(db);
-    this.totalChanges = db.prepare('SELECT total_changes()').pluck();
   }
 
-  private readonly totalChanges;
+  /** Whether anything was written since a value was read (SqlitePatients keeps access by it; the audit sink asks it too). */
+  readonly changes: ChangeWatch;
 
   /** Rows this connection (the request thread's) has written since it opened; asking takes no lock. */
   ownChanges(): number {
-    return this.totalChanges.get() as number;
+    return this.changes.ownChanges();
   }
 
   static open(file: string): SqliteStore {
