@@ -2,77 +2,17 @@
 // measured with autocannon against a real server process, side by side with the no-op route
 // (GET /healthz) of the same server in the same run, measured again just before each run.
 //   npm run bench            (all benchmarks)      node bench/search.mjs [--quick]
-import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { SqliteStore } from '../dist/server/db/sqlite/store.js';
 import { cpuSeconds, mainThreadCpuSeconds, measureSteal, rssBytes } from './lib/proc.mjs';
+import { clientHeaders, PATIENT, populate, startServer, stopServer } from './lib/populated.mjs';
 
 const quick = process.argv.includes('--quick');
-const ROOT = path.resolve(import.meta.dirname, '..');
-const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
-const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
-const CLIENT = { id: 'scanner-pc-1', secret: 'scanner-pc-1-secret-0123456789' };
 const MAIN_PATIENT_DOCS = quick ? 20_000 : 100_000;
 const TOTAL_DOCS = quick ? 100_000 : 1_000_000;
-const OTHER_PATIENTS = 99;
 const DURATION = quick ? 4 : 10;
-
-function populate(dataDir) {
-  const store = SqliteStore.open(path.join(dataDir, 'patient-docs.sqlite'));
-  const db = store.db;
-  const now = Date.now();
-  db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)').run(ORG, 'Smile Clinic', new Date().toISOString());
-  const patients = [PATIENT, ...Array.from({ length: OTHER_PATIENTS }, () => randomUUID())];
-  for (const [index, id] of patients.entries()) {
-    db.prepare('INSERT INTO patients (id, name, name_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(id, `Patient ${index}`, `patient ${index}`, new Date().toISOString(), new Date().toISOString());
-    db.prepare('INSERT INTO patient_organizations VALUES (?, ?)').run(id, ORG);
-    db.prepare('INSERT INTO patient_consents VALUES (?, ?, ?)').run(id, ORG, new Date().toISOString());
-  }
-  const insert = db.prepare(`INSERT INTO documents (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key,
-    created_at, last_modified_at, has_content, file_size, sha256, version, created_by)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'bench')`);
-  const types = ['STL', 'PLY', 'OBJ', 'PDF', 'DCM'];
-  const addBatch = db.transaction((patientId, from, to) => {
-    for (let index = from; index < to; index += 1) {
-      const folder = `/cases/case-${String(Math.floor(index / 100)).padStart(5, '0')}/scans`;
-      const type = types[index % types.length];
-      const name = `scan-${String(index).padStart(7, '0')}.${type.toLowerCase()}`;
-      const stamp = new Date(now - (TOTAL_DOCS - index) * 1000).toISOString();
-      const hasContent = index % 4 === 0 ? 0 : 1;
-      insert.run(randomUUID(), patientId, ORG, name, name, type, folder, folder, stamp, stamp, hasContent, hasContent ? 1000 + index : null, null, hasContent);
-    }
-  });
-  for (let from = 0; from < MAIN_PATIENT_DOCS; from += 10_000) addBatch(PATIENT, from, Math.min(from + 10_000, MAIN_PATIENT_DOCS));
-  const perOther = Math.floor((TOTAL_DOCS - MAIN_PATIENT_DOCS) / OTHER_PATIENTS);
-  for (const patientId of patients.slice(1)) {
-    for (let from = 0; from < perOther; from += 10_000) addBatch(patientId, from, Math.min(from + 10_000, perOther));
-  }
-  db.pragma('wal_checkpoint(TRUNCATE)');
-  const total = db.prepare('SELECT COUNT(*) FROM documents').pluck().get();
-  db.close();
-  return total;
-}
-
-function startServer(dataDir, seed) {
-  const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), 'dist/server/main.js'], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: '0', PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: seed, PATIENT_DOCS_LOG_LEVEL: 'warn', PATIENT_DOCS_ADMIN_TOKEN: 'bench', PATIENT_DOCS_TOKEN_RATE_LIMIT: '100000' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    let output = '';
-    child.stdout.on('data', (chunk) => {
-      output += chunk;
-      const match = /listening on (http:\/\/[^\s;]+)/.exec(output);
-      if (match) resolve({ child, url: match[1] });
-    });
-    child.once('exit', (code) => reject(new Error(`server exited ${code}: ${output}`)));
-  });
-}
 
 const rssMegabytes = (pid) => rssBytes(pid) / 1024 / 1024;
 
@@ -102,26 +42,16 @@ let fastestNoOp = 0;
 const share = (run) => `${((run.requestsPerSecond / fastestNoOp) * 100).toFixed(0)}%`;
 
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bench-'));
-const seed = path.join(dataDir, 'seed.json');
-fs.writeFileSync(
-  seed,
-  JSON.stringify({
-    organizations: [{ id: ORG, name: 'Smile Clinic' }],
-    clients: [{ clientId: CLIENT.id, clientSecret: CLIENT.secret, scopes: ['Patient.File.Read', 'Patient.File.Write', 'Patient.Read'], organizations: [ORG] }],
-  }),
-);
 console.log(`search bench: populating ${TOTAL_DOCS.toLocaleString('en')} documents (${MAIN_PATIENT_DOCS.toLocaleString('en')} for one patient)…`);
 const started = Date.now();
-const total = populate(dataDir);
+const { seed, total } = populate(dataDir, { mainPatientDocs: MAIN_PATIENT_DOCS, totalDocs: TOTAL_DOCS });
 console.log(`  populated ${total.toLocaleString('en')} rows in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 
 const { child, url } = await startServer(dataDir, seed);
 serverPid = child.pid;
 try {
-  const tokenResponse = await fetch(`${url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) });
-  const { access_token: token } = await tokenResponse.json();
   // What got (the desktop app's client), fetch and browsers send: pages of 50 then travel gzipped.
-  const headers = { authorization: `Bearer ${token}`, 'organization-id': ORG, 'content-type': 'application/json', 'accept-encoding': 'gzip, deflate, br' };
+  const headers = await clientHeaders(url);
   const searchUrl = `${url}/v1/patients/${PATIENT}/documents/search`;
   const search = (body) => ({ url: searchUrl, method: 'POST', headers, body: JSON.stringify(body) });
   let counter = 0;
@@ -175,7 +105,6 @@ try {
   console.log(`\nserver RSS after the runs with ${total.toLocaleString('en')} documents: ${rss.toFixed(0)} MB`);
   if (!process.env.BENCH_ONLY) console.log(`targets: path-filtered search >= 40% of no-op (repeated ${share(runs[1])}, rotating ${share(runs[3])}), create >= 25% (${share(runs[6])}), RSS < 300 MB (${rss.toFixed(0)} MB)`);
 } finally {
-  child.kill('SIGTERM');
-  await new Promise((resolve) => child.once('exit', resolve));
+  await stopServer(child);
   fs.rmSync(dataDir, { recursive: true, force: true });
 }
