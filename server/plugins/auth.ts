@@ -37,8 +37,6 @@ async function authPlugin(app: FastifyInstance, options: { tokens: TokenService 
   app.decorateRequest('principal', null);
   // An onRequest hook in callback form: a token verified before (the usual case, 30 minutes of
   // requests per token) is taken without a promise or a turn of the event loop.
-  // An onRequest hook in callback form: a token verified before is taken without a promise or a
-  // turn of the event loop.
   app.decorate('authenticate', (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
     const known = knownPrincipal(request, options.tokens);
     if (known) {
