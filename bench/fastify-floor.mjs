@@ -1,8 +1,11 @@
 // What Node's http and Fastify alone cost on this machine for a request shaped like a cached
 // search (POST, a validated JSON body, two onRequest hooks, a 6 KB gzipped answer), beside the
 // no-op GET of the same server: the ceiling any search built on them can reach against the no-op
-// in bench/search.mjs, with nothing of ours in the request. A server process of its own, loaded by
-// autocannon as bench/search.mjs does (10 connections), the routes taking turns, three rounds.
+// in bench/search.mjs, with nothing of ours in the request. Then the same request with a handler
+// that first keeps the CPU busy for 15, 30 or 45 µs, standing in for work of ours (token and
+// patient checks, the page lookup, the audit entry): how much of the ratio each µs of our own
+// code costs. A server process of its own, loaded by autocannon as bench/search.mjs does
+// (10 connections), the routes taking turns, three rounds.
 //   node bench/fastify-floor.mjs
 import { spawn } from 'node:child_process';
 import autocannon from 'autocannon';
@@ -11,6 +14,8 @@ import { listeningUrl } from './lib/server.mjs';
 
 const SECONDS = 4;
 const ROUNDS = 3;
+/** The handler's own CPU time, in µs, before it answers: none, then stand-ins for code of ours. */
+const BUSY = [0, 15, 30, 45];
 
 if (process.argv[2] === '--serve') {
   const { default: Fastify } = await import('fastify');
@@ -33,9 +38,13 @@ if (process.argv[2] === '--serve') {
       request.principal = request.headers.authorization;
       done();
     });
-    api.post('/search/:patientId', { schema: { body, headers, params } }, (_request, reply) => {
-      reply.type('application/json; charset=utf-8').header('Vary', 'Accept-Encoding').header('Content-Encoding', 'gzip').send(page);
-    });
+    for (const busyMicroseconds of BUSY) {
+      api.post(`/search-${busyMicroseconds}/:patientId`, { schema: { body, headers, params } }, (_request, reply) => {
+        const until = process.hrtime.bigint() + BigInt(busyMicroseconds * 1000);
+        while (process.hrtime.bigint() < until);
+        reply.type('application/json; charset=utf-8').header('Vary', 'Accept-Encoding').header('Content-Encoding', 'gzip').send(page);
+      });
+    }
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   process.stdout.write(`listening on http://127.0.0.1:${app.server.address().port}\n`);
@@ -46,12 +55,17 @@ if (process.argv[2] === '--serve') {
     const headers = { authorization: `Bearer ${'x'.repeat(900)}`, 'organization-id': '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01', 'content-type': 'application/json', 'accept-encoding': 'gzip, deflate, br' };
     const runs = {
       'no-op GET /healthz (baseline)': { url: `${url}/healthz`, headers },
-      'POST, validated body, two hooks, 6 KB gzipped answer': {
-        url: `${url}/search/5f0e8a3c-1d2b-4c3d-8e9f-000000000001`,
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ offset: 0, limit: 50, path: '/cases/case-00500', sortBy: 'lastModifiedAt', sortDirection: 'DESC' }),
-      },
+      ...Object.fromEntries(
+        BUSY.map((busyMicroseconds) => [
+          `POST, validated body, two hooks, 6 KB gzipped answer${busyMicroseconds > 0 ? `, handler busy ${busyMicroseconds} µs first` : ''}`,
+          {
+            url: `${url}/search-${busyMicroseconds}/5f0e8a3c-1d2b-4c3d-8e9f-000000000001`,
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ offset: 0, limit: 50, path: '/cases/case-00500', sortBy: 'lastModifiedAt', sortDirection: 'DESC' }),
+          },
+        ]),
+      ),
     };
     const results = Object.fromEntries(Object.keys(runs).map((name) => [name, []]));
     for (let round = 0; round < ROUNDS; round += 1) {
