@@ -102,11 +102,14 @@ try {
   console.log(`\nno-op GET /healthz of the server on this database: ${noOp.toFixed(0)} req/s (fastest of 3 runs of ${SECONDS} s)`);
   console.log(`create route over HTTP (10 connections): ${http.requests.average.toFixed(0)} req/s = ${((http.requests.average / noOp) * 100).toFixed(0)}% of the no-op; p50 ${http.latency.p50} ms`);
   console.log(`the ${TARGET * 100}% target: ${(noOp * TARGET).toFixed(0)} creates/s, i.e. ${budget.toFixed(0)} µs per create for everything (HTTP, token, audit, SQLite)\n`);
-  console.log('| creates per transaction | store only: µs per create (CPU) | with its audit entry: µs per create (CPU) | creates/s with HTTP free | vs the no-op |');
+  // A create is an HTTP request too: it costs at least what the no-op costs (a POST with a body to
+  // read and validate, two hooks and a JSON answer costs more), on top of the work measured here.
+  const noOpMicroseconds = 1e6 / noOp;
+  console.log(`| creates per transaction | store only: µs per create (CPU) | with its audit entry: µs per create (CPU) | creates/s with HTTP free (vs the no-op) | with HTTP at the no-op's own ${noOpMicroseconds.toFixed(0)} µs (vs the no-op) |`);
   console.log('|---:|---:|---:|---:|---:|');
+  const share = (perSecond) => `${perSecond.toFixed(0)} (${((perSecond / noOp) * 100).toFixed(0)}%)`;
   for (const { batch, store: alone, audited } of rows) {
-    const ceiling = 1e6 / audited.wall;
-    console.log(`| ${batch} | ${alone.wall.toFixed(0)} (${alone.cpu.toFixed(0)}) | ${audited.wall.toFixed(0)} (${audited.cpu.toFixed(0)}) | ${ceiling.toFixed(0)} | ${((ceiling / noOp) * 100).toFixed(0)}% |`);
+    console.log(`| ${batch} | ${alone.wall.toFixed(0)} (${alone.cpu.toFixed(0)}) | ${audited.wall.toFixed(0)} (${audited.cpu.toFixed(0)}) | ${share(1e6 / audited.wall)} | ${share(1e6 / (audited.wall + noOpMicroseconds))} |`);
   }
 } finally {
   fs.rmSync(dataDir, { recursive: true, force: true });
