@@ -66,9 +66,13 @@ export function populate(dataDir, { mainPatientDocs, totalDocs }) {
   return { seed, total };
 }
 
-/** The server (dist/server/main.js) on `dataDir`, with node options from BENCH_SERVER_NODE_ARGS (a profiler, say). */
-export async function startServer(dataDir, seed) {
-  const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), 'dist/server/main.js'], {
+/**
+ * The server (dist/server/main.js) on `dataDir`, with node options from BENCH_SERVER_NODE_ARGS (a
+ * profiler, say), run by `wrapper` (a command and its arguments, valgrind say) if one is given.
+ */
+export async function startServer(dataDir, seed, { wrapper = [] } = {}) {
+  const command = [...wrapper, process.execPath, ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), 'dist/server/main.js'];
+  const child = spawn(command[0], command.slice(1), {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: seed, PATIENT_DOCS_LOG_LEVEL: 'warn', PATIENT_DOCS_ADMIN_TOKEN: 'bench', PATIENT_DOCS_TOKEN_RATE_LIMIT: '100000' },
     stdio: ['ignore', 'pipe', 'pipe'],
