@@ -164,6 +164,10 @@ describe.concurrent('bad start-up settings', () => {
         asRoot ? { uid: 65534, gid: 65534 } : {},
       ],
       [{ PORT: ' ', PATIENT_DOCS_DATA_DIR: dir('f') }, 'PORT=" " must be an integer from 0 to 65535'],
+      // A file where a folder of the path should be; and a folder that cannot hold folders (Node's
+      // own recursive mkdir never returns there: the server used to hang at start).
+      [{ PATIENT_DOCS_DATA_DIR: path.join(database, 'data') }, `PATIENT_DOCS_DATA_DIR=${path.join(database, 'data')} cannot be created or is not writable (ENOTDIR: not a directory, mkdir '${path.join(database, 'data')}')`],
+      [{ PATIENT_DOCS_DATA_DIR: '/proc/patient-docs/data' }, "PATIENT_DOCS_DATA_DIR=/proc/patient-docs/data cannot be created or is not writable (ENOENT: no such file or directory, mkdir '/proc/patient-docs')"],
       [{ PORT: '0x50', PATIENT_DOCS_DATA_DIR: dir('g') }, 'PORT="0x50" must be an integer from 0 to 65535'],
       [{ PATIENT_DOCS_TOKEN_LIFETIME: '9999999999h', PATIENT_DOCS_DATA_DIR: dir('h') }, 'PATIENT_DOCS_TOKEN_LIFETIME="9999999999h" must be between 1s and 24h'],
     ];
