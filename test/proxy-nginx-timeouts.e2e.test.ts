@@ -66,9 +66,16 @@ describe('nginx timeouts', () => {
     expect(setup.nginx.errorLog()).toMatch(/upstream timed out/);
   }, 90_000);
 
-  /** Downloads a stored scan through nginx, pausing 3 s (longer than proxy_read_timeout) after 2 MiB; `whilePaused` runs during the pause. */
-  async function slowDownload(whilePaused: () => void = () => undefined): Promise<{ received: { length: number; sha256: string }; stored: { fileSize: number | null; sha256: string | null } }> {
-    const stored = await document('cbct.dcm');
+  type StoredScan = Awaited<ReturnType<typeof document>>;
+  /**
+   * Downloads a stored scan through nginx, pausing 3 s (longer than proxy_read_timeout) after 2 MiB;
+   * `whilePaused` runs during the pause. The scan is looked up first unless the caller did.
+   */
+  async function slowDownload(
+    whilePaused: () => void = () => undefined,
+    known?: StoredScan,
+  ): Promise<{ received: { length: number; sha256: string }; stored: { fileSize: number | null; sha256: string | null } }> {
+    const stored = known ?? (await document('cbct.dcm'));
     const ca = fs.readFileSync(setup.caFile);
     const received = await new Promise<{ length: number; sha256: string }>((resolve, reject) => {
       https
@@ -104,6 +111,9 @@ describe('nginx timeouts', () => {
   });
 
   it('with proxy_max_temp_file_size 0 (scans kept off the proxy’s disk, as the README advises) a slow download arrives intact and nginx writes nothing to its disk', async () => {
+    // Looked up before the reload: the engine's kept-alive connections may still reach an old nginx
+    // worker just after it, which closes them mid-request ("socket hang up").
+    const scan = await document('cbct.dcm');
     await setup.nginx.reload(setup.site([
       ['client_body_timeout 120s;', 'client_body_timeout 2s;'],
       ['proxy_send_timeout  120s;', 'proxy_send_timeout 2s;'],
@@ -115,7 +125,7 @@ describe('nginx timeouts', () => {
     const logBefore = setup.nginx.errorLog().length;
     const { received, stored } = await slowDownload(() => {
       duringPause = filesIn(proxyTemp);
-    });
+    }, scan);
     expect(received).toEqual({ length: stored.fileSize, sha256: stored.sha256 });
     expect(duringPause).toEqual([]);
     expect(setup.nginx.errorLog().slice(logBefore)).not.toMatch(/an upstream response is buffered to a temporary file|timed out/);
