@@ -15,7 +15,7 @@ import { AuditLog } from '../dist/server/audit/log.js';
 import { SqliteStore } from '../dist/server/db/sqlite/store.js';
 import { DocumentService } from '../dist/server/domain/documents.js';
 import { Links } from '../dist/server/domain/links.js';
-import { clientHeaders, CLIENT, databaseFile, ORG, PATIENT, populate, startServer, stopServer } from './lib/populated.mjs';
+import { clientHeaders, CLIENT, createRequests, databaseFile, ORG, PATIENT, populate, startServer, stopServer } from './lib/populated.mjs';
 
 const quick = process.argv.includes('--quick');
 const TOTAL_DOCS = quick ? 100_000 : 1_000_000;
@@ -40,17 +40,7 @@ try {
       await autocannon({ url: `${url}/healthz`, connections: 10, duration: 1 });
       noOp = Math.max(noOp, (await autocannon({ url: `${url}/healthz`, connections: 10, duration: SECONDS })).requests.average);
     }
-    let counter = 0;
-    const body = () => JSON.stringify({ fileName: `http-${counter++}.stl`, path: '/bench' });
-    const creates = {
-      url: `${url}/v1/patients/${PATIENT}/documents`,
-      method: 'POST',
-      headers,
-      setupClient: (client) => {
-        client.setBody(body());
-        client.on('response', () => client.setBody(body()));
-      },
-    };
+    const creates = createRequests(url, headers, 'http');
     await autocannon({ ...creates, connections: 10, duration: 1 });
     http = await autocannon({ ...creates, connections: 10, duration: SECONDS });
     if (http.non2xx + http.errors > 0) throw new Error(`create route: ${http.non2xx} non-2xx, ${http.errors} errors`);

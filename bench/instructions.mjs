@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { clientHeaders, PATIENT, populate, startServer, stopServer } from './lib/populated.mjs';
+import { clientHeaders, createRequests, PATIENT, populate, startServer, stopServer } from './lib/populated.mjs';
 
 const WARM_UP = 4000;
 const MEASURED = 2000;
@@ -42,21 +42,11 @@ try {
     const headers = await clientHeaders(url);
     const searchUrl = `${url}/v1/patients/${PATIENT}/documents/search`;
     const search = (body) => ({ url: searchUrl, method: 'POST', headers, body: JSON.stringify(body) });
-    let counter = 0;
-    const createBody = () => JSON.stringify({ fileName: `instructions-${counter++}.stl`, path: '/bench' });
     const routes = {
       'no-op GET /healthz (baseline)': { url: `${url}/healthz`, headers },
       'search: one case folder, repeated (cached)': search({ offset: 0, limit: 50, path: '/cases/case-00100', sortBy: 'lastModifiedAt', sortDirection: 'DESC' }),
       'search: whole patient, repeated (cached)': search({ offset: 0, limit: 50, path: '/', sortBy: 'lastModifiedAt', sortDirection: 'DESC' }),
-      'create placeholder': {
-        url: `${url}/v1/patients/${PATIENT}/documents`,
-        method: 'POST',
-        headers,
-        setupClient: (client) => {
-          client.setBody(createBody());
-          client.on('response', () => client.setBody(createBody()));
-        },
-      },
+      'create placeholder': createRequests(url, headers, 'instructions'),
     };
     const results = Object.fromEntries(Object.keys(routes).map((name) => [name, []]));
     // Every route once first: the start's compilation and first garbage collections stay out of the counts.

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { cpuSeconds, mainThreadCpuSeconds, measureSteal, rssBytes } from './lib/proc.mjs';
-import { clientHeaders, PATIENT, populate, startServer, stopServer } from './lib/populated.mjs';
+import { clientHeaders, createRequests, PATIENT, populate, startServer, stopServer } from './lib/populated.mjs';
 
 const quick = process.argv.includes('--quick');
 const MAIN_PATIENT_DOCS = quick ? 20_000 : 100_000;
@@ -54,7 +54,6 @@ try {
   const headers = await clientHeaders(url);
   const searchUrl = `${url}/v1/patients/${PATIENT}/documents/search`;
   const search = (body) => ({ url: searchUrl, method: 'POST', headers, body: JSON.stringify(body) });
-  let counter = 0;
   const runs = [];
   noOp = { url: `${url}/healthz`, headers };
   runs.push(await load('no-op GET /healthz (baseline)', noOp));
@@ -83,17 +82,7 @@ try {
   );
   runs.push(await load('search: whole patient (path /), 50 by lastModifiedAt', search({ offset: 0, limit: 50, path: '/', sortBy: 'lastModifiedAt', sortDirection: 'DESC' })));
   runs.push(await load('search: fileName filter "0099"', search({ offset: 0, limit: 50, fileName: '0099' })));
-  runs.push(
-    await load('create placeholder', {
-      url: `${url}/v1/patients/${PATIENT}/documents`,
-      method: 'POST',
-      headers,
-      setupClient: (client) => {
-        client.setBody(JSON.stringify({ fileName: `bench-${process.pid}-${counter++}.stl`, path: '/bench' }));
-        client.on('response', () => client.setBody(JSON.stringify({ fileName: `bench-${process.pid}-${counter++}.stl`, path: '/bench' })));
-      },
-    }),
-  );
+  runs.push(await load('create placeholder', createRequests(url, headers, `bench-${process.pid}`)));
   const rss = rssMegabytes(child.pid);
   fastestNoOp = Math.max(runs[0].requestsPerSecond, ...runs.filter(Boolean).map((run) => run.noOpBefore));
   console.log(`\nno-op route: ${runs.filter(Boolean).map((run) => run.noOpBefore.toFixed(0)).join(', ')} req/s just before each run; ratios are against the fastest, ${fastestNoOp.toFixed(0)} req/s`);

@@ -94,3 +94,21 @@ export async function clientHeaders(url) {
   const { access_token: token } = await response.json();
   return { authorization: `Bearer ${token}`, 'organization-id': ORG, 'content-type': 'application/json', 'accept-encoding': 'gzip, deflate, br' };
 }
+
+/**
+ * autocannon options for the create route: each request a new placeholder `<prefix>-<n>.stl` in
+ * /bench of PATIENT (a name asked twice would be a 409).
+ */
+export function createRequests(url, headers, prefix) {
+  let counter = 0;
+  const body = () => JSON.stringify({ fileName: `${prefix}-${counter++}.stl`, path: '/bench' });
+  return {
+    url: `${url}/v1/patients/${PATIENT}/documents`,
+    method: 'POST',
+    headers,
+    setupClient: (client) => {
+      client.setBody(body());
+      client.on('response', () => client.setBody(body()));
+    },
+  };
+}
