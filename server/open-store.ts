@@ -7,35 +7,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, type ServerConfig } from './config.js';
 import { SqliteStore } from './db/sqlite/store.js';
+import { makeDirectories } from './private-files.js';
 import type { Store } from './db/types.js';
 
 export function ensureDataDir(dataDir: string): void {
   try {
-    makeDirectories(path.resolve(dataDir));
+    makeDirectories(dataDir);
     fs.accessSync(dataDir, fs.constants.W_OK);
   } catch (error) {
     throw new ConfigError(`PATIENT_DOCS_DATA_DIR=${dataDir} cannot be created or is not writable (${(error as Error).message})`);
-  }
-}
-
-/**
- * Creates `directory` and its missing parents, one mkdir each. Not mkdirSync's `recursive`: in
- * Node 20 it never returns for a path whose existing parent cannot hold folders (anything under
- * /proc), and IT would see a server that hangs at start instead of the line above.
- */
-function makeDirectories(directory: string): void {
-  const missing: string[] = [];
-  for (let current = directory; !fs.existsSync(current); current = path.dirname(current)) {
-    missing.unshift(current);
-    if (path.dirname(current) === current) break;
-  }
-  for (const folder of missing) {
-    try {
-      fs.mkdirSync(folder);
-    } catch (error) {
-      // Made meanwhile by another process (two starts at once): as good as made here.
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || !fs.statSync(folder).isDirectory()) throw error;
-    }
   }
 }
 

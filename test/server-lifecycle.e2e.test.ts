@@ -168,6 +168,10 @@ describe.concurrent('bad start-up settings', () => {
       // own recursive mkdir never returns there: the server used to hang at start).
       [{ PATIENT_DOCS_DATA_DIR: path.join(database, 'data') }, `PATIENT_DOCS_DATA_DIR=${path.join(database, 'data')} cannot be created or is not writable (ENOTDIR: not a directory, mkdir '${path.join(database, 'data')}')`],
       [{ PATIENT_DOCS_DATA_DIR: '/proc/patient-docs/data' }, "PATIENT_DOCS_DATA_DIR=/proc/patient-docs/data cannot be created or is not writable (ENOENT: no such file or directory, mkdir '/proc/patient-docs')"],
+      [
+        { PATIENT_DOCS_DATABASE_URL: 'sqlite:/proc/patient-docs/db.sqlite', PATIENT_DOCS_DATA_DIR: dir('i') },
+        "PATIENT_DOCS_DATABASE_URL=sqlite:/proc/patient-docs/db.sqlite: the database file /proc/patient-docs/db.sqlite cannot be opened (ENOENT: no such file or directory, mkdir '/proc/patient-docs'); it must name a Patient Docs database file, or none yet, in a writable folder",
+      ],
       [{ PORT: '0x50', PATIENT_DOCS_DATA_DIR: dir('g') }, 'PORT="0x50" must be an integer from 0 to 65535'],
       [{ PATIENT_DOCS_TOKEN_LIFETIME: '9999999999h', PATIENT_DOCS_DATA_DIR: dir('h') }, 'PATIENT_DOCS_TOKEN_LIFETIME="9999999999h" must be between 1s and 24h'],
     ];

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import Database from 'better-sqlite3';
-import { PRIVATE_DIR, PRIVATE_FILE } from '../../private-files.js';
+import { makeDirectories, PRIVATE_DIR, PRIVATE_FILE } from '../../private-files.js';
 import { BackupTargetError } from './refusals.js';
 import type { RestorableFile } from '../types.js';
 
@@ -181,7 +181,7 @@ export async function verifyContent(databaseFile: string, contentRoot: string, o
 export async function backupDataDir(options: { databaseFile: string; dataDir: string; contentRoot: string; target: string; now?: () => Date }): Promise<BackupReport> {
   const target = path.resolve(options.target);
   if (fs.existsSync(target) && fs.readdirSync(target).length > 0) throw new BackupTargetError(`${target} is not empty; give each backup a new or empty folder`);
-  await fsp.mkdir(target, { recursive: true, mode: PRIVATE_DIR });
+  makeDirectories(target, PRIVATE_DIR);
   const snapshot = path.join(target, BACKUP_DATABASE);
   const source = new Database(options.databaseFile, { readonly: true, fileMustExist: true });
   try {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { foldKey } from '../../../shared/names.js';
-import { PRIVATE_DIR, PRIVATE_FILE, tighten } from '../../private-files.js';
+import { makeDirectories, PRIVATE_DIR, PRIVATE_FILE, tighten } from '../../private-files.js';
 import type { Migration } from './migrations.js';
 
 export type SqliteDatabase = Database.Database;
@@ -17,7 +17,7 @@ export type SqliteDatabase = Database.Database;
 /** Opens (creating if needed) the embedded database with WAL and applies pending migrations. */
 export function openSqlite(file: string, migrations: Migration[]): SqliteDatabase {
   const inMemory = file === ':memory:' || file === '';
-  if (!inMemory) fs.mkdirSync(path.dirname(file), { recursive: true, mode: PRIVATE_DIR });
+  if (!inMemory) makeDirectories(path.dirname(file), PRIVATE_DIR);
   const db = new Database(file);
   // A file written by a newer server is refused before anything here writes to it (a downgrade
   // after a failed update must leave it exactly as the newer version left it).
