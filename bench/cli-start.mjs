@@ -14,8 +14,8 @@ import path from 'node:path';
 import { freePort, listeningUrl } from './lib/server.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
-const ADMIN = path.join(ROOT, 'dist/server/admin-cli.js');
-const SYNC = path.join(ROOT, 'dist/electron/sync/cli.js');
+const ADMIN = path.join(ROOT, 'dist/server/admin/cli.js');
+const SYNC = path.join(ROOT, 'dist/electron/sync/cli/cli.js');
 const SEED = path.join(ROOT, 'test/fixtures/seed.json');
 const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
 const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';

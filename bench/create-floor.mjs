@@ -13,7 +13,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { AuditLog } from '../dist/server/audit/log.js';
 import { SqliteStore } from '../dist/server/db/sqlite/store.js';
-import { DocumentService } from '../dist/server/domain/documents.js';
+import { DocumentService } from '../dist/server/domain/document-service.js';
 import { Links } from '../dist/server/domain/links.js';
 import { clientHeaders, CLIENT, createRequests, databaseFile, ORG, PATIENT, populate, startServer, stopServer } from './lib/populated.mjs';
 

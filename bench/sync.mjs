@@ -24,10 +24,10 @@ const MB = 1024 * 1024;
 const SCALE = Number(process.env.SYNC_BENCH_SCALE ?? '1');
 const CONCURRENCY = 8;
 
-const { ApiClient } = await import(path.join(DIST, 'electron/sync/api-client.js'));
-const { SyncEngine } = await import(path.join(DIST, 'electron/sync/engine.js'));
-const { openJournal } = await import(path.join(DIST, 'electron/sync/journal.js'));
-const { openSettings } = await import(path.join(DIST, 'electron/sync/settings.js'));
+const { ApiClient } = await import(path.join(DIST, 'electron/sync/api/api-client.js'));
+const { SyncEngine } = await import(path.join(DIST, 'electron/sync/engine/engine.js'));
+const { openJournal } = await import(path.join(DIST, 'electron/sync/journal/journal.js'));
+const { openSettings } = await import(path.join(DIST, 'electron/sync/home/settings.js'));
 
 const temp = (name) => fs.mkdtempSync(path.join(os.tmpdir(), `patient-docs-bench-${name}-`));
 const cleanup = [];
@@ -121,7 +121,7 @@ async function engineSync(url, folder, expected, basePath) {
 }
 
 function runCli(home, args, extraEnv = {}) {
-  const child = spawn(process.execPath, [path.join(DIST, 'electron/sync/cli.js'), ...args], {
+  const child = spawn(process.execPath, [path.join(DIST, 'electron/sync/cli/cli.js'), ...args], {
     env: { ...process.env, PATIENT_DOCS_SYNC_HOME: home, PATIENT_DOCS_CLIENT_SECRET: CLIENT.secret, ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -30,7 +30,7 @@ const VIEWPORT = { width: 1440, height: 900 };
 if (!existsSync(path.join(DIST, 'electron/headless/main.js'))) execFileSync(process.execPath, [path.join(ROOT, 'node_modules/typescript/bin/tsc'), '-b'], { cwd: ROOT, stdio: 'inherit' });
 if (!existsSync(path.join(RENDERER_DIR, 'index.html'))) execFileSync(process.execPath, [path.join(ROOT, 'scripts/build-renderer.mjs')], { stdio: 'inherit' });
 const { launchHeadless } = await import(path.join(DIST, 'electron/headless/main.js'));
-const { CLIENT_SECRET_ACCOUNT } = await import(path.join(DIST, 'electron/sync/connection.js'));
+const { CLIENT_SECRET_ACCOUNT } = await import(path.join(DIST, 'electron/sync/api/connection.js'));
 
 const cleanup = [];
 const temp = (name) => {

@@ -1,2 +1,2 @@
 #!/usr/bin/env node
-import "../dist/electron/sync/cli.js";
+import "../dist/electron/sync/cli/cli.js";

@@ -9,7 +9,7 @@ import { AUDIT_BUSY_TIMEOUT_MS, sqliteAuditSink } from './audit/writer-thread.js
 import { SqliteStore } from './db/sqlite/store.js';
 import { AccessGuard } from './domain/access.js';
 import { DirectoryService } from './domain/directory.js';
-import { DocumentService } from './domain/documents.js';
+import { DocumentService } from './domain/document-service.js';
 import { Links } from './domain/links.js';
 import type { KeyStore } from './identity/keys.js';
 import { RateLimiter } from './identity/rate-limit.js';

@@ -71,7 +71,7 @@ export const PLAIN_MESSAGES: Record<BridgeErrorCode, string> = {
 };
 
 /**
- * Why a synced file failed when the engine's re-check (electron/sync/recheck.ts) finds its document
+ * Why a synced file failed when the engine's re-check (electron/sync/engine/recheck.ts) finds its document
  * gone from the server while the scan is still in the folder. Its code is NOT_FOUND.
  */
 export const GONE_FROM_SERVER_MESSAGE =

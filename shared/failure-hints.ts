@@ -31,7 +31,7 @@ export function failureHint(code: BridgeErrorCode, files = 1, wording: RetryWord
 
 /**
  * A file that was synced and is not on the server any more, as the re-check of synced files finds
- * it (electron/sync/recheck.ts): the server lost its copy and the folder has none either
+ * it (electron/sync/engine/recheck.ts): the server lost its copy and the folder has none either
  * (LOST_ON_SERVER), or its document is gone from the server (NOT_FOUND, told in
  * GONE_FROM_SERVER_MESSAGE). Not an upload that failed: such a file was uploaded and verified once.
  */

@@ -1,5 +1,5 @@
 /**
- * How often synced files are checked against the server again (electron/sync/recheck.ts): every
+ * How often synced files are checked against the server again (electron/sync/engine/recheck.ts): every
  * 4 hours unless IT says otherwise; from 15 minutes (each check is one search per 30 synced files)
  * to 7 days, or 0 for never. A module of its own, without dependencies: the settings file's schema
  * uses it, and the sync CLI's `status` loads that without the bridge contract.

@@ -16,7 +16,7 @@ const BAD_SEED = path.join(tempDir('admin-cli-seed'), 'seed.json');
 fs.writeFileSync(BAD_SEED, JSON.stringify({ organizations: [{ id: ORG, name: 'Smile\u202EClinic' }] }));
 
 function admin(...args: string[]): { code: number | null; stdout: string; stderr: string; json: () => any } {
-  const result = spawnSync('node', ['dist/server/admin-cli.js', ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir }, encoding: 'utf8' });
+  const result = spawnSync('node', ['dist/server/admin/cli.js', ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir }, encoding: 'utf8' });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr, json: () => JSON.parse(result.stdout) };
 }
 
@@ -30,7 +30,7 @@ afterAll(() => {
 
 describe('patient-docs-admin', () => {
   it('refuses to read from a data dir without a database, and says so when a first write creates one', () => {
-    const missing = spawnSync('node', ['dist/server/admin-cli.js', 'organization', 'list'], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: path.join(dataDir, 'typo') }, encoding: 'utf8' });
+    const missing = spawnSync('node', ['dist/server/admin/cli.js', 'organization', 'list'], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: path.join(dataDir, 'typo') }, encoding: 'utf8' });
     expect(missing.status).toBe(2);
     expect(missing.stderr.trim()).toBe(`patient-docs-admin: there is no database at ${path.join(dataDir, 'typo', 'patient-docs.sqlite')}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
     expect(fs.existsSync(path.join(dataDir, 'typo', 'patient-docs.sqlite'))).toBe(false);

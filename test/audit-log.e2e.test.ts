@@ -116,7 +116,7 @@ async function auditApi(query: Record<string, string>): Promise<{ status: number
 }
 
 function adminCli(args: string[], directory = dataDir): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/server/admin-cli.js'), ...args], {
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist/server/admin/cli.js'), ...args], {
     cwd: ROOT,
     env: { ...process.env, PATIENT_DOCS_DATA_DIR: directory },
     stdio: ['ignore', 'pipe', 'pipe'],

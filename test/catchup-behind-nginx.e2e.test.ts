@@ -2,15 +2,15 @@
  * The clinic's server behind nginx (docs/nginx.conf.example) is restarted for updates: meanwhile
  * nginx answers 502, and scans found then wait out a retry delay that grows. Once the server is
  * back, the first file that goes through proves it, and the files nginx turned away go at once
- * (a Retry-After the server itself sent is kept: see electron/sync/failure.test.ts).
+ * (a Retry-After the server itself sent is kept: see electron/sync/upload/failure.test.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient } from '../electron/sync/api-client.js';
-import { SyncEngine } from '../electron/sync/engine.js';
-import { openJournal, type Journal } from '../electron/sync/journal.js';
-import { certificateAuthorities, parseCaCertificate } from '../electron/sync/tls-trust.js';
+import { ApiClient } from '../electron/sync/api/api-client.js';
+import { SyncEngine } from '../electron/sync/engine/engine.js';
+import { openJournal, type Journal } from '../electron/sync/journal/journal.js';
+import { certificateAuthorities, parseCaCertificate } from '../electron/sync/api/tls-trust.js';
 import { exampleSite, nginxPort, startNginx, type Nginx } from './helpers/nginx.js';
 import { freePort, type ServerProcess, startServerProcess, stopProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';

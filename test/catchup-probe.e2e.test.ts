@@ -7,9 +7,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient } from '../electron/sync/api-client.js';
-import { SyncEngine } from '../electron/sync/engine.js';
-import { openJournal, type Journal } from '../electron/sync/journal.js';
+import { ApiClient } from '../electron/sync/api/api-client.js';
+import { SyncEngine } from '../electron/sync/engine/engine.js';
+import { openJournal, type Journal } from '../electron/sync/journal/journal.js';
 import { type RestartableServer, restartableServer } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { waitFor, writeFile } from './helpers/sync.js';

@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testConnection } from '../electron/sync/connection.js';
+import { testConnection } from '../electron/sync/api/connection.js';
 import { runCli } from './helpers/processes.js';
 import { CLIENT, ORG, startTestServer, tempDir, type TestServer } from './helpers/server.js';
 

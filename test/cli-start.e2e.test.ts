@@ -8,8 +8,8 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openJournal } from '../electron/sync/journal.js';
-import { openSettings } from '../electron/sync/settings.js';
+import { openJournal } from '../electron/sync/journal/journal.js';
+import { openSettings } from '../electron/sync/home/settings.js';
 import { ADMIN_CLI, ROOT, SYNC_CLI } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
 
@@ -49,8 +49,8 @@ describe('the admin CLI', () => {
     const result = await traced(ADMIN_CLI, ['--help'], env);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('Usage: patient-docs-admin <command> [options]');
-    expect(result.modules).toContain('dist/server/admin-cli.js');
-    for (const heavy of ['better-sqlite3', 'typebox', 'ajv', 'jose', 'fastify', 'fastify-plugin', 'dist/server/admin-commands.js', 'dist/server/context.js']) expect(result.modules).not.toContain(heavy);
+    expect(result.modules).toContain('dist/server/admin/cli.js');
+    for (const heavy of ['better-sqlite3', 'typebox', 'ajv', 'jose', 'fastify', 'fastify-plugin', 'dist/server/admin/commands.js', 'dist/server/context.js']) expect(result.modules).not.toContain(heavy);
     expect(fs.existsSync(dataDir)).toBe(false);
   });
 

@@ -14,7 +14,7 @@ import { ADMIN_TOKEN, tempDir } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const MAIN = path.join(ROOT, 'dist/server/main.js');
-const ADMIN_CLI = path.join(ROOT, 'dist/server/admin-cli.js');
+const ADMIN_CLI = path.join(ROOT, 'dist/server/admin/cli.js');
 const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0b01';
 
 interface Running {

@@ -8,8 +8,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SyncApp } from '../electron/sync/sync-app.js';
-import { openSyncHome } from '../electron/sync/sync-home.js';
+import { SyncApp } from '../electron/sync/app/sync-app.js';
+import { openSyncHome } from '../electron/sync/home/sync-home.js';
 import { startNetProxy, type NetProxy } from './helpers/net-proxy.js';
 import { runCli, spawnCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';

@@ -4,9 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { traySummary } from '../electron/main/notices.js';
-import { ProgressTracker } from '../electron/sync/progress.js';
-import type { SyncPair } from '../electron/sync/settings.js';
-import { buildPairView } from '../electron/sync/views.js';
+import { ProgressTracker } from '../electron/sync/upload/progress.js';
+import type { SyncPair } from '../electron/sync/home/settings.js';
+import { buildPairView } from '../electron/sync/journal/views.js';
 
 const pair: SyncPair = { id: 'pair-1', folder: '/scans', patientId: '5f0e8a3c-1d2b-4c3d-8e9f-000000000001', remoteBasePath: '/', paused: false };
 const view = (settling: number, unreadable: string[] = [], paused = false) =>

@@ -7,8 +7,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openSettingsChecked } from '../electron/sync/settings.js';
-import { ApiClient } from '../electron/sync/api-client.js';
+import { openSettingsChecked } from '../electron/sync/home/settings.js';
+import { ApiClient } from '../electron/sync/api/api-client.js';
 import { runCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { allDocuments, writeFile } from './helpers/sync.js';

@@ -6,7 +6,7 @@
  * reached", and goes up once the limit is raised), and a redirect (the file fails naming where the address leads).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { testConnection } from '../electron/sync/connection.js';
+import { testConnection } from '../electron/sync/api/connection.js';
 import { htmlPage, startNetProxy, type NetProxy } from './helpers/net-proxy.js';
 import { startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG } from './helpers/server.js';

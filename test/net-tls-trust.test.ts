@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import tls from 'node:tls';
 import { afterAll, describe, expect, it } from 'vitest';
-import { certificateAuthorities, certificateProblem, parseCaCertificate, readTrustedCa, saveTrustedCa, SERVER_CA_FILE } from '../electron/sync/tls-trust.js';
+import { certificateAuthorities, certificateProblem, parseCaCertificate, readTrustedCa, saveTrustedCa, SERVER_CA_FILE } from '../electron/sync/api/tls-trust.js';
 import { makeTestCertificates } from './helpers/tls.js';
 
 describe('the clinic CA certificate', () => {

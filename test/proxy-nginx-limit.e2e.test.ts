@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { PROXY_TOO_LARGE_MESSAGE } from '../electron/sync/failure.js';
+import { PROXY_TOO_LARGE_MESSAGE } from '../electron/sync/upload/failure.js';
 import { engineBehindNginx } from './helpers/nginx-engine.js';
 import { waitFor, writeFile } from './helpers/sync.js';
 

@@ -11,7 +11,7 @@ import https from 'node:https';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BandwidthLimiter } from '../electron/sync/bandwidth.js';
+import { BandwidthLimiter } from '../electron/sync/upload/bandwidth.js';
 import { engineBehindNginx } from './helpers/nginx-engine.js';
 import { allDocuments, waitFor, writeFile } from './helpers/sync.js';
 

@@ -7,10 +7,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiClient } from '../electron/sync/api-client.js';
-import { openJournal, type Journal } from '../electron/sync/journal.js';
-import type { SecretStore } from '../electron/sync/secrets.js';
-import { WebhookWiring } from '../electron/sync/webhooks.js';
+import { ApiClient } from '../electron/sync/api/api-client.js';
+import { openJournal, type Journal } from '../electron/sync/journal/journal.js';
+import type { SecretStore } from '../electron/sync/home/secrets.js';
+import { WebhookWiring } from '../electron/sync/webhooks/subscription.js';
 import { startNginx, nginxPort, type Nginx } from './helpers/nginx.js';
 import { freePort, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';

@@ -95,7 +95,7 @@ describe('npm run server', () => {
 
   it('re-applies the seed file without changing anything', async () => {
     const { stdout } = await import('node:child_process').then(({ execFileSync }) => ({
-      stdout: execFileSync('node', ['dist/server/admin-cli.js', 'seed', '--file', SEED_FILE], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir } }).toString(),
+      stdout: execFileSync('node', ['dist/server/admin/cli.js', 'seed', '--file', SEED_FILE], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir } }).toString(),
     }));
     expect(JSON.parse(stdout)).toEqual({ created: 0, updated: 0 });
   });

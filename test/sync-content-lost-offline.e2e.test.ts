@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiClient } from '../electron/sync/api-client.js';
+import type { ApiClient } from '../electron/sync/api/api-client.js';
 import { runAdmin, restartableServer, type RestartableServer } from './helpers/processes.js';
 import { tempDir } from './helpers/server.js';
 import { startEngine, waitFor, writeFile, type EngineUnderTest } from './helpers/sync.js';

@@ -6,8 +6,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PipelineOutcome } from '../electron/sync/pipeline.js';
-import { statIfPresent } from '../electron/sync/stability.js';
+import type { PipelineOutcome } from '../electron/sync/upload/pipeline.js';
+import { statIfPresent } from '../electron/sync/watch/stability.js';
 import { startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { PATIENT } from './helpers/server.js';
 import { allDocuments, startEngine, usePipelineBench, waitFor, writeFile, type EngineUnderTest } from './helpers/sync.js';

@@ -6,8 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NAME_TAKEN_MESSAGE } from '../electron/sync/failure.js';
-import { statIfPresent } from '../electron/sync/stability.js';
+import { NAME_TAKEN_MESSAGE } from '../electron/sync/upload/failure.js';
+import { statIfPresent } from '../electron/sync/watch/stability.js';
 import { startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { PATIENT } from './helpers/server.js';
 import { allDocuments, startEngine, usePipelineBench, waitFor, writeFile, type EngineUnderTest } from './helpers/sync.js';

@@ -12,14 +12,14 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqlite } from '../server/db/sqlite/database.js';
 import { SQLITE_MIGRATIONS } from '../server/db/sqlite/store.js';
-import { openJournal } from '../electron/sync/journal.js';
-import { openSettingsChecked } from '../electron/sync/settings.js';
+import { openJournal } from '../electron/sync/journal/journal.js';
+import { openSettingsChecked } from '../electron/sync/home/settings.js';
 import { ADMIN_TOKEN, tempDir } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const SERVER = path.join(ROOT, 'dist/server/main.js');
-const ADMIN_CLI = path.join(ROOT, 'dist/server/admin-cli.js');
-const SYNC_CLI = path.join(ROOT, 'dist/electron/sync/cli.js');
+const ADMIN_CLI = path.join(ROOT, 'dist/server/admin/cli.js');
+const SYNC_CLI = path.join(ROOT, 'dist/electron/sync/cli/cli.js');
 
 const dirs: string[] = [];
 afterEach(() => {

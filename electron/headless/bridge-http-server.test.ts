@@ -4,7 +4,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BridgeDispatcher } from '../sync/bridge-service.js';
+import type { BridgeDispatcher } from '../sync/app/bridge-service.js';
 import { startBridgeHttpServer, type BridgeHttpServer } from './bridge-http-server.js';
 
 let root: string;

@@ -13,7 +13,7 @@ import { pipeline } from 'node:stream/promises';
 import { timingSafeEqual } from 'node:crypto';
 import type { BridgeEvent } from '../../shared/bridge.js';
 import { BRIDGE_CALL_PREFIX, BRIDGE_EVENTS_PATH, LAUNCH_TOKEN_PARAM } from '../../shared/bridge-http.js';
-import type { BridgeDispatcher } from '../sync/bridge-service.js';
+import type { BridgeDispatcher } from '../sync/app/bridge-service.js';
 
 export interface BridgeHttpServerOptions {
   serverContent?: ServerContentSource;

@@ -5,8 +5,8 @@
  */
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { BridgeDispatcher } from '../sync/bridge-service.js';
-import type { ApiClient } from '../sync/api-client.js';
+import type { BridgeDispatcher } from '../sync/app/bridge-service.js';
+import type { ApiClient } from '../sync/api/api-client.js';
 import { startBridgeHttpServer, type BridgeHttpServer } from './bridge-http-server.js';
 import { createContentRelay } from './content-relay.js';
 

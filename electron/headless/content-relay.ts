@@ -7,7 +7,7 @@
  * (a custom protocol would be the Electron way, but Electron's PDF viewer does not load from one).
  */
 import { randomBytes } from 'node:crypto';
-import type { SyncApp } from '../sync/sync-app.js';
+import type { SyncApp } from '../sync/app/sync-app.js';
 import { SERVER_CONTENT_PATH, type ServerContentSource } from './bridge-http-server.js';
 
 export interface ContentRelay {

@@ -7,8 +7,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { EmbeddedServerHost, EmbeddedServerInfo } from '../sync/sync-app.js';
-import type { SecretStore } from '../sync/secrets.js';
+import type { EmbeddedServerHost, EmbeddedServerInfo } from '../sync/app/sync-app.js';
+import type { SecretStore } from '../sync/home/secrets.js';
 import { ConfigError, loadConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/start.js';
 

@@ -9,15 +9,15 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { LAUNCH_TOKEN_PARAM } from '../../shared/bridge-http.js';
-import { BridgeDispatcher, BridgeService } from '../sync/bridge-service.js';
-import { SyncApp, type SyncAppOptions } from '../sync/sync-app.js';
-import { startFailureMessage } from '../sync/bridge-error.js';
-import { defaultSyncHome, openSyncHome } from '../sync/sync-home.js';
+import { BridgeDispatcher, BridgeService } from '../sync/app/bridge-service.js';
+import { SyncApp, type SyncAppOptions } from '../sync/app/sync-app.js';
+import { startFailureMessage } from '../sync/app/bridge-error.js';
+import { defaultSyncHome, openSyncHome } from '../sync/home/sync-home.js';
 import { startBridgeHttpServer, type BridgeHttpServer } from './bridge-http-server.js';
 import { createContentRelay } from './content-relay.js';
 import { EmbeddedServer } from './embedded-server.js';
 import { statusPage } from './status-page.js';
-import { APP_VERSION } from '../sync/app-version.js';
+import { APP_VERSION } from '../sync/home/app-version.js';
 
 export interface HeadlessOptions {
   home?: string;

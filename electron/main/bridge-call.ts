@@ -8,7 +8,7 @@ import { createBridgeCallValidator, type BridgeCallValidator } from '../../share
 
 export { createBridgeCallValidator, type BridgeCallValidator, type CheckedCall } from '../../shared/bridge-validation.js';
 
-/** What answers a checked call: the engine's dispatcher (electron/sync/bridge-service.ts). */
+/** What answers a checked call: the engine's dispatcher (electron/sync/app/bridge-service.ts). */
 export interface BridgeCallTarget {
   call(method: string, args: unknown): Promise<BridgeEnvelope<unknown>>;
 }

@@ -1,6 +1,6 @@
 /** The desktop-only abilities the engine asks of its shell: dialogs, the file manager, saving a download. */
 import { dialog, shell, type BrowserWindow } from 'electron';
-import type { ShellActions } from '../sync/bridge-service.js';
+import type { ShellActions } from '../sync/app/bridge-service.js';
 
 export function createShellActions(window: () => BrowserWindow | null): ShellActions {
   return {

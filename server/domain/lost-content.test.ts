@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { backupDataDir, verifyContent } from '../db/sqlite/backup.js';
 import { SqliteStore } from '../db/sqlite/store.js';
 import type { DocumentRecord } from '../db/types.js';
-import { DocumentService } from './documents.js';
+import { DocumentService } from './document-service.js';
 import { Links } from './links.js';
 import { markContentLost, markContentRestored } from './lost-content.js';
 

@@ -12,7 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { RestorableFile, Store } from '../db/types.js';
-import type { DocumentService } from './documents.js';
+import type { DocumentService } from './document-service.js';
 import { outboxEvent } from './events.js';
 
 export interface LostFile {

@@ -17,8 +17,8 @@ import {
 } from '../../shared/schemas.js';
 import type {} from '../audit/http.js';
 import type { AccessGuard } from '../domain/access.js';
-import type { ContentService } from '../domain/content.js';
-import type { DocumentService, EncodedPage } from '../domain/documents.js';
+import type { ContentService } from '../domain/content-service.js';
+import type { DocumentService, EncodedPage } from '../domain/document-service.js';
 import { notFound } from '../errors.js';
 import type { PatientAccess } from '../db/types.js';
 import type { Principal } from '../identity/tokens.js';

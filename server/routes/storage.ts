@@ -11,10 +11,10 @@ import multipart, { type MultipartFile, type MultipartValue } from '@fastify/mul
 import { Type } from 'typebox';
 import { checkFileName, FILE_TYPE_PATTERN } from '../../shared/names.js';
 import { DocumentSchema, ProblemSchema, Uuid } from '../../shared/schemas.js';
-import type { AccessFacts, ContentService, UploadForm } from '../domain/content.js';
+import type { AccessFacts, ContentService, UploadForm } from '../domain/content-service.js';
 import { holdEntry } from '../audit/http.js';
-import type { DocumentService } from '../domain/documents.js';
-import { contentDisposition, parseRange } from '../domain/http-content.js';
+import type { DocumentService } from '../domain/document-service.js';
+import { contentDisposition, parseRange } from '../domain/http-serving.js';
 import type { LinkKind, Links } from '../domain/links.js';
 import { ApiError, badRequest, notFound, payloadTooLarge } from '../errors.js';
 import { principalOf } from '../plugins/auth.js';

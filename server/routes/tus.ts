@@ -11,7 +11,7 @@ import { Type } from 'typebox';
 import { checkFileName, FILE_TYPE_PATTERN } from '../../shared/names.js';
 import { buildProblem, PROBLEM_CONTENT_TYPE } from '../../shared/problem.js';
 import { Uuid } from '../../shared/schemas.js';
-import type { ContentService, UploadForm } from '../domain/content.js';
+import type { ContentService, UploadForm } from '../domain/content-service.js';
 import type { Links } from '../domain/links.js';
 import { ApiError, badRequest, isTransientStorageFault, notFound, payloadTooLarge } from '../errors.js';
 import { holdEntry } from '../audit/http.js';

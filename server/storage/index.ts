@@ -1,8 +1,8 @@
 /** Builds the content side of the server (storage, resumable uploads, thumbnails, GC) from configuration. */
 import type { Store } from '../db/types.js';
 import type { AccessGuard } from '../domain/access.js';
-import { ContentService } from '../domain/content.js';
-import type { DocumentService } from '../domain/documents.js';
+import { ContentService } from '../domain/content-service.js';
+import type { DocumentService } from '../domain/document-service.js';
 import type { Links } from '../domain/links.js';
 import { ThumbnailJobs, type ThumbnailRenderer } from '../domain/thumbnail-jobs.js';
 import { RESUMABLE_LIFETIME_MS } from '../routes/tus.js';

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
-import { certificateAuthorities, parseCaCertificate } from '../../electron/sync/tls-trust.js';
+import { certificateAuthorities, parseCaCertificate } from '../../electron/sync/api/tls-trust.js';
 import { exampleSite, nginxPort, startNginx, type Nginx } from './nginx.js';
 import { startServerProcess, type ServerProcess } from './processes.js';
 import { allDocuments, startEngine, type EngineUnderTest } from './sync.js';

@@ -9,8 +9,8 @@ import { ADMIN_TOKEN, SEED_FILE, tempDir } from './server.js';
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 /** The built entry points (test/global-setup.ts builds them before any test): what IT and the installed app run. */
 export const SERVER_MAIN = path.join(ROOT, 'dist/server/main.js');
-export const ADMIN_CLI = path.join(ROOT, 'dist/server/admin-cli.js');
-export const SYNC_CLI = path.join(ROOT, 'dist/electron/sync/cli.js');
+export const ADMIN_CLI = path.join(ROOT, 'dist/server/admin/cli.js');
+export const SYNC_CLI = path.join(ROOT, 'dist/electron/sync/cli/cli.js');
 
 export interface ServerProcess {
   url: string;

@@ -102,7 +102,7 @@ function FileTimeline({ file }: { file: HistoryFileView }) {
   );
 }
 
-/** The journal's history events (electron/sync/states.ts) in the words staff read; the CSV export keeps the names. */
+/** The journal's history events (electron/sync/journal/states.ts) in the words staff read; the CSV export keeps the names. */
 const EVENT_LABELS: Record<string, string> = {
   queued: 'Waiting to upload',
   uploaded: 'Uploaded',

@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { PLAIN_MESSAGES } from '../../../shared/bridge-errors.js';
+import type { FileRecord } from './journal.js';
+import { ProgressTracker } from '../upload/progress.js';
+import type { SyncPair } from '../home/settings.js';
+import { buildPairView } from './views.js';
+
+const pair: SyncPair = { id: 'pair-1', folder: '/scans', patientId: '5f0e8a3c-1d2b-4c3d-8e9f-000000000001', patientName: 'Jane Roe', remoteBasePath: '/', paused: false };
+let nextId = 1;
+
+function record(state: FileRecord['state'], updatedAt: number, error: { code: string; detail?: string } | null = null): FileRecord {
+  const id = nextId++;
+  return {
+    id,
+    pairId: pair.id,
+    relativePath: `file-${id}.stl`,
+    remotePath: '/',
+    fileName: `file-${id}.stl`,
+    size: 10,
+    mtimeMs: 0,
+    sha256: null,
+    documentId: null,
+    remoteSha256: null,
+    remoteVersion: null,
+    state,
+    attempts: 1,
+    nextAttemptAt: state === 'waiting' ? updatedAt + 5000 : null,
+    errorCode: error?.code ?? null,
+    errorMessage: error ? PLAIN_MESSAGES[error.code as keyof typeof PLAIN_MESSAGES] : null,
+    errorDetail: error?.detail ?? null,
+    bytesDone: 0,
+    uploadUrl: null,
+    deletedLocally: false,
+    updatedAt,
+    syncedAt: null,
+    lostAt: null,
+  };
+}
+
+const view = (records: FileRecord[], folderError: string | null = null) => buildPairView({ pair, records, progress: new ProgressTracker(() => 0), online: true, folderError });
+
+describe('a pair’s reasons', () => {
+  it('tells the failed files by their own reasons, most common first, not by a newer waiting file’s', () => {
+    const pairView = view([
+      record('failed', 1, { code: 'INVALID_NAME', detail: 'fileName must not contain control characters' }),
+      record('failed', 2, { code: 'INVALID_NAME', detail: 'fileName must not end with a dot' }),
+      record('failed', 3, { code: 'NO_CONSENT' }),
+      record('waiting', 9, { code: 'UNREACHABLE' }),
+    ]);
+    expect(pairView.failureReasons).toEqual([
+      { code: 'INVALID_NAME', message: PLAIN_MESSAGES.INVALID_NAME, detail: 'fileName must not end with a dot', count: 2 },
+      { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, detail: undefined, count: 1 },
+    ]);
+    expect(pairView.lastError?.code).toBe('NO_CONSENT'); // the newest failure, never the waiting file
+    expect(pairView.retryReason?.code).toBe('UNREACHABLE');
+    expect(pairView.folderError).toBeNull();
+  });
+
+  it('has no failure reason while files only wait for a retry', () => {
+    const pairView = view([record('waiting', 5, { code: 'SERVER_ERROR' }), record('synced', 6)]);
+    expect(pairView.failureReasons).toEqual([]);
+    expect(pairView.lastError).toBeNull();
+    expect(pairView.retryReason?.code).toBe('SERVER_ERROR');
+  });
+
+  it('names a missing folder first, and a pair with nothing else to do needs attention for it', () => {
+    const pairView = view([record('synced', 1), record('failed', 2, { code: 'TOO_LARGE' })], PLAIN_MESSAGES.FOLDER_MISSING);
+    expect(pairView.folderError).toEqual({ code: 'FOLDER_MISSING', message: PLAIN_MESSAGES.FOLDER_MISSING });
+    expect(pairView.lastError?.code).toBe('FOLDER_MISSING');
+    expect(pairView.failureReasons.map((reason) => reason.code)).toEqual(['TOO_LARGE']);
+    expect(view([record('synced', 1)], PLAIN_MESSAGES.FOLDER_MISSING).state).toBe('attention');
+    expect(view([record('synced', 1)]).state).toBe('idle');
+  });
+});

@@ -1,0 +1,348 @@
+/**
+ * Watches a pair's folder. The scan is the truth and watch events are hints: a full walk at start
+ * and every few minutes catches whatever the OS did not report (network shares, overflowing event
+ * queues, changes while the app was closed); chokidar makes new files show up within a moment.
+ * Idle watching costs nothing: no polling, and stability.ts (not awaitWriteFinish) decides when a
+ * file is done.
+ *
+ * chokidar watches directories only. Left to itself it also opens a watch per file (an inotify
+ * watch, an FSWatcher and a retained fs.Stats each: ~130 MB of heap and 50,000 inotify watches for
+ * 50,000 files), although a directory's watch already reports every change to the files in it. So
+ * files are ignored by chokidar, and the directory watches' raw events (a name in a watched
+ * directory) are the hints: the name is stat'ed and reported like any other observation.
+ */
+import { lstat, opendir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { watch } from 'chokidar';
+import type { FSWatcher } from 'chokidar';
+import { serverNameKey, toRelativePath } from '../upload/mapping.js';
+import { fileIdentity, statIfPresent } from './stability.js';
+import type { FileStat } from './stability.js';
+
+export interface FolderWatcherOptions {
+  folder: string;
+  isIgnored: (relativePath: string) => boolean;
+  /** A file appeared or changed (relative path with posix separators, spelled as on disk). */
+  onCandidate: (relativePath: string, stat: FileStat) => void;
+  /**
+   * A symbolic link (to a file or a folder). Links are not followed — a link to a large tree or a
+   * loop must not be uploaded by accident — but told, so that the user learns why nothing went up.
+   */
+  onLink?: (relativePath: string, stat: FileStat) => void;
+  /** A file known to be there is gone. */
+  onRemoved: (relativePath: string) => void;
+  onError?: (error: unknown) => void;
+  /**
+   * The folder itself is gone or unreadable (deleted, renamed, a share unmounted). Its files are not
+   * reported removed, since they may be back with the share; the watch is dead and is to be closed.
+   */
+  onFolderGone?: (error: unknown) => void;
+  /**
+   * How often the folder itself is looked at (one stat): a folder renamed away, or a share unmounted
+   * under its mount point, sends no event the watch can tell from others.
+   */
+  folderCheckMs?: number;
+  /** Minutes between full rescans; 0 turns them off. */
+  rescanMinutes?: number;
+  /**
+   * Files already known (e.g. from the journal), as last seen: the first scan then reports only
+   * what changed or disappeared while nobody was watching.
+   */
+  known?: Iterable<readonly [string, FileStat]>;
+}
+
+export interface FolderWatcher {
+  /** Walks the whole folder now and reports every difference to what is known. */
+  rescan(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_RESCAN_MINUTES = 10;
+
+/** What the walk or a hint found under a name: a file, or a symbolic link (never followed). */
+type Observed = FileStat & { link?: true };
+
+function linkStat(stats: { size: number; mtimeMs: number }): Observed {
+  return { size: stats.size, mtimeMs: stats.mtimeMs, link: true };
+}
+export const DEFAULT_FOLDER_CHECK_MS = 5000;
+
+/** Starts watching; resolves once the watch is live and the first scan has been reported. */
+export async function watchFolder(options: FolderWatcherOptions): Promise<FolderWatcher> {
+  const folderWatch = new FolderWatch(options);
+  await folderWatch.start();
+  return folderWatch;
+}
+
+class FolderWatch implements FolderWatcher {
+  private known: Map<string, FileStat>;
+  private watcher: FSWatcher | undefined;
+  private interval: NodeJS.Timeout | undefined;
+  private scanning: Promise<void> | undefined;
+  private closed = false;
+  /** Paths named by directory events since the last look (a file being written fires many). */
+  private hinted = new Set<string>();
+  private hintTimer: NodeJS.Timeout | undefined;
+  /** The folder as first opened (device and inode): the same path holding another folder is a new folder. */
+  private identity: { dev: number; ino: number } | undefined;
+  private folderTimer: NodeJS.Timeout | undefined;
+  private gone = false;
+
+  constructor(private readonly options: FolderWatcherOptions) {
+    this.known = new Map(options.known ?? []);
+  }
+
+  async start(): Promise<void> {
+    const folderStats = await stat(this.options.folder);
+    this.identity = { dev: folderStats.dev, ino: folderStats.ino };
+    const watcher = watch(this.options.folder, {
+      ignoreInitial: true,
+      usePolling: false,
+      awaitWriteFinish: false,
+      followSymlinks: false,
+      // Files are not watched one by one (see above); a path without stats yet is decided later.
+      ignored: (absolutePath: string, stats?: { isFile(): boolean }) => stats?.isFile() === true || this.ignores(absolutePath),
+    });
+    this.watcher = watcher;
+    watcher.on('raw', (_event: string, name: unknown, details: unknown) => this.onRaw(name, (details as { watchedPath?: string } | undefined)?.watchedPath));
+    watcher.on('addDir', (absolutePath: string) => this.guard(this.onAddedFolder(absolutePath)));
+    watcher.on('unlinkDir', (absolutePath: string) => this.onUnlinkedFolder(absolutePath));
+    watcher.on('error', (error: unknown) => this.options.onError?.(error));
+    // Watch first, then scan: a file written during the scan is seen by one or the other.
+    await new Promise<void>((resolve) => watcher.once('ready', resolve));
+    await this.rescan();
+    const minutes = this.options.rescanMinutes ?? DEFAULT_RESCAN_MINUTES;
+    if (minutes > 0 && !this.closed) {
+      this.interval = setInterval(() => this.guard(this.rescan()), minutes * 60_000);
+    }
+    if (!this.closed) this.folderTimer = setInterval(() => this.guard(this.folderIsHere().then(() => undefined)), this.options.folderCheckMs ?? DEFAULT_FOLDER_CHECK_MS);
+  }
+
+  /**
+   * True while the folder watched is still at its path; otherwise tells onFolderGone (once) and
+   * answers false, so that nothing is reported removed: its files went with the folder.
+   */
+  private async folderIsHere(): Promise<boolean> {
+    if (this.gone) return false;
+    let error: unknown;
+    try {
+      const now = await stat(this.options.folder);
+      if (now.isDirectory() && now.dev === this.identity?.dev && now.ino === this.identity.ino) return true;
+      error = new Error(`'${this.options.folder}' is no longer the folder that was watched`);
+    } catch (statError) {
+      error = statError;
+    }
+    this.folderUnreadable(error);
+    return false;
+  }
+
+  private folderUnreadable(error: unknown): void {
+    if (this.gone || this.closed) return;
+    this.gone = true;
+    this.options.onFolderGone?.(error);
+  }
+
+  rescan(): Promise<void> {
+    this.scanning ??= this.scan().finally(() => {
+      this.scanning = undefined;
+    });
+    return this.scanning;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.interval);
+    clearInterval(this.folderTimer);
+    clearTimeout(this.hintTimer);
+    this.hinted.clear();
+    await this.watcher?.close();
+    await this.scanning;
+  }
+
+  private async scan(): Promise<void> {
+    const seen = new Map<string, Observed>();
+    // Not one file is known gone while the folder itself is (an unmounted share, a renamed folder).
+    if (!(await this.folderIsHere())) return;
+    await this.walk(this.options.folder, '', seen);
+    if (this.closed || !(await this.folderIsHere())) return;
+    for (const [relativePath, stat] of seen) this.report(relativePath, stat);
+    const seenNames = new Map<string, string[]>();
+    for (const relativePath of seen.keys()) {
+      const key = serverNameKey(relativePath);
+      seenNames.set(key, [...(seenNames.get(key) ?? []), relativePath]);
+    }
+    for (const relativePath of [...this.known.keys()]) {
+      if (seen.has(relativePath)) continue;
+      // The watcher may have reported a file the walk passed before it was written.
+      const stat = await statIfPresent(this.absolute(relativePath));
+      if (!stat || (await this.isAliasOfSeen(relativePath, seenNames.get(serverNameKey(relativePath)) ?? []))) this.forget(relativePath);
+    }
+  }
+
+  /**
+   * A name the walk did not list can still open a file where the file system ignores case or
+   * normalization (Windows, macOS): `scan.stl` after a rename to `SCAN.STL`, or a journal key
+   * written in NFC before keys were kept as on disk. When it opens the very file the walk listed
+   * under another spelling, that spelling is the file's name now and the old one is gone.
+   */
+  private async isAliasOfSeen(relativePath: string, sameServerName: readonly string[]): Promise<boolean> {
+    if (sameServerName.length === 0) return false;
+    const identity = await fileIdentity(this.absolute(relativePath));
+    if (identity === undefined) return false;
+    for (const other of sameServerName) {
+      if ((await fileIdentity(this.absolute(other))) === identity) return true;
+    }
+    return false;
+  }
+
+  private absolute(relativePath: string): string {
+    return path.join(this.options.folder, ...relativePath.split('/'));
+  }
+
+  private async walk(absoluteFolder: string, relativeFolder: string, seen: Map<string, Observed>): Promise<void> {
+    let folder;
+    try {
+      folder = await opendir(absoluteFolder);
+    } catch (error) {
+      // The sync folder itself unreadable (permissions taken away): nothing in it was looked at,
+      // so the pair must not pass for synced.
+      if (relativeFolder === '') {
+        this.folderUnreadable(error);
+        return;
+      }
+      // A sub-folder removed mid-scan is normal; anything else (permissions) is worth telling.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.options.onError?.(error);
+      return;
+    }
+    for await (const entry of folder) {
+      // As on disk, not normalized: the file is opened by this name (see toRelativePath).
+      const relativePath = relativeFolder === '' ? entry.name : `${relativeFolder}/${entry.name}`;
+      if (this.options.isIgnored(relativePath)) continue;
+      const absolutePath = path.join(absoluteFolder, entry.name);
+      if (entry.isDirectory()) await this.walk(absolutePath, relativePath, seen);
+      else if (entry.isFile()) {
+        const stat = await statIfPresent(absolutePath);
+        if (stat) seen.set(relativePath, stat);
+      } else if (entry.isSymbolicLink()) {
+        const stat = await lstat(absolutePath).catch(() => undefined);
+        if (stat) seen.set(relativePath, linkStat(stat));
+      }
+    }
+  }
+
+  /** A directory watch named an entry: look at it soon (once, however many events it fired). */
+  private onRaw(name: unknown, watchedPath: string | undefined): void {
+    if (this.closed || watchedPath === undefined) return;
+    if (typeof name !== 'string' || name === '') {
+      // The platform did not say which entry: the scan finds out.
+      this.guard(this.rescan());
+      return;
+    }
+    this.hint(path.resolve(watchedPath, name));
+  }
+
+  private hint(absolutePath: string): void {
+    this.hinted.add(absolutePath);
+    this.hintTimer ??= setTimeout(() => {
+      this.hintTimer = undefined;
+      this.guard(this.checkHints());
+    }, 10);
+  }
+
+  // Stats are taken now rather than taken from the event: an event may describe a moment long
+  // gone (a truncation before the write), and a stale size would be reported as the latest.
+  private async checkHints(): Promise<void> {
+    const paths = [...this.hinted];
+    this.hinted.clear();
+    // A name gone with its whole folder is not a file deleted (see folderIsHere).
+    if (!(await this.folderIsHere())) return;
+    for (const absolutePath of paths) {
+      if (this.closed) return;
+      // One name that cannot be looked at (EACCES, ENAMETOOLONG, ELOOP) is told, and the other
+      // names of the batch are still looked at; the next scan looks at it again.
+      await this.checkHint(absolutePath).catch((error: unknown) => this.options.onError?.(error));
+    }
+  }
+
+  private async checkHint(absolutePath: string): Promise<void> {
+    const relativePath = this.inside(absolutePath);
+    if (relativePath === null || this.options.isIgnored(relativePath)) return;
+    let stats;
+    try {
+      stats = await lstat(absolutePath);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') throw error;
+      // Gone: a file that was known is reported removed, and so is every file of a folder that was.
+      this.forgetTree(relativePath);
+      return;
+    }
+    if (stats.isFile()) this.report(relativePath, { size: stats.size, mtimeMs: stats.mtimeMs });
+    else if (stats.isSymbolicLink()) this.report(relativePath, linkStat(stats));
+  }
+
+  /** A folder appeared (created, or moved in whole): its files are not announced one by one. */
+  private async onAddedFolder(absolutePath: string): Promise<void> {
+    if (this.closed) return;
+    const relativeFolder = this.inside(absolutePath);
+    if (relativeFolder === null) return;
+    const seen = new Map<string, Observed>();
+    await this.walk(absolutePath, relativeFolder, seen);
+    for (const [relativePath, stat] of seen) this.report(relativePath, stat);
+  }
+
+  /** A folder was removed: looked at with the other hints, once it is sure the sync folder is still there. */
+  private onUnlinkedFolder(absolutePath: string): void {
+    if (this.closed) return;
+    if (path.resolve(absolutePath) === path.resolve(this.options.folder)) {
+      this.guard(this.folderIsHere().then(() => undefined));
+      return;
+    }
+    this.hint(path.resolve(absolutePath));
+  }
+
+  private forgetTree(relativePath: string): void {
+    this.forget(relativePath);
+    const prefix = `${relativePath}/`;
+    for (const knownPath of [...this.known.keys()]) {
+      if (knownPath.startsWith(prefix)) this.forget(knownPath);
+    }
+  }
+
+  /** Reports a file only when it is new or differs from what was last reported. */
+  private report(relativePath: string, stat: Observed): void {
+    if (this.closed) return;
+    const known = this.known.get(relativePath);
+    if (known && known.size === stat.size && known.mtimeMs === stat.mtimeMs) return;
+    this.known.set(relativePath, stat);
+    if (stat.link) this.options.onLink?.(relativePath, { size: stat.size, mtimeMs: stat.mtimeMs });
+    else this.options.onCandidate(relativePath, stat);
+  }
+
+  private forget(relativePath: string): void {
+    if (this.closed || !this.known.delete(relativePath)) return;
+    this.options.onRemoved(relativePath);
+  }
+
+  private ignores(absolutePath: string): boolean {
+    if (path.resolve(absolutePath) === path.resolve(this.options.folder)) return false;
+    try {
+      return this.options.isIgnored(toRelativePath(this.options.folder, absolutePath));
+    } catch {
+      return false;
+    }
+  }
+
+  /** The path relative to the folder, or null for the folder itself or anything outside it. */
+  private inside(absolutePath: string): string | null {
+    try {
+      return toRelativePath(this.options.folder, absolutePath);
+    } catch {
+      return null;
+    }
+  }
+
+  private guard(work: Promise<void>): void {
+    work.catch((error: unknown) => this.options.onError?.(error));
+  }
+}
