@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { composeMessageBody, deliveryHeaders, messageIdFor, signatureOf, standardSignatureOf, standardWebhooksKey } from './signer.js';
 
-const GUIDES = ['docs/webhooks.md', 'README.md'];
+const GUIDES = ['docs/webhooks.md'];
 
 /** The test vector as a receiver's guide prints it: the first text block after its heading. */
 function documentedVector(file: string): Record<string, string> {
