@@ -110,7 +110,7 @@ describe('nginx timeouts', () => {
     expect(received).toEqual({ length: stored.fileSize, sha256: stored.sha256 });
   });
 
-  it('with proxy_max_temp_file_size 0 (scans kept off the proxy’s disk, as the README advises) a slow download arrives intact and nginx writes nothing to its disk', async () => {
+  it('with proxy_max_temp_file_size 0 (scans kept off the proxy’s disk, as docs/operations.md advises) a slow download arrives intact and nginx writes nothing to its disk', async () => {
     // Looked up before the reload: the engine's kept-alive connections may still reach an old nginx
     // worker just after it, which closes them mid-request ("socket hang up").
     const scan = await document('cbct.dcm');

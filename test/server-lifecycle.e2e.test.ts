@@ -110,7 +110,7 @@ describe.concurrent('the admin token', () => {
     expect(await adminStatus(second.url, token!)).toBe(200);
     expect(await stop(second)).toBe(0);
 
-    // The README's reset: stop the server, delete the file, start it again.
+    // The reset of docs/operations.md (lost admin token): stop the server, delete the file, start it again.
     fs.rmSync(path.join(dir, TOKEN_FILE));
     const third = await start({ PATIENT_DOCS_DATA_DIR: dir });
     const fresh = printedToken(third.output());

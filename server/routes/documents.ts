@@ -36,7 +36,7 @@ export interface DocumentRouteOptions {
 /**
  * The problem statuses each route can answer, as the OpenAPI document lists them: SPEC §4.1 for
  * create, §4.3 for search (no 409: a search conflicts with nothing), and the same rules for the
- * extension routes; 503 is a busy or full server (README "Disk full, … database busy").
+ * extension routes; 503 is a busy or full server (docs/operations.md, "Disk full, data folder read-only, database busy").
  */
 function problems<const S extends number>(...statuses: S[]): Record<S, typeof ProblemSchema> {
   return Object.fromEntries(statuses.map((status) => [status, ProblemSchema])) as Record<S, typeof ProblemSchema>;

@@ -11,7 +11,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { freePort, ROOT } from './processes.js';
 import { tempDir } from './server.js';
 
-/** The site file the README points IT to; the tests run exactly this file. */
+/** The site file docs/operations.md points IT to; the tests run exactly this file. */
 export const EXAMPLE_CONFIG = path.join(ROOT, 'docs/nginx.conf.example');
 
 export interface Nginx {
