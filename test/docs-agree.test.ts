@@ -157,6 +157,13 @@ describe('docs and code agree', () => {
     expect(broken).toEqual([]);
   });
 
+  it('keeps the README a page a newcomer reads through: at most 150 lines, linking every docs/ page', () => {
+    const readme = read('README.md');
+    expect(readme.split('\n').length).toBeLessThanOrEqual(150);
+    const unlinked = DOC_PAGES.filter((page) => !readme.includes(`](${page})`));
+    expect(unlinked).toEqual([]);
+  });
+
   it('finds what it checks: the variables, scripts, paths and links it looks for are there to look at', () => {
     // Guards the checks above against passing on nothing (a pattern that no longer matches).
     expect(variablesReadByCode().has('PATIENT_DOCS_DATA_DIR')).toBe(true);
