@@ -14,8 +14,10 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const PAGES = ['README.md', 'CONTRIBUTING.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
 /** The pages that document variables (the README only points to them). */
 const DOC_PAGES = PAGES.filter((page) => page.startsWith('docs/'));
-/** Where the product's code lives (tests and benches excluded: they set variables, they do not define them). */
+/** Where the product's code lives: every variable it reads must be documented. */
 const CODE_FOLDERS = ['server', 'electron', 'scripts', 'bin', 'shared'];
+/** The tests' and benches' own code (helpers, set-up, benches, not test files): a variable the docs name may be one of theirs. */
+const TOOL_FOLDERS = ['test', 'bench'];
 /** Top-level folders: a path in the docs that begins with one of them names a file of this repository. */
 const REPOSITORY_FOLDERS = ['server', 'electron', 'shared', 'renderer', 'test', 'bench', 'scripts', 'bin', 'build', 'docs', '.ci'];
 
@@ -43,7 +45,7 @@ function codeFiles(folder: string): string[] {
  * `const { NAME } = process.env`, and a name handed to a reader as a literal (`parseSize('NAME', …)`,
  * `['NAME', default, min, max]`). A name only inside a message or an error code is not a read.
  */
-function variablesReadByCode(): Map<string, string> {
+function variablesReadByCode(folders: readonly string[] = CODE_FOLDERS): Map<string, string> {
   const readers = [
     /\benv\??\.(PATIENT_DOCS_\w+)/g,
     /\benv\[\s*['"`](PATIENT_DOCS_\w+)['"`]\s*\]/g,
@@ -51,7 +53,7 @@ function variablesReadByCode(): Map<string, string> {
   ];
   const destructured = /\{([^{}]*)\}\s*=\s*(?:process\.)?env\b/g;
   const variables = new Map<string, string>();
-  for (const file of CODE_FOLDERS.flatMap(codeFiles)) {
+  for (const file of folders.flatMap(codeFiles)) {
     const text = read(file);
     for (const reader of readers) for (const match of text.matchAll(reader)) variables.set(match[1]!, file);
     for (const match of text.matchAll(destructured)) for (const name of match[1]!.match(VARIABLE) ?? []) variables.set(name, file);
@@ -103,8 +105,8 @@ function anchorsOf(markdown: string): Set<string> {
 }
 
 describe('docs and code agree', () => {
-  it('every PATIENT_DOCS_* variable the README or docs name is one the code reads', () => {
-    const read = variablesReadByCode();
+  it('every PATIENT_DOCS_* variable the README or docs name is one the code (or the tests’ tooling) reads', () => {
+    const read = variablesReadByCode([...CODE_FOLDERS, ...TOOL_FOLDERS]);
     const unknown = [...variablesNamedIn(PAGES)].filter(([name]) => !read.has(name)).map(([name, page]) => `${name} (named in ${page})`);
     expect(unknown).toEqual([]);
   });
