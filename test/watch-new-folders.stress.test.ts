@@ -1,0 +1,276 @@
+/**
+ * Files written into a folder that has just appeared, before the watch on it is in place, send no
+ * event. A scanner writes exactly so (a new case folder, then hundreds of files within a second),
+ * and such a file must not wait for the next full rescan (10 minutes). Hundreds of rounds of new
+ * case folders (nested, renamed into place, with and without pauses, part of them with every core
+ * busy), written by a process of their own: every file is reported within the settle time plus a
+ * margin, journaled as queued once it has settled too, and ends synced on a real server.
+ */
+import fs from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createIgnoreMatcher } from '../electron/sync/ignore.js';
+import { openJournal, type Journal } from '../electron/sync/journal.js';
+import { PairWatch } from '../electron/sync/pair-watch.js';
+import { watchFolder, type FolderWatcher } from '../electron/sync/watcher.js';
+import { startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { PATIENT } from './helpers/server.js';
+import { loadEveryCore, planRound, ROUND_KINDS, ScanWriter, seededRandom, type RoundPlan } from './helpers/scan-writer.js';
+import { allDocuments, startEngine, waitFor } from './helpers/sync.js';
+
+const SETTLE_MS = 300;
+/** What a look at a folder of a few hundred files may take on a busy machine. */
+const MARGIN_MS = 1000;
+/** What the stability gate takes on a busy machine to stat and open a few hundred files and journal them. */
+const JOURNAL_MARGIN_MS = 2000;
+const WATCHER_ROUNDS = 216;
+/** These rounds run with one busy process per core. */
+const LOADED_ROUNDS = { from: 72, to: 144 };
+const SEED = Math.floor(Math.random() * 2 ** 31);
+
+/** The files of a round in the order written, with when each appeared at its final path. */
+interface Written {
+  round: number;
+  plan: RoundPlan;
+  files: Array<{ relativePath: string; appearedAt: number }>;
+}
+
+/**
+ * Reports arriving for the files of the round under way: resolves once all of them arrived, or at
+ * the deadline with whatever arrived.
+ */
+class Arrivals {
+  readonly at = new Map<string, number>();
+  private waiting: { missing: Set<string>; done: () => void } | undefined;
+
+  arrived(relativePath: string): void {
+    if (this.at.has(relativePath)) return;
+    this.at.set(relativePath, Date.now());
+    if (!this.waiting) return;
+    this.waiting.missing.delete(relativePath);
+    if (this.waiting.missing.size === 0) this.waiting.done();
+  }
+
+  async untilAll(relativePaths: readonly string[], deadline: number): Promise<void> {
+    const missing = new Set(relativePaths.filter((relativePath) => !this.at.has(relativePath)));
+    if (missing.size === 0) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, Math.max(0, deadline - Date.now()));
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.waiting = { missing, done };
+    });
+    this.waiting = undefined;
+  }
+}
+
+/** Plans and writes round `round` (kind and pauses taken in turn), with when each file appeared. */
+async function writeRound(writer: ScanWriter, folder: string, staging: string, round: number, maxFiles?: number): Promise<Written> {
+  const plan = planRound({
+    root: folder,
+    staging,
+    round,
+    kind: ROUND_KINDS[round % ROUND_KINDS.length]!,
+    paused: Math.floor(round / ROUND_KINDS.length) % 2 === 1,
+    random: seededRandom(SEED + round),
+    ...(maxFiles === undefined ? {} : { maxFiles }),
+  });
+  const appeared = await writer.run(plan.steps);
+  const files = plan.files.map((relativePath) => {
+    const appearedAt = appeared.get(path.join(folder, ...relativePath.split('/')));
+    if (appearedAt === undefined) throw new Error(`round ${round}: the writer did not write ${relativePath}`);
+    return { relativePath, appearedAt };
+  });
+  return { round, plan, files };
+}
+
+/** The files of a round that did not arrive within `allowedMs` of appearing, told per round. */
+function late(written: Written, arrivals: Arrivals, allowedMs: (file: Written['files'][number]) => number): string[] {
+  const overdue = written.files.filter((file) => (arrivals.at.get(file.relativePath) ?? Infinity) > file.appearedAt + allowedMs(file));
+  if (overdue.length === 0) return [];
+  const never = overdue.filter((file) => !arrivals.at.has(file.relativePath)).length;
+  const latest = Math.max(...overdue.map((file) => (arrivals.at.get(file.relativePath) ?? NaN) - file.appearedAt).filter((ms) => !Number.isNaN(ms)));
+  const { kind, paused } = written.plan;
+  return [
+    `round ${written.round} (${kind}, ${paused ? 'with pauses' : 'at full speed'}): ${overdue.length} of ${written.files.length} late (the latest after ${latest} ms), ${never} of them not reported by the end (e.g. ${overdue[0]!.relativePath})`,
+  ];
+}
+
+/**
+ * Writes `count` rounds into `folder`, each waited for until all its files arrived or their time
+ * is up, with every core busy in the `loaded` ones; then waits a little more, so that a late file
+ * is told apart from one that would wait for the next rescan. Answers the rounds late, and the
+ * slowest arrival.
+ */
+async function runRounds(options: {
+  writer: ScanWriter;
+  folder: string;
+  staging: string;
+  count: number;
+  loaded: { from: number; to: number };
+  arrivals: Arrivals;
+  /** How long after it appeared a file may arrive. */
+  allowedMs: (file: Written['files'][number], written: Written) => number;
+}): Promise<{ problems: string[]; files: number; slowestMs: number }> {
+  const { writer, folder, staging, count, loaded, arrivals, allowedMs } = options;
+  const rounds: Written[] = [];
+  let load: { stop(): Promise<void> } | undefined;
+  try {
+    for (let round = 0; round < count; round++) {
+      if (round === loaded.from) load = loadEveryCore();
+      if (round === loaded.to) await load?.stop();
+      const written = await writeRound(writer, folder, staging, round);
+      rounds.push(written);
+      const deadline = Math.max(...written.files.map((file) => file.appearedAt + allowedMs(file, written)));
+      await arrivals.untilAll(
+        written.files.map((file) => file.relativePath),
+        deadline,
+      );
+    }
+    await arrivals.untilAll(
+      rounds.flatMap((written) => written.files.map((file) => file.relativePath)),
+      Date.now() + 5000,
+    );
+  } finally {
+    await load?.stop();
+  }
+  return {
+    problems: rounds.flatMap((written) => late(written, arrivals, (file) => allowedMs(file, written))),
+    files: rounds.reduce((sum, written) => sum + written.files.length, 0),
+    slowestMs: Math.max(...rounds.flatMap((written) => written.files.map((file) => (arrivals.at.get(file.relativePath) ?? Infinity) - file.appearedAt))),
+  };
+}
+
+describe(`files written into new folders at once (seed ${SEED})`, () => {
+  let folder: string;
+  let staging: string;
+  let writer: ScanWriter;
+
+  beforeAll(async () => {
+    // The staging folder is on the same disk, outside the watched folder: renames stay renames.
+    const base = await mkdtemp(path.join(tmpdir(), 'new-folders-'));
+    folder = path.join(base, 'watched');
+    staging = path.join(base, 'staging');
+    fs.mkdirSync(folder);
+    fs.mkdirSync(staging);
+    writer = ScanWriter.start();
+  });
+  afterAll(async () => {
+    await writer?.close();
+    await rm(path.dirname(folder), { recursive: true, force: true });
+  });
+
+  it(`the watcher reports every file within the settle time plus ${MARGIN_MS} ms, ${WATCHER_ROUNDS} rounds, a third of them with every core busy`, async () => {
+    const arrivals = new Arrivals();
+    const errors: unknown[] = [];
+    const roundsFolder = path.join(folder, 'watcher');
+    fs.mkdirSync(roundsFolder);
+    const watcher: FolderWatcher = await watchFolder({
+      folder: roundsFolder,
+      isIgnored: createIgnoreMatcher([]),
+      settleMs: SETTLE_MS,
+      rescanMinutes: 0,
+      onCandidate: (relativePath) => arrivals.arrived(relativePath),
+      onRemoved: () => undefined,
+      onError: (error) => errors.push(error),
+    });
+    let outcome;
+    try {
+      outcome = await runRounds({ writer, folder: roundsFolder, staging, count: WATCHER_ROUNDS, loaded: LOADED_ROUNDS, arrivals, allowedMs: () => SETTLE_MS + MARGIN_MS });
+    } finally {
+      await watcher.close();
+    }
+    const { problems, files, slowestMs } = outcome;
+    console.info(`watcher: ${files} files in ${WATCHER_ROUNDS} rounds, the slowest reported after ${slowestMs} ms`);
+    expect(problems, `${problems.length} of ${WATCHER_ROUNDS} rounds (${files} files) had files reported late or never`).toEqual([]);
+    expect(errors).toEqual([]);
+  }, 120_000);
+
+  it('a pair watch journals every file as queued once it has been found and has settled (real journal)', async () => {
+    const roundsFolder = path.join(folder, 'pair');
+    fs.mkdirSync(roundsFolder);
+    const journalHome = await mkdtemp(path.join(tmpdir(), 'new-folders-journal-'));
+    const journal: Journal = openJournal(path.join(journalHome, 'journal.db'));
+    const arrivals = new Arrivals();
+    const errors: unknown[] = [];
+    const watch = new PairWatch({
+      pair: { id: 'pair-1', folder: roundsFolder, patientId: PATIENT, patientName: 'Jane Roe', remoteBasePath: '/scans', paused: false },
+      journal,
+      settleMs: SETTLE_MS,
+      rescanMinutes: 0,
+      ignorePatterns: [],
+      onFileChanged: (record) => {
+        if (record.state === 'queued') arrivals.arrived(record.relativePath);
+      },
+      onError: (error) => errors.push(error),
+    });
+    const rounds = ROUND_KINDS.length * 4;
+    let outcome;
+    try {
+      await watch.start();
+      outcome = await runRounds({
+        writer,
+        folder: roundsFolder,
+        staging,
+        count: rounds,
+        loaded: { from: rounds / 2, to: rounds },
+        arrivals,
+        // Every file of the round found within the settle time (plus the margin), then the round's
+        // folders one settle time without a change, stat'ed, opened and journaled on a busy machine.
+        allowedMs: (file, written) => Math.max(...written.files.map((other) => other.appearedAt)) - file.appearedAt + 2 * SETTLE_MS + JOURNAL_MARGIN_MS,
+      });
+      const notQueued = [...arrivals.at.keys()].filter((relativePath) => journal.find('pair-1', relativePath)?.state !== 'queued');
+      expect(notQueued, 'journaled, but not queued').toEqual([]);
+    } finally {
+      await watch.close();
+      journal.close();
+      await rm(journalHome, { recursive: true, force: true });
+    }
+    const { problems, files, slowestMs } = outcome;
+    console.info(`pair watch: ${files} files in ${rounds} rounds, the slowest journaled after ${slowestMs} ms`);
+    expect(problems, `${problems.length} of ${rounds} rounds had files journaled late or never`).toEqual([]);
+    expect(errors).toEqual([]);
+  }, 60_000);
+
+  describe('end to end, against the real server', () => {
+    let server: ServerProcess;
+
+    beforeAll(async () => {
+      server = await startServerProcess();
+    });
+    afterAll(async () => {
+      await server?.stop();
+    });
+
+    it('every file of new case folders is journaled once found and settled, and ends synced', async () => {
+      const roundsFolder = path.join(folder, 'engine');
+      fs.mkdirSync(roundsFolder);
+      const sut = await startEngine(server.url, { folder: roundsFolder, remoteBasePath: '/new-folders', tuning: { settleMs: SETTLE_MS, rescanMinutes: 0 } });
+      const state = (relativePath: string) => sut.journal.find(sut.pair.id, relativePath)?.state ?? 'not journaled';
+      try {
+        const expected: string[] = [];
+        for (let round = 0; round < ROUND_KINDS.length; round++) {
+          const written = await writeRound(writer, roundsFolder, staging, round, 40);
+          const files = written.files.map((file) => file.relativePath);
+          expected.push(...files);
+          const deadline = Math.max(...written.files.map((file) => file.appearedAt)) + 2 * SETTLE_MS + JOURNAL_MARGIN_MS;
+          await waitFor(`round ${round} (${written.plan.kind}) journaled`, () => files.every((relativePath) => state(relativePath) !== 'not journaled'), Math.max(0, deadline - Date.now()), 50).catch((error: unknown) => {
+            throw new Error(`${String(error)}: ${files.filter((relativePath) => state(relativePath) === 'not journaled').length} of ${files.length} files not found`);
+          });
+        }
+        const notSynced = () => expected.filter((relativePath) => state(relativePath) !== 'synced');
+        await waitFor(`all ${expected.length} files synced`, () => notSynced().length === 0 && sut.engine.isSettled(), 45_000).catch((error: unknown) => {
+          throw new Error(`${String(error)}: ${notSynced().length} of ${expected.length} not synced: ${notSynced().slice(0, 5).map((relativePath) => `${relativePath} ${state(relativePath)}`).join(', ')}`);
+        });
+        const documents = await allDocuments(sut.api, PATIENT, '/new-folders');
+        expect(documents.map((document) => `${document.path}/${document.fileName}`).sort()).toEqual(expected.map((relativePath) => `/new-folders/${relativePath}`).sort());
+      } finally {
+        await sut.close();
+      }
+    }, 90_000);
+  });
+});
