@@ -103,6 +103,7 @@ export class PairWatch {
         folder: pair.folder,
         isIgnored,
         known,
+        settleMs: this.options.settleMs,
         rescanMinutes: this.options.rescanMinutes,
         ...(this.options.folderCheckMs === undefined ? {} : { folderCheckMs: this.options.folderCheckMs }),
         onCandidate: (relativePath, stat) => this.gate.observe(relativePath, stat),

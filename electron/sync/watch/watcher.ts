@@ -10,13 +10,19 @@
  * 50,000 files), although a directory's watch already reports every change to the files in it. So
  * files are ignored by chokidar, and the directory watches' raw events (a name in a watched
  * directory) are the hints: the name is stat'ed and reported like any other observation.
+ *
+ * A directory watch exists only once chokidar has listed the new folder and opened it: files
+ * written into a folder that has just appeared (a scanner's new case folder, hundreds of files
+ * within a second) can land before it and send no event. So a folder that appears is listed at
+ * once, again when the first event of its own watch proves the watch live, and again after the
+ * settle time (and after every later look that still found a file no event told of).
  */
 import { lstat, opendir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { watch } from 'chokidar';
 import type { FSWatcher } from 'chokidar';
 import { serverNameKey, toRelativePath } from '../upload/mapping.js';
-import { fileIdentity, statIfPresent } from './stability.js';
+import { DEFAULT_SETTLE_MS, fileIdentity, statIfPresent } from './stability.js';
 import type { FileStat } from './stability.js';
 
 export interface FolderWatcherOptions {
@@ -42,6 +48,11 @@ export interface FolderWatcherOptions {
    * under its mount point, sends no event the watch can tell from others.
    */
   folderCheckMs?: number;
+  /**
+   * The stability gate's settle time: a folder that appears is listed once more after it (files
+   * written into it before its watch was in place send no event; see above).
+   */
+  settleMs?: number;
   /** Minutes between full rescans; 0 turns them off. */
   rescanMinutes?: number;
   /**
@@ -66,6 +77,23 @@ function linkStat(stats: { size: number; mtimeMs: number }): Observed {
   return { size: stats.size, mtimeMs: stats.mtimeMs, link: true };
 }
 export const DEFAULT_FOLDER_CHECK_MS = 5000;
+/** How many entries a walk stats at once. */
+const WALK_PARALLEL = 16;
+
+/** A folder that appeared while watching, looked at again until its watch has surely caught up. */
+interface NewFolder {
+  /** The next look, the settle time after the last. */
+  timer: NodeJS.Timeout | undefined;
+  /** An event of the folder's own watch arrived: from then on, the watch tells what is written. */
+  live: boolean;
+  /** The look under way; a look asked for meanwhile runs once after it (see look). */
+  looking: Promise<number> | undefined;
+  again: Look | undefined;
+}
+
+/** A whole look stats every file; a look for new names only those not known yet (see walk). */
+type Look = 'whole' | 'new names';
+
 
 /** Starts watching; resolves once the watch is live and the first scan has been reported. */
 export async function watchFolder(options: FolderWatcherOptions): Promise<FolderWatcher> {
@@ -87,6 +115,10 @@ class FolderWatch implements FolderWatcher {
   private identity: { dev: number; ino: number } | undefined;
   private folderTimer: NodeJS.Timeout | undefined;
   private gone = false;
+  /** Folders known to be there (relative; '' is the folder itself): an event from any other is from a new one. */
+  private folders = new Set<string>(['']);
+  /** Folders that appeared while watching and are still looked at (see lookAtNewFolders). */
+  private newFolders = new Map<string, NewFolder>();
 
   constructor(private readonly options: FolderWatcherOptions) {
     this.known = new Map(options.known ?? []);
@@ -105,7 +137,7 @@ class FolderWatch implements FolderWatcher {
     });
     this.watcher = watcher;
     watcher.on('raw', (_event: string, name: unknown, details: unknown) => this.onRaw(name, (details as { watchedPath?: string } | undefined)?.watchedPath));
-    watcher.on('addDir', (absolutePath: string) => this.guard(this.onAddedFolder(absolutePath)));
+    watcher.on('addDir', (absolutePath: string) => this.onAddedFolder(absolutePath));
     watcher.on('unlinkDir', (absolutePath: string) => this.onUnlinkedFolder(absolutePath));
     watcher.on('error', (error: unknown) => this.options.onError?.(error));
     // Watch first, then scan: a file written during the scan is seen by one or the other.
@@ -155,6 +187,8 @@ class FolderWatch implements FolderWatcher {
     clearInterval(this.folderTimer);
     clearTimeout(this.hintTimer);
     this.hinted.clear();
+    for (const newFolder of this.newFolders.values()) clearTimeout(newFolder.timer);
+    this.newFolders.clear();
     await this.watcher?.close();
     await this.scanning;
   }
@@ -163,8 +197,10 @@ class FolderWatch implements FolderWatcher {
     const seen = new Map<string, Observed>();
     // Not one file is known gone while the folder itself is (an unmounted share, a renamed folder).
     if (!(await this.folderIsHere())) return;
-    await this.walk(this.options.folder, '', seen);
+    const folders = new Set<string>(['']);
+    await this.walk(this.options.folder, '', seen, folders);
     if (this.closed || !(await this.folderIsHere())) return;
+    this.folders = new Set([...folders, ...this.newFolders.keys()]);
     for (const [relativePath, stat] of seen) this.report(relativePath, stat);
     const seenNames = new Map<string, string[]>();
     for (const relativePath of seen.keys()) {
@@ -199,7 +235,13 @@ class FolderWatch implements FolderWatcher {
     return path.join(this.options.folder, ...relativePath.split('/'));
   }
 
-  private async walk(absoluteFolder: string, relativeFolder: string, seen: Map<string, Observed>): Promise<void> {
+  /**
+   * Lists a folder and its sub-folders: files and links into `seen`, sub-folders into `folders`.
+   * Several entries are stat'ed at once: one after the other, a few hundred new files took a second
+   * on a busy machine. With `onlyNew`, files already known are not stat'ed again (a new folder's
+   * later looks are after names no event told of; the watch tells of changes to the others).
+   */
+  private async walk(absoluteFolder: string, relativeFolder: string, seen: Map<string, Observed>, folders: Set<string>, { onlyNew = false } = {}): Promise<void> {
     let folder;
     try {
       folder = await opendir(absoluteFolder);
@@ -214,25 +256,36 @@ class FolderWatch implements FolderWatcher {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.options.onError?.(error);
       return;
     }
+    const subfolders: Array<[string, string]> = [];
+    const looking: Array<Promise<readonly [string, Observed | undefined]>> = [];
+    const collect = async () => {
+      for (const [relativePath, stat] of await Promise.all(looking.splice(0))) if (stat) seen.set(relativePath, stat);
+    };
     for await (const entry of folder) {
       // As on disk, not normalized: the file is opened by this name (see toRelativePath).
       const relativePath = relativeFolder === '' ? entry.name : `${relativeFolder}/${entry.name}`;
       if (this.options.isIgnored(relativePath)) continue;
       const absolutePath = path.join(absoluteFolder, entry.name);
-      if (entry.isDirectory()) await this.walk(absolutePath, relativePath, seen);
-      else if (entry.isFile()) {
-        const stat = await statIfPresent(absolutePath);
-        if (stat) seen.set(relativePath, stat);
+      if (entry.isDirectory()) {
+        folders.add(relativePath);
+        subfolders.push([absolutePath, relativePath]);
+      } else if (onlyNew && this.known.has(relativePath)) {
+        continue;
+      } else if (entry.isFile()) {
+        looking.push(statIfPresent(absolutePath).then((stat) => [relativePath, stat] as const));
       } else if (entry.isSymbolicLink()) {
-        const stat = await lstat(absolutePath).catch(() => undefined);
-        if (stat) seen.set(relativePath, linkStat(stat));
+        looking.push(lstat(absolutePath).then((stat) => [relativePath, linkStat(stat)] as const, () => [relativePath, undefined] as const));
       }
+      if (looking.length >= WALK_PARALLEL) await collect();
     }
+    await collect();
+    for (const [absolutePath, relativePath] of subfolders) await this.walk(absolutePath, relativePath, seen, folders, { onlyNew });
   }
 
   /** A directory watch named an entry: look at it soon (once, however many events it fired). */
   private onRaw(name: unknown, watchedPath: string | undefined): void {
     if (this.closed || watchedPath === undefined) return;
+    this.onEventFrom(watchedPath);
     if (typeof name !== 'string' || name === '') {
       // The platform did not say which entry: the scan finds out.
       this.guard(this.rescan());
@@ -279,16 +332,101 @@ class FolderWatch implements FolderWatcher {
     }
     if (stats.isFile()) this.report(relativePath, { size: stats.size, mtimeMs: stats.mtimeMs });
     else if (stats.isSymbolicLink()) this.report(relativePath, linkStat(stats));
+    // Named in its parent before chokidar has even listed it: looked at from now on.
+    else if (stats.isDirectory() && !this.folders.has(relativePath)) this.onNewFolder(relativePath);
   }
 
   /** A folder appeared (created, or moved in whole): its files are not announced one by one. */
-  private async onAddedFolder(absolutePath: string): Promise<void> {
+  private onAddedFolder(absolutePath: string): void {
     if (this.closed) return;
     const relativeFolder = this.inside(absolutePath);
-    if (relativeFolder === null) return;
+    if (relativeFolder !== null) this.onNewFolder(relativeFolder);
+  }
+
+  /**
+   * An event came from a folder's own watch. The first from a folder that appeared proves its
+   * watch live: what was written before it is on disk now, so one more look finds all of it.
+   * One from a folder not known at all is from a new folder whose appearance went unseen.
+   */
+  private onEventFrom(watchedPath: string): void {
+    const relativeFolder = path.resolve(watchedPath) === path.resolve(this.options.folder) ? '' : this.inside(watchedPath);
+    if (relativeFolder === null || this.options.isIgnored(relativeFolder)) return;
+    const newFolder = this.newFolders.get(relativeFolder);
+    if (newFolder?.live === false) {
+      newFolder.live = true;
+      this.guard(this.look(relativeFolder, newFolder, 'new names').then(() => undefined));
+    } else if (!this.folders.has(relativeFolder)) {
+      this.onNewFolder(relativeFolder, { live: true });
+    }
+  }
+
+  /**
+   * A folder appeared: it and its sub-folders are listed at once, and again after the settle time.
+   * Files written before its watch was in place are found by these looks, not by events.
+   */
+  private onNewFolder(relativeFolder: string, { live = false } = {}): void {
+    if (this.closed) return;
+    this.folders.add(relativeFolder);
+    let newFolder = this.newFolders.get(relativeFolder);
+    if (newFolder) clearTimeout(newFolder.timer);
+    else this.newFolders.set(relativeFolder, (newFolder = { timer: undefined, live: false, looking: undefined, again: undefined }));
+    newFolder.live ||= live;
+    this.guard(this.look(relativeFolder, newFolder, 'whole').then(() => undefined));
+    this.lookAgainLater(relativeFolder, newFolder);
+  }
+
+  /** After the settle time, looks again; once a look finds nothing that no event told of, stops. */
+  private lookAgainLater(relativeFolder: string, newFolder: NewFolder): void {
+    newFolder.timer = setTimeout(() => {
+      newFolder.timer = undefined;
+      this.guard(
+        this.look(relativeFolder, newFolder, 'new names').then((found) => {
+          if (this.closed || this.newFolders.get(relativeFolder) !== newFolder) return;
+          if (found > 0) this.lookAgainLater(relativeFolder, newFolder);
+          else this.newFolders.delete(relativeFolder);
+        }),
+      );
+    }, this.options.settleMs ?? DEFAULT_SETTLE_MS);
+  }
+
+  /**
+   * One look at a new folder at a time (the parent's event and chokidar's addDir ask at the same
+   * moment): one asked for during a look runs once right after it, for what was written meanwhile.
+   */
+  private look(relativeFolder: string, newFolder: NewFolder, kind: Look): Promise<number> {
+    if (newFolder.looking) {
+      newFolder.again = newFolder.again === 'whole' ? 'whole' : kind;
+      return newFolder.looking;
+    }
+    const looking = (async () => {
+      let found = 0;
+      for (let next: Look | undefined = kind; next !== undefined && !this.closed; ) {
+        newFolder.again = undefined;
+        found += await this.lookAt(relativeFolder, next);
+        next = newFolder.again;
+      }
+      return found;
+    })();
+    newFolder.looking = looking.finally(() => {
+      newFolder.looking = undefined;
+    });
+    return newFolder.looking;
+  }
+
+  /** Lists a folder and its sub-folders and reports what changed; answers how many files were not known at all. */
+  private async lookAt(relativeFolder: string, kind: Look): Promise<number> {
+    if (this.closed) return 0;
     const seen = new Map<string, Observed>();
-    await this.walk(absolutePath, relativeFolder, seen);
-    for (const [relativePath, stat] of seen) this.report(relativePath, stat);
+    const folders = new Set<string>();
+    await this.walk(this.absolute(relativeFolder), relativeFolder, seen, folders, { onlyNew: kind === 'new names' });
+    if (this.closed) return 0;
+    for (const folder of folders) this.folders.add(folder);
+    let found = 0;
+    for (const [relativePath, stat] of seen) {
+      const unknown = !this.known.has(relativePath);
+      if (this.report(relativePath, stat) && unknown) found++;
+    }
+    return found;
   }
 
   /** A folder was removed: looked at with the other hints, once it is sure the sync folder is still there. */
@@ -304,19 +442,23 @@ class FolderWatch implements FolderWatcher {
   private forgetTree(relativePath: string): void {
     this.forget(relativePath);
     const prefix = `${relativePath}/`;
+    for (const folder of [...this.folders]) {
+      if (folder === relativePath || folder.startsWith(prefix)) this.folders.delete(folder);
+    }
     for (const knownPath of [...this.known.keys()]) {
       if (knownPath.startsWith(prefix)) this.forget(knownPath);
     }
   }
 
-  /** Reports a file only when it is new or differs from what was last reported. */
-  private report(relativePath: string, stat: Observed): void {
-    if (this.closed) return;
+  /** Reports a file only when it is new or differs from what was last reported; answers whether it did. */
+  private report(relativePath: string, stat: Observed): boolean {
+    if (this.closed) return false;
     const known = this.known.get(relativePath);
-    if (known && known.size === stat.size && known.mtimeMs === stat.mtimeMs) return;
+    if (known && known.size === stat.size && known.mtimeMs === stat.mtimeMs) return false;
     this.known.set(relativePath, stat);
     if (stat.link) this.options.onLink?.(relativePath, { size: stat.size, mtimeMs: stat.mtimeMs });
     else this.options.onCandidate(relativePath, stat);
+    return true;
   }
 
   private forget(relativePath: string): void {
