@@ -4,10 +4,12 @@ const INCLUDE = ['shared/**/*.test.ts', 'server/**/*.test.ts', 'electron/**/*.te
 
 /**
  * Files whose work is CPU-bound and timed (thumbnail renders checked against a time bound, the
- * server's 20 s render timeout): they run one at a time after all the others, with the machine to
- * themselves, so a second file's CPU cannot push them past a limit that a clinic's server would meet.
+ * server's 20 s render timeout; new folders found within the settle time, some rounds with every
+ * core kept busy on purpose): they run one at a time after all the others, with the machine to
+ * themselves, so a second file's CPU cannot push them past a limit that a clinic's machine would
+ * meet, and their own load does not slow another file's timed waits.
  */
-const ALONE = ['server/thumbnails/thumbnails.test.ts', 'test/content.e2e.test.ts'];
+const ALONE = ['server/thumbnails/thumbnails.test.ts', 'test/content.e2e.test.ts', 'test/watch-new-folders.stress.test.ts'];
 
 /**
  * Every other file runs two at a time: most of their time is waiting (processes starting, servers,

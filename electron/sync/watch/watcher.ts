@@ -94,7 +94,6 @@ interface NewFolder {
 /** A whole look stats every file; a look for new names only those not known yet (see walk). */
 type Look = 'whole' | 'new names';
 
-
 /** Starts watching; resolves once the watch is live and the first scan has been reported. */
 export async function watchFolder(options: FolderWatcherOptions): Promise<FolderWatcher> {
   const folderWatch = new FolderWatch(options);
@@ -117,7 +116,7 @@ class FolderWatch implements FolderWatcher {
   private gone = false;
   /** Folders known to be there (relative; '' is the folder itself): an event from any other is from a new one. */
   private folders = new Set<string>(['']);
-  /** Folders that appeared while watching and are still looked at (see lookAtNewFolders). */
+  /** Folders that appeared while watching and are still looked at (see onNewFolder). */
   private newFolders = new Map<string, NewFolder>();
 
   constructor(private readonly options: FolderWatcherOptions) {
@@ -416,6 +415,12 @@ class FolderWatch implements FolderWatcher {
   /** Lists a folder and its sub-folders and reports what changed; answers how many files were not known at all. */
   private async lookAt(relativeFolder: string, kind: Look): Promise<number> {
     if (this.closed) return 0;
+    // Gone already (an event of a folder being deleted came after its removal was handled).
+    const here = await lstat(this.absolute(relativeFolder)).then((stats) => stats.isDirectory(), () => false);
+    if (!here) {
+      this.folders.delete(relativeFolder);
+      return 0;
+    }
     const seen = new Map<string, Observed>();
     const folders = new Set<string>();
     await this.walk(this.absolute(relativeFolder), relativeFolder, seen, folders, { onlyNew: kind === 'new names' });
@@ -442,8 +447,8 @@ class FolderWatch implements FolderWatcher {
   private forgetTree(relativePath: string): void {
     this.forget(relativePath);
     const prefix = `${relativePath}/`;
-    for (const folder of [...this.folders]) {
-      if (folder === relativePath || folder.startsWith(prefix)) this.folders.delete(folder);
+    if (this.folders.delete(relativePath)) {
+      for (const folder of [...this.folders]) if (folder.startsWith(prefix)) this.folders.delete(folder);
     }
     for (const knownPath of [...this.known.keys()]) {
       if (knownPath.startsWith(prefix)) this.forget(knownPath);
