@@ -25,9 +25,9 @@ const SETTLE_MS = 300;
 const MARGIN_MS = 1000;
 /** What the stability gate takes on a busy machine to stat and open a few hundred files and journal them. */
 const JOURNAL_MARGIN_MS = 2000;
-const WATCHER_ROUNDS = 216;
+const WATCHER_ROUNDS = 204;
 /** These rounds run with one busy process per core. */
-const LOADED_ROUNDS = { from: 72, to: 144 };
+const LOADED_ROUNDS = { from: 68, to: 136 };
 const SEED = Math.floor(Math.random() * 2 ** 31);
 
 /** The files of a round in the order written, with when each appeared at its final path. */

@@ -39,7 +39,8 @@ export function seededRandom(seed: number): () => number {
  */
 export function planRound(options: { root: string; staging: string; round: number; kind: RoundKind; paused: boolean; random: () => number; maxFiles?: number }): RoundPlan {
   const { root, staging, round, kind, paused, random } = options;
-  const count = 1 + Math.floor(random() * (options.maxFiles ?? 300));
+  // Few files more often than many (an intraoral scan is a handful, a CBCT series hundreds).
+  const count = 1 + Math.floor(random() ** 2 * (options.maxFiles ?? 300));
   const steps: WriterStep[] = [];
   const files: string[] = [];
   const at = (relative: string) => path.join(root, ...relative.split('/'));
