@@ -28,6 +28,7 @@ const JOURNAL_MARGIN_MS = 2000;
 const WATCHER_ROUNDS = 204;
 /** These rounds run with one busy process per core. */
 const LOADED_ROUNDS = { from: 68, to: 136 };
+/** Another run, other rounds: the seed is in the title, and a run is played again by setting it here. */
 const SEED = Math.floor(Math.random() * 2 ** 31);
 
 /** The files of a round in the order written, with when each appeared at its final path. */
@@ -93,10 +94,14 @@ function late(written: Written, arrivals: Arrivals, allowedMs: (file: Written['f
   const overdue = written.files.filter((file) => (arrivals.at.get(file.relativePath) ?? Infinity) > file.appearedAt + allowedMs(file));
   if (overdue.length === 0) return [];
   const never = overdue.filter((file) => !arrivals.at.has(file.relativePath)).length;
-  const latest = Math.max(...overdue.map((file) => (arrivals.at.get(file.relativePath) ?? NaN) - file.appearedAt).filter((ms) => !Number.isNaN(ms)));
+  const delays = overdue.flatMap((file) => {
+    const at = arrivals.at.get(file.relativePath);
+    return at === undefined ? [] : [at - file.appearedAt];
+  });
+  const latest = delays.length === 0 ? '' : ` (the latest after ${Math.max(...delays)} ms)`;
   const { kind, paused } = written.plan;
   return [
-    `round ${written.round} (${kind}, ${paused ? 'with pauses' : 'at full speed'}): ${overdue.length} of ${written.files.length} late (the latest after ${latest} ms), ${never} of them not reported by the end (e.g. ${overdue[0]!.relativePath})`,
+    `round ${written.round} (${kind}, ${paused ? 'with pauses' : 'at full speed'}): ${overdue.length} of ${written.files.length} late${latest}, ${never} of them not reported by the end (e.g. ${overdue[0]!.relativePath})`,
   ];
 }
 
