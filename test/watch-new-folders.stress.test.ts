@@ -27,8 +27,11 @@ const SETTLE_MS = 300;
  * work on a shared machine) such a look has taken up to 1.3 s to get its turn and report.
  */
 const MARGIN_MS = 1500;
-/** What the stability gate takes on a busy machine to stat and open a few hundred files and journal them. */
-const JOURNAL_MARGIN_MS = 2000;
+/**
+ * What the stability gate takes, with every core busy, to stat and open a few hundred files and
+ * journal them (3.6 s seen): how soon a file is found is held to MARGIN_MS by the watcher's rounds.
+ */
+const JOURNAL_MARGIN_MS = 5000;
 const WATCHER_ROUNDS = 204;
 /** These rounds run with one busy process per core. */
 const LOADED_ROUNDS = { from: 68, to: 136 };
