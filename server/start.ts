@@ -197,6 +197,7 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
         // waited out for a few seconds; what still cannot be written goes to the server's log).
         await context.audit.close(AUDIT_CLOSE_WAIT_MS);
         await delivery.stop();
+        await context.secretVerifier.close();
         await context.store.close();
       } finally {
         lock.release();
@@ -214,6 +215,7 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
     try {
       await app?.close().catch(() => undefined);
       await webhookDelivery?.stop().catch(() => undefined);
+      await context.secretVerifier.close();
       await context.store.close();
     } finally {
       lock.release();
