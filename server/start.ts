@@ -166,6 +166,8 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
     } catch (error) {
       throw listenError(error, config.host, config.port);
     }
+    // Ready for the first token request, rather than starting its threads then.
+    context.secretVerifier.start();
     // The delivery worker runs beside the HTTP server, never inside a request.
     webhookDelivery = startWebhookDelivery(context, app.log.child({ component: 'webhooks' }));
     context.audit.useLogger(app.log.child({ component: 'audit' }));

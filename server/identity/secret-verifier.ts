@@ -5,8 +5,8 @@
  * the guesses), and a request that finds the queue full is answered at once ('busy': 503 with
  * Retry-After) instead of waiting behind the flood.
  *
- * Threads start at the first check (the admin CLI, which builds the same context, never starts
- * them) and do not keep the process alive. A thread that dies fails the checks it held; the next
+ * Threads start when the server listens, or at the first check (the admin CLI, which builds the
+ * same context, never starts them), and do not keep the process alive. A thread that dies fails the checks it held; the next
  * check starts a new one.
  */
 import type { Worker } from 'node:worker_threads';
@@ -48,6 +48,11 @@ export class SecretVerifier {
   /** Checks in a thread or waiting for one. */
   get inFlight(): number {
     return this.waiting.length + this.threads.filter((thread) => thread.job !== undefined).length;
+  }
+
+  /** Starts the threads ahead of the first token request (the server does once it listens). */
+  start(): void {
+    while (!this.closed && this.threads.length < this.options.threads) this.startThread();
   }
 
   verify(secret: string, stored: string): Promise<Verdict> {
