@@ -74,8 +74,14 @@ export function watchRequestBodies(server: Server, limits: Pick<ConnectionLimits
     if (!hasBody(request) || request.complete) return;
     watches.add({ request, response, bytes: request.socket.bytesRead, since: now() });
   };
+  const period = tickMs(limits.bodyRateWindowMs);
+  let lastTick = now();
   const tick = (): void => {
     const time = now();
+    // The process itself was held up (stopped, or its event loop blocked): the bytes that came
+    // meanwhile have not been read yet, so every window starts again from here.
+    const heldUp = time - lastTick > 2 * period + 1000;
+    lastTick = time;
     for (const watch of watches) {
       const { request, response } = watch;
       const socket = request.socket;
@@ -84,7 +90,7 @@ export function watchRequestBodies(server: Server, limits: Pick<ConnectionLimits
         continue;
       }
       // Bytes received that the server has not read yet: the wait is the server's, not the client's.
-      if (request.readableLength > 0 || socket.readableLength > 0) {
+      if (heldUp || request.readableLength > 0 || socket.readableLength > 0) {
         watch.bytes = socket.bytesRead;
         watch.since = time;
         continue;
@@ -102,7 +108,7 @@ export function watchRequestBodies(server: Server, limits: Pick<ConnectionLimits
     }
   };
   server.on('request', onRequest);
-  const timer = setInterval(tick, tickMs(limits.bodyRateWindowMs));
+  const timer = setInterval(tick, period);
   timer.unref();
   return () => {
     clearInterval(timer);
