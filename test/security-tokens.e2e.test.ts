@@ -147,9 +147,8 @@ describe('a flood of token requests from many addresses (item 4)', () => {
     expect(busy.length).toBeGreaterThan(0);
     expect(busy.every((answer) => answer.retryAfter === '1')).toBe(true);
     expect(answers.every((answer) => [401, 503].includes(answer.status))).toBe(true);
-    // A valid request is answered: a token, or a prompt 503 to try again, never a long wait.
-    expect([200, 503]).toContain(token.status);
-    expect(token.ms).toBeLessThan(3000);
+    // The workstation that obtained a token from this address before gets its next one, ahead of the flood.
+    expect(token.status).toBe(200);
     // Secret checks do not hold up the file reads of a download (they run on threads of their own).
     expect(median(during)).toBeLessThan(Math.max(2000, median(quiet) * 10));
   });

@@ -31,6 +31,8 @@ export interface TokenAttemptLimiter {
   admit(attempt: TokenAttempt): number | Promise<number>;
   /** After the secret was checked. */
   settle(attempt: TokenAttempt, outcome: AttemptOutcome): void | Promise<void>;
+  /** Whether this client obtained a token from this source lately (its check goes ahead of a flood's). */
+  familiar(attempt: TokenAttempt): boolean | Promise<boolean>;
 }
 
 export interface TokenLimits {
@@ -185,6 +187,10 @@ export class MemoryTokenLimiter implements TokenAttemptLimiter {
     }
     this.sourceFailures.add(source, time);
     this.clientFailures.add(client, time);
+  }
+
+  familiar({ client, source }: TokenAttempt): boolean {
+    return this.isTrusted(`${client}\n${source}`, this.now());
   }
 
   /** Entries held, all tables together (each bounded by the capacity). */

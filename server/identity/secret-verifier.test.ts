@@ -24,4 +24,13 @@ describe('checking client secrets on threads of their own', () => {
     expect(verifier.inFlight).toBe(0);
     expect(await verifier.verify('right-secret-0123456789', stored)).toBe('match');
   });
+
+  it('serves urgent checks first, from a queue of their own', async () => {
+    verifier = new SecretVerifier({ threads: 1, queue: 1 });
+    const stored = await hashSecret('right-secret-0123456789');
+    const order: string[] = [];
+    const check = (name: string, urgent: boolean) => verifier!.verify('right-secret-0123456789', stored, urgent).then((verdict) => order.push(`${name}:${verdict}`));
+    await Promise.all([check('first', false), check('guess', false), check('flood', false), check('workstation', true)]);
+    expect(order).toEqual(['flood:busy', 'first:match', 'workstation:match', 'guess:match']);
+  });
 });

@@ -152,7 +152,7 @@ export async function identityRoutes(app: FastifyInstance, options: IdentityOpti
       }
       const found = await options.clients.get(credentials.clientId);
       const client = found?.disabledAt === null ? found : undefined;
-      const verdict = await options.verifier.verify(credentials.clientSecret, client?.secretHash ?? decoy);
+      const verdict = await options.verifier.verify(credentials.clientSecret, client?.secretHash ?? decoy, await options.limiter.familiar(attempt));
       if (verdict === 'busy') {
         const headers = { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) };
         return oauthError(reply, 503, 'temporarily_unavailable', `too many token requests are being checked; retry after ${BUSY_RETRY_AFTER_SECONDS} s`, headers);
