@@ -83,9 +83,11 @@ export function watchRequestBodies(server: Server, limits: Pick<ConnectionLimits
     const heldUp = time - lastTick > 2 * period + 1000;
     lastTick = time;
     for (const watch of watches) {
-      const { request, response } = watch;
+      const { request } = watch;
       const socket = request.socket;
-      if (request.complete || request.destroyed || socket.destroyed || response.writableEnded) {
+      // Watched until the body is in, even when answered early (a 401 before the body): Node reads
+      // the rest of it to keep the connection, and a trickle must not hold it there either.
+      if (request.complete || request.destroyed || socket.destroyed) {
         watches.delete(watch);
         continue;
       }
