@@ -3,9 +3,11 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { capConnectionsPerAddress, httpServerOptions, watchRequestBodies } from './connections.js';
 import type { ServerContext } from './context.js';
 import { redactedUrl } from './log-redaction.js';
 import { auditAccess, auditHookFor, auditPlugin } from './audit/http.js';
+import { ClientStandings } from './identity/client-standing.js';
 import authPlugin from './plugins/auth.js';
 import problemsPlugin, { clientErrors, frameworkErrors } from './plugins/problems.js';
 import validationPlugin from './plugins/validation.js';
@@ -50,6 +52,12 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     // Only the proxies IT names are believed about the client's address (X-Forwarded-For).
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
     ajv: { customOptions: { coerceTypes: false } },
+    // Header time-out here; body rate and connections per address just below (connections.ts).
+    http: httpServerOptions(config),
+  });
+  const unwatch = [watchRequestBodies(app.server, config, config.publicUrl), capConnectionsPerAddress(app.server, config)];
+  app.addHook('onClose', async () => {
+    for (const stop of unwatch) stop();
   });
 
   // JSON only: a text body is a wrong content type (415), not a string to validate.
@@ -72,7 +80,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(authPlugin, { tokens: context.tokens });
+  await app.register(authPlugin, { tokens: context.tokens, standings: new ClientStandings(context.store.clients) });
   // Every access to a patient's files goes into the audit log, refused ones included (server/audit/).
   await app.register(auditPlugin);
   const trackAccess = auditAccess(context.audit);
@@ -80,7 +88,8 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     clients: context.store.clients,
     tokens: context.tokens,
     keys: context.keys,
-    rateLimiter: context.tokenRateLimiter,
+    limiter: context.tokenLimiter,
+    verifier: context.secretVerifier,
     issuer: config.publicUrl,
     audience: config.audience,
   });

@@ -90,6 +90,43 @@ describe('server configuration', () => {
     expect(loadConfig({ PATIENT_DOCS_SHUTDOWN_GRACE: '10m' }, '/srv').shutdownGraceMs).toBe(600_000);
   });
 
+  it('limits token guesses, secret checks, slow headers and bodies and connections per address, each changeable', () => {
+    expect(loadConfig({}, '/srv')).toMatchObject({
+      tokenAddressFailuresPerMinute: 20,
+      tokenClientFailuresPerMinute: 20,
+      secretVerifyThreads: 1,
+      secretVerifyQueue: 16,
+      headersTimeoutMs: 10_000,
+      bodyMinBytesPerSecond: 1024,
+      bodyRateWindowMs: 30_000,
+      maxConnectionsPerAddress: 256,
+    });
+    const env = {
+      PATIENT_DOCS_TOKEN_ADDRESS_FAILURES: '50',
+      PATIENT_DOCS_TOKEN_CLIENT_FAILURES: '100',
+      PATIENT_DOCS_TOKEN_VERIFY_THREADS: '2',
+      PATIENT_DOCS_TOKEN_VERIFY_QUEUE: '0',
+      PATIENT_DOCS_HEADERS_TIMEOUT: '30s',
+      PATIENT_DOCS_BODY_MIN_RATE: '256',
+      PATIENT_DOCS_BODY_RATE_WINDOW: '2m',
+      PATIENT_DOCS_MAX_CONNECTIONS_PER_ADDRESS: '1000',
+    };
+    expect(loadConfig(env, '/srv')).toMatchObject({
+      tokenAddressFailuresPerMinute: 50,
+      tokenClientFailuresPerMinute: 100,
+      secretVerifyThreads: 2,
+      secretVerifyQueue: 0,
+      headersTimeoutMs: 30_000,
+      bodyMinBytesPerSecond: 256,
+      bodyRateWindowMs: 120_000,
+      maxConnectionsPerAddress: 1000,
+    });
+    expect(refusal({ PATIENT_DOCS_HEADERS_TIMEOUT: '0' })).toContain('PATIENT_DOCS_HEADERS_TIMEOUT="0" must be between 1s and 10m');
+    expect(refusal({ PATIENT_DOCS_BODY_MIN_RATE: 'slow' })).toContain('PATIENT_DOCS_BODY_MIN_RATE="slow" is not a size');
+    expect(refusal({ PATIENT_DOCS_TOKEN_VERIFY_THREADS: '0' })).toContain('PATIENT_DOCS_TOKEN_VERIFY_THREADS="0" must be a whole number');
+    expect(refusal({ PATIENT_DOCS_TOKEN_VERIFY_QUEUE: '-1' })).toContain('PATIENT_DOCS_TOKEN_VERIFY_QUEUE="-1" must be a whole number from 0');
+  });
+
   it('refuses access to patient files past 50,000 unwritten audit entries unless told otherwise', () => {
     expect(loadConfig({}, '/srv').auditMaxPending).toBe(50_000);
     expect(loadConfig({ PATIENT_DOCS_AUDIT_MAX_PENDING: '200000' }, '/srv').auditMaxPending).toBe(200_000);

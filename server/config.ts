@@ -25,8 +25,22 @@ export interface ServerConfig {
   allowPrivateCallbacks: boolean;
   audience: string;
   tokenLifetimeSeconds: number;
-  /** Token requests per client per minute before 429. */
+  /** Token requests per client and source address per minute before 429. */
   tokenRateLimitPerMinute: number;
+  /** Failed client secrets per source address per minute before 429. */
+  tokenAddressFailuresPerMinute: number;
+  /** Failed client secrets per client id per minute before 429 (addresses where the client obtained a token exempt). */
+  tokenClientFailuresPerMinute: number;
+  /** Threads that check client secrets (scrypt), and how many checks may wait for one before 503. */
+  secretVerifyThreads: number;
+  secretVerifyQueue: number;
+  /** How long a connection has to send a request's headers. */
+  headersTimeoutMs: number;
+  /** A request body must bring at least bodyMinBytesPerSecond × bodyRateWindowMs/1000 bytes in every window of bodyRateWindowMs, or it is cut off (408). */
+  bodyMinBytesPerSecond: number;
+  bodyRateWindowMs: number;
+  /** Open connections per client address (IPv6: per /64); the trusted proxies are not limited. */
+  maxConnectionsPerAddress: number;
   /** An external OIDC issuer whose tokens the API accepts besides its own. */
   externalIssuer: string | undefined;
   logLevel: string;
@@ -125,6 +139,8 @@ const BOUNDED_DURATIONS = {
   tokenLifetime: ['PATIENT_DOCS_TOKEN_LIFETIME', '1800s', '1s', '24h'],
   shutdownGrace: ['PATIENT_DOCS_SHUTDOWN_GRACE', '10s', '0s', '10m'],
   webhookTimeout: ['PATIENT_DOCS_WEBHOOK_TIMEOUT', '10s', '100ms', '10m'],
+  headersTimeout: ['PATIENT_DOCS_HEADERS_TIMEOUT', '10s', '1s', '10m'],
+  bodyRateWindow: ['PATIENT_DOCS_BODY_RATE_WINDOW', '30s', '1s', '10m'],
 } as const;
 
 function boundedDuration(env: Env, [name, fallback, min, max]: readonly [string, string, string, string]): number {
@@ -183,6 +199,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
   const webhookTimeoutMs = boundedDuration(env, BOUNDED_DURATIONS.webhookTimeout);
   const rate = Number(env.PATIENT_DOCS_TOKEN_RATE_LIMIT ?? '120');
   if (!Number.isInteger(rate) || rate < 1) throw new ConfigError('PATIENT_DOCS_TOKEN_RATE_LIMIT must be a positive integer (token requests per client per minute)');
+  const verifyQueue = env.PATIENT_DOCS_TOKEN_VERIFY_QUEUE ?? '16';
+  if (!/^\d{1,6}$/.test(verifyQueue.trim())) throw new ConfigError(`PATIENT_DOCS_TOKEN_VERIFY_QUEUE=${JSON.stringify(verifyQueue)} must be a whole number from 0 to 999999`);
   return {
     host,
     port,
@@ -205,5 +223,13 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
     shutdownGraceMs,
     trustedProxies: parseTrustedProxies('PATIENT_DOCS_TRUSTED_PROXIES', env.PATIENT_DOCS_TRUSTED_PROXIES ?? ''),
     auditMaxPending: parseCount('PATIENT_DOCS_AUDIT_MAX_PENDING', env.PATIENT_DOCS_AUDIT_MAX_PENDING ?? '50000'),
+    tokenAddressFailuresPerMinute: parseCount('PATIENT_DOCS_TOKEN_ADDRESS_FAILURES', env.PATIENT_DOCS_TOKEN_ADDRESS_FAILURES ?? '20'),
+    tokenClientFailuresPerMinute: parseCount('PATIENT_DOCS_TOKEN_CLIENT_FAILURES', env.PATIENT_DOCS_TOKEN_CLIENT_FAILURES ?? '20'),
+    secretVerifyThreads: parseCount('PATIENT_DOCS_TOKEN_VERIFY_THREADS', env.PATIENT_DOCS_TOKEN_VERIFY_THREADS ?? '1'),
+    secretVerifyQueue: Number(verifyQueue.trim()),
+    headersTimeoutMs: boundedDuration(env, BOUNDED_DURATIONS.headersTimeout),
+    bodyMinBytesPerSecond: parseSize('PATIENT_DOCS_BODY_MIN_RATE', env.PATIENT_DOCS_BODY_MIN_RATE ?? '1KiB'),
+    bodyRateWindowMs: boundedDuration(env, BOUNDED_DURATIONS.bodyRateWindow),
+    maxConnectionsPerAddress: parseCount('PATIENT_DOCS_MAX_CONNECTIONS_PER_ADDRESS', env.PATIENT_DOCS_MAX_CONNECTIONS_PER_ADDRESS ?? '256'),
   };
 }

@@ -12,7 +12,8 @@ import { DirectoryService } from './domain/directory.js';
 import { DocumentService } from './domain/document-service.js';
 import { Links } from './domain/links.js';
 import type { KeyStore } from './identity/keys.js';
-import { RateLimiter } from './identity/rate-limit.js';
+import { MemoryTokenLimiter, type TokenAttemptLimiter } from './identity/rate-limit.js';
+import { SecretVerifier } from './identity/secret-verifier.js';
 import { TokenService } from './identity/tokens.js';
 import { createContentParts, type ContentParts } from './storage/index.js';
 import { hasThumbnail, renderThumbnail } from './thumbnails/index.js';
@@ -33,7 +34,10 @@ export interface ServerContext {
   access: AccessGuard;
   documents: DocumentService;
   directory: DirectoryService;
-  tokenRateLimiter: RateLimiter;
+  /** Limits on token requests: per process here; a deployment-wide one can take its place. */
+  tokenLimiter: TokenAttemptLimiter;
+  /** Checks client secrets on threads of its own (closed with the server). */
+  secretVerifier: SecretVerifier;
   tenantId: string;
   /** Document content: storage, resumable uploads, thumbnails, GC. */
   content: ContentParts;
@@ -80,7 +84,12 @@ export async function createContext(config: ServerConfig, store?: Store): Promis
     access,
     documents,
     directory: new DirectoryService(opened),
-    tokenRateLimiter: new RateLimiter(config.tokenRateLimitPerMinute, 60_000),
+    tokenLimiter: new MemoryTokenLimiter({
+      requestsPerClientAndSource: config.tokenRateLimitPerMinute,
+      failuresPerSource: config.tokenAddressFailuresPerMinute,
+      failuresPerClient: config.tokenClientFailuresPerMinute,
+    }),
+    secretVerifier: new SecretVerifier({ threads: config.secretVerifyThreads, queue: config.secretVerifyQueue }),
     tenantId,
     content: createContentParts(config.dataDir, opened, { documents, access, links, renderer: { hasThumbnail, renderThumbnail } }),
     webhooks: new WebhookService(opened.webhooks, webhookSecrets, callbackGuard),

@@ -166,6 +166,8 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
     } catch (error) {
       throw listenError(error, config.host, config.port);
     }
+    // Ready for the first token request, rather than starting its threads then.
+    context.secretVerifier.start();
     // The delivery worker runs beside the HTTP server, never inside a request.
     webhookDelivery = startWebhookDelivery(context, app.log.child({ component: 'webhooks' }));
     context.audit.useLogger(app.log.child({ component: 'audit' }));
@@ -197,6 +199,7 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
         // waited out for a few seconds; what still cannot be written goes to the server's log).
         await context.audit.close(AUDIT_CLOSE_WAIT_MS);
         await delivery.stop();
+        await context.secretVerifier.close();
         await context.store.close();
       } finally {
         lock.release();
@@ -214,6 +217,7 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
     try {
       await app?.close().catch(() => undefined);
       await webhookDelivery?.stop().catch(() => undefined);
+      await context.secretVerifier.close();
       await context.store.close();
     } finally {
       lock.release();

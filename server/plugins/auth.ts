@@ -2,6 +2,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import { invalidToken, unauthorized } from '../errors.js';
+import type { ClientStandings } from '../identity/client-standing.js';
 import { TokenError, type Principal, type TokenService } from '../identity/tokens.js';
 
 declare module 'fastify' {
@@ -33,16 +34,26 @@ export function principalOf(request: FastifyRequest): Principal {
   return request.principal;
 }
 
-async function authPlugin(app: FastifyInstance, options: { tokens: TokenService }): Promise<void> {
+const NO_LONGER_REGISTERED = 'the client is not registered or has been disabled';
+
+async function authPlugin(app: FastifyInstance, options: { tokens: TokenService; standings: ClientStandings }): Promise<void> {
   app.decorateRequest('principal', null);
+  /** The verified principal with the scopes its client holds now (a scope taken away ends at once, not at the token's expiry). */
+  const admit = (request: FastifyRequest, verified: Principal, done: HookHandlerDoneFunction): void => {
+    const settle = (current: Principal | undefined): void => {
+      if (!current) return done(unauthorized(NO_LONGER_REGISTERED));
+      request.principal = current;
+      done();
+    };
+    const current = options.standings.current(verified);
+    if (current instanceof Promise) current.then(settle, (error: unknown) => done(error as Error));
+    else settle(current);
+  };
   // An onRequest hook in callback form: a token verified before (the usual case, 30 minutes of
   // requests per token) is taken without a promise or a turn of the event loop.
   app.decorate('authenticate', (request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void => {
     const known = knownPrincipal(request, options.tokens);
-    if (known) {
-      request.principal = known;
-      return done();
-    }
+    if (known) return admit(request, known, done);
     let token: string;
     try {
       token = bearerToken(request);
@@ -50,10 +61,7 @@ async function authPlugin(app: FastifyInstance, options: { tokens: TokenService 
       return done(error as Error);
     }
     options.tokens.verify(token).then(
-      (principal) => {
-        request.principal = principal;
-        done();
-      },
+      (principal) => admit(request, principal, done),
       (error: unknown) => done(error instanceof TokenError ? invalidToken(error.message) : (error as Error)),
     );
   });

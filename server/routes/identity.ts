@@ -7,22 +7,27 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { OAuthError, TokenResponse } from '../../shared/schemas.js';
 import type { ClientRepository } from '../db/types.js';
 import type { KeyStore } from '../identity/keys.js';
-import type { RateLimiter } from '../identity/rate-limit.js';
-import { verifySecret } from '../identity/secrets.js';
+import { clientKey, sourceKey, type TokenAttempt, type TokenAttemptLimiter } from '../identity/rate-limit.js';
+import type { SecretVerifier } from '../identity/secret-verifier.js';
+import { decoyHash } from '../identity/secrets.js';
 import type { TokenService } from '../identity/tokens.js';
 
 export interface IdentityOptions {
   clients: ClientRepository;
   tokens: TokenService;
   keys: KeyStore;
-  rateLimiter: RateLimiter;
+  limiter: TokenAttemptLimiter;
+  verifier: SecretVerifier;
   issuer: string;
   audience: string;
 }
 
 const TOKEN_BODY_LIMIT = 16 * 1024;
 
-type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope' | 'unauthorized_client' | 'rate_limited';
+type OAuthErrorCode = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_scope' | 'unauthorized_client' | 'rate_limited' | 'temporarily_unavailable';
+
+/** When every thread checking secrets is busy and the queue is full: soon, not after the flood. */
+const BUSY_RETRY_AFTER_SECONDS = 1;
 
 /** RFC 6749 §5.1: token responses, and so their errors, are never cached. */
 const NO_CACHE = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
@@ -95,6 +100,9 @@ export function resolveScopes(requested: string | undefined, granted: readonly s
 }
 
 export async function identityRoutes(app: FastifyInstance, options: IdentityOptions): Promise<void> {
+  // What an unknown (or disabled) client's secret is checked against: the same work as a real
+  // check, so the answer's timing does not tell which client ids exist.
+  const decoy = decoyHash();
   // This scope parses forms only. Any other body (JSON, text, none) still reaches the handler, which
   // refuses it with an RFC 6749 body: OAuth clients read `error`, not a problem-details document.
   app.removeAllContentTypeParsers();
@@ -119,7 +127,7 @@ export async function identityRoutes(app: FastifyInstance, options: IdentityOpti
         tags: ['identity'],
         summary: 'Obtain an access token (OAuth 2.0 client credentials)',
         consumes: ['application/x-www-form-urlencoded'],
-        response: { 200: TokenResponse, 400: OAuthError, 401: OAuthError, 403: OAuthError, 429: OAuthError },
+        response: { 200: TokenResponse, 400: OAuthError, 401: OAuthError, 403: OAuthError, 429: OAuthError, 503: OAuthError },
       },
     },
     async (request, reply) => {
@@ -131,9 +139,10 @@ export async function identityRoutes(app: FastifyInstance, options: IdentityOpti
       if (repeated !== undefined) return oauthError(reply, 400, 'invalid_request', `${repeated} must not be sent more than once`);
       const credentials = readCredentials(request, form);
       if ('error' in credentials) return oauthError(reply, 400, 'invalid_request', credentials.error);
-      // Counted per client and source address: a runaway client is slowed down, but requests that
-      // merely name a client, from anywhere else, cannot use up that client's budget and lock it out.
-      const retryAfter = options.rateLimiter.take(`${credentials.clientId}\n${request.ip}`);
+      // Limits before any work: per client and source address, failures per address, and
+      // failures per client id (see rate-limit.ts).
+      const attempt: TokenAttempt = { client: clientKey(credentials.clientId), source: sourceKey(request.ip) };
+      const retryAfter = await options.limiter.admit(attempt);
       if (retryAfter > 0) {
         return oauthError(reply, 429, 'rate_limited', `too many token requests; retry after ${retryAfter} s`, { 'Retry-After': String(retryAfter) });
       }
@@ -141,12 +150,19 @@ export async function identityRoutes(app: FastifyInstance, options: IdentityOpti
         if (!form.grant_type) return oauthError(reply, 400, 'invalid_request', 'grant_type is required');
         return oauthError(reply, 400, 'unsupported_grant_type', 'only grant_type=client_credentials is supported');
       }
-      const client = await options.clients.get(credentials.clientId);
-      const authenticated = client !== undefined && client.disabledAt === null && (await verifySecret(credentials.clientSecret, client.secretHash));
-      if (!client || !authenticated) {
+      const found = await options.clients.get(credentials.clientId);
+      const client = found?.disabledAt === null ? found : undefined;
+      const verdict = await options.verifier.verify(credentials.clientSecret, client?.secretHash ?? decoy, await options.limiter.familiar(attempt));
+      if (verdict === 'busy') {
+        const headers = { 'Retry-After': String(BUSY_RETRY_AFTER_SECONDS) };
+        return oauthError(reply, 503, 'temporarily_unavailable', `too many token requests are being checked; retry after ${BUSY_RETRY_AFTER_SECONDS} s`, headers);
+      }
+      if (!client || verdict !== 'match') {
+        await options.limiter.settle(attempt, 'failure');
         const headers: Record<string, string> = credentials.method === 'basic' ? { 'WWW-Authenticate': 'Basic realm="patient-docs"' } : {};
         return oauthError(reply, 401, 'invalid_client', 'client authentication failed', headers);
       }
+      await options.limiter.settle(attempt, 'success');
       const scopes = resolveScopes(form.scope, client.scopes, options.audience);
       if ('error' in scopes) return oauthError(reply, 400, 'invalid_scope', scopes.error);
       const token = await options.tokens.issue(client.clientId, scopes, request.ip);
