@@ -8,10 +8,10 @@ import { Type, type Static, type TSchema } from 'typebox';
 import type { DocumentVersionDto, PatientListResponse, SearchResponse } from './schemas.js';
 import { SearchBody, Uuid, literalUnion } from './schemas.js';
 import type { BridgeErrorCode } from './bridge-errors.js';
-import { FILE_STATES, type FileState, type StateCounts } from './file-states.js';
+import { FILE_STATES, type FileState, type ItemProgress, type StateCounts } from './file-states.js';
 import { RECHECK_MINUTES, recheckMinutesProblem } from './recheck-interval.js';
 
-export { FILE_STATES, RECHECK_MINUTES, recheckMinutesProblem, type FileState, type StateCounts };
+export { FILE_STATES, RECHECK_MINUTES, recheckMinutesProblem, type FileState, type ItemProgress, type StateCounts };
 
 // --- Views the engine publishes ----------------------------------------------------------------
 
@@ -52,9 +52,14 @@ export interface FileView {
 /** A case = the first directory level under the pair's folder (a scanner export), or the folder root. */
 export interface CaseView {
   path: string;
+  /** Skipped files (an empty file) are not counted as failed: see `skipped`. */
   counts: StateCounts;
   bytesDone: number;
   bytesTotal: number;
+  /** Files synced of all, a DICOM series counted as one item: what the case's bar and text show. */
+  items: ItemProgress;
+  /** Files set aside that need no one (empty files, uploaded once they have content). */
+  skipped: number;
 }
 
 export type PairState = 'idle' | 'syncing' | 'paused' | 'attention' | 'offline';
@@ -73,6 +78,10 @@ export interface PairView {
   rateBytesPerSecond: number;
   etaSeconds: number | null;
   cases: CaseView[];
+  /** Files synced of all, a DICOM series counted as one item: what the folder's bar and text show. */
+  items: ItemProgress;
+  /** Files set aside that need no one: empty (0-byte) files, uploaded once they have content. Not in `counts.failed`. */
+  skipped: number;
   /** Why the pair needs attention, for a one-line notice: the folder's problem, else the newest failure. */
   lastError: FileError | null;
   /** The failed files' reasons, one entry per code, most files first. */
@@ -95,6 +104,8 @@ export interface PairView {
 export interface FailureReason extends FileError {
   /** How many failed files have this reason. */
   count: number;
+  /** The names of the newest of them (at most a few), so a notice can say which file. */
+  fileNames?: string[];
 }
 
 export type AppMode = 'unconfigured' | 'embedded' | 'remote';

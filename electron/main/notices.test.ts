@@ -9,7 +9,7 @@ function pair(failureReasons: PairView['failureReasons'], synced: number): PairV
   const counts = { ...(Object.fromEntries(FILE_STATES.map((state) => [state, 0])) as PairView['counts']), synced, failed };
   return {
     id: 'pair-1', folder: '/scans', patientId: 'p', patientName: 'Jane Roe', remoteBasePath: '/scans', paused: false, state: failed > 0 ? 'attention' : 'idle', counts,
-    bytesDone: 0, bytesTotal: 0, rateBytesPerSecond: 0, etaSeconds: null, cases: [], lastError: failureReasons[0] ?? null, failureReasons, retryReason: null,
+    bytesDone: 0, bytesTotal: 0, rateBytesPerSecond: 0, etaSeconds: null, cases: [], items: { done: synced, total: synced + failed }, skipped: 0, lastError: failureReasons[0] ?? null, failureReasons, retryReason: null,
     folderError: null, settling: 0, unreadable: [], heldForDiskFull: 0,
   };
 }

@@ -9,6 +9,7 @@ import { FirstRunScreen } from './screens/first-run/FirstRunScreen.js';
 import { PatientBrowserScreen } from './screens/patients/PatientBrowserScreen.js';
 import { SettingsScreen } from './screens/settings/SettingsScreen.js';
 import { SyncScreen } from './screens/sync/SyncScreen.js';
+import { folderNeedsAttention } from './screens/sync/AttentionSummary.js';
 
 export interface Navigation {
   screen: Screen;
@@ -18,8 +19,11 @@ export interface Navigation {
 export function App() {
   const status = useBridgeQuery((client) => client.getStatus(), []);
   const [navigation, setNavigation] = useState<Navigation>({ screen: 'sync' });
+  const configured = status.data !== null && status.data !== undefined && status.data.mode !== 'unconfigured';
+  const pairs = useBridgeQuery((client) => (configured ? client.listPairs() : Promise.resolve([])), [configured]);
   useBridgeEvent((event) => {
     if (event.type === 'status') status.setData(event.status);
+    if (event.type === 'pairs') pairs.setData(event.pairs);
   });
 
   if (status.error && !status.data) {
@@ -35,7 +39,7 @@ export function App() {
 
   return (
     <div className="app-shell">
-      <Sidebar status={status.data} current={navigation.screen} onNavigate={(screen) => setNavigation({ screen })} />
+      <Sidebar status={status.data} current={navigation.screen} onNavigate={(screen) => setNavigation({ screen })} attention={(pairs.data ?? []).filter(folderNeedsAttention).length} />
       <main className="app-main" id="main" tabIndex={-1}>
         {status.data.notices.map((notice) => (
           <InfoNotice key={notice} tone="warning">

@@ -56,6 +56,17 @@ export function formatDateTime(value: string | number | null | undefined): strin
   return Number.isNaN(date.getTime()) ? '—' : dateTimeFormat.format(date);
 }
 
+const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium' });
+const dayFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeZone: 'UTC' });
+
+/** A date alone; a calendar day without a time ("1980-03-12") is shown as that day wherever the computer is. */
+export function formatDate(value: string | number | null | undefined): string {
+  if (value === null || value === undefined) return '—';
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) return typeof value === 'string' ? value : '—';
+  return typeof value === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(value) ? dayFormat.format(date) : dateFormat.format(date);
+}
+
 export function formatTime(value: number): string {
   return timeFormat.format(new Date(value));
 }

@@ -141,6 +141,8 @@ export function pairView(partial: Partial<PairView> = {}): PairView {
     rateBytesPerSecond: 0,
     etaSeconds: null,
     cases: [],
+    items: { done: partial.counts?.synced ?? 0, total: partial.counts ? Object.values(partial.counts).reduce((sum, count) => sum + count, 0) : 0 },
+    skipped: 0,
     lastError: null,
     failureReasons: [],
     retryReason: null,

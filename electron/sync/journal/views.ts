@@ -1,6 +1,6 @@
 /** Journal rows → the views of the bridge contract (FileView, CaseView, PairView). Pure. */
 import type { CaseView, FailureReason, FileError, FileView, PairState, PairView, StateCounts } from '../../../shared/bridge.js';
-import { FILE_STATES } from '../../../shared/file-states.js';
+import { dicomSeriesKey, FILE_STATES, isSkipped, type ItemProgress } from '../../../shared/file-states.js';
 import { isBridgeErrorCode, PLAIN_MESSAGES, type BridgeErrorCode } from '../../../shared/bridge-errors.js';
 import { DELETED_LOCALLY_CODE, LOST_ON_SERVER_CODE, type FileRecord } from './journal.js';
 import type { ProgressTracker } from '../upload/progress.js';
@@ -79,27 +79,43 @@ export function buildPairView({ pair, records, progress, online, folderError = n
   const failures = new Map<string, FailureReason & { at: number }>();
   let lastFailure: { at: number; error: FileError } | null = null;
   let retryReason: { at: number; error: FileError } | null = null;
+  const items = new ItemTally();
+  const caseItems = new Map<string, ItemTally>();
+  let skipped = 0;
+  const named = new Map<string, Array<{ at: number; name: string }>>();
   for (const record of records) {
     if (!isListed(record)) continue;
     const view = toFileView(record, progress);
+    const key = caseOf(record.relativePath);
+    const entry = cases.get(key) ?? { path: key, counts: emptyCounts(), bytesDone: 0, bytesTotal: 0, items: { done: 0, total: 0 }, skipped: 0 };
+    cases.set(key, entry);
+    if (isSkipped(record.state, record.errorCode)) {
+      // Nothing to upload and nothing anyone can do: neither failed nor counted in the progress.
+      skipped += 1;
+      entry.skipped += 1;
+      continue;
+    }
     counts[record.state] += 1;
     bytesDone += view.bytesDone;
     bytesTotal += record.size;
-    const key = caseOf(record.relativePath);
-    const entry = cases.get(key) ?? { path: key, counts: emptyCounts(), bytesDone: 0, bytesTotal: 0 };
     entry.counts[record.state] += 1;
     entry.bytesDone += view.bytesDone;
     entry.bytesTotal += record.size;
-    cases.set(key, entry);
+    items.add(record.relativePath, record.state === 'synced');
+    if (!caseItems.has(key)) caseItems.set(key, new ItemTally());
+    caseItems.get(key)!.add(record.relativePath, record.state === 'synced');
     if (view.error && record.state === 'failed') {
       if (!lastFailure || record.updatedAt > lastFailure.at) lastFailure = { at: record.updatedAt, error: view.error };
       const reason = failures.get(view.error.code);
-      if (!reason) failures.set(view.error.code, { ...view.error, count: 1, at: record.updatedAt });
+      if (!reason) failures.set(view.error.code, { ...view.error, count: 1, fileNames: [], at: record.updatedAt });
       else {
         reason.count += 1;
         // Each reason is told in the words of its newest file.
         if (record.updatedAt > reason.at) Object.assign(reason, { message: view.error.message, detail: view.error.detail, at: record.updatedAt });
       }
+      const names = named.get(view.error.code) ?? [];
+      names.push({ at: record.updatedAt, name: record.relativePath });
+      named.set(view.error.code, names);
     }
     if (view.error && record.state === 'waiting' && (!retryReason || record.updatedAt > retryReason.at)) retryReason = { at: record.updatedAt, error: view.error };
   }
@@ -122,9 +138,13 @@ export function buildPairView({ pair, records, progress, online, folderError = n
     bytesTotal,
     rateBytesPerSecond: Math.round(rate),
     etaSeconds: rate > 0 && remaining > 0 ? Math.ceil(remaining / rate) : remaining <= 0 ? 0 : null,
-    cases: [...cases.values()].sort((a, b) => a.path.localeCompare(b.path)),
+    cases: [...cases.values()].map((entry) => ({ ...entry, items: caseItems.get(entry.path)?.progress() ?? { done: 0, total: 0 } })).sort((a, b) => a.path.localeCompare(b.path)),
+    items: items.progress(),
+    skipped,
     lastError: folderProblem ?? lastFailure?.error ?? null,
-    failureReasons: [...failures.values()].sort((a, b) => b.count - a.count || b.at - a.at).map(({ at: _at, ...reason }) => reason),
+    failureReasons: [...failures.values()]
+      .sort((a, b) => b.count - a.count || b.at - a.at)
+      .map(({ at: _at, ...reason }) => ({ ...reason, fileNames: newestNames(named.get(reason.code) ?? []) })),
     retryReason: retryReason?.error ?? null,
     folderError: folderProblem,
     settling,
@@ -140,4 +160,34 @@ function pairState(pair: SyncPair, counts: StateCounts, online: boolean): PairSt
   if (working > 0) return 'syncing';
   if (counts.failed > 0) return 'attention';
   return 'idle';
+}
+
+/** How many failed files a notice names; the rest are in the folder's file list. */
+const NAMED_FAILURES = 3;
+
+function newestNames(entries: Array<{ at: number; name: string }>): string[] {
+  return entries
+    .sort((a, b) => b.at - a.at || a.name.localeCompare(b.name))
+    .slice(0, NAMED_FAILURES)
+    .map((entry) => entry.name);
+}
+
+/** Progress in items: each file, and each DICOM series (its folder's slices) as one. */
+class ItemTally {
+  private files = { done: 0, total: 0 };
+  private readonly series = new Map<string, boolean>();
+
+  add(relativePath: string, done: boolean): void {
+    const series = dicomSeriesKey(relativePath);
+    if (series === null) {
+      this.files.total += 1;
+      if (done) this.files.done += 1;
+    } else this.series.set(series, (this.series.get(series) ?? true) && done);
+  }
+
+  progress(): ItemProgress {
+    let done = this.files.done;
+    for (const finished of this.series.values()) if (finished) done += 1;
+    return { done, total: this.files.total + this.series.size };
+  }
 }

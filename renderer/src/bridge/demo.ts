@@ -276,8 +276,10 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
     const cases = new Map<string, CaseView>();
     for (const file of pairFiles) {
       counts[file.state] += 1;
-      const entry = cases.get(file.caseName) ?? { path: file.caseName || '/', counts: emptyCounts(), bytesDone: 0, bytesTotal: 0 };
+      const entry = cases.get(file.caseName) ?? { path: file.caseName || '/', counts: emptyCounts(), bytesDone: 0, bytesTotal: 0, items: { done: 0, total: 0 }, skipped: 0 };
       entry.counts[file.state] += 1;
+      entry.items.total += 1;
+      if (file.state === 'synced') entry.items.done += 1;
       entry.bytesDone += file.bytesDone;
       entry.bytesTotal += file.size;
       cases.set(file.caseName, entry);
@@ -301,8 +303,10 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
       rateBytesPerSecond: rate,
       etaSeconds: rate > 0 ? Math.round((bytesTotal - bytesDone - (failed?.size ?? 0)) / rate) : null,
       cases: [...cases.values()],
+      items: { done: counts.synced, total: pairFiles.length },
+      skipped: 0,
       lastError: failed?.error ?? null,
-      failureReasons: failed?.error ? [{ ...failed.error, count: counts.failed }] : [],
+      failureReasons: failed?.error ? [{ ...failed.error, count: counts.failed, fileNames: [failed.relativePath] }] : [],
       retryReason: pairFiles.find((file) => file.state === 'waiting')?.error ?? null,
       folderError: null,
       settling: 0,

@@ -1,9 +1,10 @@
-import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
+import { useEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { visibleName } from '../../../shared/names.js';
 import type { PatientDto } from '../../../shared/schemas.js';
 import { useBridgeQuery } from '../bridge/context.js';
 import { ErrorNotice } from './ErrorNotice.js';
 import { Icon } from './Icon.js';
+import { formatDate } from '../format.js';
 
 const SEARCH_DELAY_MS = 200;
 
@@ -23,6 +24,11 @@ export function PatientList({ selectedId, onSelect, label = 'Find a patient', co
   const patients = useBridgeQuery((client) => client.listPatients({ name: query || undefined, limit: 100 }), [query]);
   const inputId = `patient-search-${compact ? 'compact' : 'full'}`;
   const listRef = useRef<HTMLUListElement>(null);
+  const shown = patients.data?.patients ?? [];
+  // One Tab stop for the whole list (the arrow keys move within it): the patient last focused, else the chosen one, else the first.
+  const [focusedId, setFocusedId] = useState<string | null>(null);
+  const shortIds = useMemo(() => shortPatientIds(shown.map((patient) => patient.id)), [shown]);
+  const tabStop = [focusedId, selectedId].find((id) => id !== null && shown.some((patient) => patient.id === id)) ?? shown[0]?.id ?? null;
   // ↑/↓ (and Home/End) move between the patients; ↓ from the search box goes into the list.
   const moveFocus = (event: KeyboardEvent, from: 'search' | 'list') => {
     const options = [...(listRef.current?.querySelectorAll<HTMLButtonElement>('.patient-option') ?? [])];
@@ -46,15 +52,25 @@ export function PatientList({ selectedId, onSelect, label = 'Find a patient', co
       </div>
       {patients.error ? <ErrorNotice error={patients.error} /> : null}
       {/* A list of buttons (not a listbox: an option may not hold a button); the one chosen is aria-current. */}
-      <ul ref={listRef} className="patient-options" aria-label="Patients" onKeyDown={(event) => moveFocus(event, 'list')}>
-        {patients.data?.patients.map((patient) => (
+      <ul ref={listRef} className="patient-options" aria-label="Patients" onKeyDown={(event) => moveFocus(event, 'list')} onFocus={(event) => setFocusedId((event.target as HTMLElement).closest<HTMLElement>('.patient-option')?.dataset.patientId ?? null)}>
+        {shown.map((patient) => (
           <li key={patient.id}>
-            <button type="button" className={patient.id === selectedId ? 'patient-option selected' : 'patient-option'} aria-current={patient.id === selectedId ? 'true' : undefined} onClick={() => onSelect(patient)}>
+            <button
+              type="button"
+              className={patient.id === selectedId ? 'patient-option selected' : 'patient-option'}
+              aria-current={patient.id === selectedId ? 'true' : undefined}
+              data-patient-id={patient.id}
+              tabIndex={patient.id === tabStop ? 0 : -1}
+              onClick={() => onSelect(patient)}
+            >
               <span className="avatar" aria-hidden="true">
                 {initials(patient.name)}
               </span>
-              <span className="truncate" title={visibleName(patient.name)}>
-                {visibleName(patient.name)}
+              <span className="patient-option-text">
+                <span className="truncate" title={visibleName(patient.name)}>
+                  {visibleName(patient.name)}
+                </span>
+                <span className="patient-option-detail muted small">{patientDetail(patient, shortIds)}</span>
               </span>
             </button>
           </li>
@@ -68,4 +84,29 @@ export function PatientList({ selectedId, onSelect, label = 'Find a patient', co
 export function initials(name: string): string {
   const words = name.split(/\s+/).filter((word) => /\p{L}/u.test(word));
   return ((words[0]?.[0] ?? '') + (words.length > 1 ? (words[words.length - 1]?.[0] ?? '') : '')).toUpperCase() || '?';
+}
+
+/** What a server may tell of a patient besides the name (newer servers): a birth date, chart numbers. */
+type PatientExtras = { birthDate?: string | null; identifiers?: Array<string | { type?: string; system?: string; value?: string }> | null };
+
+/**
+ * The second line that tells two patients of the same name apart: the birth date and the chart
+ * number when the server gives them, else the short form of the id.
+ */
+export function patientDetail(patient: PatientDto & PatientExtras, shortIds: ReadonlyMap<string, string>): string {
+  const parts: string[] = [];
+  if (patient.birthDate) parts.push(`Born ${formatDate(patient.birthDate)}`);
+  const chart = patient.identifiers?.map((identifier) => (typeof identifier === 'string' ? identifier : identifier.value)).find((value): value is string => typeof value === 'string' && value.trim() !== '');
+  if (chart) parts.push(`Chart ${visibleName(chart)}`);
+  return parts.length > 0 ? parts.join(' · ') : `ID ${shortIds.get(patient.id) ?? patient.id}`;
+}
+
+/**
+ * Each id's short form: its first 8 characters, unless another listed patient's id begins the same
+ * way; then its last 12 (the part of a UUID the others do not share), never a cut-off common part.
+ */
+export function shortPatientIds(ids: readonly string[]): Map<string, string> {
+  const prefixes = new Map<string, number>();
+  for (const id of ids) prefixes.set(id.slice(0, 8), (prefixes.get(id.slice(0, 8)) ?? 0) + 1);
+  return new Map(ids.map((id) => [id, prefixes.get(id.slice(0, 8))! > 1 ? `…${id.slice(-12)}` : id.slice(0, 8)]));
 }

@@ -10,7 +10,7 @@ const ITEMS: Array<{ screen: Screen; label: string; icon: IconName }> = [
   { screen: 'settings', label: 'Settings', icon: 'settings' },
 ];
 
-export function Sidebar({ status, current, onNavigate }: { status: AppStatus; current: Screen; onNavigate: (screen: Screen) => void }) {
+export function Sidebar({ status, current, onNavigate, attention = 0 }: { status: AppStatus; current: Screen; onNavigate: (screen: Screen) => void; /** Folders that need someone: a badge on Sync. */ attention?: number }) {
   return (
     <nav className="sidebar" aria-label="Main">
       <div className="brand">
@@ -22,13 +22,29 @@ export function Sidebar({ status, current, onNavigate }: { status: AppStatus; cu
       <ul className="nav-list">
         {ITEMS.map((item) => (
           <li key={item.screen}>
-            <button type="button" className="nav-item" aria-current={item.screen === current ? 'page' : undefined} onClick={() => onNavigate(item.screen)}>
+            <button
+              type="button"
+              className="nav-item"
+              aria-current={item.screen === current ? 'page' : undefined}
+              aria-describedby={item.screen === 'sync' && attention > 0 ? 'nav-sync-attention' : undefined}
+              onClick={() => onNavigate(item.screen)}
+            >
               <Icon name={item.icon} size={19} />
               {item.label}
+              {item.screen === 'sync' && attention > 0 ? (
+                <span className="nav-badge" aria-hidden="true" data-testid="sync-attention-badge">
+                  {attention}
+                </span>
+              ) : null}
             </button>
           </li>
         ))}
       </ul>
+      {attention > 0 ? (
+        <span id="nav-sync-attention" className="visually-hidden">
+          {attention === 1 ? 'One folder needs attention' : `${attention} folders need attention`}
+        </span>
+      ) : null}
       <ConnectionSummary status={status} />
     </nav>
   );

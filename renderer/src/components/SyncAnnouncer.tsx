@@ -1,4 +1,5 @@
 import { useEffect, useRef, useState } from 'react';
+import { isSkipped } from '../../../shared/file-states.js';
 import type { FileState, FileView, PairView } from '../../../shared/bridge.js';
 import { useBridgeEvent, useBridgeQuery } from '../bridge/context.js';
 import { isNoLongerOnServer } from '../documents/failure-hints.js';
@@ -98,6 +99,8 @@ export function SyncAnnouncer() {
       const before = known.current.get(file.id);
       known.current.set(file.id, file.state);
       if (before === file.state || (file.state !== 'synced' && file.state !== 'failed')) continue;
+      // An empty file set aside is not news: nothing failed, nothing to do.
+      if (isSkipped(file.state, file.error?.code)) continue;
       tally(event.pairId)[tallyOf(file)] += 1;
       changed = true;
     }

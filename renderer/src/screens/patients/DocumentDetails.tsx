@@ -60,7 +60,7 @@ export function DocumentDetails({
       }}
     >
       <header className="details-header">
-        <h2 ref={headingRef} tabIndex={-1} className="truncate details-title" title={visibleName(document.fileName)}>
+        <h2 ref={headingRef} tabIndex={-1} className="details-title break" title={visibleName(document.fileName)}>
           {visibleName(document.fileName)}
         </h2>
         <button type="button" className="icon-button" onClick={onClose} aria-label="Close details">

@@ -2,6 +2,7 @@ import { memo, useState } from 'react';
 import { visibleName } from '../../../../shared/names.js';
 import type { DocumentDto, SortField } from '../../../../shared/schemas.js';
 import { Icon } from '../../components/Icon.js';
+import { MiddleName } from '../../components/MiddleName.js';
 import { VirtualList } from '../../components/VirtualList.js';
 import { fileIcon } from '../../documents/file-types.js';
 import { formatBytes, formatDateTime } from '../../format.js';
@@ -68,7 +69,7 @@ const DocumentRow = memo(function DocumentRow({ document, selected, onDownload }
       <div className="document-cell col-name">
         <Thumbnail document={document} />
         <span className="document-name">
-          <span className="truncate strong">{visibleName(document.fileName)}</span>
+          <MiddleName name={document.fileName} className="strong" />
           <span className="truncate muted small">{visibleName(document.path)}</span>
         </span>
       </div>

@@ -2,6 +2,7 @@ import { useLayoutEffect, useMemo, useState, type KeyboardEvent, type MouseEvent
 import { visibleName } from '../../../../shared/names.js';
 import { ancestorPaths, countFolders, visibleFolders, type FolderNode, type VisibleFolder } from '../../documents/tree.js';
 import { Icon } from '../../components/Icon.js';
+import { MiddleName } from '../../components/MiddleName.js';
 import { useVirtualWindow } from '../../components/useVirtualWindow.js';
 import { formatCount } from '../../format.js';
 
@@ -181,8 +182,8 @@ export function FolderTree({ root, selectedPath, onSelect, loading }: { root: Fo
               )}
               <Icon name={level === 1 ? 'patients' : row.expanded ? 'folderOpen' : 'folder'} size={16} />
               {/* The name comes from what is shown (a spoken name that differs from the visible one trips up speech input): the folder and its count, said in words. */}
-              <span className="truncate tree-name">
-                {visibleName(node.name)}
+              <span className="tree-name">
+                <MiddleName name={node.name} />
               </span>
               <span className="visually-hidden">, {formatCount(node.totalCount)} {node.totalCount === 1 ? 'file' : 'files'}</span>
               <span className="tree-count" aria-hidden="true">

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState, type CSSProperties, type ReactNode } from 'react';
 import { visibleName } from '../../../../shared/names.js';
 import type { FileView } from '../../../../shared/bridge.js';
 import type { DocumentDto, PatientDto } from '../../../../shared/schemas.js';
@@ -8,6 +8,7 @@ import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
 import { EmptyState } from '../../components/EmptyState.js';
 import { ErrorNotice } from '../../components/ErrorNotice.js';
 import { PatientList } from '../../components/PatientList.js';
+import { Splitter } from '../../components/Splitter.js';
 import { buildFolderTree } from '../../documents/tree.js';
 import { formatCount } from '../../format.js';
 import { DocumentDetails, type PreviewKind } from './DocumentDetails.js';
@@ -34,16 +35,21 @@ export function PatientBrowserScreen({ initialPatientId }: { initialPatientId?: 
     );
   }, [client, initialPatientId]);
 
+  const [patientsWidth, setPatientsWidth] = usePaneWidth('patients', 200);
+  const [treeWidth, setTreeWidth] = usePaneWidth('tree', 236);
+  const widths = { ...(patientsWidth.set ? { '--patients-width': `${patientsWidth.value}px` } : {}), ...(treeWidth.set ? { '--tree-width': `${treeWidth.value}px` } : {}) } as CSSProperties;
+
   return (
-    <div className="browser">
+    <div className="browser" style={widths}>
       {/* The screen's heading stays when a narrow window hides the patients column for the details. */}
       <h1 className="visually-hidden">Patient files</h1>
       <section className="browser-patients" aria-label="Patients">
         <h2 className="column-title">Patients</h2>
         <PatientList selectedId={patient?.id ?? null} onSelect={setPatient} />
+        <Splitter label="Width of the patient list" width={patientsWidth.value} min={150} max={520} onChange={setPatientsWidth} />
       </section>
       {patient ? (
-        <PatientDocuments key={patient.id} patient={patient} />
+        <PatientDocuments key={patient.id} patient={patient} treeSplitter={<Splitter label="Width of the folder tree" width={treeWidth.value} min={150} max={640} onChange={setTreeWidth} />} />
       ) : (
         <div className="browser-empty">
           <EmptyState icon="patients" title="Choose a patient">
@@ -55,7 +61,21 @@ export function PatientBrowserScreen({ initialPatientId }: { initialPatientId?: 
   );
 }
 
-function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'> }) {
+/** A column width staff chose (kept on this computer), or the screen's own default until they do. */
+function usePaneWidth(pane: string, fallback: number): [{ value: number; set: boolean }, (width: number) => void] {
+  const key = `patient-docs:pane-width:${pane}`;
+  const [width, setWidth] = useState<number | null>(() => {
+    const stored = Number(window.localStorage.getItem(key));
+    return Number.isFinite(stored) && stored > 0 ? stored : null;
+  });
+  const change = (next: number) => {
+    setWidth(next);
+    window.localStorage.setItem(key, String(next));
+  };
+  return [{ value: width ?? fallback, set: width !== null }, change];
+}
+
+function PatientDocuments({ patient, treeSplitter }: { patient: Pick<PatientDto, 'id' | 'name'>; treeSplitter: ReactNode }) {
   const client = useBridge();
   const [folder, setFolder] = useState('/');
   const [filters, setFilters] = useState<DocumentFilters>(NO_FILTERS);
@@ -117,6 +137,7 @@ function PatientDocuments({ patient }: { patient: Pick<PatientDto, 'id' | 'name'
       <section className="browser-tree" aria-label="Folders">
         <h2 className="column-title truncate">{visibleName(patient.name)}</h2>
         <FolderTree root={tree} selectedPath={folder} onSelect={setFolder} loading={!treeWalk.done} />
+        {treeSplitter}
       </section>
       <section className="browser-files" aria-label="Files">
         <header className="browser-files-header">

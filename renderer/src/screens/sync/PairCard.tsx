@@ -108,7 +108,7 @@ export function PairCard({
           }}
         />
       </div>
-      {pair.cases.length > 0 ? <CaseList cases={pair.cases} /> : null}
+      {pair.cases.length > 0 ? <CaseList cases={pair.cases} folder={pair.folder} /> : null}
       <PairFiles pairId={pair.id} label={`${pair.folder} to ${pair.patientName ?? 'the patient'}`} onRetry={(fileId) => retry({ fileId })} />
     </article>
   );
@@ -119,28 +119,52 @@ function retried(count: number): string {
   return count === 0 ? 'Nothing to try again: the files are already on their way.' : `Trying ${formatFileCount(count)} again now.`;
 }
 
+/**
+ * One measure for the text and the bar: items synced of all (a file, or a DICOM series as one).
+ * Bytes and speed follow as detail only while something is moving; nothing is said of files not
+ * taken on yet that the notices below say otherwise ("still being written").
+ */
 function PairProgress({ pair, fileCount }: { pair: PairView; fileCount: number }) {
+  const { done, total } = pair.items;
+  const seriesCounted = total !== fileCount;
+  const noun = (count: number) => (seriesCounted ? `${formatCount(count)} ${count === 1 ? 'item' : 'items'}` : formatFileCount(count));
   const settled = pair.counts.synced + pair.counts.failed;
+  const moving = pair.counts.uploading + pair.counts.creating + pair.counts.verifying + pair.counts.queued > 0;
   const summary =
     pair.heldForDiskFull > 0
       ? `${pair.counts.synced > 0 ? `${formatCount(pair.counts.synced)} synced, ` : ''}${formatCount(pair.heldForDiskFull)} waiting: this computer’s disk is full`
       : fileCount === 0
-      ? 'Waiting for files in this folder'
-      : settled === fileCount && pair.counts.failed === 0
-        ? fileCount === 1
-          ? 'The file is synced and verified'
-          : `All ${formatFileCount(fileCount)} synced and verified`
-        : `${formatCount(pair.counts.synced)} of ${formatFileCount(fileCount)} synced`;
+        ? pair.settling > 0
+          ? `${formatFileCount(pair.settling)} found, not uploaded yet`
+          : pair.skipped > 0
+            ? 'Nothing to upload yet'
+            : 'No scans in this folder yet: new files are uploaded as they arrive'
+        : settled === fileCount && pair.counts.failed === 0
+          ? fileCount === 1
+            ? 'The file is synced and verified'
+            : `All ${noun(total)} synced and verified`
+          : `${formatCount(done)} of ${noun(total)} synced`;
+  const extra = [
+    seriesCounted ? 'a DICOM series counts as one item' : null,
+    pair.skipped > 0 ? `${formatFileCount(pair.skipped)} skipped (empty)` : null,
+  ].filter(Boolean);
   return (
     <div className="pair-progress">
-      <ProgressBar done={pair.bytesDone} total={pair.bytesTotal || 1} label={`${pair.folder} progress`} tone={pair.state === 'attention' ? 'danger' : pair.state === 'idle' ? 'success' : 'progress'} />
+      <ProgressBar done={done} total={total || 1} label={`${pair.folder} progress`} tone={pair.state === 'attention' ? 'danger' : pair.state === 'idle' ? 'success' : 'progress'} />
       <div className="pair-progress-text">
-        <span>{summary}</span>
-        <span className="muted">
-          {formatBytes(pair.bytesDone)} of {formatBytes(pair.bytesTotal)}
-          {pair.rateBytesPerSecond > 0 ? ` · ${formatRate(pair.rateBytesPerSecond)}` : ''}
-          {pair.etaSeconds !== null && pair.rateBytesPerSecond > 0 ? ` · about ${formatDuration(pair.etaSeconds)} left` : ''}
+        <span>
+          {summary}
+          {extra.length > 0 ? <span className="muted"> · {extra.join(' · ')}</span> : null}
         </span>
+        {moving && pair.bytesTotal > 0 ? (
+          <span className="muted">
+            {formatBytes(pair.bytesDone)} of {formatBytes(pair.bytesTotal)}
+            {pair.rateBytesPerSecond > 0 ? ` · ${formatRate(pair.rateBytesPerSecond)}` : ''}
+            {pair.etaSeconds !== null && pair.rateBytesPerSecond > 0 ? ` · about ${formatDuration(pair.etaSeconds)} left` : ''}
+          </span>
+        ) : pair.bytesTotal > 0 ? (
+          <span className="muted">{formatBytes(pair.bytesTotal)}</span>
+        ) : null}
       </div>
     </div>
   );

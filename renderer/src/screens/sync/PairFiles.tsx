@@ -2,8 +2,10 @@ import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { flushSync } from 'react-dom';
 import type { FileState, FileView } from '../../../../shared/bridge.js';
 import { visibleName } from '../../../../shared/names.js';
+import { isSkipped } from '../../../../shared/file-states.js';
 import { useBridgeEvent, useBridgeQuery } from '../../bridge/context.js';
 import { Icon } from '../../components/Icon.js';
+import { MiddleName } from '../../components/MiddleName.js';
 import { ProgressBar } from '../../components/ProgressBar.js';
 import { FileStateBadge, fileStateTone } from '../../components/StateBadge.js';
 import { VirtualList } from '../../components/VirtualList.js';
@@ -24,6 +26,11 @@ const VISIBLE_ROWS = 7;
 /** Failures first (they need a person), then what is moving, then what is done. */
 const STATE_ORDER: Record<FileState, number> = { failed: 0, uploading: 1, creating: 2, verifying: 3, waiting: 4, queued: 5, synced: 6 };
 
+/** Where a file sorts: by its state, a skipped (empty) file after the synced ones. */
+function rank(file: FileView): number {
+  return isSkipped(file.state, file.error?.code) ? 7 : STATE_ORDER[file.state];
+}
+
 export function PairFiles({ pairId, label, onRetry }: { pairId: string; label: string; onRetry: (fileId: number) => void }) {
   const files = useBridgeQuery((client) => client.listFiles({ pairId, limit: FILE_LIMIT }), [pairId]);
   const [expanded, setExpanded] = useState(true);
@@ -41,7 +48,7 @@ export function PairFiles({ pairId, label, onRetry }: { pairId: string; label: s
     else apply();
   });
   const ordered = useMemo(
-    () => [...(files.data?.files ?? [])].sort((a, b) => STATE_ORDER[a.state] - STATE_ORDER[b.state] || (b.syncedAt ?? b.updatedAt) - (a.syncedAt ?? a.updatedAt) || a.relativePath.localeCompare(b.relativePath)),
+    () => [...(files.data?.files ?? [])].sort((a, b) => rank(a) - rank(b) || (b.syncedAt ?? b.updatedAt) - (a.syncedAt ?? a.updatedAt) || a.relativePath.localeCompare(b.relativePath)),
     [files.data],
   );
   const shownReason = reasonOf === null ? undefined : ordered.find((file) => file.id === reasonOf && file.state === 'failed' && file.error);
@@ -95,15 +102,14 @@ interface ReasonToggle {
 
 function FileRow({ file, onRetry, reason }: { file: FileView; onRetry: (fileId: number) => void; reason: ReasonToggle }) {
   const moving = file.state === 'uploading' || file.state === 'creating';
+  if (isSkipped(file.state, file.error?.code)) return <SkippedRow file={file} />;
   return (
     <div className={`file-row state-${file.state}`} data-file={file.relativePath} data-state={file.state}>
       <span className="file-row-icon">
         <Icon name={fileIcon(file.fileName)} size={20} />
       </span>
       <span className="file-row-name">
-        <span className="truncate strong" title={visibleName(file.relativePath)}>
-          {visibleName(file.fileName)}
-        </span>
+        <MiddleName name={file.fileName} className="strong" />
         {file.state === 'failed' && file.error ? <FailureText file={file} toggle={reason} /> : <span className="truncate muted small">To {file.remotePath === '/' ? 'the top of the record' : file.remotePath}</span>}
       </span>
       <span className="file-row-progress">
@@ -142,6 +148,29 @@ function FileRow({ file, onRetry, reason }: { file: FileView; onRetry: (fileId: 
           </button>
         ) : null}
       </span>
+    </div>
+  );
+}
+
+/** A file set aside that needs no one (an empty file): neutral, its reason in a line, no Retry. */
+function SkippedRow({ file }: { file: FileView }) {
+  return (
+    <div className="file-row state-skipped" data-file={file.relativePath} data-state="skipped">
+      <span className="file-row-icon">
+        <Icon name={fileIcon(file.fileName)} size={20} />
+      </span>
+      <span className="file-row-name">
+        <MiddleName name={file.fileName} className="strong" />
+        <span className="truncate muted small">Empty file (0 bytes): uploaded once it has content</span>
+      </span>
+      <span className="file-row-progress">
+        <span className="muted small">{formatBytes(file.size)}</span>
+      </span>
+      <span className="badge tone-neutral" data-state="skipped">
+        <Icon name="clock" size={14} />
+        Skipped
+      </span>
+      <span className="file-row-action" />
     </div>
   );
 }

@@ -3,6 +3,7 @@ import { ErrorNotice, InfoNotice } from '../../components/ErrorNotice.js';
 import { Icon } from '../../components/Icon.js';
 import { canRetry, failureHint, failureMessage, isNoLongerOnServer } from '../../documents/failure-hints.js';
 import { formatCount, formatFileCount } from '../../format.js';
+import { visibleName } from '../../../../shared/names.js';
 
 /**
  * Why a pair needs attention, each kind of trouble on its own: the folder, the failed files, the files waiting to be retried.
@@ -19,6 +20,12 @@ export function PairNotices({ pair, onRetryAll }: { pair: PairView; onRetryAll: 
       ) : null}
       {pair.counts.failed > 0 && pair.failureReasons.length > 0 ? (
         <FailureNotice count={pair.counts.failed} reasons={pair.failureReasons} onRetryAll={onRetryAll} />
+      ) : null}
+      {pair.skipped > 0 ? (
+        <InfoNotice announce={false}>
+          <strong>{pair.skipped === 1 ? 'One empty file skipped' : `${formatFileCount(pair.skipped)} skipped: they are empty`}</strong>
+          <p className="notice-message">An empty file (0 bytes) has nothing to upload; it is uploaded by itself once it has content. Nothing to do.</p>
+        </InfoNotice>
       ) : null}
       {pair.unreadable.length > 0 ? (
         <InfoNotice tone="warning" announce={false}>
@@ -63,10 +70,13 @@ const UNREADABLE_HINT =
  */
 function FailureNotice({ count, reasons, onRetryAll }: { count: number; reasons: FailureReason[]; onRetryAll: () => void }) {
   const gone = reasons.filter(isNoLongerOnServer).reduce((sum, reason) => sum + reason.count, 0);
+  const names = reasons.flatMap((reason) => reason.fileNames ?? []);
   const title =
     gone === 0
       ? count === 1
-        ? 'One file could not be uploaded'
+        ? names[0]
+          ? `${baseName(names[0])} could not be uploaded`
+          : 'One file could not be uploaded'
         : `${formatFileCount(count)} could not be uploaded`
       : gone === count
         ? count === 1
@@ -85,6 +95,7 @@ function FailureNotice({ count, reasons, onRetryAll }: { count: number; reasons:
       // One file's document id says nothing of the others: their own Details have theirs.
       <ErrorNotice title={title} error={{ ...reason, message: failureMessage(reason, count), detail: count > 1 && isNoLongerOnServer(reason) ? undefined : reason.detail }} action={action} announce={false}>
         {hint ? <p className="notice-hint">{hint}</p> : null}
+        <FailedNames names={names} count={count} />
       </ErrorNotice>
     );
   }
@@ -101,6 +112,24 @@ function FailureNotice({ count, reasons, onRetryAll }: { count: number; reasons:
           );
         })}
       </ul>
+      <FailedNames names={names} count={count} />
     </ErrorNotice>
+  );
+}
+
+function baseName(relativePath: string): string {
+  return visibleName(relativePath.slice(relativePath.lastIndexOf('/') + 1));
+}
+
+/** Which files, by name (the newest few; the file list below has them all), with their case folder. */
+function FailedNames({ names, count }: { names: string[]; count: number }) {
+  if (names.length === 0 || (count === 1 && !names[0]!.includes('/'))) return null;
+  const rest = count - names.length;
+  return (
+    <p className="notice-files break-anywhere">
+      {count === 1 ? 'In ' : 'Files: '}
+      {count === 1 ? visibleName(names[0]!.slice(0, names[0]!.lastIndexOf('/'))) : names.map(visibleName).join(', ')}
+      {rest > 0 ? ` and ${formatFileCount(rest).replace(/files?$/, rest === 1 ? 'other' : 'others')}` : ''}
+    </p>
   );
 }

@@ -6,6 +6,7 @@ import { ErrorNotice } from '../../components/ErrorNotice.js';
 import { Icon } from '../../components/Icon.js';
 import { AddPairDialog } from './AddPairDialog.js';
 import { PairCard } from './PairCard.js';
+import { folderNeedsAttention, AttentionSummary } from './AttentionSummary.js';
 
 export function SyncScreen({ onBrowsePatient }: { onBrowsePatient: (patientId: string) => void }) {
   const pairs = useBridgeQuery((client) => client.listPairs(), []);
@@ -47,7 +48,7 @@ export function SyncScreen({ onBrowsePatient }: { onBrowsePatient: (patientId: s
   }, [stopping, pairs.data]);
   const onStopping = (pair: PairView, confirmed: boolean) => {
     if (!confirmed) return setStopping(null);
-    const list = pairs.data ?? [];
+    const list = orderedPairs(pairs.data ?? []);
     const index = list.findIndex((entry) => entry.id === pair.id);
     const next = list[index + 1] ?? list[index - 1] ?? null;
     setStopping({ pairId: pair.id, next: next?.id ?? null, folder: pair.folder });
@@ -73,8 +74,9 @@ export function SyncScreen({ onBrowsePatient }: { onBrowsePatient: (patientId: s
           Choose the folder your scanner exports into and the patient it belongs to. New files are uploaded and checked automatically.
         </EmptyState>
       ) : null}
+      {pairs.data ? <AttentionSummary pairs={pairs.data} /> : null}
       <div className="pair-list">
-        {pairs.data?.map((pair) => (
+        {pairs.data && orderedPairs(pairs.data).map((pair) => (
           <PairCard key={pair.id} pair={pair} onBrowsePatient={onBrowsePatient} onChanged={pairs.reload} onStopping={(confirmed) => onStopping(pair, confirmed)} announce={announce} />
         ))}
       </div>
@@ -92,4 +94,9 @@ export function SyncScreen({ onBrowsePatient }: { onBrowsePatient: (patientId: s
       />
     </div>
   );
+}
+
+/** The folders that need someone first (in their own order), then the others: a failure is never below a long list. */
+function orderedPairs(pairs: readonly PairView[]): PairView[] {
+  return [...pairs.filter(folderNeedsAttention), ...pairs.filter((pair) => !folderNeedsAttention(pair))];
 }

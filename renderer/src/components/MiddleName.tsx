@@ -1,0 +1,52 @@
+import { useLayoutEffect, useRef } from 'react';
+import { visibleName } from '../../../shared/names.js';
+
+/** Characters of the stem kept at the end, beside the extension: where scanner exports differ (…_Pearson_0.stl, …_occlusion_u.stl). */
+const TAIL_CHARACTERS = 12;
+
+/**
+ * A name split where a narrow column cuts it: the head may end in an ellipsis, the tail (the last
+ * characters of the stem and the extension) is always shown. Code points, so no character is halved.
+ */
+export function splitForMiddleCut(name: string): { head: string; tail: string } {
+  const characters = [...name];
+  const dot = name.lastIndexOf('.');
+  const extension = dot > 0 && name.length - dot <= 8 ? [...name.slice(dot)].length : 0;
+  const stem = characters.length - extension;
+  const kept = Math.min(TAIL_CHARACTERS, Math.floor(stem / 2));
+  const cut = stem - kept;
+  return { head: characters.slice(0, cut).join(''), tail: characters.slice(cut).join('') };
+}
+
+/**
+ * A file or folder name that, when it does not fit, is cut in the middle: two scans whose names
+ * differ only at the end ("…_0.stl", "…_1.stl") still read differently. The whole name is the
+ * tooltip (hover), is shown over the row while its row has the focus, and is what assistive
+ * technology reads (the cut text is hidden from it).
+ */
+export function MiddleName({ name, className }: { name: string; className?: string }) {
+  const shown = visibleName(name);
+  const { head, tail } = splitForMiddleCut(shown);
+  const headRef = useRef<HTMLSpanElement>(null);
+  const tailRef = useRef<HTMLSpanElement>(null);
+  // The head gets what the tail leaves of the line (measured: fonts differ per computer and scaling).
+  useLayoutEffect(() => {
+    const headElement = headRef.current;
+    const tailElement = tailRef.current;
+    if (!headElement || !tailElement) return;
+    headElement.style.maxWidth = `calc(100% - ${Math.ceil(tailElement.getBoundingClientRect().width)}px)`;
+  }, [tail]);
+  return (
+    <span className="middle-name" title={shown} data-full-name={shown}>
+      <span className="visually-hidden">{shown}</span>
+      <span className={className ? `middle-name-visual ${className}` : 'middle-name-visual'} aria-hidden="true">
+        <span ref={headRef} className="middle-name-head" style={{ maxWidth: `calc(100% - ${[...tail].length}ch)` }}>
+          {head}
+        </span>
+        <span ref={tailRef} className="middle-name-tail">
+          {tail}
+        </span>
+      </span>
+    </span>
+  );
+}
