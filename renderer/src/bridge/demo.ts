@@ -3,6 +3,7 @@
  * It follows the server's search rules (DESIGN §3) so paging and the tree behave as in production.
  * The end-to-end tests never use it; they drive the real headless app.
  */
+import { nameMatches, searchWords } from '../../../shared/name-search.js';
 import type {
   AppStatus,
   BridgeClient,
@@ -405,8 +406,8 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
     openFolder: async (pairId) => pairMeta[pairId]?.folder ?? '',
     chooseFolder: async () => null,
     listPatients: async (query) => {
-      const name = query.name?.toLowerCase() ?? '';
-      const matching = patients.filter((patient) => patient.name.toLowerCase().includes(name));
+      const words = searchWords(query.name ?? '');
+      const matching = patients.filter((patient) => nameMatches(patient.name, words));
       return wait({ patients: matching, offset: 0, limit: query.limit ?? 50, total: matching.length });
     },
     searchDocuments: async (patientId, wireBody) => {

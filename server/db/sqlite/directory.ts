@@ -1,4 +1,5 @@
 /** Organizations, patients, clients, orders, signing keys and meta: the small tables. */
+import { nameMatches, searchWords } from '../../../shared/name-search.js';
 import { foldKey } from '../../../shared/names.js';
 import type {
   ClientRecord,
@@ -76,6 +77,14 @@ export class SqlitePatients implements PatientRepository {
     private readonly outbox: SqliteOutbox,
     private readonly changes: ChangeWatch,
   ) {
+    // Names are found word by word, in any order, without case, accents or punctuation: the same
+    // function the app uses (shared/name-search.ts). The query's words are folded once per query.
+    let lastQuery: { query: string; words: string[] } = { query: '', words: [] };
+    db.function('patient_name_matches', { deterministic: true }, (name: unknown, query: unknown) => {
+      if (typeof name !== 'string' || typeof query !== 'string') return 0;
+      if (lastQuery.query !== query) lastQuery = { query, words: searchWords(query) };
+      return nameMatches(name, lastQuery.words) ? 1 : 0;
+    });
     // Every request for a patient asks this: one statement, positional parameters, read as an array.
     this.selectAccess = db
       .prepare(
@@ -178,10 +187,10 @@ export class SqlitePatients implements PatientRepository {
     return this.page('FROM patients p', {}, nameContains, offset, limit);
   }
 
-  /** A page of patients by name (folded), with the total. */
+  /** A page of patients whose name holds every word of the query (shared/name-search.ts), with the total. */
   private page(from: string, params: Record<string, string>, nameContains: string | undefined, offset: number, limit: number): Page<PatientRecord> {
-    const where = `${from} WHERE (@name IS NULL OR instr(p.name_key, @name) > 0)`;
-    const bound = { ...params, name: nameContains === undefined ? null : foldKey(nameContains), offset, limit };
+    const where = `${from} WHERE (@name IS NULL OR patient_name_matches(p.name, @name))`;
+    const bound = { ...params, name: nameContains === undefined || searchWords(nameContains).length === 0 ? null : nameContains, offset, limit };
     const total = this.db.prepare(`SELECT COUNT(*) ${where}`).pluck().get(bound) as number;
     const rows = this.db
       .prepare(`SELECT p.id, p.name, p.created_at AS createdAt, p.updated_at AS updatedAt ${where} ORDER BY p.name_key, p.id LIMIT +@limit OFFSET @offset`)
