@@ -45,8 +45,8 @@ export function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
 }
 
-export async function openRenderer(browser: Browser, handlers: Handlers, options: { width?: number; height?: number; events?: BridgeEvent[] } = {}): Promise<RendererPage> {
-  const context: BrowserContext = await browser.newContext({ viewport: { width: options.width ?? 1440, height: options.height ?? 900 }, locale: 'en-GB', acceptDownloads: true });
+export async function openRenderer(browser: Browser, handlers: Handlers, options: { width?: number; height?: number; deviceScaleFactor?: number; events?: BridgeEvent[] } = {}): Promise<RendererPage> {
+  const context: BrowserContext = await browser.newContext({ viewport: { width: options.width ?? 1440, height: options.height ?? 900 }, deviceScaleFactor: options.deviceScaleFactor ?? 1, locale: 'en-GB', acceptDownloads: true });
   const page = await context.newPage();
   const calls: RendererPage['calls'] = [];
   let pending: BridgeEvent[] = [...(options.events ?? [])];
@@ -110,6 +110,8 @@ function defaultHandlers(): Handlers {
     getSettings: () => ({ concurrency: 4, settleMs: 2000, rescanMinutes: 60, recheckMinutes: 240, ignorePatterns: [], bandwidthLimitBytesPerSecond: 0, webhook: { port: 8787, publicUrl: null }, maskedSecret: '••••1234' }),
   };
 }
+
+export const ORIGIN_URL = ORIGIN;
 
 export const STATUS: AppStatus = {
   mode: 'remote',

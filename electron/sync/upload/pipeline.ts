@@ -4,9 +4,10 @@
  * retry, or a step a crash interrupted) and ends in a resting state: synced, waiting, queued
  * (changed on disk) or failed. Nothing is deleted remotely, ever.
  */
-import { lstat } from 'node:fs/promises';
+import { lstat, open } from 'node:fs/promises';
 import path from 'node:path';
 import type { DocumentDto, SearchBody } from '../../../shared/schemas.js';
+import { DICOM_HEAD_BYTES, typeFromNameAndHead } from '../../../shared/dicom.js';
 import { fileTypeFromName, foldKey } from '../../../shared/names.js';
 import { ApiProblemError } from '../api/api-errors.js';
 import { retryDelayMs, type BackoffPolicy } from '../api/backoff.js';
@@ -179,7 +180,7 @@ class FileRun {
       documentId: record.documentId!,
       filePath: this.absolutePath,
       fileName: record.fileName,
-      fileType: fileTypeFromName(record.fileName),
+      fileType: await fileTypeOf(record.fileName, this.absolutePath),
       size: local.size,
       mtimeMs: local.mtimeMs,
       ifMatch,
@@ -357,5 +358,26 @@ async function isLink(absolutePath: string): Promise<boolean> {
     return (await lstat(absolutePath)).isSymbolicLink();
   } catch {
     return false;
+  }
+}
+
+/**
+ * The type a file is uploaded as: its extension's, or DCM for a file without a known extension
+ * whose header is DICOM Part-10 (CBCT slices named IM1, IM2, …). A header that cannot be read
+ * leaves the name's type: the upload itself then says what is wrong.
+ */
+async function fileTypeOf(fileName: string, absolutePath: string): Promise<string> {
+  const byName = fileTypeFromName(fileName);
+  if (byName !== 'BIN') return byName;
+  let handle;
+  try {
+    handle = await open(absolutePath, 'r');
+    const head = new Uint8Array(DICOM_HEAD_BYTES);
+    const { bytesRead } = await handle.read(head, 0, DICOM_HEAD_BYTES, 0);
+    return typeFromNameAndHead(byName, head.subarray(0, bytesRead));
+  } catch {
+    return byName;
+  } finally {
+    await handle?.close();
   }
 }

@@ -24,7 +24,7 @@ export function splitForMiddleCut(name: string): { head: string; tail: string } 
  * tooltip (hover), is shown over the row while its row has the focus, and is what assistive
  * technology reads (the cut text is hidden from it).
  */
-export function MiddleName({ name, className }: { name: string; className?: string }) {
+export function MiddleName({ name, className, plain }: { name: string; className?: string; /** Text within text (a table cell), not a control's name: one copy of the name, read as it is shown. */ plain?: boolean }) {
   const shown = visibleName(name);
   const { head, tail } = splitForMiddleCut(shown);
   const headRef = useRef<HTMLSpanElement>(null);
@@ -38,8 +38,8 @@ export function MiddleName({ name, className }: { name: string; className?: stri
   }, [tail]);
   return (
     <span className="middle-name" title={shown} data-full-name={shown}>
-      <span className="visually-hidden">{shown}</span>
-      <span className={className ? `middle-name-visual ${className}` : 'middle-name-visual'} aria-hidden="true">
+      {plain ? null : <span className="visually-hidden">{shown}</span>}
+      <span className={className ? `middle-name-visual ${className}` : 'middle-name-visual'} aria-hidden={plain ? undefined : true}>
         <span ref={headRef} className="middle-name-head" style={{ maxWidth: `calc(100% - ${[...tail].length}ch)` }}>
           {head}
         </span>

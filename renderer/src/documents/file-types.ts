@@ -16,7 +16,7 @@ export function fileIcon(fileNameOrType: string): IconName {
   const type = fileNameOrType.includes('.') ? fileTypeOf(fileNameOrType) : fileNameOrType.toUpperCase();
   if (isModelType(type)) return 'cube';
   if (type === 'PDF') return 'filePdf';
-  if (type === 'PNG' || type === 'JPG' || type === 'JPEG') return 'image';
+  if (type === 'PNG' || type === 'JPG' || type === 'JPEG' || type === 'DCM') return 'image';
   return 'file';
 }
 

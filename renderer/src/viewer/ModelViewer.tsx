@@ -5,6 +5,9 @@ import type { ModelType } from '../documents/file-types.js';
 import { formatCount } from '../format.js';
 import { parseModel } from './load-model.js';
 
+/** How much one press of + or − brings the model closer or moves it away. */
+const ZOOM_STEP = 1.15;
+
 type ViewerState = { phase: 'loading' } | { phase: 'ready'; triangles: number } | { phase: 'failed'; message: string };
 
 /**
@@ -34,6 +37,8 @@ export default function ModelViewer({ url, fileType, fileName }: { url: string; 
         cleanup = scene.dispose;
         resetRef.current = scene.reset;
         setState({ phase: 'ready', triangles: model.triangles });
+        // The keys (turn, zoom, move) work at once: the model has the focus when the viewer opens.
+        container.focus();
       })
       .catch((error: unknown) => {
         if (!disposed) setState({ phase: 'failed', message: describeFailure(error) });
@@ -110,13 +115,18 @@ function createScene(container: HTMLDivElement, geometries: ReturnType<typeof pa
   // OrbitControls pans and turns with the arrow keys but has no zoom key: + and − do what the wheel does.
   const onZoomKey = (event: KeyboardEvent): void => {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
-    if (event.key === '+' || event.key === '=') controls.dollyIn(1.15);
-    else if (event.key === '-' || event.key === '−') controls.dollyOut(1.15);
+    // three's dolly takes the factor the distance is multiplied by (in) or divided by (out): below 1 brings the model closer.
+    if (event.key === '+' || event.key === '=') controls.dollyIn(1 / ZOOM_STEP);
+    else if (event.key === '-' || event.key === '−') controls.dollyOut(1 / ZOOM_STEP);
     else return;
     event.preventDefault();
   };
   container.addEventListener('keydown', onZoomKey);
-  const render = (): void => renderer.render(scene, camera);
+  const render = (): void => {
+    renderer.render(scene, camera);
+    // How far the camera is from the model, for whoever checks what a key did (the tests).
+    container.dataset.cameraDistance = camera.position.distanceTo(controls.target).toFixed(3);
+  };
   const reset = (): void => {
     const distance = sphere.radius / Math.sin((camera.fov * Math.PI) / 360);
     camera.position.copy(new Vector3(0.35, -0.9, 0.75).normalize().multiplyScalar(distance * 1.05));

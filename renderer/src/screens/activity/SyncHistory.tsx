@@ -1,3 +1,4 @@
+import { MiddleName } from '../../components/MiddleName.js';
 import { useState } from 'react';
 import type { HistoryFileView } from '../../../../shared/bridge.js';
 import { visibleName } from '../../../../shared/names.js';
@@ -45,8 +46,9 @@ export function SyncHistory() {
                 </button>
               </td>
               <td className="history-folder">
-                <span className="break">{file.folder}</span>
-                <span className="muted small">
+                {/* One line, cut in the middle (the folder's own name stays), the whole path on hover; the patient below. */}
+                <MiddleName name={file.folder} plain />
+                <span className="muted small history-folder-patient">
                   {file.patientName ? ` to ${visibleName(file.patientName)}` : ''}
                   {file.pairRemoved ? ' · no longer synced' : ''}
                 </span>

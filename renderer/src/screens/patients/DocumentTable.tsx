@@ -5,7 +5,8 @@ import { Icon } from '../../components/Icon.js';
 import { MiddleName } from '../../components/MiddleName.js';
 import { VirtualList } from '../../components/VirtualList.js';
 import { fileIcon } from '../../documents/file-types.js';
-import { formatBytes, formatDateTime } from '../../format.js';
+import { formatBytes, formatCount, formatDateTime } from '../../format.js';
+import { isSeries, type ListEntry, type SeriesEntry } from '../../documents/series.js';
 
 export interface SortOrder {
   sortBy: SortField;
@@ -23,7 +24,7 @@ const COLUMNS: Array<{ field: SortField | null; label: string; className: string
   { field: null, label: '', className: 'col-actions' },
 ];
 
-export function DocumentTable({ documents, sort, onSort, onOpen, onDownload, selectedId }: { documents: DocumentDto[]; sort: SortOrder; onSort: (sort: SortOrder) => void; onOpen: (document: DocumentDto) => void; onDownload: (document: DocumentDto) => void; selectedId: string | null }) {
+export function DocumentTable({ documents, sort, onSort, onOpen, onDownload, selectedId }: { documents: ListEntry[]; sort: SortOrder; onSort: (sort: SortOrder) => void; onOpen: (entry: ListEntry) => void; onDownload: (document: DocumentDto) => void; selectedId: string | null }) {
   const [activeIndex, setActiveIndex] = useState(-1);
   return (
     <div className="document-table">
@@ -56,11 +57,42 @@ export function DocumentTable({ documents, sort, onSort, onOpen, onDownload, sel
         activeIndex={activeIndex}
         onActiveIndexChange={setActiveIndex}
         onActivate={onOpen}
-        renderRow={(document) => <DocumentRow document={document} selected={document.id === selectedId} onDownload={onDownload} />}
+        renderRow={(entry) => (isSeries(entry) ? <SeriesRow series={entry} /> : <DocumentRow document={entry} selected={entry.id === selectedId} onDownload={onDownload} />)}
       />
     </div>
   );
 }
+
+/** A DICOM series as one row: opening it shows its folder, with the slices in order. */
+const SeriesRow = memo(function SeriesRow({ series }: { series: SeriesEntry }) {
+  const folderName = series.path.slice(series.path.lastIndexOf('/') + 1) || series.path;
+  return (
+    <div className="document-row series-row" data-series={series.path}>
+      <div className="document-cell col-name">
+        <span className="thumbnail thumbnail-placeholder" style={{ width: 40, height: 40 }} aria-hidden="true">
+          <Icon name="image" size={20} />
+        </span>
+        <span className="document-name">
+          <span className="truncate strong">
+            DICOM series · {formatCount(series.slices)} slices
+          </span>
+          <MiddleName name={series.path} className="muted small" />
+        </span>
+      </div>
+      <div className="document-cell col-type">
+        <span className="type-chip">DCM</span>
+      </div>
+      <div className="document-cell col-size tabular">{formatBytes(series.fileSize)}</div>
+      <div className="document-cell col-modified tabular">{formatDateTime(series.lastModifiedAt)}</div>
+      <div className="document-cell col-status">
+        <span className="status-text muted" title={`Open ${folderName} to see the slices`}>
+          <Icon name="folderOpen" size={14} /> Open series
+        </span>
+      </div>
+      <div className="document-cell col-actions" />
+    </div>
+  );
+});
 
 /** Memoised: scrolling re-renders only rows that enter the window. */
 const DocumentRow = memo(function DocumentRow({ document, selected, onDownload }: { document: DocumentDto; selected: boolean; onDownload: (document: DocumentDto) => void }) {

@@ -10,6 +10,7 @@ import { ErrorNotice } from '../../components/ErrorNotice.js';
 import { PatientList } from '../../components/PatientList.js';
 import { Splitter } from '../../components/Splitter.js';
 import { buildFolderTree } from '../../documents/tree.js';
+import { isSeries, withSeries } from '../../documents/series.js';
 import { formatCount } from '../../format.js';
 import { DocumentDetails, type PreviewKind } from './DocumentDetails.js';
 import { DocumentTable, type SortOrder } from './DocumentTable.js';
@@ -107,6 +108,7 @@ function PatientDocuments({ patient, treeSplitter }: { patient: Pick<PatientDto,
   const ownListWalk = useDocumentWalk(patient.id, sharesTreeWalk ? null : listQuery, generation);
   const listWalk = sharesTreeWalk ? treeWalk : ownListWalk;
   const tree = useMemo(() => buildFolderTree(treeWalk.documents), [treeWalk.documents]);
+  const entries = useMemo(() => withSeries(listWalk.documents, folder), [listWalk.documents, folder]);
   const knownTypes = useMemo(() => [...new Set(treeWalk.documents.map((document) => document.fileType))], [treeWalk.documents]);
   useWalkMarks(listWalk.documents.length > 0, treeWalk.done);
   // The open file's details follow the list when it is read again (content lost or restored meanwhile).
@@ -158,7 +160,7 @@ function PatientDocuments({ patient, treeSplitter }: { patient: Pick<PatientDto,
             {!filtering(filters) && folder === '/' ? 'Files appear here once a synced scan folder uploads them.' : 'Try another name or type, or clear the filters.'}
           </EmptyState>
         ) : (
-          <DocumentTable documents={listWalk.documents} sort={sort} onSort={setSort} onOpen={setSelected} onDownload={downloadRow} selectedId={selected?.id ?? null} />
+          <DocumentTable documents={entries} sort={sort} onSort={setSort} onOpen={(entry) => (isSeries(entry) ? setFolder(entry.path) : setSelected(entry))} onDownload={downloadRow} selectedId={selected?.id ?? null} />
         )}
       </section>
       {selected ? (
