@@ -13,10 +13,22 @@ export function splitForMiddleCut(name: string): { head: string; tail: string } 
   const dot = name.lastIndexOf('.');
   const extension = dot > 0 && name.length - dot <= 8 ? [...name.slice(dot)].length : 0;
   const stem = characters.length - extension;
-  const kept = Math.min(TAIL_CHARACTERS, Math.floor(stem / 2));
+  // The stem's last word (after _ - space or .) when it says enough (Case_0001 → "0001", …_Pearson_0 → "Pearson_0"), else its last characters.
+  let kept = Math.min(TAIL_CHARACTERS, Math.floor(stem / 2));
+  for (let start = stem - 1; start > 0; start -= 1) {
+    if (!SEPARATOR.test(characters[start - 1]!)) continue;
+    if (stem - start >= MIN_TAIL_WORD) {
+      kept = Math.min(kept, stem - start);
+      break;
+    }
+  }
   const cut = stem - kept;
   return { head: characters.slice(0, cut).join(''), tail: characters.slice(cut).join('') };
 }
+
+const SEPARATOR = /[_\-\s.]/u;
+/** A last word shorter than this ("_0", "_u") is kept with the word before it. */
+const MIN_TAIL_WORD = 4;
 
 /**
  * A file or folder name that, when it does not fit, is cut in the middle: two scans whose names

@@ -103,10 +103,10 @@ export function patientDetail(patient: PatientDto & PatientExtras, shortIds: Rea
 
 /**
  * Each id's short form: its first 8 characters, unless another listed patient's id begins the same
- * way; then its last 12 (the part of a UUID the others do not share), never a cut-off common part.
+ * way; then its last 8 (where the ids differ), never a cut-off common part.
  */
 export function shortPatientIds(ids: readonly string[]): Map<string, string> {
   const prefixes = new Map<string, number>();
   for (const id of ids) prefixes.set(id.slice(0, 8), (prefixes.get(id.slice(0, 8)) ?? 0) + 1);
-  return new Map(ids.map((id) => [id, prefixes.get(id.slice(0, 8))! > 1 ? `…${id.slice(-12)}` : id.slice(0, 8)]));
+  return new Map(ids.map((id) => [id, prefixes.get(id.slice(0, 8))! > 1 ? `…${id.slice(-8)}` : id.slice(0, 8)]));
 }

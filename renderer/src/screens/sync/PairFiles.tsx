@@ -26,9 +26,9 @@ const VISIBLE_ROWS = 7;
 /** Failures first (they need a person), then what is moving, then what is done. */
 const STATE_ORDER: Record<FileState, number> = { failed: 0, uploading: 1, creating: 2, verifying: 3, waiting: 4, queued: 5, synced: 6 };
 
-/** Where a file sorts: by its state, a skipped (empty) file after the synced ones. */
+/** Where a file sorts: by its state, a skipped (empty) file just before the synced ones (seen, but after what needs someone). */
 function rank(file: FileView): number {
-  return isSkipped(file.state, file.error?.code) ? 7 : STATE_ORDER[file.state];
+  return isSkipped(file.state, file.error?.code) ? 5.5 : STATE_ORDER[file.state];
 }
 
 export function PairFiles({ pairId, label, onRetry }: { pairId: string; label: string; onRetry: (fileId: number) => void }) {

@@ -1,0 +1,346 @@
+// A clinic's day in the app, in real Chromium, at the sizes of a scanner PC: 1366×768, and the
+// same screen at 125 % display scaling (1093×614 CSS pixels drawn at 1.25). The engine is scripted
+// (test/helpers/renderer-page.ts) with what such a day brings: long scanner names that differ only
+// at the end, patients of the same name, a 300-slice CBCT series, a failure in a second folder, an
+// empty file. Screenshots of each screen go to test/artifacts/screens/clinic-day-*.png.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Browser, Locator, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FileView } from '../shared/bridge.js';
+import { PLAIN_MESSAGES } from '../shared/bridge-errors.js';
+import { nameMatchesQuery } from '../shared/name-search.js';
+import type { DocumentDto, PatientDto, SearchBody } from '../shared/schemas.js';
+import { makeArchStl } from './fixtures/scans.js';
+import { counts, documentDto, fileView, launchBrowser, openRenderer, ORIGIN_URL, pairView, patient, type Handlers, type RendererPage } from './helpers/renderer-page.js';
+
+const SCREENS = path.resolve(import.meta.dirname, 'artifacts/screens');
+const SIZES = [
+  { label: '1366', width: 1366, height: 768, deviceScaleFactor: 1 },
+  // Windows at 125 %: a 1366×768 screen gives the page 1093×614 CSS pixels.
+  { label: '1366-125', width: 1093, height: 614, deviceScaleFactor: 1.25 },
+] as const;
+
+const THREE_SHAPE = ['80021_20180115_0934_Pearson_0.stl', '80021_20180115_0934_Pearson_1.stl'];
+const ITERO = ['76391186_shell_occlusion_u.stl', '76391186_shell_occlusion_l.stl'];
+const CBCT = '/CBCT/2026-03-11 Sirona Orthophos SL 3D';
+const ORTHOCAD = Array.from({ length: 10 }, (_, index) => `OrthoCAD_Export_2026-03-11_Case_${String(index + 1).padStart(4, '0')}`);
+const EMPTY_FILE = 'Case_80021/80021_20180115_0934_Pearson_bite.stl';
+const REFUSED = '2026-03-12_Pearson_consent/consent_refusal_Pearson_2026-03-12.pdf';
+
+let browser: Browser;
+beforeAll(async () => {
+  mkdirSync(SCREENS, { recursive: true });
+  browser = await launchBrowser();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+// --- The day ------------------------------------------------------------------------------------
+
+const PATIENTS: PatientDto[] = [
+  patient('Jane Pearson', 1),
+  { ...patient('Jane Pearson', 2), birthDate: '1980-03-12', identifiers: [{ value: 'C-20417' }] } as PatientDto,
+  patient('John Pearson', 3),
+  patient('Anna Müller', 4),
+  patient('José García', 5),
+  patient("Siobhán O'Brien", 6),
+  patient('Smith, John', 7),
+  patient('Smith, Jon', 8),
+];
+
+function chairOneFiles(): FileView[] {
+  const at = Date.parse('2026-03-12T16:00:00Z');
+  const files: FileView[] = [];
+  const synced = (relativePath: string, minutesAgo: number) => files.push(fileView({ pairId: 'chair-1', relativePath, remotePath: `/scans/${relativePath.slice(0, relativePath.lastIndexOf('/'))}`, syncedAt: at - minutesAgo * 60_000, size: 18_400_000 }));
+  [...THREE_SHAPE.map((name) => `Case_80021/${name}`), ...ITERO.map((name) => `iTero_76391186/${name}`)].forEach((relativePath, index) => synced(relativePath, index));
+  for (let slice = 1; slice <= 300; slice += 1) synced(`CBCT/IM${slice}`, 30 + slice);
+  ORTHOCAD.forEach((folder, index) => synced(`${folder}/model.stl`, 400 + index));
+  for (let index = 11; index <= 26; index += 1) synced(`Visit_2026-02-${String(index).padStart(2, '0')}/scan.stl`, 500 + index);
+  files.push(fileView({ pairId: 'chair-1', relativePath: EMPTY_FILE, size: 0, bytesDone: 0, state: 'failed', syncedAt: null, error: { code: 'EMPTY_FILE', message: PLAIN_MESSAGES.EMPTY_FILE } }));
+  return files;
+}
+
+function chairOne() {
+  const files = chairOneFiles();
+  const caseNames = [...new Set(files.map((file) => file.relativePath.slice(0, file.relativePath.indexOf('/'))))];
+  const cases = caseNames.map((name) => {
+    const own = files.filter((file) => file.relativePath.startsWith(`${name}/`) && file.state === 'synced');
+    const total = name === 'CBCT' ? 1 : own.length;
+    return { path: name, counts: counts({ synced: own.length }), bytesDone: own.length * 18_400_000, bytesTotal: own.length * 18_400_000, items: { done: total, total }, skipped: name === 'Case_80021' ? 1 : 0 };
+  });
+  const syncedCount = files.filter((file) => file.state === 'synced').length;
+  const items = cases.reduce((sum, entry) => sum + entry.items.total, 0);
+  return {
+    files,
+    pair: pairView({
+      id: 'chair-1',
+      folder: 'C:\\Users\\Reception\\Documents\\3Shape exports\\chair 1',
+      patientId: PATIENTS[0]!.id,
+      patientName: 'Jane Pearson',
+      state: 'idle',
+      counts: counts({ synced: syncedCount }),
+      bytesDone: syncedCount * 18_400_000,
+      bytesTotal: syncedCount * 18_400_000,
+      cases,
+      items: { done: items, total: items },
+      skipped: 1,
+    }),
+  };
+}
+
+function chairTwo() {
+  const refused = fileView({ pairId: 'chair-2', relativePath: REFUSED, state: 'failed', syncedAt: null, error: { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT } });
+  return {
+    files: [refused],
+    pair: pairView({
+      id: 'chair-2',
+      folder: 'C:\\Users\\Reception\\Documents\\iTero exports\\chair 2',
+      patientId: PATIENTS[0]!.id,
+      patientName: 'Jane Pearson',
+      state: 'attention',
+      counts: counts({ failed: 1 }),
+      cases: [{ path: '2026-03-12_Pearson_consent', counts: counts({ failed: 1 }), bytesDone: 0, bytesTotal: 1000, items: { done: 0, total: 1 }, skipped: 0 }],
+      items: { done: 0, total: 1 },
+      lastError: { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT },
+      failureReasons: [{ code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, count: 1, fileNames: [REFUSED] }],
+    }),
+  };
+}
+
+function documents(): DocumentDto[] {
+  let index = 0;
+  const stored = (fileName: string, folder: string, fileType?: string): DocumentDto =>
+    documentDto({ fileName, path: folder, hasContent: true, storageDownloadUri: `${ORIGIN_URL}/content/arch.stl?sig=1`, ...(fileType ? { fileType } : {}) }, ++index);
+  return [
+    ...THREE_SHAPE.map((name) => stored(name, '/scans/Case_80021')),
+    ...ITERO.map((name) => stored(name, '/scans/iTero_76391186')),
+    stored('Referral Dr Meyer.pdf', '/scans/Consent'),
+    ...ORTHOCAD.map((folder) => stored('model.stl', `/scans/${folder}`)),
+    // As the server sorts names: IM1, IM10, IM100, …, IM2 (the app must count them).
+    ...Array.from({ length: 300 }, (_, slice) => `IM${slice + 1}`)
+      .sort()
+      .map((name) => stored(name, `/scans${CBCT}`, 'DCM')),
+  ];
+}
+
+function day(): Handlers {
+  const one = chairOne();
+  const two = chairTwo();
+  const stored = documents();
+  return {
+    listPairs: () => [one.pair, two.pair],
+    listFiles: (input) => {
+      const files = input.pairId === 'chair-1' ? one.files : two.files;
+      return { files, total: files.length };
+    },
+    listPatients: (query) => {
+      const found = PATIENTS.filter((entry) => nameMatchesQuery(entry.name, query.name ?? ''));
+      return { patients: found, total: found.length, offset: 0, limit: query.limit ?? 100 };
+    },
+    searchDocuments: (patientId, body: SearchBody) => {
+      const found = (patientId === PATIENTS[0]!.id ? stored : []).filter(
+        (document) =>
+          (!body.id || body.id.includes(document.id)) &&
+          (!body.path || body.path === '/' || document.path === body.path || document.path.startsWith(`${body.path}/`)) &&
+          (!body.fileType || document.fileType === body.fileType) &&
+          (!body.fileName || document.fileName.toLowerCase().includes(body.fileName.toLowerCase())),
+      );
+      const offset = body.offset ?? 0;
+      const limit = body.limit ?? 50;
+      return { documents: found.slice(offset, offset + limit), total: found.length, offset, limit };
+    },
+  };
+}
+
+// --- What staff see -------------------------------------------------------------------------------
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  // Transitions settled, so the picture is what a person sees.
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  await page.screenshot({ path: path.join(SCREENS, `clinic-day-${name}.png`) });
+}
+
+/**
+ * What a cut name shows on screen: the part of its start that is not under the ellipsis (by the
+ * characters' own boxes) and its end, and whether that end is wholly inside the name's box.
+ */
+function shownName(name: Locator): Promise<{ full: string; shown: string; tailInView: boolean }> {
+  return name.evaluate((element) => {
+    const head = element.querySelector<HTMLElement>('.middle-name-head')!;
+    const tail = element.querySelector<HTMLElement>('.middle-name-tail')!;
+    const box = element.getBoundingClientRect();
+    const headBox = head.getBoundingClientRect();
+    const text = head.firstChild;
+    let visible = '';
+    if (text) {
+      const range = document.createRange();
+      for (let index = 0; index < (text.textContent ?? '').length; index += 1) {
+        range.setStart(text, index);
+        range.setEnd(text, index + 1);
+        // A character is shown when it ends before the head's edge less room for the ellipsis.
+        if (range.getBoundingClientRect().right <= headBox.right - (head.scrollWidth > head.clientWidth ? 8 : 0) + 0.5) visible += text.textContent![index];
+      }
+    }
+    const tailBox = tail.getBoundingClientRect();
+    return {
+      full: element.getAttribute('title') ?? '',
+      shown: `${visible}${head.scrollWidth > head.clientWidth ? '…' : ''}${tail.textContent}`,
+      tailInView: tailBox.width > 0 && tailBox.left >= box.left - 0.5 && tailBox.right <= box.right + 0.5,
+    };
+  });
+}
+
+async function expectTellable(names: Locator[]): Promise<void> {
+  const shown = await Promise.all(names.map(shownName));
+  for (const name of shown) expect(name.tailInView, `the end of ${name.full} is in view`).toBe(true);
+  expect(new Set(shown.map((name) => name.shown)).size, JSON.stringify(shown)).toBe(shown.length);
+}
+
+for (const size of SIZES) {
+  describe(`a clinic's day at ${size.width}×${size.height}, scale ${size.deviceScaleFactor}`, () => {
+    let app: RendererPage;
+    beforeAll(async () => {
+      app = await openRenderer(browser, day(), size);
+    });
+    afterAll(async () => {
+      await app?.close();
+    });
+
+    it('Sync: the failure in the second folder is announced at the top with its file, the empty file is skipped, similar scans read differently', async () => {
+      const page = app.page;
+      const summary = page.getByTestId('attention-summary');
+      await summary.waitFor();
+      expect(await summary.locator('h2').innerText()).toBe('One folder needs attention');
+      expect(await summary.innerText()).toContain('consent_refusal_Pearson_2026-03-12.pdf could not be uploaded');
+      // At the top of the screen, above every folder, in view without scrolling.
+      const summaryBox = (await summary.boundingBox())!;
+      expect(summaryBox.y + summaryBox.height).toBeLessThanOrEqual(size.height);
+      for (const card of await page.locator('.pair-card').all()) expect((await card.boundingBox())!.y).toBeGreaterThan(summaryBox.y);
+      expect(await page.getByTestId('sync-attention-badge').innerText()).toBe('1');
+      expect(await page.getByRole('button', { name: 'Sync', exact: true }).getAttribute('aria-describedby')).toBe('nav-sync-attention');
+
+      const chairOneCard = page.locator('.pair-card[data-pair-id="chair-1"]');
+      // The empty file is not a failure: no red notice, the folder up to date, its row neutral.
+      expect(await chairOneCard.locator('.notice-danger').count()).toBe(0);
+      expect(await chairOneCard.locator('.pair-header .badge').innerText()).toBe('Up to date');
+      const skipped = chairOneCard.locator('.file-row[data-state="skipped"]');
+      await skipped.waitFor();
+      expect(await skipped.textContent(), 'the skipped row').toContain('Empty file (0 bytes): uploaded once it has content');
+      expect(await skipped.getByRole('button').count()).toBe(0);
+      // One measure: 31 items (the 300 slices as one series) in the text and the bar alike.
+      expect(await chairOneCard.locator('.pair-progress-text').innerText()).toContain('All 31 items synced and verified');
+      expect(await chairOneCard.getByRole('progressbar').first().getAttribute('aria-valuenow')).toBe('100');
+      // Finished cases are folded under one line.
+      expect(await chairOneCard.locator('.case-fold').innerText()).toMatch(/^29 finished cases$/i);
+
+      const row = (name: string) => chairOneCard.locator(`.file-row[data-file$="/${name}"] .middle-name`);
+      await row(THREE_SHAPE[0]!).waitFor();
+      await expectTellable(THREE_SHAPE.map(row));
+      await expectTellable(ITERO.map(row));
+      expect(await row(THREE_SHAPE[1]!).getAttribute('title')).toBe(THREE_SHAPE[1]);
+      await screenshot(page, `sync-${size.label}`);
+    });
+
+    it('Patients: search by words in any order and without accents, patients of one name told apart, similar file and folder names read differently', async () => {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Patients', exact: true }).click();
+      const column = page.locator('.browser-patients');
+      const search = column.getByRole('searchbox');
+      const names = () => column.locator('.patient-option').evaluateAll((options) => options.map((option) => option.textContent ?? ''));
+      // What the list shows once the search has been answered (the names, in order).
+      const searchFor = async (query: string, expected: string[]) => {
+        await search.fill(query);
+        await expect.poll(async () => (await names()).map((name) => PATIENTS.find((entry) => name.includes(entry.name))?.name)).toEqual(expected);
+      };
+      await searchFor('Jane Pearson', ['Jane Pearson', 'Jane Pearson']);
+      await searchFor('muller', ['Anna Müller']);
+      await searchFor('pearson jane', ['Jane Pearson', 'Jane Pearson']);
+      await searchFor('garcia', ['José García']);
+      await searchFor('obrien', ["Siobhán O'Brien"]);
+      await searchFor('smith j', ['Smith, John', 'Smith, Jon']);
+
+      // The two Jane Pearsons: a second line sets them apart (a birth date and chart number when the
+      // server gives them, else the distinguishing end of the id), and the list is one Tab stop.
+      await searchFor('jane pearson', ['Jane Pearson', 'Jane Pearson']);
+      const details = await column.locator('.patient-option-detail').allInnerTexts();
+      expect(details).toEqual(['ID …00000001', 'Born 12 Mar 1980 · Chart C-20417']);
+      expect(await column.locator('.patient-option[tabindex="0"]').count()).toBe(1);
+      await screenshot(page, `patients-search-${size.label}`);
+
+      await column.locator('.patient-option').first().click();
+      await page.getByTestId('document-count').filter({ hasText: /^315 files$/ }).waitFor();
+      const documentName = (name: string) => page.locator(`.document-row[data-document="${name}"] .middle-name`);
+      await expectTellable(THREE_SHAPE.map(documentName));
+      await expectTellable(ITERO.map(documentName));
+      const tree = page.getByRole('tree', { name: 'Folders' });
+      const scansFolder = tree.locator('[role="treeitem"][data-path="/scans"]');
+      if ((await scansFolder.getAttribute('aria-expanded')) === 'false') await scansFolder.click();
+      const label = (folder: string) => tree.locator(`[role="treeitem"][data-path="/scans/${folder}"] .middle-name`);
+      await label(ORTHOCAD[0]!).waitFor();
+      await expectTellable(ORTHOCAD.slice(0, 4).map(label));
+      // The folder column can be made wider (a splitter, by keyboard too).
+      const before = (await page.locator('.browser-tree').boundingBox())!.width;
+      await page.getByRole('separator', { name: 'Width of the folder tree' }).focus();
+      await page.keyboard.press('ArrowRight');
+      await page.keyboard.press('ArrowRight');
+      await expect.poll(async () => (await page.locator('.browser-tree').boundingBox())!.width).toBeGreaterThan(before + 40);
+      await screenshot(page, `patients-${size.label}`);
+      await page.getByRole('separator', { name: 'Width of the folder tree' }).press('Home');
+      await page.evaluate(() => window.localStorage.clear());
+    });
+
+    it('Patients: the DICOM filter finds the CBCT series as one entry, which opens to its slices in counting order', async () => {
+      const page = app.page;
+      await page.getByRole('combobox', { name: 'File type' }).selectOption('DCM');
+      await page.getByTestId('document-count').filter({ hasText: /^300 files/ }).waitFor();
+      const rows = page.locator('.document-rows [role="option"]');
+      await expect.poll(() => rows.count()).toBe(1);
+      const series = page.locator('.series-row');
+      expect(await series.locator('.strong').innerText()).toBe('DICOM series · 300 slices');
+      await screenshot(page, `patients-dicom-${size.label}`);
+      await series.click();
+      await page.getByTestId('document-count').filter({ hasText: /^300 files in \/scans\/CBCT\// }).waitFor();
+      const firstSlices = await page.locator('.document-row[data-document]').evaluateAll((found) => found.slice(0, 4).map((row) => row.getAttribute('data-document')));
+      expect(firstSlices).toEqual(['IM1', 'IM2', 'IM3', 'IM4']);
+      await page.getByRole('combobox', { name: 'File type' }).selectOption('');
+      await page.getByRole('tree', { name: 'Folders' }).locator('[role="treeitem"][aria-level="1"]').click();
+    });
+
+    it('3D viewer: the details show the whole name, the model has the focus when the viewer opens, and + zooms in', async () => {
+      const page = app.page;
+      const stl = makeArchStl({ triangles: 2_000 });
+      await page.route(`${ORIGIN_URL}/content/**`, (route) => route.fulfill({ status: 200, contentType: 'model/stl', body: stl }));
+      await page.locator(`.document-row[data-document="${THREE_SHAPE[1]}"]`).click();
+      const title = page.locator('.details-title');
+      await title.waitFor();
+      expect(await title.innerText()).toBe(THREE_SHAPE[1]);
+      expect(await title.evaluate((element) => element.scrollWidth <= element.clientWidth)).toBe(true);
+      await screenshot(page, `patients-details-${size.label}`);
+      await page.getByRole('button', { name: 'View in 3D' }).click();
+      const viewer = page.locator('.model-canvas[data-viewer-state="ready"]');
+      await viewer.waitFor({ timeout: 30_000 });
+      await expect.poll(() => page.evaluate(() => document.activeElement?.classList.contains('model-canvas') ?? false)).toBe(true);
+      const distance = async () => Number(await viewer.getAttribute('data-camera-distance'));
+      const far = await distance();
+      await page.keyboard.press('+');
+      await expect.poll(distance).toBeLessThan(far);
+      const near = await distance();
+      await page.keyboard.press('-');
+      await expect.poll(distance).toBeGreaterThan(near);
+      await screenshot(page, `viewer-${size.label}`);
+      await page.keyboard.press('Escape');
+    });
+
+    it('Activity and Settings: screenshots of what staff see', async () => {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Activity', exact: true }).click();
+      await page.locator('.screen h1').filter({ hasText: 'Activity' }).waitFor();
+      await screenshot(page, `activity-${size.label}`);
+      await page.getByRole('button', { name: 'Settings', exact: true }).click();
+      await page.locator('.screen h1').filter({ hasText: 'Settings' }).waitFor();
+      await screenshot(page, `settings-${size.label}`);
+    });
+  });
+}
