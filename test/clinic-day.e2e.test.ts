@@ -183,11 +183,20 @@ function shownName(name: Locator): Promise<{ full: string; shown: string; tailIn
         if (range.getBoundingClientRect().right <= headBox.right - (head.scrollWidth > head.clientWidth ? 8 : 0) + 0.5) visible += text.textContent![index];
       }
     }
+    // What is in view of the name's box: its own, cut by every ancestor that clips, and the window.
+    let left = box.left;
+    let right = Math.min(box.right, window.innerWidth);
+    for (let parent = element.parentElement; parent; parent = parent.parentElement) {
+      if (getComputedStyle(parent).overflowX === 'visible') continue;
+      const clip = parent.getBoundingClientRect();
+      left = Math.max(left, clip.left);
+      right = Math.min(right, clip.right);
+    }
     const tailBox = tail.getBoundingClientRect();
     return {
       full: element.getAttribute('title') ?? '',
       shown: `${visible}${head.scrollWidth > head.clientWidth ? '…' : ''}${tail.textContent}`,
-      tailInView: tailBox.width > 0 && tailBox.left >= box.left - 0.5 && tailBox.right <= box.right + 0.5,
+      tailInView: tailBox.width > 0 && tailBox.left >= left - 0.5 && tailBox.right <= right + 0.5,
     };
   });
 }
@@ -280,13 +289,16 @@ for (const size of SIZES) {
       const label = (folder: string) => tree.locator(`[role="treeitem"][data-path="/scans/${folder}"] .middle-name`);
       await label(ORTHOCAD[0]!).waitFor();
       await expectTellable(ORTHOCAD.slice(0, 4).map(label));
+      await screenshot(page, `patients-${size.label}`);
       // The folder column can be made wider (a splitter, by keyboard too).
       const before = (await page.locator('.browser-tree').boundingBox())!.width;
       await page.getByRole('separator', { name: 'Width of the folder tree' }).focus();
       await page.keyboard.press('ArrowRight');
       await page.keyboard.press('ArrowRight');
       await expect.poll(async () => (await page.locator('.browser-tree').boundingBox())!.width).toBeGreaterThan(before + 40);
-      await screenshot(page, `patients-${size.label}`);
+      expect((await page.locator('.browser-tree').boundingBox())!.width).toBeLessThan(before + 60);
+      await expectTellable(ORTHOCAD.slice(0, 4).map(label));
+      await screenshot(page, `patients-wider-tree-${size.label}`);
       await page.getByRole('separator', { name: 'Width of the folder tree' }).press('Home');
       await page.evaluate(() => window.localStorage.clear());
     });

@@ -73,7 +73,17 @@ export class EmbeddedServer implements EmbeddedServerHost {
   }
 
   private async listen(dataDir: string, port: number, seedFile: string | undefined): Promise<RunningServer> {
-    const env = { HOST: '127.0.0.1', PORT: String(port), PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_LOG_LEVEL: 'warn', ...(seedFile ? { PATIENT_DOCS_SEED: seedFile } : {}) };
+    const env = {
+      // The same PATIENT_DOCS_* settings as `npm run server` (an upload limit, say), apart from those this mode decides.
+      ...serverSettingsFrom(process.env),
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      PATIENT_DOCS_DATA_DIR: dataDir,
+      PATIENT_DOCS_LOG_LEVEL: process.env.PATIENT_DOCS_LOG_LEVEL ?? 'warn',
+      // The app's own webhook listener is on this computer (loopback): the one callback it may reach.
+      PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'true',
+      ...(seedFile ? { PATIENT_DOCS_SEED: seedFile } : {}),
+    };
     try {
       return await startServer(loadConfig(env), { logger: false });
     } catch (error) {
@@ -82,6 +92,20 @@ export class EmbeddedServer implements EmbeddedServerHost {
       throw error;
     }
   }
+}
+
+/**
+ * The embedded server honours the server's PATIENT_DOCS_* variables (docs/embedded-server.md),
+ * except those the app decides for it: where it listens
+ * and is reached (127.0.0.1 and its port, its public URL), where its data and database live (the
+ * sync home), its seed (the demo clinic) and whether it may call this computer back.
+ */
+const DECIDED_BY_THE_APP = new Set(['PATIENT_DOCS_DATA_DIR', 'PATIENT_DOCS_DATABASE_URL', 'PATIENT_DOCS_PUBLIC_URL', 'PATIENT_DOCS_SEED', 'PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS']);
+
+export function serverSettingsFrom(environment: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(environment).filter((entry): entry is [string, string] => entry[0].startsWith('PATIENT_DOCS_') && !DECIDED_BY_THE_APP.has(entry[0]) && entry[1] !== undefined),
+  );
 }
 
 function preferredPort(url: string | undefined): number {

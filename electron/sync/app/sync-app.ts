@@ -529,7 +529,14 @@ export class SyncApp {
   private async startWebhooks(): Promise<void> {
     if (this.options.webhooks === false) return;
     const webhook = this.settings.get('webhook');
-    const subscriptionId = await this.webhooks.start({ port: webhook.port, publicUrl: webhook.publicUrl ?? null, subscriptionId: webhook.subscriptionId ?? null, api: this.api });
+    const subscriptionId = await this.webhooks.start({
+      port: webhook.port,
+      publicUrl: webhook.publicUrl ?? null,
+      subscriptionId: webhook.subscriptionId ?? null,
+      api: this.api,
+      // The embedded server is this computer's: it reaches the listener over loopback (and allows that callback).
+      loopback: this.mode() === 'embedded',
+    });
     if (subscriptionId === (webhook.subscriptionId ?? null)) return;
     const { subscriptionId: _old, ...rest } = this.settings.get('webhook');
     this.settings.set('webhook', subscriptionId ? { ...rest, subscriptionId } : rest);

@@ -23,6 +23,10 @@ export interface WebhookStatus {
   error: string | null;
 }
 
+/** Said when no subscription can exist: no public address, and the server is not this computer's own. */
+export const NEEDS_PUBLIC_ADDRESS =
+  'Not subscribed — needs a public address. The server cannot reach this computer’s listener, so changes made elsewhere (new patients, consent, other workstations’ uploads) show only when a screen is read again. Ask IT for a tunnel’s https address and enter it under Public address; files sync either way.';
+
 export interface WebhookWiringOptions {
   journal: Pick<Journal, 'seenMessage' | 'recordWebhook' | 'webhookActivity'>;
   secrets: SecretStore;
@@ -42,6 +46,11 @@ export interface WebhookStartInput {
   publicUrl: string | null;
   subscriptionId: string | null;
   api: ApiClient | null;
+  /**
+   * The server runs on this computer (the embedded one): without a public address the server is
+   * subscribed to the listener's own loopback address, which it can reach.
+   */
+  loopback?: boolean;
 }
 
 export class WebhookWiring {
@@ -86,13 +95,13 @@ export class WebhookWiring {
         this.options.onActivity();
       },
     };
-    const callback = input.publicUrl ? callbackUrl(input.publicUrl) : null;
+    const publicCallback = input.publicUrl ? callbackUrl(input.publicUrl) : null;
     try {
       this.listener = await startWebhookListener({
         host: this.options.host ?? '127.0.0.1',
         port: input.port,
         // A tunnel passes the path on unchanged: serve the one the server is told to call.
-        path: callback ? new URL(callback).pathname : DEFAULT_WEBHOOK_PATH,
+        path: publicCallback ? new URL(publicCallback).pathname : DEFAULT_WEBHOOK_PATH,
         getSecret: () => this.hmac,
         // The replay window is judged on the server's clock (learnt from the Date of its answers), so a
         // workstation whose clock drifted does not refuse every delivery.
@@ -108,7 +117,12 @@ export class WebhookWiring {
     }
     this.status = { listening: true, localUrl: this.listener.url, publicUrl: input.publicUrl, subscribed: false, error: null };
     if (!input.api) return input.subscriptionId;
-    if (!callback) return this.unsubscribe(input.api, input.subscriptionId);
+    const callback = publicCallback ?? (input.loopback ? this.listener.url : null);
+    if (!callback) {
+      const left = await this.unsubscribe(input.api, input.subscriptionId);
+      this.status.error ??= NEEDS_PUBLIC_ADDRESS;
+      return left;
+    }
     try {
       const id = await this.ensureSubscription(input.api, callback, input.subscriptionId);
       this.status.subscribed = true;

@@ -9,8 +9,11 @@ const KEY_STEP = 24;
 export function Splitter({ label, width, min, max, onChange }: { label: string; width: number; min: number; max: number; onChange: (width: number) => void }) {
   const drag = useRef<{ startX: number; startWidth: number } | null>(null);
   const clamp = (value: number) => Math.round(Math.min(max, Math.max(min, value)));
-  const onKeyDown = (event: KeyboardEvent) => {
-    const moves: Record<string, number> = { ArrowLeft: width - KEY_STEP, ArrowRight: width + KEY_STEP, Home: min, End: max };
+  // The column's width as laid out (the screen's default for this window size, until one is chosen).
+  const shown = (handle: HTMLElement) => handle.parentElement?.getBoundingClientRect().width || width;
+  const onKeyDown = (event: KeyboardEvent<HTMLDivElement>) => {
+    const from = shown(event.currentTarget);
+    const moves: Record<string, number> = { ArrowLeft: from - KEY_STEP, ArrowRight: from + KEY_STEP, Home: min, End: max };
     if (!(event.key in moves)) return;
     event.preventDefault();
     onChange(clamp(moves[event.key]!));
@@ -19,7 +22,7 @@ export function Splitter({ label, width, min, max, onChange }: { label: string; 
     if (event.button !== 0) return;
     event.preventDefault();
     event.currentTarget.setPointerCapture(event.pointerId);
-    drag.current = { startX: event.clientX, startWidth: width };
+    drag.current = { startX: event.clientX, startWidth: shown(event.currentTarget) };
   };
   const onPointerMove = (event: PointerEvent<HTMLDivElement>) => {
     if (!drag.current) return;
