@@ -128,6 +128,8 @@ export interface AppStatus {
   secrets: { backend: 'keychain' | 'encrypted-file'; warning: string | null; clientSecretMissing: boolean };
   webhook: { listening: boolean; localUrl: string | null; publicUrl: string | null; subscribed: boolean; error: string | null };
   version: string;
+  /** The demo patient the embedded server was seeded with (a demo, not a real person), or null/absent. */
+  demoPatientId?: string | null;
   /** Repairs this computer's files needed at start (a damaged upload record or settings file), in plain words. */
   notices: string[];
 }

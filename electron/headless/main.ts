@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { LAUNCH_TOKEN_PARAM } from '../../shared/bridge-http.js';
@@ -24,6 +25,8 @@ export interface HeadlessOptions {
   port?: number;
   /** 'choose': leave a first run unconfigured so the UI asks; default: embedded server + demo folder. */
   firstRun?: 'embedded' | 'choose';
+  /** The first run's demo folder; default: among the user's documents (defaultDemoFolder), or inside a home given here. */
+  demoFolder?: string;
   rendererDir?: string | null;
   token?: string;
   log?: (line: string) => void;
@@ -50,7 +53,7 @@ export async function launchHeadless(options: HeadlessOptions = {}): Promise<Hea
   const app = new SyncApp({ home: home.directory, settings: home.settings, secrets: home.secrets, notices: home.notices, shell: 'headless', version: APP_VERSION, embedded, ...(options.engine ? { engine: options.engine } : {}) });
   if (app.mode() === 'unconfigured' && (options.firstRun ?? 'embedded') === 'embedded') {
     const info = await app.setupEmbedded();
-    const folder = path.join(home.directory, 'Scans (demo)');
+    const folder = options.demoFolder ?? (options.home === undefined ? defaultDemoFolder() : path.join(home.directory, 'Scans (demo)'));
     mkdirSync(folder, { recursive: true });
     await app.addPair({ folder, patientId: info.demoPatient.id, patientName: info.demoPatient.name, remoteBasePath: '/scans' });
     log(`first run: started the bundled server at ${info.url} with a demo clinic; files dropped into "${folder}" sync to ${info.demoPatient.name}`);
@@ -90,6 +93,15 @@ export async function launchHeadless(options: HeadlessOptions = {}): Promise<Hea
   };
 }
 
+
+/**
+ * Where the first run's demo folder goes: among the user's documents, where they look for files
+ * (not inside the app's own settings folder, which is hidden on most systems).
+ */
+export function defaultDemoFolder(home = os.homedir()): string {
+  const documents = path.join(home, 'Documents');
+  return path.join(existsSync(documents) ? documents : home, 'Patient Docs demo scans');
+}
 
 async function main(): Promise<void> {
   const port = process.env.PATIENT_DOCS_HEADLESS_PORT ? Number(process.env.PATIENT_DOCS_HEADLESS_PORT) : 0;

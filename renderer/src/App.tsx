@@ -56,7 +56,7 @@ export function App() {
 function CurrentScreen({ navigation, status, onNavigate }: { navigation: Navigation; status: AppStatus; onNavigate: (next: Navigation) => void }) {
   switch (navigation.screen) {
     case 'sync':
-      return <SyncScreen onBrowsePatient={(patientId) => onNavigate({ screen: 'patients', patientId })} />;
+      return <SyncScreen demoPatientId={status.demoPatientId ?? null} onBrowsePatient={(patientId) => onNavigate({ screen: 'patients', patientId })} />;
     case 'patients':
       return <PatientBrowserScreen initialPatientId={navigation.patientId} />;
     case 'activity':

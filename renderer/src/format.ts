@@ -67,6 +67,15 @@ export function formatDate(value: string | number | null | undefined): string {
   return typeof value === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(value) ? dayFormat.format(date) : dateFormat.format(date);
 }
 
+const shortDateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'short' });
+
+/** A date in its shortest form ("12/03/2026"), for a narrow column whose tooltip has the time. */
+export function formatShortDate(value: string | number | null | undefined): string {
+  if (value === null || value === undefined) return '—';
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? '—' : shortDateFormat.format(date);
+}
+
 export function formatTime(value: number): string {
   return timeFormat.format(new Date(value));
 }

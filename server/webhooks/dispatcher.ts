@@ -12,7 +12,7 @@ import type { OutboxEvent, OutboxRepository, PatientRepository, WebhookAttemptRe
 import type { SecretBox } from './secret-box.js';
 import type { Sender, SendResult } from './sender.js';
 import { composeMessageBody, messageIdFor } from './signer.js';
-import { CallbackRefused, parseCallback, type CallbackGuard, type ResolvedAddress } from './ssrf.js';
+import { CallbackRefused, type CallbackGuard, type ResolvedAddress } from './ssrf.js';
 
 export interface DispatcherOptions {
   retryDelaysMs: number[];
@@ -493,7 +493,7 @@ export class WebhookDispatcher {
 
   private async post(message: WebhookMessageRecord, subscription: WebhookSubscriptionRecord, attemptedAt: Date): Promise<SendResult> {
     try {
-      const url = parseCallback(subscription.callback);
+      const url = this.deps.guard.parse(subscription.callback);
       const address = await this.resolve(url);
       const hmac = this.hmacOf(subscription);
       const body = message.body ?? (message.event ? composeMessageBody(message.event, message.eventType, message.patientId, message.id, subscription.organizationId) : undefined);

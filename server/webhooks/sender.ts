@@ -52,8 +52,9 @@ export class HttpsSender {
 
   /** The pool of one (callback origin, pinned address): the origin is the IP, TLS checks the callback's host name. */
   private poolFor(url: URL, address: ResolvedAddress): Pool {
-    const port = url.port || '443';
-    const key = `${url.host}|${address.address}|${port}`;
+    // https, or plain http to a loopback listener (ssrf.ts parseCallback allows nothing else).
+    const port = url.port || (url.protocol === 'http:' ? '80' : '443');
+    const key = `${url.protocol}|${url.host}|${address.address}|${port}`;
     const entry = this.pools.get(key);
     if (entry) {
       entry.lastUsed = performance.now();
@@ -61,7 +62,7 @@ export class HttpsSender {
     }
     const hostname = url.hostname.replace(/^\[(.*)\]$/, '$1');
     const ip = address.family === 6 ? `[${address.address}]` : address.address;
-    const pool = new Pool(`https://${ip}:${port}`, {
+    const pool = new Pool(`${url.protocol === 'http:' ? 'http' : 'https'}://${ip}:${port}`, {
       connections: this.options.maxSocketsPerHost,
       pipelining: 1,
       keepAliveTimeout: 30_000,

@@ -5,7 +5,7 @@ import type { DeadLetterDto, DeliveryAttemptDto, SubscribeBody, SubscriptionDto,
 import type { Page, WebhookCounts, WebhookRepository, WebhookSubscriptionRecord } from '../db/types.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import type { SecretBox } from './secret-box.js';
-import { CallbackRefused, parseCallback, type CallbackGuard } from './ssrf.js';
+import { CallbackRefused, type CallbackGuard } from './ssrf.js';
 
 export interface WebhookActor {
   clientId: string;
@@ -46,7 +46,7 @@ export class WebhookService {
     });
     if (body.hmac.trim() === '') throw badRequest('body/hmac must not be blank');
     try {
-      await this.guard.resolve(parseCallback(body.callback));
+      await this.guard.resolve(this.guard.parse(body.callback));
     } catch (error) {
       if (error instanceof CallbackRefused) throw badRequest(`body/callback ${error.message}`);
       throw error;

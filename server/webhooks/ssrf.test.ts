@@ -31,6 +31,12 @@ describe('callback SSRF guard', () => {
     expect(() => parseCallback('ftp://hooks.example.com/x')).toThrow(CallbackRefused);
     expect(() => parseCallback('https://user:pw@hooks.example.com/x')).toThrow(/credentials/);
     expect(() => parseCallback('not a url')).toThrow(/absolute URL/);
+    // Plain http only to a loopback literal, and only where private callbacks are allowed (the embedded server).
+    expect(() => parseCallback('http://127.0.0.1:8787/webhooks')).toThrow(/https:/);
+    expect(parseCallback('http://127.0.0.1:8787/webhooks', { loopbackHttp: true }).port).toBe('8787');
+    expect(parseCallback('http://[::1]:8787/webhooks', { loopbackHttp: true }).hostname).toBe('[::1]');
+    expect(() => parseCallback('http://10.0.0.5/webhooks', { loopbackHttp: true })).toThrow(/https:/);
+    expect(() => parseCallback('http://localhost.example.com/webhooks', { loopbackHttp: true })).toThrow(/https:/);
   });
 
   it('refuses a name that resolves to a private address, or to any private address among several', async () => {

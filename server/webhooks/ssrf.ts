@@ -108,15 +108,21 @@ export function blockedReason(address: string, allowPrivate = false): string | u
   return ranges.find((range) => range.list.check(address, type))?.label;
 }
 
-/** Syntax checks that need no network: an absolute https URL without credentials. */
-export function parseCallback(raw: string): URL {
+/**
+ * Syntax checks that need no network: an absolute https URL without credentials. With
+ * `loopbackHttp` (private callbacks allowed), plain http is also taken for a loopback address
+ * literal (127.0.0.1, [::1]): the bytes never leave the computer, as with the app's own listener
+ * beside its embedded server.
+ */
+export function parseCallback(raw: string, options: { loopbackHttp?: boolean } = {}): URL {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     throw new CallbackRefused('callback must be an absolute URL');
   }
-  if (url.protocol !== 'https:') throw new CallbackRefused(`callback must use https: (got ${url.protocol})`);
+  const loopback = url.protocol === 'http:' && options.loopbackHttp === true && blockedReason(url.hostname.replace(/^\[(.*)\]$/, '$1')) === 'loopback';
+  if (url.protocol !== 'https:' && !loopback) throw new CallbackRefused(`callback must use https: (got ${url.protocol})`);
   if (url.username || url.password) throw new CallbackRefused('callback must not carry credentials (user:password@)');
   if (!url.hostname) throw new CallbackRefused('callback must name a host');
   return url;
@@ -126,6 +132,11 @@ export class CallbackGuard {
   constructor(
     private readonly options: { allowPrivate: boolean; resolver?: Resolver },
   ) {}
+
+  /** parseCallback with this server's rule for plain http on loopback (allowed with private callbacks). */
+  parse(raw: string): URL {
+    return parseCallback(raw, { loopbackHttp: this.options.allowPrivate });
+  }
 
   /** The address to connect to; CallbackRefused when none is acceptable. */
   async resolve(url: URL): Promise<ResolvedAddress> {

@@ -219,6 +219,7 @@ export class SyncApp {
       secrets: { backend: this.secrets.backend, warning: this.secrets.warning ?? null, clientSecretMissing: this.clientSecretMissing },
       webhook: { ...webhook, publicUrl: this.settings.get('webhook').publicUrl ?? null },
       version: this.options.version,
+      demoPatientId: this.mode() === 'embedded' ? (this.embeddedInfo?.demoPatient.id ?? null) : null,
       notices: [...(this.engine.diskFullMessage ? [this.engine.diskFullMessage] : []), ...(this.settingsProblem ? [this.settingsProblem] : []), ...this.notices],
     };
   }

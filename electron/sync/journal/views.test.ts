@@ -41,15 +41,17 @@ const view = (records: FileRecord[], folderError: string | null = null) => build
 
 describe('a pair’s reasons', () => {
   it('tells the failed files by their own reasons, most common first, not by a newer waiting file’s', () => {
-    const pairView = view([
+    const records = [
       record('failed', 1, { code: 'INVALID_NAME', detail: 'fileName must not contain control characters' }),
       record('failed', 2, { code: 'INVALID_NAME', detail: 'fileName must not end with a dot' }),
       record('failed', 3, { code: 'NO_CONSENT' }),
       record('waiting', 9, { code: 'UNREACHABLE' }),
-    ]);
+    ];
+    const pairView = view(records);
+    const names = records.map((entry) => entry.relativePath);
     expect(pairView.failureReasons).toEqual([
-      { code: 'INVALID_NAME', message: PLAIN_MESSAGES.INVALID_NAME, detail: 'fileName must not end with a dot', count: 2 },
-      { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, detail: undefined, count: 1 },
+      { code: 'INVALID_NAME', message: PLAIN_MESSAGES.INVALID_NAME, detail: 'fileName must not end with a dot', count: 2, fileNames: [names[1], names[0]] },
+      { code: 'NO_CONSENT', message: PLAIN_MESSAGES.NO_CONSENT, detail: undefined, count: 1, fileNames: [names[2]] },
     ]);
     expect(pairView.lastError?.code).toBe('NO_CONSENT'); // the newest failure, never the waiting file
     expect(pairView.retryReason?.code).toBe('UNREACHABLE');
@@ -70,5 +72,30 @@ describe('a pair’s reasons', () => {
     expect(pairView.failureReasons.map((reason) => reason.code)).toEqual(['TOO_LARGE']);
     expect(view([record('synced', 1)], PLAIN_MESSAGES.FOLDER_MISSING).state).toBe('attention');
     expect(view([record('synced', 1)]).state).toBe('idle');
+  });
+
+  it('sets an empty file aside: not failed, not in the progress, the folder up to date', () => {
+    const empty = { ...record('failed', 3, { code: 'EMPTY_FILE' }), size: 0 };
+    const pairView = view([record('synced', 1), empty]);
+    expect(pairView.counts.failed).toBe(0);
+    expect(pairView.skipped).toBe(1);
+    expect(pairView.failureReasons).toEqual([]);
+    expect(pairView.state).toBe('idle');
+    expect(pairView.items).toEqual({ done: 1, total: 1 });
+  });
+
+  it('counts a DICOM series as one item for the text and the bar, done once all its slices are', () => {
+    const slice = (state: FileRecord['state'], name: string) => ({ ...record(state, 1), relativePath: `CBCT/${name}`, fileName: name });
+    const scan = { ...record('synced', 1), relativePath: 'Case 1/upper.stl' };
+    expect(view([scan, slice('synced', 'IM1'), slice('synced', 'IM2'), slice('uploading', 'IM10')]).items).toEqual({ done: 1, total: 2 });
+    const done = view([scan, slice('synced', 'IM1'), slice('synced', 'IM2.dcm')]);
+    expect(done.items).toEqual({ done: 2, total: 2 });
+    expect(done.cases.find((entry) => entry.path === 'CBCT')?.items).toEqual({ done: 1, total: 1 });
+  });
+
+  it('names the failed files of each reason, newest first', () => {
+    const refused = (at: number, name: string) => ({ ...record('failed', at, { code: 'NO_CONSENT' }), relativePath: `Case/${name}` });
+    const pairView = view([refused(1, 'a.stl'), refused(3, 'c.stl'), refused(2, 'b.stl'), refused(0, 'old.stl')]);
+    expect(pairView.failureReasons).toMatchObject([{ code: 'NO_CONSENT', count: 4, fileNames: ['Case/c.stl', 'Case/b.stl', 'Case/a.stl'] }]);
   });
 });

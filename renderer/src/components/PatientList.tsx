@@ -61,6 +61,7 @@ export function PatientList({ selectedId, onSelect, label = 'Find a patient', co
               aria-current={patient.id === selectedId ? 'true' : undefined}
               data-patient-id={patient.id}
               tabIndex={patient.id === tabStop ? 0 : -1}
+              aria-describedby={`patient-detail-${inputId}-${patient.id}`}
               onClick={() => onSelect(patient)}
             >
               <span className="avatar" aria-hidden="true">
@@ -70,7 +71,10 @@ export function PatientList({ selectedId, onSelect, label = 'Find a patient', co
                 <span className="truncate" title={visibleName(patient.name)}>
                   {visibleName(patient.name)}
                 </span>
-                <span className="patient-option-detail muted small">{patientDetail(patient, shortIds)}</span>
+                {/* The button's description, not its name: staff (and speech input) name a patient by name. */}
+                <span className="patient-option-detail muted small" id={`patient-detail-${inputId}-${patient.id}`} aria-hidden="true">
+                  {patientDetail(patient, shortIds)}
+                </span>
               </span>
             </button>
           </li>

@@ -5,7 +5,7 @@ import { Icon } from '../../components/Icon.js';
 import { MiddleName } from '../../components/MiddleName.js';
 import { VirtualList } from '../../components/VirtualList.js';
 import { fileIcon } from '../../documents/file-types.js';
-import { formatBytes, formatCount, formatDateTime } from '../../format.js';
+import { formatBytes, formatCount, formatDateTime, formatShortDate } from '../../format.js';
 import { isSeries, type ListEntry, type SeriesEntry } from '../../documents/series.js';
 
 export interface SortOrder {
@@ -109,7 +109,10 @@ const DocumentRow = memo(function DocumentRow({ document, selected, onDownload }
         <span className="type-chip">{document.fileType}</span>
       </div>
       <div className="document-cell col-size tabular">{formatBytes(document.fileSize)}</div>
-      <div className="document-cell col-modified tabular">{formatDateTime(document.lastModifiedAt)}</div>
+      <div className="document-cell col-modified tabular" title={formatDateTime(document.lastModifiedAt)}>
+        <span className="date-long">{formatDateTime(document.lastModifiedAt)}</span>
+        <span className="date-short">{formatShortDate(document.lastModifiedAt)}</span>
+      </div>
       <div className="document-cell col-status">
         {document.hasContent ? (
           <span className="status-text tone-text-success">

@@ -18,8 +18,11 @@ export function PairCard({
   onChanged,
   onStopping,
   announce,
+  demo = false,
 }: {
   pair: PairView;
+  /** The folder goes to the embedded server's demo patient (said beside the name). */
+  demo?: boolean;
   onBrowsePatient: (patientId: string) => void;
   onChanged: () => void;
   /** "Stop syncing" was confirmed (true), or refused by the engine (false). */
@@ -64,7 +67,10 @@ export function PairCard({
           <span className="pair-patient">
             <Icon name="patients" size={18} />
             <span>
-              <strong>{pair.patientName ?? 'Patient'}</strong>
+              <strong>
+                {pair.patientName ?? 'Patient'}
+                {demo ? <span className="demo-tag">demo</span> : null}
+              </strong>
               <span className="pair-remote-path">{pair.remoteBasePath}</span>
             </span>
           </span>

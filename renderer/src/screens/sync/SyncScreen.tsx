@@ -6,9 +6,10 @@ import { ErrorNotice } from '../../components/ErrorNotice.js';
 import { Icon } from '../../components/Icon.js';
 import { AddPairDialog } from './AddPairDialog.js';
 import { PairCard } from './PairCard.js';
+import { Welcome } from './Welcome.js';
 import { folderNeedsAttention, AttentionSummary } from './AttentionSummary.js';
 
-export function SyncScreen({ onBrowsePatient }: { onBrowsePatient: (patientId: string) => void }) {
+export function SyncScreen({ onBrowsePatient, demoPatientId = null }: { onBrowsePatient: (patientId: string) => void; /** The embedded server's demo patient, if any. */ demoPatientId?: string | null }) {
   const pairs = useBridgeQuery((client) => client.listPairs(), []);
   const [adding, setAdding] = useState(false);
   // After "Sync a folder" the focus goes to the new folder's card once it is listed (the button that
@@ -75,9 +76,10 @@ export function SyncScreen({ onBrowsePatient }: { onBrowsePatient: (patientId: s
         </EmptyState>
       ) : null}
       {pairs.data ? <AttentionSummary pairs={pairs.data} /> : null}
+      {pairs.data ? <Welcome pairs={pairs.data} demoPatientId={demoPatientId} /> : null}
       <div className="pair-list">
         {pairs.data && orderedPairs(pairs.data).map((pair) => (
-          <PairCard key={pair.id} pair={pair} onBrowsePatient={onBrowsePatient} onChanged={pairs.reload} onStopping={(confirmed) => onStopping(pair, confirmed)} announce={announce} />
+          <PairCard key={pair.id} pair={pair} demo={pair.patientId === demoPatientId} onBrowsePatient={onBrowsePatient} onChanged={pairs.reload} onStopping={(confirmed) => onStopping(pair, confirmed)} announce={announce} />
         ))}
       </div>
       <p className="visually-hidden" role="status" aria-live="polite" data-testid="sync-screen-announcements">
