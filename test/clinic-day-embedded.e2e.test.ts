@@ -43,11 +43,18 @@ describe('the default embedded set-up', () => {
     await expect.poll(async () => (await headless.app.status()).webhook, { timeout: 20_000 }).toMatchObject({ listening: true, subscribed: true, error: null });
     await page.goto(headless.openUrl);
     await page.getByRole('heading', { name: 'Sync', level: 1 }).waitFor();
+    // The first run says what to do next, where, and that its patient is a demo.
+    const welcome = page.getByTestId('welcome');
+    await welcome.waitFor();
+    const [pair] = headless.app.engine.pairViews();
+    expect(await welcome.innerText()).toContain('Next step: drop a scan into this folder.');
+    expect(await welcome.innerText()).toContain(pair!.folder);
+    expect(await welcome.innerText()).toContain('Demo Patient is a demo patient');
     await screenshot('first-run-1366');
 
-    const [pair] = headless.app.engine.pairViews();
     fs.writeFileSync(path.join(pair!.folder, '80021_20180115_0934_Pearson_0.stl'), makeArchStl({ triangles: 500 }));
     await page.getByText('The file is synced and verified').waitFor({ timeout: 30_000 });
+    expect(await welcome.count()).toBe(0);
 
     await page.getByRole('button', { name: 'Activity', exact: true }).click();
     const notification = page.locator('tr[data-verdict="accepted"][data-event-type^="document."]').first();

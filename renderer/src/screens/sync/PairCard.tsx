@@ -4,6 +4,7 @@ import { useBridge } from '../../bridge/context.js';
 import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
 import { ErrorNotice } from '../../components/ErrorNotice.js';
 import { Icon } from '../../components/Icon.js';
+import { MiddleName } from '../../components/MiddleName.js';
 import { ProgressBar } from '../../components/ProgressBar.js';
 import { PairStateBadge } from '../../components/StateBadge.js';
 import { formatBytes, formatCount, formatDuration, formatFileCount, formatRate } from '../../format.js';
@@ -59,9 +60,10 @@ export function PairCard({
       <header className="pair-header">
         {/* The card's heading: where from, to whom (the "Cases" heading below it is a level down). */}
         <h2 className="pair-route">
-          <span className="pair-folder" title={pair.folder}>
+          <span className="pair-folder">
             <Icon name="folder" size={18} />
-            <span className="truncate">{pair.folder}</span>
+            {/* Cut in the middle: the folder's own name (chair 2, the demo folder) stays in view. */}
+            <MiddleName name={pair.folder} />
           </span>
           <Icon name="arrowRight" size={16} className="pair-arrow" />
           <span className="pair-patient">
