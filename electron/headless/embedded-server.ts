@@ -95,7 +95,8 @@ export class EmbeddedServer implements EmbeddedServerHost {
 }
 
 /**
- * The embedded server honours the server's PATIENT_DOCS_* variables (docs/embedded-server.md),
+ * The embedded server honours the server's PATIENT_DOCS_* variables (docs/workstation.md, "The
+ * embedded server's settings"),
  * except those the app decides for it: where it listens
  * and is reached (127.0.0.1 and its port, its public URL), where its data and database live (the
  * sync home), its seed (the demo clinic) and whether it may call this computer back.
