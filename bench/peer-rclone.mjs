@@ -151,7 +151,8 @@ async function stopChild(child) {
 
 // ---- Patient Docs: fresh server, fresh sync home, `patient-docs-sync run --once`
 
-const SYNC_CLI = path.join(DIST, 'electron/sync/cli.js');
+/** The product's command, as an operator runs it. */
+const SYNC_CLI = path.join(ROOT, 'bin/patient-docs-sync.js');
 
 async function patientDocsRun(workload) {
   const dataDir = temp('server');
