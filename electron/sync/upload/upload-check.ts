@@ -40,7 +40,11 @@ export async function fileStamp(filePath: string, now: () => number = Date.now):
 
 /** Milliseconds as fs.stat's number form computes them (seconds × 1e3 + nanoseconds / 1e6), so both forms agree. */
 function msOf(ns: bigint): number {
-  return Number(ns / 1_000_000_000n) * 1e3 + Number(ns % 1_000_000_000n) / 1e6;
+  // Whole seconds rounded down and a non-negative remainder, as the kernel hands them (times before 1970 too).
+  let seconds = ns / 1_000_000_000n;
+  let rest = ns % 1_000_000_000n;
+  if (rest < 0n) [seconds, rest] = [seconds - 1n, rest + 1_000_000_000n];
+  return Number(seconds) * 1e3 + Number(rest) / 1e6;
 }
 
 export function sameStamp(a: FileStamp, b: FileStamp): boolean {
