@@ -213,12 +213,13 @@ export class LocalDiskStorage implements ContentStorage {
       await this.discard(temp);
       throw error;
     }
-    return { temp, size: writer.bytes, sha256: writer.hash.digest('hex') };
+    // The writer fsync'ed the file before the pipeline finished: commit's rename needs no second one.
+    return { temp: { ...temp, durable: true }, size: writer.bytes, sha256: writer.hash.digest('hex') };
   }
 
   async commit(temp: TempObject, key: string): Promise<void> {
     const target = this.localPath(key);
-    await syncPath(temp.path, 'r+');
+    if (!temp.durable) await syncPath(temp.path, 'r+');
     await fsp.mkdir(path.dirname(target), { recursive: true, mode: PRIVATE_DIR });
     await fsp.rename(temp.path, target);
     await syncPath(path.dirname(target));

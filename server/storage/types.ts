@@ -16,6 +16,8 @@ export interface TempObject {
   readonly id: string;
   /** A local file holding the bytes, for tools that need a path. */
   readonly path: string;
+  /** Every byte was fsync'ed as it was received (receive's writer did): commit need not sync the file again. */
+  readonly durable?: boolean;
 }
 
 export interface ReceivedContent {
@@ -42,7 +44,7 @@ export interface GarbageReport {
 export interface ContentStorage {
   /** Streams `source` into a new temp object; rejects with SizeLimitError past `maxBytes`, leaving nothing behind. */
   receive(source: Readable, maxBytes: number): Promise<ReceivedContent>;
-  /** Makes a temp object durable under `key` (fsync, then rename). */
+  /** Makes a temp object durable under `key` (fsync unless it is already, rename, fsync of the folder). */
   commit(temp: TempObject, key: string): Promise<void>;
   discard(temp: TempObject): Promise<void>;
   /** Undoes `commit` (its record could not be written): the object becomes the temp object again. */

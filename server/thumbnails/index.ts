@@ -1,11 +1,12 @@
-// Thumbnails of uploaded scans, PDFs and images (DESIGN §3 "Documents"). Each render runs in its own
-// worker thread with a heap limit and a wall-clock timeout: uploaded files are hostile until parsed,
-// and a parser stuck on one must never take the server with it.
+// Thumbnails of uploaded scans, PDFs and images (DESIGN §3 "Documents"). Each render runs in a
+// worker thread with a heap limit and a wall-clock timeout (a few warm workers, see pool.ts):
+// uploaded files are hostile until parsed, and a parser stuck on one must never take the server
+// with it.
 import { stat } from 'node:fs/promises';
-import type { Worker } from 'node:worker_threads';
 import { startModuleWorker } from '../worker-threads.js';
-import { isThumbnailFailureReason, ThumbnailError } from './errors.js';
-import type { ThumbnailJob, WorkerReply } from './protocol.js';
+import { ThumbnailError } from './errors.js';
+import { ThumbnailPool } from './pool.js';
+import type { ThumbnailJob } from './protocol.js';
 
 export { ThumbnailError } from './errors.js';
 export type { ThumbnailFailureReason } from './errors.js';
@@ -66,43 +67,26 @@ async function assertReadableAndSmallEnough(filePath: string, maxInputBytes: num
   if (info.size > maxInputBytes) throw new ThumbnailError('too-large', `the file is ${info.size} bytes, more than ${maxInputBytes}`);
 }
 
+/** Workers kept warm: as many as renders run at once (DEFAULT_THUMBNAIL_OPTIONS.concurrency). */
+const POOL_WORKERS = 2;
+/** An idle worker ends after this long: a quiet server holds no render memory. */
+const WORKER_IDLE_MS = 60_000;
+/** Jobs per worker before it is replaced, so nothing a file left behind lasts long. */
+const JOBS_PER_WORKER = 200;
+/**
+ * A worker whose heap (garbage included: pdfjs alone leaves ~120 MB until a collection) is above
+ * three quarters of its limit after a job is replaced, so the next file starts with room to spare.
+ */
+const RETIRE_ABOVE_HEAP_BYTES = WORKER_HEAP_MB * 1024 * 1024 * 0.75;
+
+export const thumbnailPool = new ThumbnailPool({
+  start: () => startModuleWorker(import.meta.url, 'worker', null, { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: 32 }),
+  maxWorkers: POOL_WORKERS,
+  idleMs: WORKER_IDLE_MS,
+  maxJobsPerWorker: JOBS_PER_WORKER,
+  retireAboveHeapBytes: RETIRE_ABOVE_HEAP_BYTES,
+});
+
 function runInWorker(job: ThumbnailJob, timeoutMs: number): Promise<Buffer> {
-  return new Promise<Buffer>((resolve, reject) => {
-    let worker: Worker;
-    try {
-      worker = startWorker(job);
-    } catch (error) {
-      reject(new ThumbnailError('malformed', `could not start the thumbnail worker (${String(error)})`));
-      return;
-    }
-    let settled = false;
-    const settle = (outcome: Buffer | ThumbnailError): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      void worker.terminate();
-      if (outcome instanceof ThumbnailError) reject(outcome);
-      else resolve(outcome);
-    };
-    const timer = setTimeout(() => settle(new ThumbnailError('timeout', `rendering took longer than ${timeoutMs} ms`)), timeoutMs);
-    worker.on('message', (reply: WorkerReply) => settle(fromReply(reply)));
-    worker.on('error', (error: Error) => settle(fromWorkerError(error)));
-    worker.on('exit', (code) => settle(new ThumbnailError('malformed', `the thumbnail worker exited (${code}) without an answer`)));
-  });
-}
-
-function startWorker(job: ThumbnailJob): Worker {
-  return startModuleWorker(import.meta.url, 'worker', job, { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: 32 });
-}
-
-function fromReply(reply: WorkerReply): Buffer | ThumbnailError {
-  if (reply.ok) return Buffer.from(reply.png.buffer, reply.png.byteOffset, reply.png.byteLength);
-  return new ThumbnailError(isThumbnailFailureReason(reply.reason) ? reply.reason : 'malformed', reply.message);
-}
-
-/** An uncaught error in the worker; running out of heap means the file was too big to render. */
-function fromWorkerError(error: Error): ThumbnailError {
-  const code = (error as Error & { code?: unknown }).code;
-  if (code === 'ERR_WORKER_OUT_OF_MEMORY') return new ThumbnailError('too-large', 'rendering needed more memory than a thumbnail may use');
-  return new ThumbnailError('malformed', `the thumbnail worker failed (${error.message})`);
+  return thumbnailPool.run(job, timeoutMs);
 }

@@ -1,4 +1,4 @@
-// The messages between renderThumbnail and its worker; kept in one place so both sides agree.
+// The messages between the thumbnail pool and its workers; kept in one place so both sides agree.
 import type { ThumbnailFailureReason } from './errors.js';
 
 export type ThumbnailKind = 'mesh' | 'pdf' | 'image';
@@ -11,7 +11,8 @@ export interface ThumbnailJob {
   maxInputBytes: number;
 }
 
+/** One answer per job; `heapUsed` is the worker's heap after it (a worker grown too large is retired). */
 export type WorkerReply =
-  | { ok: true; png: Uint8Array }
-  | { ok: false; reason: ThumbnailFailureReason; message: string };
+  | { ok: true; png: Uint8Array; heapUsed: number }
+  | { ok: false; reason: ThumbnailFailureReason; message: string; heapUsed: number };
 

@@ -1,28 +1,32 @@
-// Worker entry: renders the job in workerData and posts one WorkerReply. Everything hostile input can
-// do to a parser (throw, recurse, allocate, spin) happens here, behind the parent's limits.
-import { parentPort, workerData } from 'node:worker_threads';
+// Worker entry: renders the jobs the pool hands it, one at a time, and answers each with one
+// WorkerReply. Everything hostile input can do to a parser (throw, recurse, allocate, spin) happens
+// here, behind the pool's limits; the parsers' modules stay compiled between jobs.
+import { getHeapStatistics } from 'node:v8';
+import { parentPort } from 'node:worker_threads';
 import { ThumbnailError } from './errors.js';
-import type { WorkerBoot } from '../worker-threads.js';
 import type { ThumbnailJob, WorkerReply } from './protocol.js';
 import { renderJob } from './render-job.js';
 
 function toReply(error: unknown): WorkerReply {
-  if (error instanceof ThumbnailError) return { ok: false, reason: error.reason, message: error.message };
+  if (error instanceof ThumbnailError) return { ok: false, reason: error.reason, message: error.message, heapUsed: heapUsed() };
   // Stack overflows (deeply nested input) and parser exceptions alike mean the file made no sense.
   const message = error instanceof Error ? error.message : String(error);
-  return { ok: false, reason: 'malformed', message };
+  return { ok: false, reason: 'malformed', message, heapUsed: heapUsed() };
 }
 
-async function main(): Promise<void> {
-  const { data: job } = workerData as WorkerBoot<ThumbnailJob>;
-  let reply: WorkerReply;
+function heapUsed(): number {
+  return getHeapStatistics().used_heap_size;
+}
+
+async function answer(job: ThumbnailJob): Promise<WorkerReply> {
   try {
     const png = await renderJob(job);
-    reply = { ok: true, png: new Uint8Array(png.buffer, png.byteOffset, png.byteLength) };
+    return { ok: true, png: new Uint8Array(png.buffer, png.byteOffset, png.byteLength), heapUsed: heapUsed() };
   } catch (error) {
-    reply = toReply(error);
+    return toReply(error);
   }
-  parentPort?.postMessage(reply);
 }
 
-await main();
+parentPort?.on('message', (job: ThumbnailJob) => {
+  void answer(job).then((reply) => parentPort?.postMessage(reply));
+});

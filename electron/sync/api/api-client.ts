@@ -262,6 +262,7 @@ export class ApiClient implements DocumentApi {
           beforeLastChunk: unchangedSinceStart(request),
           limiter: this.options.limiter,
           signal: request.signal,
+          hash: request.hash,
           onBytes: (bytes) => {
             sent += bytes;
             request.onProgress?.(sent);

@@ -2,6 +2,8 @@
  * The server as the engine needs it (STYLE.md "the engine owns its interfaces"): create, upload,
  * search. api-client.ts implements it over HTTP; tests may hand in a fake.
  */
+import type { SentBytesHash } from '../upload/hash.js';
+import type { FileStamp } from '../upload/upload-check.js';
 import type { CreateDocumentResponse, DocumentDto, PatientListResponse, SearchBody, SearchResponse } from '../../../shared/schemas.js';
 
 export interface UploadRequest {
@@ -15,6 +17,10 @@ export interface UploadRequest {
   size: number;
   /** The mtime that went with `size`: a file whose size or mtime differs before the last bytes leave is refused. */
   mtimeMs?: number | undefined;
+  /** The file's stamp taken before its first byte was read: any change of it fails the upload before its last bytes leave. */
+  stamp?: FileStamp | undefined;
+  /** Fed the bytes as they are sent, in file order (the file is read once to send and hash it). */
+  hash?: SentBytesHash | undefined;
   /** sha256 of the content the server holds now; set for a new version. */
   ifMatch: string | null;
   signal?: AbortSignal | undefined;

@@ -345,6 +345,7 @@ export class TusUploader {
           beforeLastChunk: end === request.size ? unchangedSinceStart(request) : undefined,
           limiter: this.options.limiter,
           signal: request.signal,
+          hash: request.hash,
           onBytes: (bytes) => {
             sent += bytes;
             request.onProgress?.(offset + sent);

@@ -5,6 +5,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
+import type { SentBytesHash } from './hash.js';
 
 const MAX_CHUNK_BYTES = 256 * 1024;
 const MIN_CHUNK_BYTES = 1024;
@@ -86,6 +87,8 @@ export interface FileChunksOptions {
   onBytes?: ((bytes: number) => void) | undefined;
   /** Awaited before the last chunk is handed out (it may throw to stop the upload short of its end). */
   beforeLastChunk?: (() => Promise<void>) | undefined;
+  /** Fed each chunk as it is handed out, with its offset in the file (the file is hashed as it is sent). */
+  hash?: SentBytesHash | undefined;
 }
 
 /** The bytes of a file from disk, paced by the limiter, reporting each chunk as it leaves. */
@@ -102,25 +105,31 @@ export async function* fileChunks(filePath: string, options: FileChunksOptions =
   });
   // With beforeLastChunk, each chunk is held back until the next one is read (or the end is seen).
   let held: Buffer | undefined;
+  let offset = options.start ?? 0;
+  const handOut = (buffer: Buffer): Buffer => {
+    options.hash?.add(offset, buffer);
+    offset += buffer.length;
+    return buffer;
+  };
   try {
     for await (const chunk of stream) {
       const buffer = chunk as Buffer;
       options.signal?.throwIfAborted();
       if (options.limiter) await options.limiter.take(buffer.length, options.signal);
       if (!options.beforeLastChunk) {
-        yield buffer;
+        yield handOut(buffer);
         options.onBytes?.(buffer.length);
         continue;
       }
       if (held) {
-        yield held;
+        yield handOut(held);
         options.onBytes?.(held.length);
       }
       held = buffer;
     }
     if (held) {
       await options.beforeLastChunk?.();
-      yield held;
+      yield handOut(held);
       options.onBytes?.(held.length);
     }
   } finally {

@@ -1,4 +1,4 @@
-/** SHA-256 of a file, streamed (never read whole into memory). */
+/** SHA-256 of a file: streamed from disk, or taken from the bytes as an upload sends them. */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 
@@ -7,4 +7,41 @@ export async function sha256File(filePath: string, signal?: AbortSignal): Promis
   const stream = createReadStream(filePath, { highWaterMark: 256 * 1024, ...(signal ? { signal } : {}) });
   for await (const chunk of stream) hash.update(chunk as Buffer);
   return hash.digest('hex');
+}
+
+/**
+ * The SHA-256 of a file's bytes as an upload reads them, so a large scan is read once, not once to
+ * send and once more to hash. Bytes must come in file order from offset 0: a piece sent again
+ * (a resumed PATCH) is skipped up to where the hash stands; bytes past it (an upload resumed from
+ * an offset an earlier run reached) leave the hash incomplete, and the file is hashed from disk.
+ */
+export class SentBytesHash {
+  private readonly hash = createHash('sha256');
+  /** Bytes hashed so far: the next byte the hash takes is at this offset. */
+  private hashed = 0;
+  private broken = false;
+  private digestHex: string | undefined;
+
+  constructor(readonly size: number) {}
+
+  /** `bytes` were read from the file at `offset`. */
+  add(offset: number, bytes: Buffer): void {
+    if (this.broken || this.digestHex !== undefined) return;
+    const end = offset + bytes.length;
+    if (end <= this.hashed) return;
+    if (offset > this.hashed) {
+      this.broken = true;
+      return;
+    }
+    this.hash.update(offset === this.hashed ? bytes : bytes.subarray(this.hashed - offset));
+    this.hashed = end;
+  }
+
+  /** The hash of all `size` bytes, or null when some were not seen in order. */
+  digest(): string | null {
+    if (this.digestHex !== undefined) return this.digestHex;
+    if (this.broken || this.hashed !== this.size) return null;
+    this.digestHex = this.hash.digest('hex');
+    return this.digestHex;
+  }
 }

@@ -17,7 +17,8 @@ import type { FilePatch, FileRecord, HistoryNote } from '../journal/journal.js';
 import { DELETED_LOCALLY_CODE } from '../journal/journal.js';
 import { DEFAULT_SETTLE_MS, type FileStat } from '../watch/stability.js';
 import type { FileState } from '../journal/states.js';
-import { FileTooLargeError } from './upload-check.js';
+import { SentBytesHash } from './hash.js';
+import { fileStamp, FileTooLargeError, sameStamp, stampIsQuiet, stampsAreLocal, type FileStamp } from './upload-check.js';
 
 /** The journal as the pipeline uses it. */
 export interface PipelineJournal {
@@ -38,6 +39,8 @@ export interface PipelineDeps {
   now: () => number;
   stat: (absolutePath: string) => Promise<FileStat | undefined>;
   hash: (absolutePath: string, signal?: AbortSignal) => Promise<string>;
+  /** The file's stamp (size, times, file id), undefined when it is gone; fileStamp by default. */
+  stamp?: (absolutePath: string) => Promise<FileStamp | undefined>;
   random?: () => number;
   /** How long a file must stay unchanged before it is uploaded (the watcher's settle time). */
   settleMs?: number;
@@ -174,6 +177,15 @@ class FileRun {
       bytesDone: 0,
       ...(this.createdId ? { documentId: this.createdId, remoteVersion: 0 } : {}),
     });
+    // Taken before the first byte is read: the bytes are hashed as they are sent, and an unchanged
+    // stamp afterwards says they are the bytes on disk, without reading the file a second time.
+    const stampOf = this.deps.stamp ?? fileStamp;
+    const before = await stampOf(this.absolutePath);
+    if (before && (before.size !== local.size || before.mtimeMs !== local.mtimeMs)) {
+      await this.abandonUpload(record);
+      return this.requeue({ size: before.size, mtimeMs: before.mtimeMs, uploadUrl: null }, 'changed on disk');
+    }
+    const sent = new SentBytesHash(local.size);
     const uploaded = await this.deps.api.upload({
       patientId: this.pair.patientId,
       storageUrl: this.storageUrl!,
@@ -183,6 +195,8 @@ class FileRun {
       fileType: await fileTypeOf(record.fileName, this.absolutePath),
       size: local.size,
       mtimeMs: local.mtimeMs,
+      stamp: before,
+      hash: sent,
       ifMatch,
       signal: this.signal,
       resumeUrl: record.uploadUrl,
@@ -192,7 +206,7 @@ class FileRun {
       onProgress: (bytes) => this.deps.onProgress?.(this.fileId, bytes),
     });
     const server = uploaded ?? (await this.fetchRemote(record.documentId!));
-    const after = await this.deps.stat(this.absolutePath);
+    const after = await stampOf(this.absolutePath);
     const serverSha = server?.sha256 ?? null;
     const remote = { remoteSha256: serverSha, remoteVersion: server?.version ?? null };
     if (!after) {
@@ -203,16 +217,20 @@ class FileRun {
     if (after.size !== local.size || after.mtimeMs !== local.mtimeMs) {
       return this.requeue({ ...remote, size: after.size, mtimeMs: after.mtimeMs }, 'changed during upload');
     }
-    // Hashed again after the upload: the bytes the server holds must be the bytes on disk now. The
-    // hash runs while the verification search is under way (neither waits for the other); the file
-    // is synced only when both agree. `verifying` is written before either starts.
+    // The bytes the server holds must be the bytes on disk now. The hash of the bytes as sent is
+    // that hash when the stamp did not move during the upload (and the file had been left alone
+    // before it, on a disk of this computer); else the file is hashed again, while the
+    // verification search is under way (neither waits for the other). The file is synced only
+    // when both agree. `verifying` is written before either starts.
+    const sentSha = before && sameStamp(before, after) && stampIsQuiet(before) && (await stampsAreLocal(this.absolutePath)) ? sent.digest() : null;
+    const localSha = sentSha !== null ? Promise.resolve(sentSha) : undefined;
     if (serverSha === null) {
       // Nothing to compare the hash with but the row: hash first, as the crash-resume path does.
-      const localSha = await this.deps.hash(this.absolutePath, this.signal);
-      return this.verify(this.move('verifying', { sha256: localSha, bytesDone: local.size, ...remote }), local);
+      const sha = await (localSha ?? this.deps.hash(this.absolutePath, this.signal));
+      return this.verify(this.move('verifying', { sha256: sha, bytesDone: local.size, ...remote }), local);
     }
     const verifying = this.move('verifying', { sha256: serverSha, bytesDone: local.size, ...remote });
-    return this.verify(verifying, local, this.deps.hash(this.absolutePath, this.signal));
+    return this.verify(verifying, local, localSha ?? this.deps.hash(this.absolutePath, this.signal));
   }
 
   /**

@@ -1,9 +1,9 @@
-import { appendFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FOLDER_WAIT_SETTLE_PERIODS, StabilityGate } from './stability.js';
+import { FOLDER_WAIT_SETTLE_PERIODS, StabilityGate, statIfPresent } from './stability.js';
 import type { FileStat } from './stability.js';
 
 /** A folder whose files the test grows by hand, on a clock the test moves. */
@@ -91,8 +91,9 @@ describe('stability gate (controlled clock)', () => {
     const last = 3 * FOLDER_WAIT_SETTLE_PERIODS;
     for (let index = 0; index <= last; index += 1) {
       await at(index * 1000);
-      files.set(`series/IM${index}`, { size: 5, mtimeMs: index });
-      gate.observe(`series/IM${index}`, { size: 5, mtimeMs: index });
+      // Written now, on the test's clock: a file that just arrived has a fresh mtime.
+      files.set(`series/IM${index}`, { size: 5, mtimeMs: index * 1000 });
+      gate.observe(`series/IM${index}`, { size: 5, mtimeMs: index * 1000 });
       expect(await at(index * 1000), `at ${index} s`).toEqual([]);
     }
     expect(await at(last * 1000 + 1999)).toEqual([]);
@@ -106,6 +107,40 @@ describe('stability gate (controlled clock)', () => {
     files.delete('gone.tmp.stl');
     expect(await at(5000)).toEqual([]);
     expect(gate.pendingCount).toBe(0);
+  });
+
+  it('releases a file unchanged for longer than the settle time when first seen at the first check, once it can be opened', async () => {
+    const { files, locked, gate, at } = fakeFolder();
+    files.set('yesterday/jaw.stl', { size: 10, mtimeMs: 1_000 });
+    files.set('yesterday/notes.pdf', { size: 4, mtimeMs: 2_000 });
+    locked.add('yesterday/notes.pdf');
+    await at(100_000);
+    gate.observe('yesterday/jaw.stl', { size: 10, mtimeMs: 1_000 });
+    gate.observe('yesterday/notes.pdf');
+    expect(await at(100_001)).toEqual(['yesterday/jaw.stl']);
+    locked.delete('yesterday/notes.pdf');
+    expect(await at(100_002)).toEqual(['yesterday/jaw.stl', 'yesterday/notes.pdf']);
+  });
+
+  it('a file changed within the settle time when first seen still waits the whole settle time', async () => {
+    const { files, gate, at } = fakeFolder();
+    files.set('today/jaw.stl', { size: 10, mtimeMs: 99_000 });
+    await at(100_000);
+    gate.observe('today/jaw.stl', { size: 10, mtimeMs: 99_000 });
+    expect(await at(100_001)).toEqual([]);
+    expect(await at(101_900)).toEqual([]);
+    expect(await at(102_000)).toEqual(['today/jaw.stl']);
+  });
+
+  it('an old file beside one still being written waits with its folder', async () => {
+    const { files, gate, at } = fakeFolder();
+    files.set('series/IM1', { size: 5, mtimeMs: 1_000 });
+    files.set('series/IM2', { size: 5, mtimeMs: 99_500 });
+    await at(100_000);
+    gate.observe('series/IM1', { size: 5, mtimeMs: 1_000 });
+    gate.observe('series/IM2', { size: 5, mtimeMs: 99_500 });
+    expect(await at(100_001)).toEqual([]);
+    expect((await at(102_000)).sort()).toEqual(['series/IM1', 'series/IM2']);
   });
 });
 
@@ -154,5 +189,21 @@ describe('stability gate (real files)', () => {
     expect(released.find((entry) => entry.path === 'series/IM1')?.size).toBe(3 * chunk.length);
     // The last check may stat the file a moment before `lastChunkAt` is taken; allow for that.
     for (const entry of released) expect(entry.at).toBeGreaterThanOrEqual(lastChunkAt + 900);
+  });
+
+  it('a file left alone since long before it is first seen is released at once, not a settle time later', async () => {
+    directory = await mkdtemp(path.join(tmpdir(), 'stability-'));
+    const file = path.join(directory, 'scan.stl');
+    await writeFile(file, Buffer.alloc(1024, 7));
+    const anHourAgo = new Date(Date.now() - 3_600_000);
+    await utimes(file, anHourAgo, anHourAgo);
+    const settleMs = 5_000;
+    let released: (value: number) => void;
+    const releasedAt = new Promise<number>((resolve) => (released = resolve));
+    gate = new StabilityGate({ root: directory, settleMs, onReady: () => released(Date.now()) });
+    const observedAt = Date.now();
+    gate.observe('scan.stl', await statIfPresent(file));
+    const at = await Promise.race([releasedAt, sleep(settleMs * 2).then(() => Number.POSITIVE_INFINITY)]);
+    expect(at - observedAt).toBeLessThan(settleMs / 2);
   });
 });

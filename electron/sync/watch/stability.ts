@@ -90,6 +90,8 @@ export class StabilityGate {
   private readonly stat: (absolutePath: string) => Promise<FileStat | undefined>;
   private readonly canOpen: (absolutePath: string) => Promise<boolean>;
   private timer: NodeJS.Timeout | undefined;
+  /** The timer set runs the check at the next turn, not after the interval. */
+  private timerSoon = false;
   private running: Promise<void> | undefined;
   private closed = false;
 
@@ -125,12 +127,22 @@ export class StabilityGate {
     this.pending.set(relativePath, {
       size: stat?.size ?? known?.size ?? -1,
       mtimeMs: stat?.mtimeMs ?? known?.mtimeMs ?? -1,
-      changedAt: now,
+      changedAt: !known && stat ? this.lastChange(stat, now) : now,
       firstSeenAt: known?.firstSeenAt ?? now,
       statAt: stat ? now : -Infinity,
       unopenable: known?.unopenable ?? false,
     });
-    this.schedule();
+    this.schedule(!known && stat !== undefined && this.isSettled(this.pending.get(relativePath)!));
+  }
+
+  /**
+   * When a file first seen last changed, as far as the gate can tell: a file whose mtime is older
+   * than the settle time has been unchanged for longer than that already (a scan at start-up
+   * finds the day's files) and is stable once it can be opened, without waiting a settle time
+   * more. Any other file counts as changed now.
+   */
+  private lastChange(stat: FileStat, now: number): number {
+    return now - stat.mtimeMs >= this.settleMs ? now - this.settleMs : now;
   }
 
   /** The file went away; it is no longer waited for. */
@@ -154,12 +166,19 @@ export class StabilityGate {
     this.pending.clear();
   }
 
-  private schedule(): void {
-    if (this.closed || this.timer || this.checkEveryMs <= 0 || this.pending.size === 0) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.check().catch((error: unknown) => this.options.onError?.(error));
-    }, this.checkEveryMs);
+  /** A check after the interval, or `soon` (a file that is settled already): at the next turn of the event loop. */
+  private schedule(soon = false): void {
+    if (this.closed || this.checkEveryMs <= 0 || this.pending.size === 0) return;
+    if (this.timer && !(soon && !this.timerSoon)) return;
+    clearTimeout(this.timer);
+    this.timerSoon = soon;
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        this.check().catch((error: unknown) => this.options.onError?.(error));
+      },
+      soon ? 0 : this.checkEveryMs,
+    );
   }
 
   private async checkPending(): Promise<void> {
@@ -207,9 +226,10 @@ export class StabilityGate {
       return;
     }
     if (current.size !== entry.size || current.mtimeMs !== entry.mtimeMs) {
+      // Never stat'ed before (observed without a stat): first seen now.
+      entry.changedAt = entry.size < 0 ? this.lastChange(current, this.now()) : this.now();
       entry.size = current.size;
       entry.mtimeMs = current.mtimeMs;
-      entry.changedAt = this.now();
     }
   }
 

@@ -1,0 +1,282 @@
+// Sync against the fastest peer on this machine (issue 28): `patient-docs-sync run --once` (fresh
+// sync home, fresh server) against `rclone copy` to `rclone serve webdav` (Debian's rclone), 3
+// parallel transfers on both sides, on three workloads:
+//   mixed  2,000 files / 1 GiB, one 500 MiB STL, the rest STL/PLY/OBJ/PDF/DCM of ~270 KB
+//   small  10,000 files of 2–20 KB
+//   big    one 2 GiB file
+// Runs alternate (engine, rclone, then rclone, engine, …); each run is checked on the server side
+// afterwards (every stored byte hashed and compared with the source). Prints medians, the ratio of
+// each pair of runs, and the client's and the server's CPU-seconds (the server's counted until it
+// is idle again: thumbnails render after the uploads).
+//
+//   node bench/peer-rclone.mjs [--quick] [--only=mixed,small,big] [--runs=N]
+// --quick: 200 files / 64 MiB (one 32 MiB STL), 1,000 small files, one 256 MiB file.
+// Skips itself (exit 0) where rclone is not installed. Runs on the build (`npm run bench` builds first).
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { cpuSeconds, measureSteal } from './lib/proc.mjs';
+import { freePort, listeningUrl } from './lib/server.mjs';
+
+const ROOT = path.resolve(import.meta.dirname, '..');
+const DIST = path.join(ROOT, 'dist');
+const SEED = path.join(ROOT, 'test/fixtures/seed.json');
+const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
+const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
+const CLIENT = { id: 'scanner-pc-1', secret: 'scanner-pc-1-secret-0123456789' };
+const MiB = 1024 * 1024;
+const TRANSFERS = 3;
+
+const { values: args } = parseArgs({
+  options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, runs: { type: 'string' } },
+  strict: true,
+});
+
+const rclone = spawnSync('rclone', ['version'], { encoding: 'utf8' });
+if (rclone.error || rclone.status !== 0) {
+  console.log('peer-rclone: skipped, rclone is not installed here (Debian: apt-get install rclone)');
+  process.exit(0);
+}
+const rcloneVersion = rclone.stdout.split('\n')[0];
+
+const quick = args.quick;
+const WORKLOADS = {
+  mixed: quick ? { files: 200, totalBytes: 64 * MiB, bigBytes: 32 * MiB } : { files: 2000, totalBytes: 1024 * MiB, bigBytes: 500 * MiB },
+  small: quick ? { files: 1000, minBytes: 2000, maxBytes: 20_000 } : { files: 10_000, minBytes: 2000, maxBytes: 20_000 },
+  big: quick ? { bytes: 256 * MiB } : { bytes: 2048 * MiB },
+};
+const only = (args.only ?? 'mixed,small,big').split(',');
+const RUNS = Number(args.runs ?? (quick ? 3 : 3));
+
+const temp = (name) => fs.mkdtempSync(path.join(os.tmpdir(), `peer-rclone-${name}-`));
+const cleanup = [];
+
+// ---- workloads: real bytes (random, so nothing compresses or dedupes), made once per workload
+
+/** A file of `bytes` random bytes, written in 4 MiB pieces; returns its sha256. */
+function randomFile(file, bytes) {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const hash = createHash('sha256');
+  const handle = fs.openSync(file, 'w');
+  const piece = randomBytes(Math.min(bytes, 4 * MiB));
+  for (let written = 0; written < bytes; ) {
+    const length = Math.min(piece.length, bytes - written);
+    // Each piece differs (its first 8 bytes are its offset): no run of the file repeats another.
+    piece.writeBigUInt64LE(BigInt(written), 0);
+    fs.writeSync(handle, piece, 0, length);
+    hash.update(piece.subarray(0, length));
+    written += length;
+  }
+  fs.closeSync(handle);
+  return hash.digest('hex');
+}
+
+const SMALL_TYPES = ['stl', 'ply', 'obj', 'pdf', 'dcm'];
+
+function makeWorkload(name) {
+  const folder = temp(`${name}-source`);
+  cleanup.push(() => fs.rmSync(folder, { recursive: true, force: true }));
+  const files = [];
+  const add = (relativePath, bytes) => files.push({ relativePath, size: bytes, sha256: randomFile(path.join(folder, relativePath), bytes) });
+  if (name === 'mixed') {
+    const { files: count, totalBytes, bigBytes } = WORKLOADS.mixed;
+    add('case-big/full arch.stl', bigBytes);
+    const each = Math.floor((totalBytes - bigBytes) / (count - 1));
+    for (let index = 0; index < count - 1; index += 1) add(`case-${String(index % 40).padStart(2, '0')}/scan-${index}.${SMALL_TYPES[index % SMALL_TYPES.length]}`, each);
+  } else if (name === 'small') {
+    const { files: count, minBytes, maxBytes } = WORKLOADS.small;
+    for (let index = 0; index < count; index += 1) {
+      const bytes = minBytes + Math.floor(((index * 7919) % 1000) / 1000 * (maxBytes - minBytes));
+      add(`case-${String(index % 100).padStart(3, '0')}/image-${index}.${SMALL_TYPES[index % SMALL_TYPES.length]}`, bytes);
+    }
+  } else {
+    add('huge scan.stl', WORKLOADS.big.bytes);
+  }
+  return { name, folder, files, bytes: files.reduce((sum, file) => sum + file.size, 0) };
+}
+
+function sha256OfFile(file) {
+  const hash = createHash('sha256');
+  const handle = fs.openSync(file, 'r');
+  const buffer = Buffer.allocUnsafe(4 * MiB);
+  for (let read; (read = fs.readSync(handle, buffer, 0, buffer.length, null)) > 0; ) hash.update(buffer.subarray(0, read));
+  fs.closeSync(handle);
+  return hash.digest('hex');
+}
+
+// ---- processes
+
+/** Runs a command to its end; resolves with its wall time and the CPU-seconds it and its children used (bash `times`). */
+function timedCommand(command, commandArgs, env) {
+  const started = performance.now();
+  const child = spawn('bash', ['-c', '"$@"; status=$?; times >&2; exit $status', 'bench', command, ...commandArgs], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    child.once('exit', (code) => {
+      const seconds = (performance.now() - started) / 1000;
+      // `times` prints the shell's own times, then its children's: "0m1.234s 0m0.567s".
+      const lines = stderr.trim().split('\n');
+      const children = /(\d+)m([\d.]+)s\s+(\d+)m([\d.]+)s/.exec(lines.at(-1) ?? '');
+      const cpu = children ? Number(children[1]) * 60 + Number(children[2]) + Number(children[3]) * 60 + Number(children[4]) : Number.NaN;
+      if (code !== 0) reject(new Error(`${command} ${commandArgs.join(' ')} exited ${code}:\n${stdout}\n${stderr}`));
+      else resolve({ seconds, cpu });
+    });
+  });
+}
+
+/** Waits until the process used less than 0.05 CPU-seconds in a second (bounded): its work after the client is done counts too. */
+async function cpuWhenIdle(pid, boundMs = 120_000) {
+  const deadline = Date.now() + boundMs;
+  let last = cpuSeconds(pid);
+  for (;;) {
+    await delay(1000);
+    const now = cpuSeconds(pid);
+    if (now - last < 0.05 || Date.now() > deadline) return now;
+    last = now;
+  }
+}
+
+async function stopChild(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  await new Promise((resolve) => child.once('exit', resolve));
+}
+
+// ---- Patient Docs: fresh server, fresh sync home, `patient-docs-sync run --once`
+
+/** The product's command, as an operator runs it. */
+const SYNC_CLI = path.join(ROOT, 'bin/patient-docs-sync.js');
+
+async function patientDocsRun(workload) {
+  const dataDir = temp('server');
+  const port = await freePort();
+  const server = spawn(process.execPath, [path.join(DIST, 'server/main.js')], {
+    env: { ...process.env, PORT: String(port), PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED, PATIENT_DOCS_ADMIN_TOKEN: 'bench-admin-token-0123456789', PATIENT_DOCS_LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const home = temp('sync-home');
+  try {
+    const url = await listeningUrl(server);
+    const env = { PATIENT_DOCS_SYNC_HOME: home, PATIENT_DOCS_CLIENT_SECRET: CLIENT.secret };
+    for (const setup of [
+      ['connect', '--server', url, '--client-id', CLIENT.id, '--organization', ORG],
+      ['add-pair', '--folder', workload.folder, '--patient', PATIENT, '--path', '/bench'],
+      ['config', '--concurrency', String(TRANSFERS)],
+    ]) {
+      await timedCommand(process.execPath, [SYNC_CLI, ...setup], env);
+    }
+    const serverCpuBefore = cpuSeconds(server.pid);
+    const client = await timedCommand(process.execPath, [SYNC_CLI, 'run', '--once', '--timeout', '3600'], env);
+    const serverCpu = (await cpuWhenIdle(server.pid)) - serverCpuBefore;
+    await stopChild(server);
+    await checkPatientDocs(workload, dataDir);
+    return { ...client, serverCpu };
+  } finally {
+    await stopChild(server);
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+}
+
+/** Every source file is a document whose stored object (on the server's disk) hashes to the source's sha256. */
+async function checkPatientDocs(workload, dataDir) {
+  const Database = (await import('better-sqlite3')).default;
+  const database = new Database(path.join(dataDir, 'patient-docs.sqlite'), { readonly: true, fileMustExist: true });
+  const rows = database.prepare('SELECT path, file_name, file_size, sha256, content_key FROM documents WHERE deleted_at IS NULL AND has_content = 1').all();
+  database.close();
+  const stored = new Map(rows.map((row) => [`${row.path}/${row.file_name}`, row]));
+  for (const file of workload.files) {
+    const key = path.posix.join('/bench', file.relativePath);
+    const row = stored.get(key);
+    if (!row) throw new Error(`patient docs: ${key} is not on the server`);
+    if (row.file_size !== file.size || row.sha256 !== file.sha256) throw new Error(`patient docs: ${key} recorded with other content`);
+    const object = path.join(dataDir, 'content', 'objects', ...row.content_key.split('/'));
+    if (sha256OfFile(object) !== file.sha256) throw new Error(`patient docs: the stored bytes of ${key} differ from the source`);
+  }
+  if (rows.length !== workload.files.length) throw new Error(`patient docs: ${rows.length} documents for ${workload.files.length} files`);
+}
+
+// ---- rclone: `rclone serve webdav` on a fresh folder, `rclone copy` to it
+
+async function rcloneRun(workload) {
+  const target = temp('rclone-target');
+  const port = await freePort();
+  const server = spawn('rclone', ['serve', 'webdav', target, '--addr', `127.0.0.1:${port}`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  try {
+    await waitForPort(port, server);
+    const serverCpuBefore = cpuSeconds(server.pid);
+    const client = await timedCommand('rclone', ['copy', workload.folder, ':webdav:', '--webdav-url', `http://127.0.0.1:${port}`, '--transfers', String(TRANSFERS), '--checkers', String(TRANSFERS)], {});
+    const serverCpu = (await cpuWhenIdle(server.pid)) - serverCpuBefore;
+    await stopChild(server);
+    for (const file of workload.files) {
+      const stored = path.join(target, ...file.relativePath.split('/'));
+      if (!fs.existsSync(stored) || sha256OfFile(stored) !== file.sha256) throw new Error(`rclone: the stored bytes of ${file.relativePath} differ from the source`);
+    }
+    return { ...client, serverCpu };
+  } finally {
+    await stopChild(server);
+    fs.rmSync(target, { recursive: true, force: true });
+  }
+}
+
+async function waitForPort(port, child) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error('rclone serve webdav exited');
+    const ok = await fetch(`http://127.0.0.1:${port}/`, { method: 'PROPFIND', headers: { depth: '0' } }).then(
+      () => true,
+      () => false,
+    );
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error('rclone serve webdav did not start');
+    await delay(100);
+  }
+}
+
+// ---- the comparison
+
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+};
+
+async function compare(name) {
+  const made = performance.now();
+  const workload = makeWorkload(name);
+  console.log(`\n${name}: ${workload.files.length.toLocaleString('en-US')} files, ${(workload.bytes / MiB).toFixed(0)} MiB (made in ${((performance.now() - made) / 1000).toFixed(1)} s)`);
+  // The workload's files are older than the engine's settle time when its runs start, as a day's scans are.
+  await delay(2500);
+  const runs = { engine: [], rclone: [] };
+  const steal = measureSteal();
+  for (let round = 0; round < RUNS; round += 1) {
+    const order = round % 2 === 0 ? ['engine', 'rclone'] : ['rclone', 'engine'];
+    for (const side of order) {
+      const result = side === 'engine' ? await patientDocsRun(workload) : await rcloneRun(workload);
+      runs[side].push(result);
+      console.log(`  run ${round + 1} ${side.padEnd(6)} ${result.seconds.toFixed(2).padStart(7)} s   client CPU ${result.cpu.toFixed(2).padStart(6)} s   server CPU ${result.serverCpu.toFixed(2).padStart(6)} s   (every byte checked)`);
+    }
+  }
+  const ratios = runs.engine.map((run, index) => run.seconds / runs.rclone[index].seconds);
+  const line = (side) => {
+    const list = runs[side];
+    return `median ${median(list.map((run) => run.seconds)).toFixed(2)} s, client CPU ${median(list.map((run) => run.cpu)).toFixed(2)} s, server CPU ${median(list.map((run) => run.serverCpu)).toFixed(2)} s (${((median(list.map((run) => run.serverCpu)) * 1000) / workload.files.length).toFixed(2)} ms per file)`;
+  };
+  console.log(`  Patient Docs: ${line('engine')}`);
+  console.log(`  rclone:       ${line('rclone')}`);
+  console.log(`  ratio Patient Docs / rclone per pair: ${ratios.map((ratio) => ratio.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)}×   (steal ${steal().toFixed(1)}%)`);
+}
+
+try {
+  console.log(`peer-rclone: patient-docs-sync run --once vs ${rcloneVersion} (copy → serve webdav), ${TRANSFERS} transfers each, ${RUNS} alternating runs per side${quick ? ', quick workloads' : ''}`);
+  for (const name of ['mixed', 'small', 'big']) if (only.includes(name)) await compare(name);
+} finally {
+  for (const step of cleanup.reverse()) await Promise.resolve().then(step).catch(() => undefined);
+}

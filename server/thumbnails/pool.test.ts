@@ -1,0 +1,141 @@
+/**
+ * The warm thumbnail workers, with real worker threads and real files: workers are reused across
+ * files, never more run than the pool allows, and a hostile or huge file fails only its own
+ * thumbnail (a timeout or a heap overrun ends that worker, a fresh one renders the next file).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PNG } from 'pngjs';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { garbageBytes, makeArchStl, makePdf, pdfBomb } from '../../test/fixtures/scans.js';
+import { startModuleWorker } from '../worker-threads.js';
+import { ThumbnailError } from './errors.js';
+import { renderThumbnail, thumbnailPool } from './index.js';
+import { ThumbnailPool, type ThumbnailPoolOptions } from './pool.js';
+import type { ThumbnailJob } from './protocol.js';
+
+let dir: string;
+const pools: ThumbnailPool[] = [];
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'thumbnail-pool-'));
+});
+afterEach(async () => {
+  await Promise.all(pools.splice(0).map((pool) => pool.close()));
+});
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function fixture(name: string, bytes: Buffer): string {
+  const path = join(dir, name);
+  writeFileSync(path, bytes);
+  return path;
+}
+
+function job(filePath: string, fileType: string): ThumbnailJob {
+  return { filePath, fileType, size: 64, maxInputBytes: 256 * 1024 * 1024 };
+}
+
+/** A pool of the real thumbnail workers with a heap limit of its own. */
+function pool(options: Partial<ThumbnailPoolOptions> & { heapMb?: number } = {}): ThumbnailPool {
+  const heapMb = options.heapMb ?? 256;
+  const created = new ThumbnailPool({
+    start: () => startModuleWorker(import.meta.url, 'worker', null, { maxOldGenerationSizeMb: heapMb, maxYoungGenerationSizeMb: 16 }),
+    maxWorkers: 2,
+    idleMs: 60_000,
+    maxJobsPerWorker: 200,
+    retireAboveHeapBytes: heapMb * 1024 * 1024 * 0.75,
+    ...options,
+  });
+  pools.push(created);
+  return created;
+}
+
+async function failure(promise: Promise<unknown>): Promise<ThumbnailError> {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(ThumbnailError);
+  return error as ThumbnailError;
+}
+
+describe('warm thumbnail workers', () => {
+  it('the server renders file after file in the same few workers, not a new thread per file', async () => {
+    const before = thumbnailPool.started;
+    const files = Array.from({ length: 8 }, (_, index) => fixture(`scan-${index}.stl`, makeArchStl({ triangles: 2_000 + index })));
+    for (const file of files) expect(PNG.sync.read(await renderThumbnail(file, 'STL')).width).toBe(256);
+    expect(thumbnailPool.started - before).toBeLessThanOrEqual(1);
+    expect(thumbnailPool.size).toBeLessThanOrEqual(2);
+  });
+
+  it('renders at most maxWorkers files at once; the rest wait their turn and all get an answer', async () => {
+    const workers = pool({ maxWorkers: 2 });
+    const files = Array.from({ length: 6 }, (_, index) => fixture(`parallel-${index}.stl`, makeArchStl({ triangles: 3_000 + index })));
+    let largest = 0;
+    const sampler = setInterval(() => (largest = Math.max(largest, workers.size)), 5);
+    const results = await Promise.all(files.map((file) => workers.run(job(file, 'STL'), 60_000)));
+    clearInterval(sampler);
+    expect(results.every((png) => PNG.sync.read(png).width === 64)).toBe(true);
+    expect(largest).toBeLessThanOrEqual(2);
+    expect(workers.started).toBeLessThanOrEqual(2);
+  });
+
+  it('a render past its time ends its worker; the next file renders in a fresh one', async () => {
+    const workers = pool({ maxWorkers: 1 });
+    const good = fixture('good.stl', makeArchStl({ triangles: 2_000 }));
+    await workers.run(job(good, 'STL'), 60_000);
+    const slow = fixture('slow.stl', makeArchStl({ triangles: 500_000 }));
+    const started = performance.now();
+    expect((await failure(workers.run(job(slow, 'STL'), 50))).reason).toBe('timeout');
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(PNG.sync.read(await workers.run(job(good, 'STL'), 60_000)).width).toBe(64);
+    expect(workers.started).toBe(2);
+  });
+
+  // A heap of 12 MB holds the mesh renderer but not pdfjs: the PDF is the file too big to render here.
+  it('a file that overruns the heap fails as too large, only its own thumbnail; the worker is replaced', async () => {
+    const workers = pool({ maxWorkers: 1, heapMb: 12 });
+    const good = fixture('before-and-after.stl', makeArchStl({ triangles: 2_000 }));
+    await workers.run(job(good, 'STL'), 60_000);
+    const hungry = fixture('hungry.pdf', makePdf('A letter too big for this heap'));
+    const started = performance.now();
+    const error = await failure(workers.run(job(hungry, 'PDF'), 60_000));
+    expect(error.reason).toBe('too-large');
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(PNG.sync.read(await workers.run(job(good, 'STL'), 60_000)).width).toBe(64);
+    expect(workers.started).toBe(2);
+  });
+
+  it('hostile files one after another in a warm worker each fail on their own, and a good file still renders after them', async () => {
+    const workers = pool({ maxWorkers: 1 });
+    const letter = fixture('letter.pdf', makePdf('Referral letter'));
+    // Warm: the worker has rendered a PDF before (pdfjs compiled), as a server's workers have.
+    expect(PNG.sync.read(await workers.run(job(letter, 'PDF'), 60_000)).width).toBe(64);
+    const hostile: Array<[string, string, Buffer]> = [
+      ['bomb.pdf', 'PDF', pdfBomb()],
+      ['garbage.stl', 'STL', garbageBytes(10_000)],
+      ['garbage.pdf', 'PDF', garbageBytes(10_000)],
+    ];
+    // Bounded by the render timeout (the server's 20 s) whatever the machine's load; a timeout is a failure like any other.
+    for (const [name, type, bytes] of hostile) {
+      const started = performance.now();
+      await failure(workers.run(job(fixture(name, bytes), type), 20_000));
+      expect(performance.now() - started).toBeLessThan(21_000);
+    }
+    expect(PNG.sync.read(await workers.run(job(letter, 'PDF'), 60_000)).width).toBe(64);
+    expect(workers.started).toBe(1);
+  });
+
+  it('a worker is replaced after its number of jobs, and idle workers end', async () => {
+    const workers = pool({ maxWorkers: 1, maxJobsPerWorker: 2, idleMs: 200 });
+    const file = fixture('repeat.stl', makeArchStl({ triangles: 1_000 }));
+    for (let round = 0; round < 4; round += 1) await workers.run(job(file, 'STL'), 60_000);
+    expect(workers.started).toBe(2);
+    const deadline = Date.now() + 5_000;
+    while (workers.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(workers.size).toBe(0);
+  });
+});

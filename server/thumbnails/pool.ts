@@ -1,0 +1,165 @@
+/**
+ * A few warm thumbnail workers instead of a new thread per file (starting one costs ~100 ms of CPU,
+ * mostly compiling the parsers). Each worker still renders one file at a time under its heap limit
+ * and a wall-clock timeout: a render that runs out of heap or time takes its worker with it (the
+ * worker is terminated, the file fails only its thumbnail) and a fresh worker takes its place on
+ * demand. A worker is also retired after a number of jobs or when its heap stays large after one,
+ * and idle workers end after a while, so nothing a file left behind outlives a bounded number of
+ * renders and an idle server holds no render memory.
+ */
+import type { Worker } from 'node:worker_threads';
+import { isThumbnailFailureReason, ThumbnailError } from './errors.js';
+import type { ThumbnailJob, WorkerReply } from './protocol.js';
+
+export interface ThumbnailPoolOptions {
+  /** Starts a worker (its heap limit set); the pool sends it jobs and reads one reply per job. */
+  start: () => Worker;
+  /** Workers at most, rendering at once; further jobs wait their turn. */
+  maxWorkers: number;
+  /** A worker idle this long ends. */
+  idleMs: number;
+  /** A worker is retired after this many jobs. */
+  maxJobsPerWorker: number;
+  /** A worker whose heap is above this after a job is retired. */
+  retireAboveHeapBytes: number;
+}
+
+interface Task {
+  job: ThumbnailJob;
+  timeoutMs: number;
+  resolve: (png: Buffer) => void;
+  reject: (error: ThumbnailError) => void;
+}
+
+interface PooledWorker {
+  worker: Worker;
+  jobs: number;
+  task: Task | undefined;
+  timer: NodeJS.Timeout | undefined;
+  idleTimer: NodeJS.Timeout | undefined;
+  gone: boolean;
+}
+
+export class ThumbnailPool {
+  private readonly idle: PooledWorker[] = [];
+  private readonly waiting: Task[] = [];
+  private alive = 0;
+  /** Workers started so far (for tests and diagnostics). */
+  started = 0;
+
+  constructor(private readonly options: ThumbnailPoolOptions) {}
+
+  /** Renders the job in a worker; settles within its timeout once a worker takes it. Rejects only with ThumbnailError. */
+  run(job: ThumbnailJob, timeoutMs: number): Promise<Buffer> {
+    return new Promise<Buffer>((resolve, reject) => {
+      this.waiting.push({ job, timeoutMs, resolve, reject });
+      this.pump();
+    });
+  }
+
+  /** Workers alive now (idle or rendering). */
+  get size(): number {
+    return this.alive;
+  }
+
+  /** Ends every idle worker (a rendering one ends when its job does). */
+  async close(): Promise<void> {
+    const idle = this.idle.splice(0);
+    await Promise.all(idle.map((entry) => this.retire(entry)));
+  }
+
+  private pump(): void {
+    while (this.waiting.length > 0) {
+      const warm = this.idle.pop();
+      if (warm) {
+        this.dispatch(warm, this.waiting.shift()!);
+        continue;
+      }
+      if (this.alive >= this.options.maxWorkers) return;
+      const task = this.waiting.shift()!;
+      let entry: PooledWorker;
+      try {
+        entry = this.spawn();
+      } catch (error) {
+        task.reject(new ThumbnailError('malformed', `could not start the thumbnail worker (${String(error)})`));
+        continue;
+      }
+      this.dispatch(entry, task);
+    }
+  }
+
+  private spawn(): PooledWorker {
+    const worker = this.options.start();
+    this.alive += 1;
+    this.started += 1;
+    const entry: PooledWorker = { worker, jobs: 0, task: undefined, timer: undefined, idleTimer: undefined, gone: false };
+    worker.on('message', (reply: WorkerReply) => this.replied(entry, reply));
+    worker.on('error', (error: Error) => this.failed(entry, fromWorkerError(error)));
+    worker.on('exit', (code) => this.failed(entry, new ThumbnailError('malformed', `the thumbnail worker exited (${code}) without an answer`)));
+    return entry;
+  }
+
+  private dispatch(entry: PooledWorker, task: Task): void {
+    if (entry.idleTimer) clearTimeout(entry.idleTimer);
+    entry.idleTimer = undefined;
+    entry.task = task;
+    entry.jobs += 1;
+    entry.worker.ref();
+    entry.timer = setTimeout(() => this.failed(entry, new ThumbnailError('timeout', `rendering took longer than ${task.timeoutMs} ms`)), task.timeoutMs);
+    entry.worker.postMessage(task.job);
+  }
+
+  private replied(entry: PooledWorker, reply: WorkerReply): void {
+    const task = this.finish(entry);
+    if (!task) return;
+    if (reply.ok) task.resolve(Buffer.from(reply.png.buffer, reply.png.byteOffset, reply.png.byteLength));
+    else task.reject(new ThumbnailError(isThumbnailFailureReason(reply.reason) ? reply.reason : 'malformed', reply.message));
+    if (entry.jobs >= this.options.maxJobsPerWorker || reply.heapUsed > this.options.retireAboveHeapBytes) {
+      void this.retire(entry);
+    } else {
+      entry.worker.unref();
+      entry.idleTimer = setTimeout(() => {
+        const index = this.idle.indexOf(entry);
+        if (index >= 0) this.idle.splice(index, 1);
+        void this.retire(entry);
+      }, this.options.idleMs);
+      entry.idleTimer.unref();
+      this.idle.push(entry);
+    }
+    this.pump();
+  }
+
+  /** The render failed with its worker (timeout, heap, crash): the worker goes, the task fails. */
+  private failed(entry: PooledWorker, error: ThumbnailError): void {
+    const task = this.finish(entry);
+    const index = this.idle.indexOf(entry);
+    if (index >= 0) this.idle.splice(index, 1);
+    void this.retire(entry);
+    task?.reject(error);
+    this.pump();
+  }
+
+  private finish(entry: PooledWorker): Task | undefined {
+    const task = entry.task;
+    entry.task = undefined;
+    if (entry.timer) clearTimeout(entry.timer);
+    entry.timer = undefined;
+    return task;
+  }
+
+  private async retire(entry: PooledWorker): Promise<void> {
+    if (entry.idleTimer) clearTimeout(entry.idleTimer);
+    entry.idleTimer = undefined;
+    if (entry.gone) return;
+    entry.gone = true;
+    this.alive -= 1;
+    await entry.worker.terminate();
+  }
+}
+
+/** An uncaught error in the worker; running out of heap means the file was too big to render. */
+function fromWorkerError(error: Error): ThumbnailError {
+  const code = (error as Error & { code?: unknown }).code;
+  if (code === 'ERR_WORKER_OUT_OF_MEMORY') return new ThumbnailError('too-large', 'rendering needed more memory than a thumbnail may use');
+  return new ThumbnailError('malformed', `the thumbnail worker failed (${error.message})`);
+}
