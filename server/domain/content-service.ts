@@ -240,10 +240,17 @@ export class ContentService {
     return updated;
   }
 
-  /** Returns the document as it was when deleted. */
+  /**
+   * Returns the document as it was when deleted. Only the document's own organization deletes it,
+   * as only it uploads to it (docs/security.md "Who may write what"): another organization that
+   * may see the patient's files reads them, it does not remove them.
+   */
   async remove(patientId: string, documentId: string, actor: Actor): Promise<DocumentRecord> {
     const document = await this.store.documents.get(patientId, documentId);
     if (!document) throw notFound(`document ${documentId} does not exist for patient ${patientId}`);
+    if (document.organizationId !== actor.organizationId.toLowerCase()) {
+      throw forbidden(`document ${documentId} belongs to organization ${document.organizationId}; only that organization may delete it (Organization-ID ${actor.organizationId} may read it)`);
+    }
     const at = this.now().toISOString();
     const event = outboxEvent('document.deleted', {
       patientId,
