@@ -62,7 +62,12 @@ const CONTENT_TYPES: Record<string, string> = {
   '.map': 'application/json',
 };
 
-const RELAYED_CONTENT_SAFETY = { 'x-content-type-options': 'nosniff', 'content-security-policy': "sandbox; default-src 'none'" };
+/**
+ * What every relayed answer carries: nothing in it is sniffed or runs on this origin, and the UI
+ * may read it from its own origin (the desktop window's file:// page reads previews with fetch),
+ * as it may read the server's signed links: the relay's token in the address is the capability.
+ */
+const RELAYED_CONTENT_SAFETY = { 'x-content-type-options': 'nosniff', 'content-security-policy': "sandbox; default-src 'none'", 'access-control-allow-origin': '*' };
 
 export async function startBridgeHttpServer(options: BridgeHttpServerOptions): Promise<BridgeHttpServer> {
   const host = options.host ?? '127.0.0.1';

@@ -65,6 +65,8 @@ describe('content relay', () => {
     expect(response.headers.get('content-type')).toBe('model/stl');
     expect(response.headers.get('x-content-type-options')).toBe('nosniff');
     expect(response.headers.get('content-security-policy')).toBe("sandbox; default-src 'none'");
+    // Read by the UI's fetch (PDF preview, 3D viewer) from the window's own origin.
+    expect(response.headers.get('access-control-allow-origin')).toBe('*');
     expect(await response.text()).toBe('solid scan');
     // Nothing added to the relay's address reaches the server's signed link.
     expect(opened).toEqual([SERVER]);
