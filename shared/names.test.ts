@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkFileName, checkPath, foldKey, versionFileName, visibleName } from './names.js';
+import { checkFileName, checkPath, checkPathFilter, foldKey, versionFileName, visibleName } from './names.js';
 
 describe('name rules', () => {
   it('refuses bidirectional embedding, override and isolate controls, keeps right-to-left text and marks', () => {
@@ -83,6 +83,16 @@ describe('look-alike names', () => {
     expect(checkPath('/cases./c')).toMatchObject({ ok: false, rule: "path segment must not end with '.'" });
     expect(checkFileName('scan\u{E0041}.stl')).toMatchObject({ ok: false, rule: expect.stringContaining('U+E0041') });
     expect(visibleName('scan\u200B.stl')).toBe('scan⟨U+200B⟩.stl');
+  });
+
+  it('still opens a folder stored before these rules: a search filter takes it and compares its key', () => {
+    for (const stored of ['/cases./b', '/cases/a\u200Bb', '/\u200Dcases']) {
+      const filter = checkPathFilter(stored);
+      expect(filter).toEqual({ ok: true, value: stored });
+      expect(checkPath(stored).ok).toBe(false);
+    }
+    expect(foldKey('/cases./b')).toBe('/cases/b');
+    for (const refused of ['/a/../b', '/a/\u202Eb', '/a//b', 'a', '/a/ b']) expect(checkPathFilter(refused).ok).toBe(false);
   });
 
   it('keeps what real names need: joiners inside Persian and emoji, marks between words, but never at an edge', () => {

@@ -92,8 +92,25 @@ export function visibleName(value: string): string {
   return value.replace(INVISIBLE_HAZARDS, (character) => `⟨${codePointName(character)}⟩`);
 }
 
+/**
+ * `lookAlikes: false` leaves out the rules against look-alike names (invisible characters, edge
+ * marks, a trailing dot): for a search's folder filter, which may name a folder stored before those
+ * rules, and compares keys that leave those characters out anyway.
+ */
+interface NameRules {
+  lookAlikes: boolean;
+}
+
+/** Why a name would pass for another: an invisible character, or a joiner or mark at its edge. */
+function lookAlikeRule(value: string, label: string): string | undefined {
+  const invisible = forbiddenInvisible(value);
+  if (invisible !== undefined) return `${label} must not contain the invisible character ${codePointName(invisible)}, which would make it look like another name`;
+  if (EDGE_TEXT_MARK.test(value)) return `${label} must not begin or end with an invisible joiner, direction mark or presentation selector`;
+  return undefined;
+}
+
 /** Validates one name (a file name or a path segment) and returns its NFC form. */
-export function checkName(raw: string, label = 'fileName'): NameCheck {
+export function checkName(raw: string, label = 'fileName', rules: NameRules = { lookAlikes: true }): NameCheck {
   if (LONE_SURROGATE.test(raw)) return { ok: false, rule: `${label} must be valid Unicode text (it holds half of a surrogate pair)` };
   const value = raw.normalize('NFC');
   if (isBlank(value)) return { ok: false, rule: `${label} must not be blank (it has no visible character)` };
@@ -105,15 +122,12 @@ export function checkName(raw: string, label = 'fileName'): NameCheck {
   if (BIDI_CONTROLS.test(value)) {
     return { ok: false, rule: `${label} must not contain bidirectional control characters (U+202A–U+202E, U+2066–U+2069), which make a name display as another` };
   }
-  const invisible = forbiddenInvisible(value);
-  if (invisible !== undefined) {
-    return { ok: false, rule: `${label} must not contain the invisible character ${codePointName(invisible)}, which would make it look like another name` };
-  }
-  if (EDGE_TEXT_MARK.test(value)) return { ok: false, rule: `${label} must not begin or end with an invisible joiner, direction mark or presentation selector` };
+  const lookAlike = rules.lookAlikes ? lookAlikeRule(value, label) : undefined;
+  if (lookAlike !== undefined) return { ok: false, rule: lookAlike };
   if (value === '.' || value === '..') return { ok: false, rule: `${label} must not be '.' or '..'` };
   if (value !== value.trim()) return { ok: false, rule: `${label} must not begin or end with spaces` };
   // Windows drops trailing dots: "scan.stl." would be "scan.stl" there, a second file of one name.
-  if (value.endsWith('.')) return { ok: false, rule: `${label} must not end with '.'` };
+  if (rules.lookAlikes && value.endsWith('.')) return { ok: false, rule: `${label} must not end with '.'` };
   return { ok: true, value };
 }
 
@@ -121,11 +135,16 @@ export function checkFileName(raw: string): NameCheck {
   return checkName(raw, 'fileName');
 }
 
+/** A search's folder filter: the path rules but the look-alike ones, so a folder stored before them can still be opened. */
+export function checkPathFilter(raw: string): NameCheck {
+  return checkPath(raw, 'path', { lookAlikes: false });
+}
+
 /**
  * Validates a folder path and returns its canonical form: NFC, a leading '/', no trailing '/'
  * (except the root), every segment a valid name.
  */
-export function checkPath(raw: string, label = 'path'): NameCheck {
+export function checkPath(raw: string, label = 'path', rules: NameRules = { lookAlikes: true }): NameCheck {
   const value = raw.normalize('NFC');
   if (!value.startsWith('/')) return { ok: false, rule: `${label} must begin with '/'` };
   if (value === ROOT_PATH) return { ok: true, value };
@@ -137,7 +156,7 @@ export function checkPath(raw: string, label = 'path'): NameCheck {
   const segments = trimmed.slice(1).split('/');
   for (const segment of segments) {
     if (segment.length === 0) return { ok: false, rule: `${label} must not contain empty segments ('//')` };
-    const check = checkName(segment, `${label} segment`);
+    const check = checkName(segment, `${label} segment`, rules);
     if (!check.ok) return check;
   }
   return { ok: true, value: trimmed };
