@@ -1,8 +1,9 @@
 /**
  * The URLs the server hands out. Download and thumbnail URIs are signed (HMAC-SHA256 over
  * document, version, kind, expiry and the client and organization the link was handed to: every
- * parameter the link has, and a link with any other parameter is refused) and expire, so they work without a bearer token and cannot be forged, extended or passed off as
- * another client's: the audit log names who a download was for (the S3 pre-signed URL model).
+ * parameter the link has, and a link with any other parameter is refused) and expire, so they
+ * work without a bearer token and cannot be forged, extended, altered or passed off as another
+ * client's: the audit log names who a download was for (the S3 pre-signed URL model).
  *
  * Links signed before the holder was part of them (no `client`/`org` parameters) are still
  * honoured until they expire, at most 16 minutes after the update; their downloads are recorded
