@@ -73,6 +73,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
         securitySchemes: {
           bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
           admin: { type: 'http', scheme: 'bearer', description: 'PATIENT_DOCS_ADMIN_TOKEN' },
+          metrics: { type: 'http', scheme: 'bearer', description: 'PATIENT_DOCS_METRICS_TOKEN' },
         },
       },
     },
@@ -109,7 +110,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     await api.register(webhookRoutes, { webhooks: context.webhooks, access: context.access, publicUrl: config.publicUrl });
   });
 
-  await app.register(webhookMetricsRoutes, { webhooks: context.webhooks });
+  await app.register(webhookMetricsRoutes, { webhooks: context.webhooks, metricsToken: config.metricsToken });
   await app.register(contentRoutes, {
     auditAccess: trackAccess,
     parts: context.content,

@@ -26,6 +26,13 @@ describe('server configuration', () => {
     expect(text).not.toContain('\n');
   });
 
+  it('turns /metrics on only with a metrics token long enough not to be guessed', () => {
+    expect(loadConfig({}, '/srv').metricsToken).toBeUndefined();
+    expect(loadConfig({ PATIENT_DOCS_METRICS_TOKEN: '  ' }, '/srv').metricsToken).toBeUndefined();
+    expect(loadConfig({ PATIENT_DOCS_METRICS_TOKEN: 'a-scraper-token-0123' }, '/srv').metricsToken).toBe('a-scraper-token-0123');
+    expect(refusal({ PATIENT_DOCS_METRICS_TOKEN: 'short' })).toContain('PATIENT_DOCS_METRICS_TOKEN must be at least 16 characters');
+  });
+
   it('accepts timeouts at both ends of the range', () => {
     expect(loadConfig({ PATIENT_DOCS_WEBHOOK_TIMEOUT: '100ms' }, '/srv').webhookTimeoutMs).toBe(100);
     expect(loadConfig({ PATIENT_DOCS_WEBHOOK_TIMEOUT: '10m' }, '/srv').webhookTimeoutMs).toBe(600_000);

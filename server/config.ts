@@ -19,6 +19,8 @@ export interface ServerConfig {
   databaseUrl: string | undefined;
   seedFile: string | undefined;
   adminToken: string | undefined;
+  /** PATIENT_DOCS_METRICS_TOKEN: the bearer token /metrics asks for; unset, /metrics is off (404). */
+  metricsToken: string | undefined;
   maxUploadBytes: number;
   webhookRetryDelaysMs: number[];
   webhookTimeoutMs: number;
@@ -177,6 +179,16 @@ function parseCount(name: string, raw: string): number {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
+const MIN_METRICS_TOKEN_LENGTH = 16;
+
+/** A token a scraper cannot guess: set it to turn /metrics on (docs/security.md). */
+function parseMetricsToken(raw: string | undefined): string | undefined {
+  const token = raw?.trim();
+  if (!token) return undefined;
+  if (token.length < MIN_METRICS_TOKEN_LENGTH) throw new ConfigError(`PATIENT_DOCS_METRICS_TOKEN must be at least ${MIN_METRICS_TOKEN_LENGTH} characters (a random value the Prometheus scraper sends as its bearer token)`);
+  return token;
+}
+
 export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerConfig {
   const host = env.HOST?.trim() || '127.0.0.1';
   const port = env.PORT !== undefined && env.PORT !== '' ? parsePort(env.PORT) : 8080;
@@ -210,6 +222,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
     databaseUrl,
     seedFile: env.PATIENT_DOCS_SEED?.trim() ? path.resolve(cwd, env.PATIENT_DOCS_SEED.trim()) : undefined,
     adminToken: env.PATIENT_DOCS_ADMIN_TOKEN?.trim() || undefined,
+    metricsToken: parseMetricsToken(env.PATIENT_DOCS_METRICS_TOKEN),
     maxUploadBytes: parseSize('PATIENT_DOCS_MAX_UPLOAD_BYTES', env.PATIENT_DOCS_MAX_UPLOAD_BYTES ?? '4GiB'),
     webhookRetryDelaysMs,
     webhookTimeoutMs,

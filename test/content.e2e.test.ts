@@ -217,12 +217,15 @@ describe('signed downloads', () => {
     expect(notModified.status).toBe(304);
   });
 
-  it('lets any origin read a signed link (the app’s viewer) and shows it inline on request (PDF preview)', async () => {
-    const response = await fetch(`${document.storageDownloadUri}&disposition=inline`, { headers: { origin: 'http://127.0.0.1:9999' } });
+  it('lets any origin read a signed link (the app’s viewer), always as a download', async () => {
+    const response = await fetch(document.storageDownloadUri, { headers: { origin: 'http://127.0.0.1:9999' } });
     expect(response.status).toBe(200);
     expect(response.headers.get('access-control-allow-origin')).toBe('*');
-    expect(response.headers.get('content-disposition')).toMatch(/^inline; filename=/);
+    expect(response.headers.get('content-disposition')).toMatch(/^attachment; filename=/);
     expect(Buffer.from(await response.arrayBuffer()).equals(bytes)).toBe(true);
+    // A parameter added to the link is not part of its signature: refused (test/stored-script.test.ts).
+    const added = await fetch(`${document.storageDownloadUri}&disposition=inline`);
+    expectProblem({ status: added.status, body: await added.json(), headers: added.headers }, 403);
   });
 
   it('honours Range with 206 and answers 416 past the end', async () => {

@@ -84,6 +84,51 @@ describe('create under hostile input', () => {
   });
 });
 
+describe('look-alike names', () => {
+  /** A character nobody sees, placed anywhere in a name or folder. */
+  const invisible = fc.constantFrom('\u200B', '\u00AD', '\u2060', '\uFEFF', '\u180E', '\u2061', '\u3164', '\uFFA0', '\u034F', '\u{E0041}', '\uFE00', '\u{E0100}');
+  /** Rewrites that look the same to a person and must meet the original's key. */
+  const disguise = fc.constantFrom(
+    (name: string) => name.replace(/ /g, '\u00A0'),
+    (name: string) => name.replace(/[a-z]/g, (letter) => String.fromCodePoint(letter.codePointAt(0)! - 0x61 + 0xff41)),
+    (name: string) => name.replace(/ffi/g, '\uFB03'),
+    (name: string) => name.replace(/ss/g, 'ß'),
+    (name: string) => name.toUpperCase(),
+    (name: string) => name.replace(/İ/g, 'i\u0307'),
+    (name: string) => name.replace(/İ/g, 'I\u0307'),
+  );
+
+  it('refuses a name or path with an invisible character, naming it as U+XXXX', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('fileName', 'path'), invisible, fc.nat({ max: 8 }), async (field, character, at) => {
+        const plain = field === 'fileName' ? 'office scan.stl' : '/cases/office scan';
+        const position = Math.min(at + 2, plain.length - 1);
+        const value = `${plain.slice(0, position)}${character}${plain.slice(position)}`;
+        const body = field === 'fileName' ? { fileName: value, path: '/look-alikes' } : { fileName: 'scan.stl', path: value };
+        const problem = expectProblem(await server.api('POST', `/v1/patients/${PATIENT}/documents`, { body }), 400);
+        expect(problem.detail).toContain(`U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('stores one document per name a person would read as the same: the look-alike is a 409 clash', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('office scan.stl', 'Strasse İzmir.pdf', 'suffix ffi.ply'), disguise, fc.boolean(), async (name, rewrite, trailingDot) => {
+        const folder = `/look-alikes/${Math.random().toString(36).slice(2)}`;
+        const first = await server.api('POST', `/v1/patients/${PATIENT}/documents`, { body: { fileName: name, path: folder } });
+        expect(first.status).toBe(201);
+        const lookAlike = rewrite(name);
+        const second = await server.api('POST', `/v1/patients/${PATIENT}/documents`, { body: { fileName: trailingDot ? `${lookAlike}.` : lookAlike, path: folder } });
+        expect(second.status).toBe(trailingDot ? 400 : 409);
+        const listed = await server.api('POST', `/v1/patients/${PATIENT}/documents/search`, { body: { path: folder } });
+        expect(listed.body.documents.map((document: { fileName: string }) => document.fileName)).toEqual([name]);
+      }),
+      { numRuns: 30 },
+    );
+  });
+});
+
 describe('search under hostile input', () => {
   it('answers 200 or 400, never 500', async () => {
     await fc.assert(

@@ -10,7 +10,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { ADMIN_TOKEN, CLIENT, ORG } from './helpers/server.js';
+import { ADMIN_TOKEN, CLIENT, METRICS_TOKEN, ORG } from './helpers/server.js';
 import { waitFor } from './helpers/sync.js';
 
 interface Held {
@@ -50,6 +50,7 @@ beforeAll(async () => {
     PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'true',
     PATIENT_DOCS_WEBHOOK_RETRY_DELAYS: '100ms,100ms,100ms',
     PATIENT_DOCS_WEBHOOK_TIMEOUT: '5s',
+    PATIENT_DOCS_METRICS_TOKEN: METRICS_TOKEN,
   });
   const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret });
   token = ((await (await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: form })).json()) as { access_token: string }).access_token;
@@ -91,6 +92,6 @@ describe('a webhook subscription deleted while an attempt is in flight', () => {
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(held).toHaveLength(0);
     expect(await metrics()).toEqual(after);
-    expect(await (await fetch(`${server.url}/metrics`)).text()).toContain('patient_docs_webhook_messages{state="queued"} 0');
+    expect(await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text()).toContain('patient_docs_webhook_messages{state="queued"} 0');
   });
 });

@@ -17,6 +17,7 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 const MAIN = path.join(ROOT, 'dist/server/main.js');
 const SEED = path.join(ROOT, 'test/fixtures/seed.json');
 const ADMIN_TOKEN = 'webhook-e2e-admin-token-0123456789';
+const METRICS_TOKEN = 'webhook-e2e-metrics-token-0123456789';
 const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
 const OTHER_ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a02';
 const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
@@ -206,6 +207,7 @@ function serverEnv(dataDir: string, extra: Record<string, string> = {}): Record<
     PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'true',
     PATIENT_DOCS_WEBHOOK_RETRY_DELAYS: RETRY_DELAYS.map((ms) => `${ms}ms`).join(','),
     PATIENT_DOCS_WEBHOOK_TIMEOUT: '2s',
+    PATIENT_DOCS_METRICS_TOKEN: METRICS_TOKEN,
     ...extra,
   };
 }
@@ -380,7 +382,7 @@ describe('webhook deliveries', () => {
     expect(redelivered.raw.equals(attempts[0]!.raw)).toBe(true);
     await waitFor('an empty dead-letter queue', async () => (await api.call('GET', `/v1/webhooks/${id}/dead-letters`)).body.total === 0);
     expect((await api.call('POST', `/v1/webhooks/${id}/dead-letters/${messageId}/redeliver`)).status).toBe(404);
-    const prometheus = await (await fetch(`${server.url}/metrics`)).text();
+    const prometheus = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
     expect(prometheus).toMatch(/patient_docs_webhook_messages\{state="delivered"\} \d+/);
     expect(prometheus).toMatch(/patient_docs_webhook_failed_attempts_total \d+/);
   });

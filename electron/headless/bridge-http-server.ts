@@ -62,6 +62,13 @@ const CONTENT_TYPES: Record<string, string> = {
   '.map': 'application/json',
 };
 
+/**
+ * What every relayed answer carries: nothing in it is sniffed or runs on this origin, and the UI
+ * may read it from its own origin (the desktop window's file:// page reads previews with fetch),
+ * as it may read the server's signed links: the relay's token in the address is the capability.
+ */
+const RELAYED_CONTENT_SAFETY = { 'x-content-type-options': 'nosniff', 'content-security-policy': "sandbox; default-src 'none'", 'access-control-allow-origin': '*' };
+
 export async function startBridgeHttpServer(options: BridgeHttpServerOptions): Promise<BridgeHttpServer> {
   const host = options.host ?? '127.0.0.1';
   const clients = new Set<ServerResponse>();
@@ -94,8 +101,7 @@ export async function startBridgeHttpServer(options: BridgeHttpServerOptions): P
     } catch {
       return send(response, 400, 'text/plain; charset=utf-8', 'url is not an address');
     }
-    // What the UI appends to the link (PDF preview: &disposition=inline) goes on to the server.
-    for (const [name, value] of url.searchParams) if (name !== 't' && name !== 'url') target.searchParams.set(name, value);
+    // The link goes on exactly as the server signed it: the server refuses any parameter added to it.
     let opened: Awaited<ReturnType<ServerContentSource['open']>>;
     try {
       opened = await source.open(target.toString());
@@ -103,7 +109,9 @@ export async function startBridgeHttpServer(options: BridgeHttpServerOptions): P
       return send(response, 502, 'text/plain; charset=utf-8', `the server could not be read: ${error instanceof Error ? error.message : String(error)}`);
     }
     if (!opened) return send(response, 403, 'text/plain; charset=utf-8', 'not a link of the connected server');
-    response.writeHead(opened.status, { ...opened.headers, 'cache-control': 'private, no-store', 'x-content-type-options': 'nosniff' });
+    // Served on the UI's own origin: whatever the bytes are, they run nothing here (a file is read
+    // by the UI's fetch or shown as an image, never rendered as a page of this origin).
+    response.writeHead(opened.status, { ...opened.headers, 'cache-control': 'private, no-store', ...RELAYED_CONTENT_SAFETY });
     if (request.method === 'HEAD') {
       (opened.body as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
       response.end();

@@ -55,7 +55,7 @@ describe('content relay', () => {
     expect(createContentRelay(fakeApp(true, [])).link(SERVER)).toBeNull();
   });
 
-  it('serves a signed link through the engine, with what the UI appends passed on', async () => {
+  it('serves a signed link through the engine exactly as signed, as bytes that run nothing on the UI’s origin', async () => {
     const opened: string[] = [];
     const relay = await desktopRelay(true, opened);
     const link = relay.link(SERVER)!;
@@ -63,8 +63,13 @@ describe('content relay', () => {
     const response = await fetch(`${link}&disposition=inline`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('model/stl');
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(response.headers.get('content-security-policy')).toBe("sandbox; default-src 'none'");
+    // Read by the UI's fetch (PDF preview, 3D viewer) from the window's own origin.
+    expect(response.headers.get('access-control-allow-origin')).toBe('*');
     expect(await response.text()).toBe('solid scan');
-    expect(opened).toEqual([`${SERVER}&disposition=inline`]);
+    // Nothing added to the relay's address reaches the server's signed link.
+    expect(opened).toEqual([SERVER]);
   });
 
   it('refuses a link without its token, and any address that is not the server’s', async () => {

@@ -18,7 +18,7 @@ import type { AccessGuard } from './access.js';
 import type { Actor, DocumentService } from './document-service.js';
 import { outboxEvent } from './events.js';
 import { mediaTypeOf } from './http-serving.js';
-import type { LinkHolder, LinkKind, Links } from './links.js';
+import { unsignedParameters, type LinkHolder, type LinkKind, type Links } from './links.js';
 import type { ThumbnailJobs } from './thumbnail-jobs.js';
 import { wokenOrTimedOut } from './wake.js';
 
@@ -59,6 +59,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 function holderOf(query: { client?: string; org?: string }): LinkHolder | undefined {
   if (query.client === undefined && query.org === undefined) return undefined;
   return { clientId: query.client ?? '', organizationId: (query.org ?? '').toLowerCase() };
+}
+
+/** A link's own parameters where each is given once (a list, or anything else, counts as absent). */
+function singleValues(parameters: Readonly<Record<string, unknown>>): { v?: string; expires?: string; sig?: string; client?: string; org?: string } {
+  const single = (name: string) => (typeof parameters[name] === 'string' ? { [name]: parameters[name] } : {});
+  return { ...single('v'), ...single('expires'), ...single('sig'), ...single('client'), ...single('org') };
 }
 
 /** `"abc…"` or `W/"abc…"` → `abc…`; the ETag we hand out is the sha256 in quotes. */
@@ -240,10 +246,17 @@ export class ContentService {
     return updated;
   }
 
-  /** Returns the document as it was when deleted. */
+  /**
+   * Returns the document as it was when deleted. Only the document's own organization deletes it,
+   * as only it uploads to it (docs/security.md "Who may write what"): another organization that
+   * may see the patient's files reads them, it does not remove them.
+   */
   async remove(patientId: string, documentId: string, actor: Actor): Promise<DocumentRecord> {
     const document = await this.store.documents.get(patientId, documentId);
     if (!document) throw notFound(`document ${documentId} does not exist for patient ${patientId}`);
+    if (document.organizationId !== actor.organizationId.toLowerCase()) {
+      throw forbidden(`document ${documentId} belongs to organization ${document.organizationId}; only that organization may delete it (Organization-ID ${actor.organizationId} may read it)`);
+    }
     const at = this.now().toISOString();
     const event = outboxEvent('document.deleted', {
       patientId,
@@ -285,10 +298,11 @@ export class ContentService {
    */
   async resolveLink(
     documentId: string,
-    query: { v?: string; expires?: string; sig?: string; client?: string; org?: string },
+    parameters: Readonly<Record<string, unknown>>,
     kind: LinkKind,
     facts: AccessFacts = { detail: {} },
   ): Promise<DownloadTarget> {
+    const query = singleValues(parameters);
     const version = Number(query.v);
     const expires = Number(query.expires);
     const holder = holderOf(query);
@@ -305,6 +319,13 @@ export class ContentService {
       if (target) facts.patientId = target.patientId;
       throw forbidden(detail);
     };
+    const unsigned = unsignedParameters(parameters);
+    if (unsigned.length > 0) {
+      return refuse(`the download link was altered: ${unsigned.map((name) => JSON.stringify(name.slice(0, 40))).join(', ')} is not part of its signature; use the link exactly as it was handed out`);
+    }
+    if (Object.values(parameters).some((value) => typeof value !== 'string')) {
+      return refuse('the download link was altered: a parameter of its signature is given twice; use the link exactly as it was handed out');
+    }
     if (!query.sig || !Number.isSafeInteger(version) || !Number.isSafeInteger(expires) || (holder && (!CLIENT_ID.test(holder.clientId) || !UUID.test(holder.organizationId)))) {
       return refuse('the download link is incomplete; ask for the document again to get a fresh link');
     }

@@ -2,7 +2,7 @@
 import { promisify } from 'node:util';
 import { constants as zlibConstants, gzip } from 'node:zlib';
 import { timeOrderedUuid } from './ids.js';
-import { checkFileName, checkPath, fileTypeFromName, foldKey, ROOT_PATH } from '../../shared/names.js';
+import { checkFileName, checkPath, checkPathFilter, fileTypeFromName, foldKey, ROOT_PATH } from '../../shared/names.js';
 import { SEARCH_DEFAULTS, type CreateDocumentBody, type CreateDocumentResponse, type DocumentDto, type SearchBody, type SearchResponse } from '../../shared/schemas.js';
 import { DuplicateError, NO_THUMBNAIL, type DocumentQuery, type DocumentRecord, type Store } from '../db/types.js';
 import { badRequest, conflict } from '../errors.js';
@@ -182,7 +182,7 @@ export class DocumentService {
     const limit = body.limit ?? SEARCH_DEFAULTS.limit;
     let pathKey: string | undefined;
     if (body.path !== undefined) {
-      const folder = checkPath(body.path);
+      const folder = checkPathFilter(body.path);
       if (!folder.ok) throw badRequest(folder.rule);
       pathKey = foldKey(folder.value);
     }

@@ -32,6 +32,27 @@ export function contentDisposition(fileName: string, disposition: 'attachment' |
   return `${disposition}; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }
 
+/**
+ * Media types a browser shows without running anything in them: raster images, PDF (its viewer
+ * runs apart from the page's origin) and plain text. HTML, SVG, XML and anything unknown can
+ * carry script that would run on the server's origin, so they are only ever saved.
+ */
+const INLINE_SAFE = /^(?:image\/(?:png|jpeg|gif|webp|avif|bmp)|application\/pdf|text\/plain)(?:\s*;.*)?$/i;
+
+export function showableInline(mediaType: string): boolean {
+  return INLINE_SAFE.test(mediaType.trim());
+}
+
+/**
+ * Headers every response carrying stored bytes or a thumbnail gets: the type is never sniffed (an
+ * upload typed STL cannot become HTML), and the bytes run nothing even when a browser renders them
+ * (sandboxed: no script, no plugin, an origin of its own; nothing loads from them).
+ */
+export const CONTENT_SAFETY_HEADERS: Readonly<Record<string, string>> = {
+  'X-Content-Type-Options': 'nosniff',
+  'Content-Security-Policy': "sandbox; default-src 'none'",
+};
+
 const MEDIA_TYPES: Record<string, string> = {
   PDF: 'application/pdf',
   STL: 'model/stl',

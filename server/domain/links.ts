@@ -1,8 +1,9 @@
 /**
  * The URLs the server hands out. Download and thumbnail URIs are signed (HMAC-SHA256 over
- * document, version, kind, expiry and the client and organization the link was handed to) and
- * expire, so they work without a bearer token and cannot be forged, extended or passed off as
- * another client's: the audit log names who a download was for (the S3 pre-signed URL model).
+ * document, version, kind, expiry and the client and organization the link was handed to: every
+ * parameter the link has, and a link with any other parameter is refused) and expire, so they
+ * work without a bearer token and cannot be forged, extended, altered or passed off as another
+ * client's: the audit log names who a download was for (the S3 pre-signed URL model).
  *
  * Links signed before the holder was part of them (no `client`/`org` parameters) are still
  * honoured until they expire, at most 16 minutes after the update; their downloads are recorded
@@ -21,6 +22,17 @@ const EXPIRY_STEP_SECONDS = 60;
  */
 const CACHE_LIMIT = 20_000;
 export type LinkKind = 'content' | 'thumbnail';
+
+/** The query parameters of a link; the signature covers every one but itself. */
+export const LINK_PARAMETERS: ReadonlySet<string> = new Set(['v', 'expires', 'sig', 'client', 'org']);
+
+/**
+ * Parameters a link carries that no signature covers: a link is served exactly as it was signed,
+ * so nothing added to it (such as `disposition=inline`) can change how its bytes are served.
+ */
+export function unsignedParameters(query: Readonly<Record<string, unknown>>): string[] {
+  return Object.keys(query).filter((name) => !LINK_PARAMETERS.has(name));
+}
 
 /** Who a link was handed to. */
 export interface LinkHolder {

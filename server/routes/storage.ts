@@ -14,7 +14,7 @@ import { DocumentSchema, ProblemSchema, Uuid } from '../../shared/schemas.js';
 import type { AccessFacts, ContentService, UploadForm } from '../domain/content-service.js';
 import { holdEntry } from '../audit/http.js';
 import type { DocumentService } from '../domain/document-service.js';
-import { contentDisposition, parseRange } from '../domain/http-serving.js';
+import { CONTENT_SAFETY_HEADERS, contentDisposition, parseRange, showableInline } from '../domain/http-serving.js';
 import type { LinkKind, Links } from '../domain/links.js';
 import { ApiError, badRequest, notFound, payloadTooLarge } from '../errors.js';
 import { principalOf } from '../plugins/auth.js';
@@ -32,15 +32,15 @@ export interface StorageRouteOptions {
 }
 
 export const StorageParams = Type.Object({ documentId: Uuid });
+/** A parameter given twice arrives as a list: the link was altered (403), not malformed (400). */
+const LinkParameter = Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())]));
 const LinkQuery = Type.Object({
-  v: Type.Optional(Type.String()),
-  expires: Type.Optional(Type.String()),
-  sig: Type.Optional(Type.String()),
+  v: LinkParameter,
+  expires: LinkParameter,
+  sig: LinkParameter,
   /** The client and organization the link was handed to (signed with it). */
-  client: Type.Optional(Type.String()),
-  org: Type.Optional(Type.String()),
-  /** `inline` shows the file in the page (PDF preview) instead of saving it; not part of the signature. */
-  disposition: Type.Optional(Type.Union([Type.Literal('attachment'), Type.Literal('inline')])),
+  client: LinkParameter,
+  org: LinkParameter,
 });
 const errors = { 400: ProblemSchema, 401: ProblemSchema, 403: ProblemSchema, 404: ProblemSchema, 409: ProblemSchema, 413: ProblemSchema, 500: ProblemSchema };
 
@@ -148,11 +148,13 @@ function counted(source: Readable, facts: AccessFacts | undefined): Readable {
 async function serveLink(request: FastifyRequest, reply: FastifyReply, content: ContentService, storage: ContentStorage, kind: LinkKind) {
   const params = request.params as { documentId: string };
   const facts = request.auditNote ?? undefined;
-  const target = await content.resolveLink(params.documentId, request.query as { v?: string; expires?: string; sig?: string; client?: string; org?: string }, kind, facts);
+  const target = await content.resolveLink(params.documentId, request.query as Record<string, string | string[]>, kind, facts);
   if (facts) facts.detail.size = target.size;
-  const query = request.query as { disposition?: 'attachment' | 'inline' };
-  const disposition = query.disposition ?? (kind === 'content' ? 'attachment' : 'inline');
+  // A stored file is always saved, never shown on the server's origin (whatever its type, a
+  // client chose it); a thumbnail is the server's own PNG.
+  const disposition = kind === 'thumbnail' && showableInline(target.mediaType) ? 'inline' : 'attachment';
   void reply
+    .headers(CONTENT_SAFETY_HEADERS)
     // A signed link is a capability that carries no cookie or credential: any origin may read it
     // (the app's viewer fetches it from its own loopback origin).
     .header('Access-Control-Allow-Origin', '*')
@@ -160,7 +162,6 @@ async function serveLink(request: FastifyRequest, reply: FastifyReply, content: 
     .header('ETag', target.etag)
     .header('Accept-Ranges', 'bytes')
     .header('Cache-Control', 'private, max-age=900')
-    .header('X-Content-Type-Options', 'nosniff')
     .header('Content-Disposition', contentDisposition(target.fileName, disposition));
   const ifNoneMatch = request.headers['if-none-match'];
   if (ifNoneMatch !== undefined && ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === target.etag)) {

@@ -3,6 +3,7 @@
  * redelivery and metrics. Every route needs Webhook.Manage and an Organization-ID the client
  * belongs to; a subscription is visible only to its organization.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
@@ -20,6 +21,7 @@ import {
   WebhookParams,
 } from '../../shared/schemas.js';
 import type { AccessGuard } from '../domain/access.js';
+import { notFound, unauthorized } from '../errors.js';
 import { principalOf } from '../plugins/auth.js';
 import { subscriptionDto, type WebhookService } from '../webhooks/service.js';
 
@@ -127,9 +129,27 @@ export async function webhookRoutes(appBase: FastifyInstance, options: WebhookRo
   );
 }
 
-/** Prometheus text exposition of the message counts of every subscription (no patient data, no ids). */
-export async function webhookMetricsRoutes(app: FastifyInstance, options: { webhooks: WebhookService }): Promise<void> {
-  app.get('/metrics', { schema: { tags: ['operations'], summary: 'Prometheus metrics' } }, async (_request, reply) => {
+/**
+ * Whether a request carries the metrics token: compared as SHA-256 digests, so the time taken says
+ * nothing about how much of a guess was right.
+ */
+function carriesToken(request: FastifyRequest, expectedHash: Buffer): boolean {
+  const header = request.headers.authorization;
+  const given = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
+  return given !== undefined && timingSafeEqual(createHash('sha256').update(given).digest(), expectedHash);
+}
+
+/**
+ * Prometheus text exposition of the message counts of every subscription (no patient data, no ids).
+ * Off unless PATIENT_DOCS_METRICS_TOKEN is set, and then only for a bearer of that token: the
+ * counts tell an outsider how busy a clinic is and whether its receivers fail.
+ */
+export async function webhookMetricsRoutes(app: FastifyInstance, options: { webhooks: WebhookService; metricsToken: string | undefined }): Promise<void> {
+  const expectedHash = options.metricsToken === undefined ? undefined : createHash('sha256').update(options.metricsToken).digest();
+  const summary = 'Prometheus metrics (bearer PATIENT_DOCS_METRICS_TOKEN; off when it is not set)';
+  app.get('/metrics', { schema: { tags: ['operations'], summary, security: [{ metrics: [] }] } }, async (request, reply) => {
+    if (expectedHash === undefined) throw notFound('metrics are off on this server; the administrator turns them on with PATIENT_DOCS_METRICS_TOKEN');
+    if (!carriesToken(request, expectedHash)) throw unauthorized('the metrics token is missing or not valid (Authorization: Bearer <PATIENT_DOCS_METRICS_TOKEN>)');
     const counts = await options.webhooks.metrics();
     const lines = [
       '# HELP patient_docs_webhook_messages Webhook messages by state.',

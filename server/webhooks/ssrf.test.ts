@@ -8,6 +8,8 @@ const fakeDns: Record<string, string[]> = {
   'v6.example.com': ['2606:2800:220:1:248:1893:25c8:1946'],
   'metadata.example.com': ['169.254.169.254'],
   'lan.example.com': ['192.168.1.20'],
+  'tunnel.example.com': ['2001:0:4136:e378:8000:63bf:3fff:fdd2'],
+  'nat64.example.com': ['93.184.216.34', '64:ff9b:1::c0a8:10a'],
 };
 const resolver: Resolver = async (hostname) => {
   const answers = fakeDns[hostname];
@@ -43,6 +45,8 @@ describe('callback SSRF guard', () => {
     await expect(resolve(strict, 'https://internal.example.com/x')).rejects.toThrow(/10\.1\.2\.3 is private \(internal\.example\.com resolves to 10\.1\.2\.3\)/);
     await expect(resolve(strict, 'https://mixed.example.com/x')).rejects.toThrow(/192\.168\.1\.10/);
     await expect(resolve(strict, 'https://unknown.example.com/x')).rejects.toThrow(/cannot be resolved/);
+    await expect(resolve(strict, 'https://tunnel.example.com/x')).rejects.toThrow(/Teredo tunnel/);
+    await expect(resolve(strict, 'https://nat64.example.com/x')).rejects.toThrow(/local-use NAT64/);
   });
 
   it.each([
@@ -60,6 +64,10 @@ describe('callback SSRF guard', () => {
     ['https://[::ffff:a9fe:a9fe]/x', /metadata/],
     ['https://[2002:0a00:0001::1]/x', /private/],
     ['https://2130706433/x', /loopback/],
+    ['https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/x', /Teredo/],
+    ['https://[2001::1]/x', /Teredo/],
+    ['https://[64:ff9b:1::a00:1]/x', /local-use NAT64/],
+    ['https://[64:ff9b:1:ffff::5db8:d822]/x', /local-use NAT64/],
   ])('refuses %s', async (url, reason) => {
     await expect(resolve(strict, url)).rejects.toThrow(reason);
   });

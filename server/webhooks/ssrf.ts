@@ -45,7 +45,13 @@ const BLOCKED_V6: Array<[string, number, string]> = [
   ['::', 128, 'unspecified'],
   ['::1', 128, 'loopback'],
   ['100::', 64, 'discard'],
+  // Teredo tunnels IPv4 inside IPv6 (the client's address, obfuscated, in the last 32 bits): the
+  // relay that unwraps it may sit on the server's own network.
+  ['2001::', 32, 'Teredo tunnel'],
   ['2001:db8::', 32, 'documentation'],
+  // Local-use NAT64 (RFC 8215): translated by the site's own gateway, so it reaches whatever IPv4
+  // address the network chooses, private ones included.
+  ['64:ff9b:1::', 48, 'local-use NAT64'],
   ['fc00::', 7, 'unique local (private; includes fd00:ec2::254 metadata)'],
   ['fe80::', 10, 'link-local'],
   ['fec0::', 10, 'site-local'],

@@ -14,6 +14,8 @@ export const OTHER_ORG_PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000003';
 export const CLIENT = { id: 'scanner-pc-1', secret: 'scanner-pc-1-secret-0123456789' };
 export const READ_ONLY_CLIENT = { id: 'read-only', secret: 'read-only-secret-0123456789' };
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+/** PATIENT_DOCS_METRICS_TOKEN of the tests that read /metrics (it is off without one). */
+export const METRICS_TOKEN = 'test-metrics-token-0123456789';
 
 export interface TestServer {
   url: string;

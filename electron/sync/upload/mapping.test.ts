@@ -63,6 +63,22 @@ describe('local file to server location', () => {
     expect(mapToRemote(pair, 'case/\u05E6\u05D9\u05DC\u05D5\u05DD\u200F 1.stl').ok).toBe(true);
   });
 
+  it('refuses, as the server does, a name with an invisible character or a trailing dot, and spells the character out', () => {
+    const hidden = mapToRemote(pair, 'case/scan\u200B.stl');
+    expect(hidden.ok ? '' : hidden.reason).toBe(
+      "The file name 'scan⟨U+200B⟩.stl' cannot be used on the server: it must not contain the invisible character U+200B, which would make it look like another name.",
+    );
+    const folder = mapToRemote(pair, 'case\u00AD 7/scan.stl');
+    expect(folder.ok ? '' : folder.reason).toMatch(/^The folder name 'case⟨U\+00AD⟩ 7' cannot be used on the server: .*U\+00AD/);
+    expect(mapToRemote(pair, 'case/scan.stl.')).toMatchObject({ ok: false, reason: "The file name 'scan.stl.' cannot be used on the server: it must not end with '.'." });
+  });
+
+  it('gives one server-name key to look-alike names the server holds as one (fullwidth, ligature, ß and SS, no-break space)', () => {
+    expect(serverNameKey('case 7/\uFF53\uFF43\uFF41\uFF4E.stl')).toBe(serverNameKey('case 7/scan.stl'));
+    expect(serverNameKey('o\uFB03ce/Straße.pdf')).toBe(serverNameKey('office/STRASSE.pdf'));
+    expect(serverNameKey('case\u00A07/scan.stl')).toBe(serverNameKey('case 7/scan.stl'));
+  });
+
   it('refuses a path that would be too long on the server', () => {
     const deep = Array.from({ length: 6 }, () => 'f'.repeat(200)).join('/');
     const mapped = mapToRemote(pair, `${deep}/jaw.stl`);

@@ -252,4 +252,44 @@ describe('006-case-folded-keys', () => {
     await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
+
+  it('folds the keys of stored look-alike names again; a pair that now clashes both stays reachable and a new clash is refused', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-migration-'));
+    const file = path.join(dir, 'db.sqlite');
+    const before = new SqliteStore(openSqlite(file, SQLITE_MIGRATIONS.filter((migration) => migration.name !== '009-look-alike-keys')));
+    before.db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)').run('org', 'Org', 'x');
+    before.db.prepare('INSERT INTO patients (id, name, name_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(PATIENT, '\uFF2A\uFF41\uFF4E\uFF45 Roe', '\uFF4A\uFF41\uFF4E\uFF45 roe', 'x', 'x');
+    const plain = record('scan.stl', '/a', 1);
+    const hidden = record('scan\u200B.stl', '/a', 2);
+    const fullwidth = record('\uFF53\uFF43\uFF41\uFF4E2.stl', '/a', 3);
+    const sharp = record('Straße.pdf', '/a', 4);
+    const capitals = record('STRASSE.pdf', '/a', 5);
+    const dotted = record('report.pdf.', '/b.', 6);
+    const all = [plain, hidden, fullwidth, sharp, capitals, dotted];
+    // Stored as an older server stored them: its names rules let these through, its keys kept them apart.
+    const oldKey = (value: string) => value.normalize('NFC').toLowerCase();
+    for (const document of all) await before.documents.create({ ...document, fileName: `placeholder ${document.id}.stl` }, []);
+    for (const document of all) {
+      before.db.prepare('UPDATE documents SET file_name = ?, name_key = ?, path_key = ? WHERE id = ?').run(document.fileName, oldKey(document.fileName), oldKey(document.path), document.id);
+    }
+    await before.close();
+
+    const store = SqliteStore.open(file);
+    const keys = (id: string) => store.db.prepare('SELECT name_key, path_key FROM documents WHERE id = ?').raw().get(id);
+    expect(keys(plain.id)).toEqual(['scan.stl', '/a']);
+    expect(keys(fullwidth.id)).toEqual(['scan2.stl', '/a']);
+    expect(keys(capitals.id)).toEqual(['strasse.pdf', '/a']);
+    expect(keys(dotted.id)).toEqual(['report.pdf', '/b']);
+    // The look-alike of a name whose key did not change keeps its old key: both documents stay.
+    expect(keys(hidden.id)).toEqual(['scan\u200b.stl', '/a']);
+    expect(keys(sharp.id)).toEqual(['straße.pdf', '/a']);
+    expect(store.db.prepare('SELECT name_key FROM patients WHERE id = ?').pluck().get(PATIENT)).toBe('jane roe');
+    for (const document of all) expect((await store.documents.get(PATIENT, document.id))?.fileName).toBe(document.fileName);
+    expect((await store.documents.search(query({ pathKey: '/a', limit: 50 }))).rows.map((row) => row.fileName).sort()).toEqual([plain, hidden, fullwidth, sharp, capitals].map((document) => document.fileName).sort());
+    for (const [fileName, folder] of [['SCAN.stl', '/a'], ['scan2.STL', '/A'], ['strasse.PDF', '/a'], ['report.pdf', '/b']] as const) {
+      await expect(store.documents.create(record(fileName, folder, 7), [])).rejects.toThrow(/already exists/);
+    }
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 });

@@ -264,3 +264,24 @@ export const CASE_FOLDED_KEYS_MIGRATION: Migration = {
     UPDATE patients SET name_key = fold_key(name) WHERE name GLOB '*[^ -~]*' AND name_key <> fold_key(name);
   `,
 };
+
+/**
+ * Keys folded again after foldKey learned look-alikes (docs/security.md "Names that look alike"):
+ * compatibility forms (fullwidth letters, ligatures, other spaces), full case folding (ß = ss),
+ * invisible characters left out and the dots that end a name or folder dropped. Only names and
+ * paths with a character beyond ASCII, or with a trailing dot, can change.
+ *
+ * Two stored documents that the new key makes one name both stay, reachable by id, search and
+ * download as before: the one whose key is unchanged (or is changed first) holds the new key, and
+ * the other keeps its old key (UPDATE OR IGNORE skips it instead of failing the start). Nothing is
+ * renamed or hidden; a new document under either name is refused as a clash (409).
+ */
+export const LOOK_ALIKE_KEYS_MIGRATION: Migration = {
+  name: '009-look-alike-keys',
+  sql: `
+    UPDATE OR IGNORE documents SET name_key = fold_key(file_name), path_key = fold_key(path)
+      WHERE (file_name GLOB '*[^ -~]*' OR path GLOB '*[^ -~]*' OR file_name GLOB '*.' OR path GLOB '*.' OR path GLOB '*./*')
+        AND (name_key <> fold_key(file_name) OR path_key <> fold_key(path));
+    UPDATE patients SET name_key = fold_key(name) WHERE (name GLOB '*[^ -~]*' OR name GLOB '*.') AND name_key <> fold_key(name);
+  `,
+};

@@ -1,7 +1,7 @@
 import { lazy, Suspense, useEffect, useState } from 'react';
 import type { DocumentDto } from '../../../../shared/schemas.js';
 import { useBridge } from '../../bridge/context.js';
-import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
+import { BridgeError, toBridgeError } from '../../bridge/errors.js';
 import { Dialog } from '../../components/Dialog.js';
 import { ErrorNotice } from '../../components/ErrorNotice.js';
 import { isModelType } from '../../documents/file-types.js';
@@ -35,8 +35,35 @@ export function PreviewDialog({ patientId, document, kind, onClose }: { patientI
             <ModelViewer url={url} fileType={document.fileType} fileName={document.fileName} />
           </Suspense>
         ) : null}
-        {url && kind === 'pdf' ? <iframe className="pdf-frame" src={`${url}&disposition=inline`} title={`Preview of ${document.fileName}`} /> : null}
+        {url && kind === 'pdf' ? <PdfFrame url={url} fileName={document.fileName} onError={setError} /> : null}
       </div>
     </Dialog>
   );
+}
+
+/**
+ * The PDF preview: the signed link is always a download (the server never shows a stored file on
+ * its own origin, and refuses a link with anything added), so the bytes are read here and shown
+ * from a blob typed as PDF: only the browser's PDF viewer ever renders them.
+ */
+function PdfFrame({ url, fileName, onError }: { url: string; fileName: string; onError: (error: BridgeError) => void }) {
+  const [blobUrl, setBlobUrl] = useState<string | null>(null);
+  useEffect(() => {
+    let current = true;
+    let created: string | null = null;
+    fetch(url)
+      .then(async (response) => {
+        if (!response.ok) throw new BridgeError('UNAVAILABLE', `The file could not be read from the server (HTTP ${response.status}).`);
+        const bytes = await response.arrayBuffer();
+        if (!current) return;
+        created = URL.createObjectURL(new Blob([bytes], { type: 'application/pdf' }));
+        setBlobUrl(created);
+      })
+      .catch((failure: unknown) => current && onError(toBridgeError(failure)));
+    return () => {
+      current = false;
+      if (created) URL.revokeObjectURL(created);
+    };
+  }, [url, onError]);
+  return blobUrl ? <iframe className="pdf-frame" src={blobUrl} title={`Preview of ${fileName}`} /> : <div className="model-overlay">Loading the preview…</div>;
 }
