@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openJournal } from '../journal/journal.js';
 import type { Journal } from '../journal/journal.js';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_WEBHOOK_PATH, MAX_CONNECTIONS, REQUEST_TIMEOUT_MS, startWebhookListener } from './webhook-listener.js';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_WEBHOOK_PATH, HEADERS_TIMEOUT_MS, MAX_CONNECTIONS, REQUEST_TIMEOUT_MS, startWebhookListener } from './webhook-listener.js';
 import type { WebhookListener, WebhookListenerOptions, WebhookMessage } from './webhook-listener.js';
 
 const HMAC = 'subscription-hmac-secret';
@@ -199,6 +199,36 @@ describe('webhook listener', () => {
     }
     // And the listener still serves the server afterwards.
     expect((await post(url, messageBody())).status).toBe(200);
+  }, 30_000);
+
+  it('answers a real delivery at once while 150 idle connections are open, and closes idle ones within seconds', async () => {
+    const { url, port } = await start();
+    const idle: Socket[] = [];
+    const closedAt = new Map<Socket, number>();
+    const began = Date.now();
+    // Connected and silent: no request line, no headers (what holds a connection cap).
+    await Promise.all(
+      Array.from({ length: 150 }, () => new Promise<void>((resolve) => {
+        const socket = connect(port, '127.0.0.1', () => resolve());
+        socket.on('error', () => resolve());
+        socket.on('close', () => closedAt.set(socket, Date.now() - began));
+        socket.resume();
+        idle.push(socket);
+      })),
+    );
+    try {
+      const delivered = Date.now();
+      const answer = await Promise.race([post(url, messageBody()), sleep(2_000).then(() => 'no answer' as const)]);
+      expect(answer === 'no answer' ? answer : answer.status).toBe(200);
+      expect(Date.now() - delivered).toBeLessThan(2_000);
+      // The idle ones that are left are closed after the headers time-out, not held until the request time-out.
+      const deadline = Date.now() + HEADERS_TIMEOUT_MS + 5_000;
+      while (closedAt.size < idle.length && Date.now() < deadline) await sleep(100);
+      expect(closedAt.size).toBe(idle.length);
+      expect(Math.max(...closedAt.values())).toBeLessThan(HEADERS_TIMEOUT_MS + 3_000);
+    } finally {
+      for (const socket of idle) socket.destroy();
+    }
   }, 30_000);
 
   it('refuses signed bodies that are not webhook messages', async () => {

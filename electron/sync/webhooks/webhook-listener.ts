@@ -8,8 +8,8 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { MESSAGE_RETENTION_MS } from '../journal/journal.js';
 import type { Journal } from '../journal/journal.js';
 
@@ -57,6 +57,10 @@ export const DEFAULT_MAX_BODY_BYTES = 64 * 1024;
 export const MAX_CONNECTIONS = 64;
 /** A client that trickles its request is cut off after this long. */
 export const REQUEST_TIMEOUT_MS = 10_000;
+/** The server sends its headers at once: a connection still without them after this long is closed. */
+export const HEADERS_TIMEOUT_MS = 3_000;
+/** An answered connection is kept for the sender's next delivery this long, no longer. */
+export const KEEP_ALIVE_TIMEOUT_MS = 2_000;
 /** The start of the reason a delivery whose time is too far off is refused with (a replay, or a clock that is wrong). */
 export const STALE_TIMESTAMP_REASON = 'replay or wrong clock: webhook-timestamp is more than 5 minutes off';
 
@@ -80,13 +84,16 @@ export async function startWebhookListener(options: WebhookListenerOptions): Pro
   // Anyone who can reach the port (through the tunnel: anyone) may connect, before any signature
   // is checked: so memory per connection is capped by the body limit, connections by their number,
   // and time by the timeouts, which Node checks every connectionsCheckingInterval (30 s by default).
-  const server = createServer({ requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1000 }, (request, response) => {
-    handle(request, response, options, path).catch((error: unknown) => {
-      options.onError?.(error);
-      if (!response.headersSent) answer(response, { status: 500, reason: 'internal error' });
-    });
-  });
-  server.maxConnections = MAX_CONNECTIONS;
+  const server = createServer(
+    { requestTimeout: REQUEST_TIMEOUT_MS, headersTimeout: HEADERS_TIMEOUT_MS, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, connectionsCheckingInterval: 1000 },
+    (request, response) => {
+      handle(request, response, options, path).catch((error: unknown) => {
+        options.onError?.(error);
+        if (!response.headersSent) answer(response, { status: 500, reason: 'internal error' });
+      });
+    },
+  );
+  capConnections(server, MAX_CONNECTIONS);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, host, () => {
@@ -104,6 +111,35 @@ export async function startWebhookListener(options: WebhookListenerOptions): Pro
         server.closeAllConnections();
       }),
   };
+}
+
+/**
+ * At most `limit` connections. A connection that sends nothing must not keep the server's delivery
+ * out (a cap held by idle sockets is a listener held shut), so past the cap the oldest connection
+ * without a request in progress makes room for the new one; only when every connection is in the
+ * middle of a request is the new one dropped (those end within the request time-out).
+ */
+function capConnections(server: Server, limit: number): void {
+  /** Every open connection, oldest first, and whether a request on it is being answered. */
+  const open = new Map<Socket, { busy: boolean }>();
+  server.on('connection', (socket: Socket) => {
+    if (open.size >= limit) {
+      const idle = [...open].find(([, state]) => !state.busy)?.[0];
+      if (!idle) return void socket.destroy();
+      open.delete(idle);
+      idle.destroy();
+    }
+    open.set(socket, { busy: false });
+    socket.once('close', () => open.delete(socket));
+  });
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const state = open.get(request.socket);
+    if (!state) return;
+    state.busy = true;
+    response.once('close', () => {
+      state.busy = false;
+    });
+  });
 }
 
 async function handle(request: IncomingMessage, response: ServerResponse, options: WebhookListenerOptions, path: string): Promise<void> {
