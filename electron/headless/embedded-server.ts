@@ -8,6 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { EmbeddedServerHost, EmbeddedServerInfo } from '../sync/app/sync-app.js';
+import { EMBEDDED_DATA_FOLDER } from '../sync/home/home-state.js';
 import type { SecretStore } from '../sync/home/secrets.js';
 import { ConfigError, loadConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/start.js';
@@ -32,7 +33,7 @@ export class EmbeddedServer implements EmbeddedServerHost {
   ) {}
 
   async start(preferredUrl?: string): Promise<EmbeddedServerInfo> {
-    const dataDir = path.join(this.home, 'server-data');
+    const dataDir = path.join(this.home, EMBEDDED_DATA_FOLDER);
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const identityFile = path.join(this.home, DEMO_FILE);
     let identity = existsSync(identityFile) ? (JSON.parse(readFileSync(identityFile, 'utf8')) as DemoIdentity) : undefined;

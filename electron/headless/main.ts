@@ -25,7 +25,7 @@ export interface HeadlessOptions {
   port?: number;
   /** 'choose': leave a first run unconfigured so the UI asks; default: embedded server + demo folder. */
   firstRun?: 'embedded' | 'choose';
-  /** The first run's demo folder; default: among the user's documents (defaultDemoFolder), or inside a home given here. */
+  /** The first run's demo folder; default: among the user's documents (defaultDemoFolder), or next to a home given here. */
   demoFolder?: string;
   rendererDir?: string | null;
   token?: string;
@@ -53,7 +53,8 @@ export async function launchHeadless(options: HeadlessOptions = {}): Promise<Hea
   const app = new SyncApp({ home: home.directory, settings: home.settings, secrets: home.secrets, notices: home.notices, shell: 'headless', version: APP_VERSION, embedded, ...(options.engine ? { engine: options.engine } : {}) });
   if (app.mode() === 'unconfigured' && (options.firstRun ?? 'embedded') === 'embedded') {
     const info = await app.setupEmbedded();
-    const folder = options.demoFolder ?? (options.home === undefined ? defaultDemoFolder() : path.join(home.directory, 'Scans (demo)'));
+    // A home given here (tests, a second installation): the demo folder next to it, never in it (watch/pair-folders.ts).
+    const folder = options.demoFolder ?? (options.home === undefined ? defaultDemoFolder() : path.join(path.dirname(home.directory), `${path.basename(home.directory)} scans (demo)`));
     mkdirSync(folder, { recursive: true });
     await app.addPair({ folder, patientId: info.demoPatient.id, patientName: info.demoPatient.name, remoteBasePath: '/scans' });
     log(`first run: started the bundled server at ${info.url} with a demo clinic; files dropped into "${folder}" sync to ${info.demoPatient.name}`);

@@ -16,9 +16,9 @@ import { BridgeError, toCodedError } from './bridge-error.js';
 import { caFor, CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, insecureAddress, testConnection, type ConnectionSettings } from '../api/connection.js';
 import { SyncEngine, type EngineEvent, type EngineOptions } from '../engine/engine.js';
 import { lockSyncHome, type HomeLock } from '../home/home-lock.js';
-import { appMode, EMBEDDED_MARKER, openHomeJournal } from '../home/home-state.js';
+import { appMode, EMBEDDED_DATA_FOLDER, EMBEDDED_MARKER, openHomeJournal } from '../home/home-state.js';
 import type { Journal } from '../journal/journal.js';
-import { describeOverlap, overlappingPair, realFolder } from '../watch/pair-folders.js';
+import { describeOverlap, forbiddenFolder, overlappingPair, realFolder, type ProtectedFolders } from '../watch/pair-folders.js';
 import type { SecretStore } from '../home/secrets.js';
 import type { SettingsStore, SyncPair, SyncSettings, WebhookSettings } from '../home/settings.js';
 import { describeLiveChanges, describePairChanges, KeptSettings, liveSettingsFrom, pairChanges, SettingsFileProblem, type LiveSettings } from '../home/settings-live.js';
@@ -99,7 +99,13 @@ export class SyncApp {
     this.live = liveSettingsFrom(this.kept.store);
     this.limiter = new BandwidthLimiter(this.live.bandwidthLimit);
     // An interval given by the caller (the CLI's PATIENT_DOCS_SYNC_RECHECK_MS, tests) wins over Settings.
-    this.engine = new SyncEngine({ journal: this.journal, tuning: this.tuning(), recheckMs: this.live.recheckMinutes * MINUTE_MS, ...options.engine });
+    this.engine = new SyncEngine({
+      journal: this.journal,
+      tuning: this.tuning(),
+      recheckMs: this.live.recheckMinutes * MINUTE_MS,
+      folderRefusal: (folder) => forbiddenFolder(folder, this.protectedFolders()),
+      ...options.engine,
+    });
     this.webhooks = new WebhookWiring({
       journal: this.journal,
       secrets: options.secrets,
@@ -265,6 +271,8 @@ export class SyncApp {
     if (!existsSync(folder)) throw new BridgeError('FOLDER_MISSING', `'${folder}' does not exist`);
     if (!statSync(folder).isDirectory()) throw new BridgeError('FOLDER_MISSING', undefined, `'${folder}' is a file, not a folder: choose the folder the scanner exports to.`);
     if (path.parse(folder).root === folder) throw new BridgeError('INVALID_INPUT', undefined, `'${folder}' is a whole drive: choose the folder the scanner exports to.`);
+    const forbidden = forbiddenFolder(folder, this.protectedFolders());
+    if (forbidden) throw new BridgeError('INVALID_INPUT', undefined, forbidden);
     const base = checkPath(input.remoteBasePath?.trim() || '/', 'path');
     if (!base.ok) throw new BridgeError('INVALID_NAME', `remote path: ${base.rule}`);
     const pairs = this.settings.get('pairs');
@@ -276,6 +284,11 @@ export class SyncApp {
     this.settings.set('pairs', [...pairs, pair]);
     if (this.started) await this.engine.addPair(pair);
     return pair;
+  }
+
+  /** What a scan folder may never be, hold or lie in (pair-folders.ts): this app's own state. */
+  private protectedFolders(): ProtectedFolders {
+    return { syncHome: this.options.home, serverData: path.join(this.options.home, EMBEDDED_DATA_FOLDER) };
   }
 
   /**

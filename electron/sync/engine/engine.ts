@@ -57,6 +57,8 @@ export interface EngineOptions {
   diskCheckMs?: number;
   /** How often a pair's missing folder is looked for (pair-watch.ts FOLDER_CHECK_MS by default). */
   folderCheckMs?: number;
+  /** Why a pair's folder may not be synced at all (pair-folders.ts forbiddenFolder), checked before every scan. */
+  folderRefusal?: (folder: string) => string | undefined;
   /** While the server cannot be reached, how often one small request asks whether it is back. */
   probeMs?: number;
   /**
@@ -332,7 +334,7 @@ export class SyncEngine {
     if (this.running.size > 0 || this.diskFull || this.rechecking) return false;
     for (const watch of this.watches.values()) if (watch.settling > 0) return false;
     for (const pair of this.pairs.values()) {
-      if (pair.paused) continue;
+      if (pair.paused || this.watches.get(pair.id)?.refused) continue;
       const counts = this.journal.counts(pair.id);
       if (counts.queued + counts.creating + counts.uploading + counts.verifying + counts.waiting > 0) return false;
     }
@@ -355,7 +357,7 @@ export class SyncEngine {
     if (!this.started) return;
     this.noticeSettling();
     const api = this.api;
-    const activePairs = [...this.pairs.values()].filter((pair) => !pair.paused).map((pair) => pair.id);
+    const activePairs = [...this.pairs.values()].filter((pair) => !pair.paused && !this.watches.get(pair.id)?.refused).map((pair) => pair.id);
     if (api && activePairs.length > 0 && !this.diskFull) {
       while (this.running.size < this.tuning.concurrency) {
         const record = this.nextDue(activePairs);
@@ -499,8 +501,13 @@ export class SyncEngine {
         this.requestPump();
       },
       onError: (error) => this.reportError(error),
-      onFolderChanged: () => this.markPairs(),
+      onFolderChanged: () => {
+        // A folder that may not be synced any more (re-linked to the sync home): what runs stops now.
+        if (this.watches.get(pair.id)?.refused) this.abortPair(pair.id);
+        this.markPairs();
+      },
       ...(this.options.folderCheckMs === undefined ? {} : { folderCheckMs: this.options.folderCheckMs }),
+      ...(this.options.folderRefusal ? { folderRefusal: this.options.folderRefusal } : {}),
     });
     this.watches.set(pair.id, watch);
     await watch.start();

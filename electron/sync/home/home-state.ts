@@ -9,6 +9,9 @@ import type { AppMode } from '../../../shared/bridge.js';
 import { journalRecoveryNotice, openJournal, type Journal } from '../journal/journal.js';
 import type { SettingsStore } from './settings.js';
 
+/** The bundled server's data folder (database and stored files), inside the sync home. */
+export const EMBEDDED_DATA_FOLDER = 'server-data';
+
 /** Written while the app runs the bundled server: its URL, so the mode survives a restart. */
 export const EMBEDDED_MARKER = 'embedded.json';
 

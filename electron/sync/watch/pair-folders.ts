@@ -51,3 +51,80 @@ export function realFolder(folder: string): string {
     return path.resolve(folder);
   }
 }
+
+/**
+ * Folders that hold the app's own state rather than scans: the sync home (settings, journal, the
+ * encrypted secrets and their key) and the bundled server's data folder (its database and stored
+ * files, which lies in the sync home today but is named on its own so that it stays covered).
+ */
+export interface ProtectedFolders {
+  syncHome: string;
+  serverData?: string;
+}
+
+export interface ForbiddenFolderOptions {
+  flavour?: FolderPathFlavour;
+  /** Real paths, links resolved (realFolder); the identity in tests of another platform. */
+  canonical?: (folder: string) => string;
+  platform?: NodeJS.Platform;
+}
+
+/** Folders of the system whose "files" are the computer's memory, processes and devices, per platform. */
+export function systemFolders(platform: NodeJS.Platform): string[] {
+  if (platform === 'win32') return [];
+  if (platform === 'darwin') return ['/dev', '/.vol', '/private/var/vm', '/System/Volumes/VM'];
+  return ['/proc', '/sys', '/dev'];
+}
+
+/** Windows names that open a device rather than a file, in any folder (`C:\scans\CON`). */
+const WINDOWS_DEVICE_NAME = /^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³]|conin\$|conout\$)(\..*)?$/i;
+
+/** A Windows path in the device namespace (`\\.\PhysicalDrive0`, `\\?\GLOBALROOT\…`), or naming a device. */
+function windowsDevicePath(folder: string): boolean {
+  const slashed = folder.replace(/\//g, '\\');
+  if (slashed.startsWith('\\\\.\\')) return true;
+  // `\\?\C:\…` and `\\?\UNC\server\share\…` are long ordinary paths; anything else is an object of the kernel.
+  if (slashed.startsWith('\\\\?\\') && !/^\\\\\?\\([a-z]:\\|unc\\)/i.test(slashed)) return true;
+  return slashed.split('\\').some((part) => WINDOWS_DEVICE_NAME.test(part.trim()));
+}
+
+/**
+ * Why `folder` may never be a scan folder, or undefined when it may: it is, holds or lies inside
+ * the sync home, the bundled server's data folder or a system folder of the platform (/proc, /sys,
+ * /dev; the device namespace on Windows). Real paths are compared, so a link that leads there is
+ * refused like the folder itself. Checked when a folder is added and again before every scan.
+ */
+export function forbiddenFolder(folder: string, folders: ProtectedFolders, options: ForbiddenFolderOptions = {}): string | undefined {
+  const flavour = options.flavour ?? path;
+  const canonical = options.canonical ?? realFolder;
+  const platform = options.platform ?? process.platform;
+  const real = flavour.resolve(canonical(folder));
+  const shown = real === flavour.resolve(folder) ? `'${folder}'` : `'${folder}' (which leads to '${real}')`;
+  const choose = 'Choose the folder the scanner exports to.';
+  if (platform === 'win32' && (windowsDevicePath(folder) || windowsDevicePath(real))) {
+    return `${shown} names a device of Windows, not a folder of files: it can never be a scan folder. ${choose}`;
+  }
+  // The server's folder lies in the sync home: a folder in it is told by the server's reason, a
+  // folder around the home by the home's.
+  const owned = [
+    { folder: folders.serverData, what: 'where the bundled server keeps its database and stored files', why: 'the server would upload its own files to itself' },
+    { folder: folders.syncHome, what: 'where Patient Docs keeps its settings, journal and secrets', why: 'its secrets would be uploaded' },
+  ].flatMap(({ folder: guardedFolder, ...rest }) => (guardedFolder ? [{ guarded: flavour.resolve(canonical(guardedFolder)), ...rest }] : []));
+  const matches = owned.flatMap((entry) => {
+    const relation = within(entry.guarded, real, flavour) ?? (within(real, entry.guarded, flavour) ? 'contains' : null);
+    return relation ? [{ ...entry, relation }] : [];
+  });
+  const match = matches.find(({ relation }) => relation !== 'contains') ?? matches.at(-1);
+  if (match) {
+    const { relation, guarded, what, why } = match;
+    const where = relation === 'same' ? `${shown} is the folder ${what}` : relation === 'inside' ? `${shown} is inside '${guarded}', ${what}` : `${shown} holds '${guarded}', ${what}`;
+    return `${where}: it can never be a scan folder (${why}). ${choose}`;
+  }
+  for (const system of systemFolders(platform)) {
+    const relation = within(system, real, flavour) ?? (within(real, system, flavour) ? 'contains' : null);
+    if (!relation) continue;
+    const where = relation === 'contains' ? `${shown} holds the system folder '${system}'` : `${shown} is ${relation === 'same' ? 'the' : 'inside the'} system folder '${system}'`;
+    return `${where}, whose entries are the computer's processes, memory and devices, not files: it can never be a scan folder. ${choose}`;
+  }
+  return undefined;
+}

@@ -43,6 +43,8 @@ export interface PairWatchOptions {
   onFolderChanged?: () => void;
   /** How often a missing folder is looked for (a share mounted late, a drive plugged back in). */
   folderCheckMs?: number;
+  /** Why the folder may not be synced at all (pair-folders.ts forbiddenFolder), else undefined. */
+  folderRefusal?: (folder: string) => string | undefined;
 }
 
 export const FOLDER_CHECK_MS = 5000;
@@ -59,8 +61,10 @@ export class PairWatch {
   private names = new Map<string, Set<string>>();
   /** Stable files the journal refused (a full disk): written again by retryHeld, never dropped. */
   private held: Array<{ relativePath: string; stat: FileStat }> = [];
-  /** Set when the folder itself is missing or unreadable. */
+  /** Set when the folder itself is missing, unreadable or may not be synced. */
   folderError: string | null = null;
+  /** The folder may not be synced (folderRefusal): nothing of it is uploaded until that changes. */
+  refused = false;
 
   constructor(private readonly options: PairWatchOptions) {
     this.gate = new StabilityGate({
@@ -77,6 +81,7 @@ export class PairWatch {
    */
   async start(): Promise<void> {
     const { pair, journal } = this.options;
+    if (this.refusal() !== undefined) return this.folderMissing();
     try {
       // Readable and listable: a folder that exists but cannot be read is as good as missing.
       await access(pair.folder, constants.R_OK | constants.X_OK);
@@ -105,6 +110,7 @@ export class PairWatch {
         known,
         settleMs: this.options.settleMs,
         rescanMinutes: this.options.rescanMinutes,
+        refusal: () => this.refusal(),
         ...(this.options.folderCheckMs === undefined ? {} : { folderCheckMs: this.options.folderCheckMs }),
         onCandidate: (relativePath, stat) => this.gate.observe(relativePath, stat),
         onLink: (relativePath, stat) => this.onLink(relativePath, stat),
@@ -127,6 +133,7 @@ export class PairWatch {
     else if (gone) await this.onFolderGone(watcher);
     else if (this.folderError !== null) {
       this.folderError = null;
+      this.refused = false;
       this.options.onFolderChanged?.();
     }
   }
@@ -160,14 +167,22 @@ export class PairWatch {
     this.folderMissing();
   }
 
+  /** Missing, unreadable or refused: said, and looked at again every few seconds. */
   private folderMissing(): void {
     if (this.closed) return;
-    if (this.folderError === null) {
-      this.folderError = PLAIN_MESSAGES.FOLDER_MISSING;
+    const refusal = this.refusal();
+    const reason = refusal ?? PLAIN_MESSAGES.FOLDER_MISSING;
+    if (this.folderError !== reason) {
+      this.folderError = reason;
+      this.refused = refusal !== undefined;
       this.options.onFolderChanged?.();
     }
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => void this.lookForFolder(), this.options.folderCheckMs ?? FOLDER_CHECK_MS);
+  }
+
+  private refusal(): string | undefined {
+    return this.options.folderRefusal?.(this.options.pair.folder);
   }
 
   private lookForFolder(): Promise<void> {

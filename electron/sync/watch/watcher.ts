@@ -53,6 +53,8 @@ export interface FolderWatcherOptions {
    * written into it before its watch was in place send no event; see above).
    */
   settleMs?: number;
+  /** Why the folder may not be watched any more (it now leads to the sync home, say): then it is gone. */
+  refusal?: () => string | undefined;
   /** Minutes between full rescans; 0 turns them off. */
   rescanMinutes?: number;
   /**
@@ -155,6 +157,11 @@ class FolderWatch implements FolderWatcher {
    */
   private async folderIsHere(): Promise<boolean> {
     if (this.gone) return false;
+    const refusal = this.options.refusal?.();
+    if (refusal !== undefined) {
+      this.folderUnreadable(new Error(refusal));
+      return false;
+    }
     let error: unknown;
     try {
       const now = await stat(this.options.folder);
