@@ -4,7 +4,7 @@
  * between them (the embedded server, the shell) by their composition roots.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, rmSync, statSync, unwatchFile, watchFile, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, rmSync, statSync, unwatchFile, watchFile, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AddPairInput, AppMode, AppStatus, BridgeEvent, ConnectionTestResult, RemoteSetupInput, SettingsPatch, SettingsView } from '../../../shared/bridge.js';
 import { checkPath } from '../../../shared/names.js';
@@ -16,6 +16,7 @@ import { BridgeError, toCodedError } from './bridge-error.js';
 import { caFor, CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, insecureAddress, testConnection, type ConnectionSettings } from '../api/connection.js';
 import { SyncEngine, type EngineEvent, type EngineOptions } from '../engine/engine.js';
 import { lockSyncHome, type HomeLock } from '../home/home-lock.js';
+import { PRIVATE_FILE_MODE } from '../home/home-modes.js';
 import { appMode, EMBEDDED_DATA_FOLDER, EMBEDDED_MARKER, openHomeJournal } from '../home/home-state.js';
 import type { Journal } from '../journal/journal.js';
 import { describeOverlap, forbiddenFolder, overlappingPair, realFolder, type ProtectedFolders } from '../watch/pair-folders.js';
@@ -164,7 +165,7 @@ export class SyncApp {
       if (info.url !== this.settings.get('serverUrl')) {
         this.settings.set('serverUrl', info.url);
         this.settings.set('tokenUrl', info.tokenUrl);
-        writeFileSync(path.join(this.options.home, EMBEDDED_MARKER), JSON.stringify({ serverUrl: info.url }));
+        writeMarker(this.options.home, info.url);
       }
       // The bundled server's secret may have been made again (its old one was in a keychain that
       // is not usable now): the connection uses whatever the server was seeded with.
@@ -235,7 +236,7 @@ export class SyncApp {
     if (!this.options.embedded) throw new BridgeError('UNAVAILABLE', 'this build has no bundled server');
     const info = await this.startEmbedded();
     await this.saveConnection({ serverUrl: info.url, tokenUrl: info.tokenUrl, clientId: info.clientId, organizationId: info.organizationId }, info.clientSecret);
-    writeFileSync(path.join(this.options.home, EMBEDDED_MARKER), JSON.stringify({ serverUrl: info.url }));
+    writeMarker(this.options.home, info.url);
     await this.reconnect();
     return info;
   }
@@ -564,6 +565,13 @@ export class SyncApp {
   private emit(event: BridgeEvent): void {
     for (const listener of this.listeners) listener(event);
   }
+}
+
+/** The bundled server's marker, private like the rest of the home (a file from before keeps its mode: chmod). */
+function writeMarker(home: string, serverUrl: string): void {
+  const file = path.join(home, EMBEDDED_MARKER);
+  writeFileSync(file, JSON.stringify({ serverUrl }), { mode: PRIVATE_FILE_MODE });
+  chmodSync(file, PRIVATE_FILE_MODE);
 }
 
 /** The CA of a settings patch ('' forgets it); a file that is no certificate is refused before anything is saved. */

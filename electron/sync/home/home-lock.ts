@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { BridgeError } from '../app/bridge-error.js';
+import { createPrivateFile } from './home-modes.js';
 
 export interface HomeLock {
   release(): void;
@@ -21,7 +22,9 @@ export interface HomeLock {
 
 export function lockSyncHome(home: string): HomeLock {
   const pidFile = path.join(home, 'sync.pid');
-  const db = new Database(path.join(home, 'sync.lock'));
+  const lockFile = path.join(home, 'sync.lock');
+  createPrivateFile(lockFile);
+  const db = new Database(lockFile);
   try {
     db.pragma('busy_timeout = 0');
     db.pragma('journal_mode = MEMORY');

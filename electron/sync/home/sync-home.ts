@@ -6,7 +6,9 @@
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { tightenHome } from './home-modes.js';
 import { defaultSyncHome } from './home-path.js';
+import { EMBEDDED_DATA_FOLDER } from './home-state.js';
 import { openSecretStore, type SecretStore } from './secrets.js';
 import { openSettingsChecked, settingsRecoveryNotice, type SettingsStore } from './settings.js';
 
@@ -59,6 +61,8 @@ function readId(file: string): string | undefined {
 
 export async function openSyncHome(directory: string): Promise<SyncHome> {
   mkdirSync(directory, { recursive: true, mode: 0o700 });
+  // The bundled server tightens its own data folder (server/private-files.ts).
+  tightenHome(directory, [path.join(directory, EMBEDDED_DATA_FOLDER)]);
   const { settings, recovery } = openSettingsChecked(directory);
   const secrets = await openSecretStore({ serviceName: serviceName(directory), fallbackFile: path.join(directory, 'secrets.enc'), probeTimeoutMs: 3000 });
   return { directory, settings, secrets, notices: recovery ? [settingsRecoveryNotice(recovery)] : [] };

@@ -7,6 +7,7 @@ import { existsSync, renameSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { PLAIN_MESSAGES } from '../../../shared/bridge-errors.js';
 import { isDiskFull } from '../home/disk-full.js';
+import { createPrivateFile } from '../home/home-modes.js';
 import type { BridgeErrorCode } from '../../../shared/bridge-errors.js';
 import type { StateCounts, WebhookVerdict } from '../../../shared/bridge.js';
 import { canTransition, FILE_STATES, IllegalTransitionError, IN_FLIGHT_STATES } from './states.js';
@@ -311,6 +312,7 @@ export function journalRecoveryNotice(recovery: JournalRecovery): string {
 }
 
 function openHealthyJournal(file: string, options: JournalOptions): Journal {
+  createPrivateFile(file);
   const database = new Database(file);
   try {
     database.pragma('journal_mode = WAL');

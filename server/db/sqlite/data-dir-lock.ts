@@ -22,6 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { ConfigError } from '../../config.js';
+import { PRIVATE_FILE, tighten } from '../../private-files.js';
 
 export const LOCK_FILE = 'server.lock';
 export const PID_FILE = 'server.pid';
@@ -38,6 +39,8 @@ export function lockDataDir(dataDir: string): DataDirLock {
   let db: Database.Database;
   try {
     db = new Database(lockFile);
+    // chmod, which opens no descriptor of the file (see above): private like the rest of the data directory.
+    tighten(lockFile, PRIVATE_FILE);
   } catch (error) {
     throw new ConfigError(`PATIENT_DOCS_DATA_DIR=${dataDir}: cannot open ${LOCK_FILE}: ${(error as Error).message}`);
   }
@@ -57,7 +60,8 @@ export function lockDataDir(dataDir: string): DataDirLock {
   }
   const stamp = `${process.pid} ${os.hostname()}\n`;
   try {
-    fs.writeFileSync(pidFile, stamp);
+    fs.writeFileSync(pidFile, stamp, { mode: PRIVATE_FILE });
+    tighten(pidFile, PRIVATE_FILE);
   } catch {
     // The pid only makes the other server's error message more helpful; the lock is what counts.
   }
