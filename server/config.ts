@@ -4,6 +4,7 @@
  */
 import { isIP } from 'node:net';
 import path from 'node:path';
+import { readMasterKeys, type MasterKeys } from './identity/master-key.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -58,6 +59,8 @@ export interface ServerConfig {
   trustedProxies: string[];
   /** Audit entries waiting to be written (the database refusing them) past which access to patient files is refused. */
   auditMaxPending: number;
+  /** The master keys the database's secrets are wrapped with (PATIENT_DOCS_KEY_FILE…); undefined: kept plain. */
+  masterKeys?: MasterKeys;
 }
 
 type Env = Record<string, string | undefined>;
@@ -244,5 +247,11 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
     bodyMinBytesPerSecond: parseSize('PATIENT_DOCS_BODY_MIN_RATE', env.PATIENT_DOCS_BODY_MIN_RATE ?? '1KiB'),
     bodyRateWindowMs: boundedDuration(env, BOUNDED_DURATIONS.bodyRateWindow),
     maxConnectionsPerAddress: parseCount('PATIENT_DOCS_MAX_CONNECTIONS_PER_ADDRESS', env.PATIENT_DOCS_MAX_CONNECTIONS_PER_ADDRESS ?? '256'),
+    ...masterKeysOf(env),
   };
+}
+
+function masterKeysOf(env: Env): { masterKeys?: MasterKeys } {
+  const masterKeys = readMasterKeys(env);
+  return masterKeys ? { masterKeys } : {};
 }

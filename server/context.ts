@@ -62,7 +62,7 @@ function auditLog(store: Store, config: ServerConfig): AuditLog {
 
 export async function createContext(config: ServerConfig, store?: Store): Promise<ServerContext> {
   const opened = store ?? (await openStore(config));
-  const { keys, tenantId, linkKey, webhookSecretKey } = await prepareStore(opened);
+  const { keys, tenantId, linkKey, webhookSecretKey } = await prepareStore(opened, config.masterKeys);
   const tokens = new TokenService(keys, {
     issuer: config.publicUrl,
     audience: config.audience,

@@ -5,8 +5,9 @@
  * server would have made; apart from context.ts so the CLI does not load the HTTP side for it.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Store } from './db/types.js';
+import type { MetaRepository, Store } from './db/types.js';
 import { KeyStore } from './identity/keys.js';
+import { SecretWrap, type MasterKeys } from './identity/master-key.js';
 import { privateDirectory } from './private-files.js';
 import { contentFolders } from './storage/folders.js';
 
@@ -19,13 +20,27 @@ export interface PreparedStore {
   webhookSecretKey: Buffer;
 }
 
-export async function prepareStore(store: Store): Promise<PreparedStore> {
-  const keys = new KeyStore(store.signingKeys);
+/**
+ * `masterKeys`: the secrets are kept wrapped with them (identity/master-key.ts); a value found plain
+ * or wrapped with the previous key is wrapped with the current one here, at each start.
+ */
+export async function prepareStore(store: Store, masterKeys?: MasterKeys): Promise<PreparedStore> {
+  const wrap = new SecretWrap(masterKeys);
+  const keys = new KeyStore(store.signingKeys, undefined, undefined, wrap);
   await keys.ensureKey();
   const tenantId = await store.meta.setIfAbsent('tenant-id', randomUUID());
-  const linkKey = Buffer.from(await store.meta.setIfAbsent('link-signing-key', randomBytes(32).toString('base64')), 'base64');
-  const webhookSecretKey = Buffer.from(await store.meta.setIfAbsent('webhook-secret-key', randomBytes(32).toString('base64')), 'base64');
+  const linkKey = Buffer.from(await secretKey(store.meta, 'link-signing-key', wrap), 'base64');
+  const webhookSecretKey = Buffer.from(await secretKey(store.meta, 'webhook-secret-key', wrap), 'base64');
   return { keys, tenantId, linkKey, webhookSecretKey };
+}
+
+/** A 32-byte key kept in meta (base64), made on first use, stored wrapped when a master key is given. */
+async function secretKey(meta: MetaRepository, name: string, wrap: SecretWrap): Promise<string> {
+  const place = `meta/${name}`;
+  const stored = await meta.setIfAbsent(name, wrap.seal(randomBytes(32).toString('base64'), place));
+  const plain = wrap.open(stored, place);
+  if (wrap.stale(stored)) await meta.set(name, wrap.seal(plain, place));
+  return plain;
 }
 
 /** The content folders, as the server's content storage and resumable uploads make them (storage/index.ts). */

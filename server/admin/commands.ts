@@ -165,7 +165,7 @@ async function waitForLock(file: string, wait: string | undefined): Promise<void
  */
 async function openAdminContext(config: ServerConfig): Promise<{ store: Store; keys: KeyStore; directory: DirectoryService }> {
   const store = await openStore(config);
-  const { keys } = await prepareStore(store);
+  const { keys } = await prepareStore(store, config.masterKeys);
   prepareContentFolders(config.dataDir);
   return { store, keys, directory: new DirectoryService(store) };
 }

@@ -280,6 +280,8 @@ export interface SigningKeyRepository {
   add(key: SigningKeyRecord): Promise<void>;
   retire(kid: string, at: string): Promise<void>;
   remove(kid: string): Promise<void>;
+  /** Stores the key's private part in another form (wrapped with a new master key: identity/master-key.ts); an opaque string here. */
+  replacePrivateJwk(kid: string, privateJwk: string): Promise<void>;
 }
 
 export interface MetaRepository {

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CryptoKey, JWK } from 'jose';
 import type { SigningKeyRecord, SigningKeyRepository } from '../db/types.js';
+import { SecretWrap } from './master-key.js';
 
 export interface ActiveKey {
   kid: string;
@@ -20,11 +21,21 @@ export class KeyStore {
     private readonly repository: SigningKeyRepository,
     private readonly reloadIntervalMs = 5000,
     private readonly now: () => number = Date.now,
+    /** Wraps the private keys at rest when a master key is given (master-key.ts). */
+    private readonly wrap: SecretWrap = new SecretWrap(undefined),
   ) {}
 
-  /** Creates the first key when there is none. */
+  /**
+   * Creates the first key when there is none. Every private key is opened once (a missing or wrong
+   * master key stops the start here, in one line) and one not wrapped with the current master key
+   * is wrapped again with it.
+   */
   async ensureKey(): Promise<void> {
     const keys = await this.repository.list();
+    for (const key of keys) {
+      const plain = this.wrap.open(key.privateJwk, place(key.kid));
+      if (this.wrap.stale(key.privateJwk)) await this.repository.replacePrivateJwk(key.kid, this.wrap.seal(plain, place(key.kid)));
+    }
     if (!keys.some((key) => key.retiredAt === null)) await this.rotate();
   }
 
@@ -40,7 +51,7 @@ export class KeyStore {
     for (const key of await this.repository.list()) {
       if (key.retiredAt === null) await this.repository.retire(key.kid, createdAt);
     }
-    await this.repository.add({ kid, privateJwk: JSON.stringify(privateJwk), publicJwk: JSON.stringify(publicJwk), createdAt, retiredAt: null });
+    await this.repository.add({ kid, privateJwk: this.wrap.seal(JSON.stringify(privateJwk), place(kid)), publicJwk: JSON.stringify(publicJwk), createdAt, retiredAt: null });
     this.cache = undefined;
     return kid;
   }
@@ -65,7 +76,7 @@ export class KeyStore {
     const newest = records.filter((key) => key.retiredAt === null).at(-1);
     if (!newest) throw new Error('no active signing key');
     const { importJWK } = await import('jose');
-    const privateKey = (await importJWK(JSON.parse(newest.privateJwk) as JWK, 'RS256')) as CryptoKey;
+    const privateKey = (await importJWK(JSON.parse(this.wrap.open(newest.privateJwk, place(newest.kid))) as JWK, 'RS256')) as CryptoKey;
     this.cache = { loadedAt: this.now(), records, active: { kid: newest.kid, privateKey } };
     return this.cache;
   }
@@ -101,4 +112,9 @@ export class KeyStore {
   invalidate(): void {
     this.cache = undefined;
   }
+}
+
+/** Where a private key is, for the master key's associated data. */
+function place(kid: string): string {
+  return `signing-key/${kid}`;
 }

@@ -312,6 +312,10 @@ export class SqliteSigningKeys implements SigningKeyRepository {
   async remove(kid: string): Promise<void> {
     this.db.prepare('DELETE FROM signing_keys WHERE kid = ?').run(kid);
   }
+
+  async replacePrivateJwk(kid: string, privateJwk: string): Promise<void> {
+    this.db.prepare('UPDATE signing_keys SET private_jwk = ? WHERE kid = ?').run(privateJwk, kid);
+  }
 }
 
 export class SqliteMeta implements MetaRepository {
