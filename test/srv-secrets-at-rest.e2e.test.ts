@@ -15,6 +15,8 @@ import { freePort, runAdmin, startServerProcess, type ServerProcess } from './he
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 
 const scratch = tempDir('secrets-at-rest');
+/** Each test starts the server three or four times (a process each, up to 30 s apiece on a loaded machine). */
+const START_BUDGET_MS = 150_000;
 
 function keyFile(name: string): string {
   const file = path.join(scratch, name);
@@ -98,7 +100,7 @@ describe('secrets at rest', () => {
     // With another key: refused, naming the key it needs.
     const other = await refusedStart({ PATIENT_DOCS_DATA_DIR: backup, PORT: String(await freePort()), PATIENT_DOCS_KEY_FILE: keyFile('other.key') });
     expect(other).toMatch(/is encrypted with master key [0-9a-f]{16}, not with PATIENT_DOCS_KEY_FILE=.*other\.key \(key [0-9a-f]{16}\)/);
-  });
+  }, START_BUDGET_MS);
 
   it('rotates to a new master key: the old one is read once, every value is wrapped again, tokens stay valid', async () => {
     const dataDir = path.join(scratch, 'rotated');
@@ -121,7 +123,7 @@ describe('secrets at rest', () => {
     const after = await startServerProcess({ PATIENT_DOCS_DATA_DIR: dataDir, PORT: port, PATIENT_DOCS_KEY_FILE: newKey });
     running.push(after);
     expect(await documentsStatus(after.url, issuedBefore)).toBe(200);
-  });
+  }, START_BUDGET_MS);
 
   it('encrypts the secrets of a database that had them in plain text once a key is given, and keeps them plain without one', async () => {
     const dataDir = path.join(scratch, 'plain-first');
@@ -133,5 +135,5 @@ describe('secrets at rest', () => {
     running.push(encrypted);
     expect(await documentsStatus(encrypted.url, await token(encrypted.url))).toBe(200);
     expect(storedSecrets(path.join(dataDir, 'patient-docs.sqlite')).every((value) => value.startsWith('enc1:'))).toBe(true);
-  });
+  }, START_BUDGET_MS);
 });
