@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
+import { demoFolderBeside, launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
 import { keyringSessionEnv, UNLOCK_KEYRING } from './helpers/keyring.js';
 import { freePort, ROOT } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, startTestServer, tempDir, type TestServer } from './helpers/server.js';
@@ -42,6 +42,7 @@ describe('secrets missing or unreadable at start (no keychain)', () => {
     if (saved === undefined) delete process.env.DBUS_SESSION_BUS_ADDRESS;
     else process.env.DBUS_SESSION_BUS_ADDRESS = saved;
     fs.rmSync(home, { recursive: true, force: true });
+    fs.rmSync(demoFolderBeside(home), { recursive: true, force: true });
   });
 
   it('a damaged secrets file: the app starts, shows the client secret missing (not online), and syncs once it is entered again', async () => {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BridgeEnvelope, BridgeEvent, ConnectionTestResult, FileView, PairView } from '../shared/bridge.js';
 import { bridgeCallPath } from '../shared/bridge-http.js';
-import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
+import { demoFolderBeside, launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
 import { openSettings } from '../electron/sync/home/settings.js';
 import type { SettingsFileEvent } from '../electron/sync/app/sync-app.js';
 import { freePort } from './helpers/processes.js';
@@ -47,6 +47,7 @@ describe('headless app and its bridge', () => {
     await headless?.stop();
     await server?.close();
     fs.rmSync(home, { recursive: true, force: true });
+    fs.rmSync(demoFolderBeside(home), { recursive: true, force: true });
   });
 
   it('first run starts the embedded server with a demo folder; a dropped file syncs and shows through the bridge', async () => {

@@ -45,6 +45,11 @@ export interface HeadlessApp {
 
 const DIST_RENDERER = fileURLToPath(new URL('../../renderer', import.meta.url));
 
+/** Next to the sync home, not in it: a scan folder never lies in the app's own state (watch/pair-folders.ts). */
+export function demoFolderBeside(home: string): string {
+  return path.join(path.dirname(path.resolve(home)), `${path.basename(path.resolve(home))} scans (demo)`);
+}
+
 export async function launchHeadless(options: HeadlessOptions = {}): Promise<HeadlessApp> {
   const log = options.log ?? ((line: string) => console.log(line));
   const home = await openSyncHome(options.home ?? defaultSyncHome());
@@ -53,8 +58,8 @@ export async function launchHeadless(options: HeadlessOptions = {}): Promise<Hea
   const app = new SyncApp({ home: home.directory, settings: home.settings, secrets: home.secrets, notices: home.notices, shell: 'headless', version: APP_VERSION, embedded, ...(options.engine ? { engine: options.engine } : {}) });
   if (app.mode() === 'unconfigured' && (options.firstRun ?? 'embedded') === 'embedded') {
     const info = await app.setupEmbedded();
-    // A home given here (tests, a second installation): the demo folder next to it, never in it (watch/pair-folders.ts).
-    const folder = options.demoFolder ?? (options.home === undefined ? defaultDemoFolder() : path.join(path.dirname(home.directory), `${path.basename(home.directory)} scans (demo)`));
+    // A home given here (tests, a second installation): the demo folder next to it, never in it.
+    const folder = options.demoFolder ?? (options.home === undefined ? defaultDemoFolder() : demoFolderBeside(home.directory));
     mkdirSync(folder, { recursive: true });
     await app.addPair({ folder, patientId: info.demoPatient.id, patientName: info.demoPatient.name, remoteBasePath: '/scans' });
     log(`first run: started the bundled server at ${info.url} with a demo clinic; files dropped into "${folder}" sync to ${info.demoPatient.name}`);
