@@ -1,0 +1,145 @@
+/**
+ * A real PostgreSQL for tests: a cluster initialized in a temp folder owned by the unprivileged
+ * `postgres` user (PostgreSQL refuses to run as root), listening on a free loopback port with its
+ * socket in that folder, one database per suite. One cluster per test file (starting one costs
+ * seconds); it is stopped and removed when the file ends, also when it fails or the process exits.
+ *
+ * The cluster's default collation is ICU English, as on a typical production server, so any text
+ * the store compares byte-wise without `COLLATE "C"` sorts differently here and a test notices.
+ */
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+
+const BIN = process.env.PATIENT_DOCS_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin';
+const OS_USER = 'postgres';
+const SUPERUSER = 'patient_docs_test';
+
+export interface TestPostgres {
+  /** The cluster's port on 127.0.0.1. */
+  readonly port: number;
+  /** A new, empty database; its postgres:// URL. */
+  createDatabase(name?: string): Promise<string>;
+  /** The URL of a database by name (the server's PATIENT_DOCS_DATABASE_URL). */
+  url(database: string): string;
+  /** Stops the cluster (fast shutdown: connections are cut), keeping its files. */
+  stop(): void;
+  /** Starts it again on the same port after stop(). */
+  start(): void;
+  /** Stops it and removes its folder. */
+  remove(): void;
+}
+
+/** Whether this machine can run the tests' PostgreSQL (the binaries and the unprivileged user). */
+export function postgresAvailable(): boolean {
+  try {
+    execFileSync('id', ['-u', OS_USER], { stdio: 'ignore' });
+    return fs.existsSync(path.join(BIN, 'initdb'));
+  } catch {
+    return false;
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', reject);
+    probe.listen({ host: '127.0.0.1', port: 0 }, () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** Runs a PostgreSQL tool as the unprivileged user when this process is root; as itself otherwise. */
+function asPostgres(tool: string, args: string[]): string {
+  const command = path.join(BIN, tool);
+  const asRoot = process.getuid?.() === 0;
+  try {
+    return execFileSync(asRoot ? 'runuser' : command, asRoot ? ['-u', OS_USER, '--', command, ...args] : args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+    throw new Error(`${tool} ${args.join(' ')} failed:\n${stdout ?? ''}${stderr ?? ''}`, { cause: error });
+  }
+}
+
+let sequence = 0;
+
+export async function startPostgres(): Promise<TestPostgres> {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-pg-'));
+  fs.chmodSync(root, 0o755);
+  if (process.getuid?.() === 0) execFileSync('chown', [OS_USER, root]);
+  const data = path.join(root, 'data');
+  const log = path.join(root, 'postgres.log');
+  const port = await freePort();
+  asPostgres('initdb', ['-D', data, '-U', SUPERUSER, '--auth=trust', '-E', 'UTF8', '--locale=C.utf8', '--locale-provider=icu', '--icu-locale=en-US', '--no-sync']);
+  const options = [
+    `-p ${port}`,
+    `-k ${root}`,
+    "-c listen_addresses='127.0.0.1'",
+    // A test cluster: durability is not under test, speed on a shared 2-core machine is.
+    '-c fsync=off',
+    '-c synchronous_commit=off',
+    '-c full_page_writes=off',
+    '-c max_connections=200',
+    '-c shared_buffers=32MB',
+  ].join(' ');
+  let running = false;
+  const start = (): void => {
+    asPostgres('pg_ctl', ['-D', data, '-l', log, '-o', options, '-w', '-t', '60', 'start']);
+    running = true;
+  };
+  const stop = (): void => {
+    if (!running) return;
+    running = false;
+    asPostgres('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']);
+  };
+  let removed = false;
+  const remove = (): void => {
+    if (removed) return;
+    removed = true;
+    process.off('exit', remove);
+    try {
+      stop();
+    } catch {
+      // already gone: the folder is removed all the same
+      try {
+        asPostgres('pg_ctl', ['-D', data, '-m', 'immediate', 'stop']);
+      } catch {
+        // not running
+      }
+    }
+    fs.rmSync(root, { recursive: true, force: true });
+  };
+  // A file that fails or is interrupted still leaves no cluster running behind it.
+  process.on('exit', remove);
+  try {
+    start();
+  } catch (error) {
+    remove();
+    throw error;
+  }
+  const url = (database: string): string => `postgres://${SUPERUSER}@127.0.0.1:${port}/${database}`;
+  return {
+    port,
+    url,
+    stop,
+    start,
+    remove,
+    async createDatabase(name?: string): Promise<string> {
+      sequence += 1;
+      const database = name ?? `docs_${process.pid}_${sequence}`;
+      const client = new pg.Client({ connectionString: url('postgres') });
+      await client.connect();
+      try {
+        await client.query(`CREATE DATABASE "${database}"`);
+      } finally {
+        await client.end();
+      }
+      return url(database);
+    },
+  };
+}
