@@ -18,6 +18,13 @@ const ALONE = ['server/thumbnails/thumbnails.test.ts', 'test/content.e2e.test.ts
  */
 const WORKERS = 2;
 
+/**
+ * Files that exercise the store through real routes, run a second time on PostgreSQL (a real
+ * cluster each, test/helpers/postgres.ts): the test server helper takes its database from
+ * PATIENT_DOCS_TEST_DATABASE. The store contract suite runs both databases by itself.
+ */
+const ON_POSTGRES = ['test/server-core.test.ts', 'test/auth-matrix.test.ts'];
+
 const common = { testTimeout: 60_000, hookTimeout: 120_000, pool: 'forks' } as const;
 
 export default defineConfig({
@@ -27,6 +34,9 @@ export default defineConfig({
     reporters: ['default'],
     projects: [
       { test: { ...common, name: 'parallel', include: INCLUDE, exclude: [...configDefaults.exclude, ...ALONE], maxWorkers: WORKERS, sequence: { groupOrder: 0 } } },
+      {
+        test: { ...common, name: 'postgres', include: ON_POSTGRES, maxWorkers: WORKERS, sequence: { groupOrder: 0 }, env: { PATIENT_DOCS_TEST_DATABASE: 'postgres' } },
+      },
       { test: { ...common, name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },
     ],
   },

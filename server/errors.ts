@@ -49,9 +49,14 @@ export function isDatabaseBusy(error: unknown): boolean {
   return code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED');
 }
 
+/** PostgreSQL cannot be reached or did not answer in time (server/db/postgres/database.ts). */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  return CODE_OF(error) === 'PATIENT_DOCS_DATABASE_UNAVAILABLE';
+}
+
 /** Faults of this machine that pass by themselves or when IT acts: retry later, and the work is not lost. */
 export function isTransientStorageFault(error: unknown): boolean {
-  return isDiskFull(error) || isReadOnly(error) || isDatabaseBusy(error);
+  return isDiskFull(error) || isReadOnly(error) || isDatabaseBusy(error) || isDatabaseUnavailable(error);
 }
 
 /**
@@ -74,6 +79,9 @@ export function storageFault(error: unknown): ApiError | undefined {
   }
   if (isDatabaseBusy(error)) {
     return serviceUnavailable('the server database is busy with another task (maintenance or a backup); retry in a few seconds', BUSY_RETRY_AFTER_SECONDS);
+  }
+  if (isDatabaseUnavailable(error)) {
+    return serviceUnavailable('the server cannot reach its database right now, so nothing of this request was stored; retry in a few seconds', BUSY_RETRY_AFTER_SECONDS);
   }
   return undefined;
 }

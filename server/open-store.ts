@@ -7,6 +7,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, type ServerConfig } from './config.js';
 import { SqliteStore } from './db/sqlite/store.js';
+import { isUnavailable } from './db/postgres/database.js';
+import { databaseLabel } from './db/postgres/migrations.js';
+import { PostgresStore } from './db/postgres/store.js';
 import { makeDirectories } from './private-files.js';
 import type { Store } from './db/types.js';
 
@@ -19,10 +22,13 @@ export function ensureDataDir(dataDir: string): void {
   }
 }
 
+/** Whether the configuration names a PostgreSQL database (postgres:// or postgresql://) rather than the embedded file. */
+export function usesPostgres(config: Pick<ServerConfig, 'databaseUrl'>): boolean {
+  return config.databaseUrl?.startsWith('postgres') === true;
+}
+
 export async function openStore(config: ServerConfig): Promise<Store> {
-  if (config.databaseUrl?.startsWith('postgres')) {
-    throw new ConfigError('PATIENT_DOCS_DATABASE_URL=postgres://… is not supported by this build yet; unset it to use the embedded SQLite database');
-  }
+  if (usesPostgres(config)) return openPostgres(config);
   ensureDataDir(config.dataDir);
   const file = sqliteFile(config);
   let store: SqliteStore | undefined;
@@ -40,6 +46,31 @@ export async function openStore(config: ServerConfig): Promise<Store> {
   } catch (error) {
     if (store?.db.open) store.db.close();
     throw databaseError(error, file, config);
+  }
+}
+
+/**
+ * Connects to PostgreSQL and applies pending migrations. A database that cannot be reached, or
+ * refuses the user, stops the start with one line naming it (without its password).
+ */
+async function openPostgres(config: ServerConfig): Promise<Store> {
+  const url = config.databaseUrl!;
+  const source = `PATIENT_DOCS_DATABASE_URL=${databaseLabel(url)}`;
+  try {
+    // A claimed webhook message stays with its instance for two delivery timeouts: time for the
+    // attempt and for recording it; past that, another instance may take it (at-least-once).
+    return await PostgresStore.open(url, { webhookLeaseMs: 2 * config.webhookTimeoutMs });
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const cause = (error as Error).message.split('\n')[0];
+    if (code === 'PATIENT_DOCS_NEWER_DATABASE') throw new ConfigError(`${source}: ${cause}`);
+    if (isUnavailable(error)) {
+      throw new ConfigError(`${source}: the database cannot be reached (${cause}); check that PostgreSQL runs and this machine may connect to it`);
+    }
+    if (typeof code === 'string' && /^(28|3D|42501)/.test(code)) {
+      throw new ConfigError(`${source}: the database refused this server (${cause}); check the user, password, database name and the user's rights`);
+    }
+    throw error;
   }
 }
 

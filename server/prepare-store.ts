@@ -27,7 +27,8 @@ export interface PreparedStore {
 export async function prepareStore(store: Store, masterKeys?: MasterKeys): Promise<PreparedStore> {
   const wrap = new SecretWrap(masterKeys);
   const keys = new KeyStore(store.signingKeys, undefined, undefined, wrap);
-  await keys.ensureKey();
+  // Instances starting at the same moment on one database make one signing key, not one each.
+  await store.exclusively(() => keys.ensureKey());
   const tenantId = await store.meta.setIfAbsent('tenant-id', randomUUID());
   const linkKey = Buffer.from(await secretKey(store.meta, 'link-signing-key', wrap), 'base64');
   const webhookSecretKey = Buffer.from(await secretKey(store.meta, 'webhook-secret-key', wrap), 'base64');

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { ConfigError, type ServerConfig } from './config.js';
 import { createContext, ensureDataDir, type ServerContext } from './context.js';
+import { usesPostgres } from './open-store.js';
 import { readSeedFile } from './domain/seed-file.js';
 import { hashAdminToken } from './routes/admin.js';
 import { startWebhookDelivery, type WebhookDelivery } from './webhooks/delivery.js';
@@ -141,7 +142,8 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
   // One server per data directory (a second one would send every webhook twice); taken here, not
   // in createContext, because the admin CLI opens the same store while the server runs.
   ensureDataDir(config.dataDir);
-  const lock = lockDataDir(config.dataDir);
+  // PostgreSQL: several instances share the database (and a content folder) by design.
+  const lock = usesPostgres(config) ? { release: () => undefined } : lockDataDir(config.dataDir);
   let context: ServerContext;
   try {
     context = await createContext(config);
@@ -152,7 +154,12 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
   let app: FastifyInstance | undefined;
   let webhookDelivery: WebhookDelivery | undefined;
   try {
-    if (config.seedFile) await context.directory.applySeed(readSeedFile(config.seedFile));
+    if (config.seedFile) {
+      const seed = readSeedFile(config.seedFile);
+      // Instances starting together on one database apply it one after the other: the first
+      // writes it, the others find every entry unchanged.
+      await context.store.exclusively(() => context.directory.applySeed(seed));
+    }
     // Serving now: a write blocked by another process gives up soon (503 + Retry-After) instead of
     // freezing every request for seconds (the start above may wait the full 5 s for the admin CLI).
     if (context.store instanceof SqliteStore) context.store.setBusyTimeout(SERVING_BUSY_TIMEOUT_MS);

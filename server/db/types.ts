@@ -499,5 +499,11 @@ export interface Store {
   readonly signingKeys: SigningKeyRepository;
   readonly meta: MetaRepository;
   readonly webhooks: WebhookRepository;
+  /**
+   * Runs `work` as the only holder of the deployment's start lock: what every starting process
+   * makes sure of once (signing keys, secrets in meta, the seed file) is done by one instance while
+   * the others starting at the same moment wait, then find it done.
+   */
+  exclusively<T>(work: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }

@@ -1,9 +1,36 @@
-/** Starts a real server (in-process, real socket, real SQLite in a temp dir) for tests. */
+/**
+ * Starts a real server (in-process, real socket) for tests, on real SQLite in a temp dir, or on a
+ * real PostgreSQL when PATIENT_DOCS_TEST_DATABASE=postgres (the `postgres` project of
+ * vitest.config.ts runs the store-heavy files so): one cluster per test file, one database per server.
+ */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { afterAll } from 'vitest';
 import { loadConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/start.js';
+import { startPostgres, type TestPostgres } from './postgres.js';
+
+/** The database the test servers of this run use: `sqlite` (the default) or `postgres`. */
+export const TEST_DATABASE: 'sqlite' | 'postgres' = process.env.PATIENT_DOCS_TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite';
+
+let cluster: Promise<TestPostgres> | undefined;
+
+/** This file's PostgreSQL cluster, started on first use and removed when the file ends. */
+export function testPostgres(): Promise<TestPostgres> {
+  cluster ??= startPostgres();
+  return cluster;
+}
+
+afterAll(async () => {
+  if (cluster) (await cluster).remove();
+});
+
+/** What a test server's environment adds for the run's database: a new PostgreSQL database each, or nothing (SQLite in its data dir). */
+export async function testDatabaseEnv(): Promise<Record<string, string>> {
+  if (TEST_DATABASE !== 'postgres') return {};
+  return { PATIENT_DOCS_DATABASE_URL: await (await testPostgres()).createDatabase() };
+}
 
 export const SEED_FILE = path.resolve(import.meta.dirname, '../fixtures/seed.json');
 export const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
@@ -39,9 +66,11 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     PATIENT_DOCS_SEED: SEED_FILE,
     PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN,
     PATIENT_DOCS_LOG_LEVEL: 'silent',
+    ...(await testDatabaseEnv()),
     ...env,
   });
   const server = await startServer(config, { logger: false });
+  if (server.context.store.kind !== TEST_DATABASE) throw new Error(`the test server runs on ${server.context.store.kind}, not ${TEST_DATABASE}`);
   const tokens = new Map<string, string>();
   const token = async (client = CLIENT, scope?: string): Promise<string> => {
     const key = `${client.id}|${scope ?? ''}`;

@@ -55,6 +55,11 @@ export class SqliteStore implements Store {
     return new SqliteStore(openSqlite(file, SQLITE_MIGRATIONS));
   }
 
+  /** One server per data folder (server.lock) and SQLite's write lock already keep starts apart. */
+  exclusively<T>(work: () => Promise<T>): Promise<T> {
+    return work();
+  }
+
   /** Keeps planner statistics current on a server that runs for weeks (usually a no-op). */
   private readonly optimizer = setInterval(() => this.optimize(), OPTIMIZE_EVERY_MS).unref();
 

@@ -1,0 +1,268 @@
+/** Organizations, patients, clients, orders, signing keys and meta on PostgreSQL: the small tables. */
+import { foldKey } from '../../../shared/names.js';
+import type {
+  ClientRecord,
+  ClientRepository,
+  MetaRepository,
+  OrderRecord,
+  OrderRepository,
+  OrganizationRecord,
+  OrganizationRepository,
+  OutboxEvent,
+  Page,
+  PatientAccess,
+  PatientRecord,
+  PatientRepository,
+  SigningKeyRecord,
+  SigningKeyRepository,
+} from '../types.js';
+import type { PostgresDatabase, Queryable } from './database.js';
+import type { PostgresOutbox } from './outbox.js';
+
+export class PostgresOrganizations implements OrganizationRepository {
+  constructor(private readonly db: PostgresDatabase) {}
+
+  async upsert(organization: OrganizationRecord): Promise<'created' | 'updated' | 'unchanged'> {
+    // One statement: two instances applying the same seed at once both end with one row.
+    const row = await this.db.row<{ inserted: boolean; changed: boolean }>(
+      `INSERT INTO organizations (id, name, created_at) VALUES ($1, $2, $3)
+       ON CONFLICT (id) DO UPDATE SET name = excluded.name WHERE organizations.name IS DISTINCT FROM excluded.name
+       RETURNING (xmax = 0) AS inserted, true AS changed`,
+      [organization.id, organization.name, organization.createdAt],
+    );
+    if (!row) return 'unchanged';
+    return row.inserted ? 'created' : 'updated';
+  }
+
+  async get(id: string): Promise<OrganizationRecord | undefined> {
+    return this.db.row<OrganizationRecord>('SELECT id, name, created_at AS "createdAt" FROM organizations WHERE id = $1', [id]);
+  }
+
+  async list(): Promise<OrganizationRecord[]> {
+    return this.db.rows<OrganizationRecord>('SELECT id, name, created_at AS "createdAt" FROM organizations ORDER BY name COLLATE "C", id');
+  }
+}
+
+interface PatientRow {
+  id: string;
+  name: string;
+  createdAt: string;
+  updatedAt: string;
+  organizations: string[];
+  consents: string[];
+}
+
+/** A patient row with its memberships, in one statement. */
+const PATIENT_COLUMNS = `p.id, p.name, p.created_at AS "createdAt", p.updated_at AS "updatedAt",
+  ARRAY(SELECT organization_id FROM patient_organizations WHERE patient_id = p.id ORDER BY organization_id) AS organizations,
+  ARRAY(SELECT organization_id FROM patient_consents WHERE patient_id = p.id ORDER BY organization_id) AS consents`;
+
+/**
+ * Patients. Access is read from the database at every request: no memory of it in this process,
+ * which another instance's write (a consent revoked) would make stale.
+ */
+export class PostgresPatients implements PatientRepository {
+  constructor(
+    private readonly db: PostgresDatabase,
+    private readonly outbox: PostgresOutbox,
+  ) {}
+
+  private async writeMemberships(tx: Queryable, patient: PatientRecord): Promise<void> {
+    await tx.run('DELETE FROM patient_organizations WHERE patient_id = $1', [patient.id]);
+    await tx.run('DELETE FROM patient_consents WHERE patient_id = $1', [patient.id]);
+    await tx.run('INSERT INTO patient_organizations (patient_id, organization_id) SELECT $1, unnest($2::text[])', [patient.id, [...new Set(patient.organizations)]]);
+    await tx.run('INSERT INTO patient_consents (patient_id, organization_id, granted_at) SELECT $1, unnest($2::text[]), $3', [patient.id, [...new Set(patient.consents)], patient.updatedAt]);
+  }
+
+  async create(patient: PatientRecord, events: OutboxEvent[]): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('INSERT INTO patients (id, name, name_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)', [patient.id, patient.name, foldKey(patient.name), patient.createdAt, patient.updatedAt]);
+      await this.writeMemberships(tx, patient);
+      await this.outbox.appendInTransaction(tx, events);
+    });
+    this.outbox.committed(events);
+  }
+
+  async update(patient: PatientRecord, events: OutboxEvent[]): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('UPDATE patients SET name = $1, name_key = $2, updated_at = $3 WHERE id = $4', [patient.name, foldKey(patient.name), patient.updatedAt, patient.id]);
+      await this.writeMemberships(tx, patient);
+      await this.outbox.appendInTransaction(tx, events);
+    });
+    this.outbox.committed(events);
+  }
+
+  async get(id: string): Promise<PatientRecord | undefined> {
+    return this.db.row<PatientRow>(`SELECT ${PATIENT_COLUMNS} FROM patients p WHERE p.id = $1`, [id]);
+  }
+
+  async access(patientId: string, organizationId: string): Promise<PatientAccess> {
+    const row = await this.db.row<{ exists: boolean; access: boolean; consent: boolean; changes: number | null }>(
+      `SELECT
+         EXISTS (SELECT 1 FROM patients WHERE id = $1) AS exists,
+         EXISTS (SELECT 1 FROM patient_organizations WHERE patient_id = $1 AND organization_id = $2) AS access,
+         EXISTS (SELECT 1 FROM patient_consents WHERE patient_id = $1 AND organization_id = $2) AS consent,
+         (SELECT version FROM patient_document_versions WHERE patient_id = $1) AS changes`,
+      [patientId, organizationId],
+    );
+    return { exists: row?.exists === true, access: row?.access === true, consent: row?.consent === true, documentChanges: row?.changes ?? 0 };
+  }
+
+  async listVisible(organizationId: string, nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
+    return this.page(
+      `FROM patients p
+        JOIN patient_organizations po ON po.patient_id = p.id AND po.organization_id = $4
+        JOIN patient_consents pc ON pc.patient_id = p.id AND pc.organization_id = $4`,
+      [organizationId],
+      nameContains,
+      offset,
+      limit,
+    );
+  }
+
+  async list(nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
+    return this.page('FROM patients p', [], nameContains, offset, limit);
+  }
+
+  /** A page of patients by folded name, with the total, read in one statement (one snapshot). */
+  private async page(from: string, params: unknown[], nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
+    const where = `${from} WHERE ($1::text IS NULL OR strpos(p.name_key, $1) > 0)`;
+    const rows = await this.db.rows<PatientRow & { total: number; nameKey: string }>(
+      `SELECT t.total, page.* FROM (SELECT count(*) AS total ${where}) t
+       LEFT JOIN LATERAL (SELECT ${PATIENT_COLUMNS}, p.name_key AS "nameKey" ${where} ORDER BY p.name_key, p.id LIMIT $2 OFFSET $3) page ON true
+       ORDER BY page."nameKey", page.id`,
+      [nameContains === undefined ? null : foldKey(nameContains), limit, offset, ...params],
+    );
+    const total = rows[0]?.total ?? 0;
+    return { rows: rows.filter((row) => row.id !== null).map(({ total: _total, nameKey: _nameKey, ...patient }) => patient), total };
+  }
+}
+
+interface ClientRow {
+  clientId: string;
+  name: string;
+  secretHash: string;
+  scopes: string;
+  createdAt: string;
+  disabledAt: string | null;
+  organizations: string[];
+}
+
+const CLIENT_COLUMNS = `client_id AS "clientId", name, secret_hash AS "secretHash", scopes, created_at AS "createdAt", disabled_at AS "disabledAt",
+  ARRAY(SELECT organization_id FROM client_organizations o WHERE o.client_id = clients.client_id ORDER BY organization_id) AS organizations`;
+
+const clientFromRow = (row: ClientRow): ClientRecord => ({ ...row, scopes: row.scopes.split(' ').filter(Boolean) });
+
+export class PostgresClients implements ClientRepository {
+  constructor(private readonly db: PostgresDatabase) {}
+
+  private async writeOrganizations(tx: Queryable, client: ClientRecord): Promise<void> {
+    await tx.run('DELETE FROM client_organizations WHERE client_id = $1', [client.clientId]);
+    await tx.run('INSERT INTO client_organizations (client_id, organization_id) SELECT $1, unnest($2::text[])', [client.clientId, [...new Set(client.organizations)]]);
+  }
+
+  async create(client: ClientRecord): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('INSERT INTO clients (client_id, name, secret_hash, scopes, created_at, disabled_at) VALUES ($1, $2, $3, $4, $5, $6)', [
+        client.clientId,
+        client.name,
+        client.secretHash,
+        client.scopes.join(' '),
+        client.createdAt,
+        client.disabledAt,
+      ]);
+      await this.writeOrganizations(tx, client);
+    });
+  }
+
+  async update(client: ClientRecord): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('UPDATE clients SET name = $1, secret_hash = $2, scopes = $3, disabled_at = $4 WHERE client_id = $5', [client.name, client.secretHash, client.scopes.join(' '), client.disabledAt, client.clientId]);
+      await this.writeOrganizations(tx, client);
+    });
+  }
+
+  async get(clientId: string): Promise<ClientRecord | undefined> {
+    const row = await this.db.row<ClientRow>(`SELECT ${CLIENT_COLUMNS} FROM clients WHERE client_id = $1`, [clientId]);
+    return row ? clientFromRow(row) : undefined;
+  }
+
+  async list(): Promise<ClientRecord[]> {
+    return (await this.db.rows<ClientRow>(`SELECT ${CLIENT_COLUMNS} FROM clients ORDER BY client_id`)).map(clientFromRow);
+  }
+}
+
+const ORDER_COLUMNS = 'id, patient_id AS "patientId", organization_id AS "organizationId", status, created_at AS "createdAt", updated_at AS "updatedAt"';
+
+export class PostgresOrders implements OrderRepository {
+  constructor(
+    private readonly db: PostgresDatabase,
+    private readonly outbox: PostgresOutbox,
+  ) {}
+
+  async create(order: OrderRecord, events: OutboxEvent[]): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('INSERT INTO orders (id, patient_id, organization_id, status, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6)', [
+        order.id,
+        order.patientId,
+        order.organizationId,
+        order.status,
+        order.createdAt,
+        order.updatedAt,
+      ]);
+      await this.outbox.appendInTransaction(tx, events);
+    });
+    this.outbox.committed(events);
+  }
+
+  async update(order: OrderRecord, events: OutboxEvent[]): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await tx.run('UPDATE orders SET status = $1, updated_at = $2 WHERE id = $3', [order.status, order.updatedAt, order.id]);
+      await this.outbox.appendInTransaction(tx, events);
+    });
+    this.outbox.committed(events);
+  }
+
+  async get(id: string): Promise<OrderRecord | undefined> {
+    return this.db.row<OrderRecord>(`SELECT ${ORDER_COLUMNS} FROM orders WHERE id = $1`, [id]);
+  }
+}
+
+export class PostgresSigningKeys implements SigningKeyRepository {
+  constructor(private readonly db: PostgresDatabase) {}
+
+  async list(): Promise<SigningKeyRecord[]> {
+    return this.db.rows<SigningKeyRecord>(
+      'SELECT kid, private_jwk AS "privateJwk", public_jwk AS "publicJwk", created_at AS "createdAt", retired_at AS "retiredAt" FROM signing_keys ORDER BY created_at, kid',
+    );
+  }
+
+  async add(key: SigningKeyRecord): Promise<void> {
+    await this.db.run('INSERT INTO signing_keys (kid, private_jwk, public_jwk, created_at, retired_at) VALUES ($1, $2, $3, $4, $5)', [key.kid, key.privateJwk, key.publicJwk, key.createdAt, key.retiredAt]);
+  }
+
+  async retire(kid: string, at: string): Promise<void> {
+    await this.db.run('UPDATE signing_keys SET retired_at = $1 WHERE kid = $2 AND retired_at IS NULL', [at, kid]);
+  }
+
+  async remove(kid: string): Promise<void> {
+    await this.db.run('DELETE FROM signing_keys WHERE kid = $1', [kid]);
+  }
+}
+
+export class PostgresMeta implements MetaRepository {
+  constructor(private readonly db: PostgresDatabase) {}
+
+  async get(key: string): Promise<string | undefined> {
+    return (await this.db.row<{ value: string }>('SELECT value FROM meta WHERE key = $1', [key]))?.value;
+  }
+
+  async setIfAbsent(key: string, value: string): Promise<string> {
+    await this.db.run('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING', [key, value]);
+    return (await this.get(key)) ?? value;
+  }
+
+  async set(key: string, value: string): Promise<void> {
+    await this.db.run('INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [key, value]);
+  }
+}

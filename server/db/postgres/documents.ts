@@ -1,0 +1,153 @@
+/** Documents on PostgreSQL: placeholders and the search of SPEC §4.3 with DESIGN §3's rules, as in SQLite. */
+import { foldKey } from '../../../shared/names.js';
+import type { SortField } from '../../../shared/schemas.js';
+import { DuplicateError, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page } from '../types.js';
+import type { PostgresDatabase } from './database.js';
+import type { PostgresOutbox } from './outbox.js';
+
+/** The columns of a DocumentRecord, named as its fields. */
+export const DOCUMENT_COLUMNS = `id, patient_id AS "patientId", organization_id AS "organizationId", file_name AS "fileName", file_type AS "fileType",
+  path, created_at AS "createdAt", last_modified_at AS "lastModifiedAt", has_content AS "hasContent", file_size AS "fileSize", sha256, version,
+  content_key AS "contentKey", content_type AS "contentType", thumbnail_key AS "thumbnailKey", created_by AS "createdBy"`;
+
+/** A row of DOCUMENT_COLUMNS as a record (only its own fields: a query may select more). */
+export function documentFromRow(row: DocumentRecord): DocumentRecord {
+  return {
+    id: row.id,
+    patientId: row.patientId,
+    organizationId: row.organizationId,
+    fileName: row.fileName,
+    fileType: row.fileType,
+    path: row.path,
+    createdAt: row.createdAt,
+    lastModifiedAt: row.lastModifiedAt,
+    hasContent: row.hasContent,
+    fileSize: row.fileSize,
+    sha256: row.sha256,
+    version: row.version,
+    contentKey: row.contentKey,
+    contentType: row.contentType,
+    thumbnailKey: row.thumbnailKey,
+    createdBy: row.createdBy,
+  };
+}
+
+const SORT_COLUMNS: Record<SortField, string> = {
+  lastModifiedAt: 'last_modified_at',
+  fileName: 'name_key',
+  fileSize: 'file_size',
+  fileType: 'file_type',
+  path: 'path_key',
+};
+
+/** A folder filter narrows the search ('/' is the whole patient, as no path is). */
+function filtersFolder(query: DocumentQuery): query is DocumentQuery & { pathKey: string } {
+  return query.pathKey !== undefined && query.pathKey !== '/';
+}
+
+/** The WHERE clause and its parameters ($1 is the patient); a non-empty id list replaces every other filter (SPEC §4.3). */
+function buildFilter(query: DocumentQuery): { where: string; params: unknown[] } {
+  const params: unknown[] = [query.patientId];
+  const bind = (value: unknown): string => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const clauses = ['patient_id = $1', 'deleted_at IS NULL'];
+  if (query.ids && query.ids.length > 0) {
+    clauses.push(`id = ANY(${bind(query.ids.map((id) => id.toLowerCase()))}::text[])`);
+    return { where: clauses.join(' AND '), params };
+  }
+  if (filtersFolder(query)) {
+    // The folder and everything below it: one range the index serves (['/a', '/a0'), '0' follows
+    // '/' in byte order), then a test that drops siblings inside it such as '/a-b' or '/a.b'.
+    const folder = bind(query.pathKey);
+    clauses.push(`path_key >= ${folder} AND path_key < ${bind(`${query.pathKey}0`)} AND (path_key = ${folder} OR starts_with(path_key, ${folder} || '/'))`);
+  }
+  if (query.hasContent !== undefined) clauses.push(`has_content = ${bind(query.hasContent)}`);
+  if (query.nameContains !== undefined && query.nameContains !== '') clauses.push(`strpos(name_key, ${bind(foldKey(query.nameContains))}) > 0`);
+  if (query.fileType !== undefined) clauses.push(`file_type = ${bind(query.fileType.toUpperCase())}`);
+  return { where: clauses.join(' AND '), params };
+}
+
+export class PostgresDocuments implements DocumentRepository {
+  constructor(
+    private readonly db: PostgresDatabase,
+    private readonly outbox: PostgresOutbox,
+  ) {}
+
+  async create(document: DocumentRecord, events: OutboxEvent[]): Promise<void> {
+    const stored = await this.db.transaction(async (tx) => {
+      const inserted = await tx.run(
+        `INSERT INTO documents (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at,
+           last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+         ON CONFLICT DO NOTHING`,
+        [
+          document.id,
+          document.patientId,
+          document.organizationId,
+          document.fileName,
+          foldKey(document.fileName),
+          document.fileType,
+          document.path,
+          foldKey(document.path),
+          document.createdAt,
+          document.lastModifiedAt,
+          document.hasContent,
+          document.fileSize,
+          document.sha256,
+          document.version,
+          document.contentKey,
+          document.contentType,
+          document.thumbnailKey,
+          document.createdBy,
+        ],
+      );
+      if (inserted === 0) return false;
+      await this.outbox.appendInTransaction(tx, events);
+      return true;
+    });
+    if (!stored) throw new DuplicateError(`a document named ${document.fileName} already exists in ${document.path}`);
+    this.outbox.committed(events);
+  }
+
+  async get(patientId: string, id: string): Promise<DocumentRecord | undefined> {
+    const row = await this.db.row<DocumentRecord>(`SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = $1 AND patient_id = $2 AND deleted_at IS NULL`, [id.toLowerCase(), patientId]);
+    return row ? documentFromRow(row) : undefined;
+  }
+
+  async changeCounter(patientId: string): Promise<number> {
+    return (await this.db.row<{ version: number }>('SELECT version FROM patient_document_versions WHERE patient_id = $1', [patientId]))?.version ?? 0;
+  }
+
+  /**
+   * The total and the page in one statement, so in one snapshot: the total matches the rows even
+   * when another instance commits in between. A whole patient's total is read from the counts the
+   * trigger keeps, not counted.
+   */
+  async search(query: DocumentQuery): Promise<Page<DocumentRecord>> {
+    const { where, params } = buildFilter(query);
+    const byIds = query.ids !== undefined && query.ids.length > 0;
+    const wholePatient = !byIds && !filtersFolder(query) && !query.nameContains && query.fileType === undefined;
+    const total = wholePatient
+      ? `SELECT COALESCE(SUM(documents), 0)::bigint AS total FROM patient_document_counts WHERE patient_id = $1${query.hasContent === undefined ? '' : ` AND has_content = ${query.hasContent ? 'true' : 'false'}`}`
+      : `SELECT count(*) AS total FROM documents WHERE ${where}`;
+    const column = SORT_COLUMNS[query.sortBy];
+    const direction = query.sortDirection === 'ASC' ? 'ASC' : 'DESC';
+    // As SQLite orders them: nulls (a placeholder's size) first ascending, last descending. Ties
+    // break by id in the same direction, so DESC is exactly the reverse of ASC and paging is stable.
+    const nulls = direction === 'ASC' ? 'NULLS FIRST' : 'NULLS LAST';
+    params.push(query.limit, query.offset);
+    const [limit, offset] = [`$${params.length - 1}`, `$${params.length}`];
+    const rows = await this.db.rows<DocumentRecord & { total: number; sortValue: unknown }>(
+      `SELECT t.total, page.* FROM (${total}) t
+       LEFT JOIN LATERAL (
+         SELECT ${DOCUMENT_COLUMNS}, ${column} AS "sortValue" FROM documents WHERE ${where}
+         ORDER BY ${column} ${direction} ${nulls}, id ${direction} LIMIT ${limit} OFFSET ${offset}
+       ) page ON true
+       ORDER BY page."sortValue" ${direction} ${nulls}, page.id ${direction}`,
+      params,
+    );
+    return { rows: rows.filter((row) => row.id !== null).map(documentFromRow), total: rows[0]?.total ?? 0 };
+  }
+}

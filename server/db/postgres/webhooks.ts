@@ -1,0 +1,314 @@
+/**
+ * Webhook subscriptions, messages, the delivery log and the fan-out cursor on PostgreSQL.
+ *
+ * Several instances may fan the same events out and deliver from the same queue:
+ * - a message is unique per (event, subscription): an event fanned out twice queues it once;
+ * - a claim is a lease: claiming a due message moves its next attempt `leaseMs` ahead, in the
+ *   claim's own short transaction (rows another instance is claiming at that moment are skipped,
+ *   FOR UPDATE SKIP LOCKED). Recording the attempt sets its real next attempt; an instance that
+ *   dies holding a claim leaves the message due again once the lease has passed (at-least-once,
+ *   same messageId). The row stays `pending` throughout, as in SQLite.
+ */
+import type { EventType } from '../../../shared/events.js';
+import type {
+  NewWebhookMessage,
+  Page,
+  WebhookAttemptRecord,
+  WebhookAttemptResult,
+  WebhookCounts,
+  WebhookMessageRecord,
+  WebhookRepository,
+  WebhookSubscriptionRecord,
+} from '../types.js';
+import type { PostgresDatabase, Queryable } from './database.js';
+
+interface SubscriptionRow {
+  id: string;
+  organization_id: string;
+  client_id: string;
+  events: string;
+  callback: string;
+  sealed_secret: string;
+  status: WebhookSubscriptionRecord['status'];
+  disabled_reason: string | null;
+  created_at: string;
+  from_sequence: number;
+}
+
+const subscriptionFromRow = (row: SubscriptionRow): WebhookSubscriptionRecord => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  clientId: row.client_id,
+  events: JSON.parse(row.events) as string[],
+  callback: row.callback,
+  sealedSecret: row.sealed_secret,
+  status: row.status,
+  disabledReason: row.disabled_reason,
+  createdAt: row.created_at,
+  fromSequence: row.from_sequence,
+});
+
+interface MessageRow {
+  id: string;
+  subscription_id: string;
+  event_id: string;
+  event_type: EventType;
+  patient_id: string | null;
+  body: string | null;
+  state: WebhookMessageRecord['state'];
+  attempts: number;
+  next_attempt_at: number;
+  created_at: string;
+  updated_at: string;
+  last_status: number | null;
+  last_error: string | null;
+  occurred_at?: string | null;
+  operation_id?: string | null;
+  data?: string | null;
+}
+
+function messageFromRow(row: MessageRow): WebhookMessageRecord {
+  const { occurred_at: occurredAt, operation_id: operationId, data: dataJson } = row;
+  return {
+    id: row.id,
+    subscriptionId: row.subscription_id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    patientId: row.patient_id,
+    body: row.body,
+    event: dataJson === null || dataJson === undefined || !occurredAt || !operationId ? null : { occurredAt, operationId, dataJson },
+    state: row.state,
+    attempts: row.attempts,
+    nextAttemptAt: row.next_attempt_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    lastStatus: row.last_status,
+    lastError: row.last_error,
+  };
+}
+
+interface AttemptRow {
+  message_id: string;
+  subscription_id: string;
+  attempt: number;
+  attempted_at: string;
+  status_code: number | null;
+  latency_ms: number;
+  error: string | null;
+  outcome: WebhookAttemptRecord['outcome'];
+}
+
+const attemptFromRow = (row: AttemptRow): WebhookAttemptRecord => ({
+  messageId: row.message_id,
+  subscriptionId: row.subscription_id,
+  attempt: row.attempt,
+  attemptedAt: row.attempted_at,
+  statusCode: row.status_code,
+  latencyMs: row.latency_ms,
+  error: row.error,
+  outcome: row.outcome,
+});
+
+const LIVE = 'deleted_at IS NULL';
+
+const CANCEL_PENDING_OF = `UPDATE webhook_messages SET state = 'cancelled', updated_at = $2, last_error = $3 WHERE subscription_id = $1 AND state IN ('pending', 'delivering')`;
+
+export interface PostgresWebhookOptions {
+  /** How long a claimed message is held for its instance before another may take it (at least one delivery timeout). */
+  leaseMs: number;
+}
+
+export class PostgresWebhooks implements WebhookRepository {
+  constructor(
+    private readonly db: PostgresDatabase,
+    private readonly options: PostgresWebhookOptions,
+  ) {}
+
+  async createSubscription(subscription: Omit<WebhookSubscriptionRecord, 'fromSequence'>): Promise<WebhookSubscriptionRecord> {
+    return this.db.transaction(async (tx) => {
+      // The outbox is a prefix of commits (outbox.ts): every event after this number is delivered.
+      const { sequence } = (await tx.row<{ sequence: number }>('SELECT COALESCE(MAX(sequence), 0)::bigint AS sequence FROM outbox_events'))!;
+      const record = { ...subscription, fromSequence: sequence };
+      await tx.run(
+        `INSERT INTO webhook_subscriptions (id, organization_id, client_id, events, callback, sealed_secret, status, disabled_reason, created_at, from_sequence)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        [record.id, record.organizationId, record.clientId, JSON.stringify(record.events), record.callback, record.sealedSecret, record.status, record.disabledReason, record.createdAt, record.fromSequence],
+      );
+      return record;
+    });
+  }
+
+  async getSubscription(id: string): Promise<WebhookSubscriptionRecord | undefined> {
+    const row = await this.db.row<SubscriptionRow>(`SELECT * FROM webhook_subscriptions WHERE id = $1 AND ${LIVE}`, [id]);
+    return row ? subscriptionFromRow(row) : undefined;
+  }
+
+  async subscriptionStatus(id: string): Promise<WebhookSubscriptionRecord['status'] | undefined> {
+    return (await this.db.row<{ status: WebhookSubscriptionRecord['status'] }>(`SELECT status FROM webhook_subscriptions WHERE id = $1 AND ${LIVE}`, [id]))?.status;
+  }
+
+  async listSubscriptions(organizationId: string): Promise<WebhookSubscriptionRecord[]> {
+    return (await this.db.rows<SubscriptionRow>(`SELECT * FROM webhook_subscriptions WHERE organization_id = $1 AND ${LIVE} ORDER BY created_at, id`, [organizationId])).map(subscriptionFromRow);
+  }
+
+  /** Read every time: a snapshot kept here would miss another instance's change. */
+  async activeSubscriptions(): Promise<readonly WebhookSubscriptionRecord[]> {
+    return (await this.db.rows<SubscriptionRow>(`SELECT * FROM webhook_subscriptions WHERE status = 'active' AND ${LIVE} ORDER BY created_at, id`)).map(subscriptionFromRow);
+  }
+
+  async deleteSubscription(id: string, at: string): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const changed = await tx.run(`UPDATE webhook_subscriptions SET deleted_at = $1 WHERE id = $2 AND ${LIVE}`, [at, id]);
+      if (changed > 0) await tx.run(CANCEL_PENDING_OF, [id, at, 'subscription deleted']);
+      return changed > 0;
+    });
+  }
+
+  async cursor(): Promise<number> {
+    return (await this.db.row<{ sequence: number }>('SELECT sequence FROM webhook_cursor WHERE id = 1'))?.sequence ?? 0;
+  }
+
+  async enqueue(messages: NewWebhookMessage[], cursor: number): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      if (messages.length > 0) {
+        await tx.run(
+          `INSERT INTO webhook_messages (id, subscription_id, event_id, event_type, patient_id, state, attempts, next_attempt_at, created_at, updated_at)
+           SELECT id, subscription_id, event_id, event_type, patient_id, 'pending', 0, next_attempt_at, created_at, created_at
+           FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::text[])
+             AS m(id, subscription_id, event_id, event_type, patient_id, next_attempt_at, created_at)
+           ON CONFLICT (event_id, subscription_id) DO NOTHING`,
+          [
+            messages.map((m) => m.id),
+            messages.map((m) => m.subscriptionId),
+            messages.map((m) => m.eventId),
+            messages.map((m) => m.eventType),
+            messages.map((m) => m.patientId),
+            messages.map((m) => m.nextAttemptAt),
+            messages.map((m) => m.createdAt),
+          ],
+        );
+      }
+      // Another instance may have fanned out further already: the cursor never moves back.
+      await tx.run('INSERT INTO webhook_cursor (id, sequence) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET sequence = GREATEST(webhook_cursor.sequence, excluded.sequence)', [cursor]);
+    });
+  }
+
+  /**
+   * Nothing to take back at start: claims are leases that expire by themselves, and another
+   * instance's live claims must not be touched. Messages left queued on a deleted or disabled
+   * subscription are cancelled (nothing would ever send or end them).
+   */
+  async recoverInterrupted(): Promise<number> {
+    await this.db.run(
+      `UPDATE webhook_messages SET state = 'cancelled', updated_at = $1, last_error = 'subscription deleted or disabled'
+       WHERE state = 'pending' AND subscription_id IN (SELECT id FROM webhook_subscriptions WHERE status <> 'active' OR deleted_at IS NOT NULL)`,
+      [new Date().toISOString()],
+    );
+    return 0;
+  }
+
+  async dueSubscriptions(now: number, cap: number): Promise<Array<{ subscriptionId: string; due: number }>> {
+    return this.db.rows<{ subscriptionId: string; due: number }>(
+      `SELECT s.id AS "subscriptionId", d.due FROM webhook_subscriptions s
+       CROSS JOIN LATERAL (SELECT count(*) AS due FROM (SELECT 1 FROM webhook_messages m
+         WHERE m.state = 'pending' AND m.subscription_id = s.id AND m.next_attempt_at <= $1 LIMIT $2) x) d
+       WHERE s.status = 'active' AND s.${LIVE} AND d.due > 0`,
+      [now, cap],
+    );
+  }
+
+  async claimDue(claims: Array<{ subscriptionId: string; limit: number; skip: ReadonlySet<string> }>, now: number): Promise<WebhookMessageRecord[]> {
+    if (claims.length === 0) return [];
+    return this.db.transaction(async (tx) => {
+      const claimed: WebhookMessageRecord[] = [];
+      for (const claim of claims) {
+        const rows = await tx.rows<MessageRow & { due_at: number }>(
+          `WITH due AS (
+             SELECT seq, next_attempt_at FROM webhook_messages
+             WHERE state = 'pending' AND subscription_id = $1 AND next_attempt_at <= $2 AND NOT (id = ANY($3::text[]))
+             ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED
+           ), leased AS (
+             UPDATE webhook_messages m SET next_attempt_at = $5 FROM due WHERE m.seq = due.seq
+             RETURNING m.*, due.next_attempt_at AS due_at
+           )
+           SELECT leased.*, e.occurred_at, e.operation_id, e.data FROM leased LEFT JOIN outbox_events e ON e.id = leased.event_id
+           ORDER BY leased.due_at, leased.seq`,
+          [claim.subscriptionId, now, [...claim.skip], claim.limit, now + this.options.leaseMs],
+        );
+        for (const row of rows) claimed.push(messageFromRow({ ...row, next_attempt_at: row.due_at }));
+      }
+      return claimed;
+    });
+  }
+
+  async recordAttempts(results: WebhookAttemptResult[]): Promise<void> {
+    if (results.length === 0) return;
+    await this.db.transaction(async (tx) => {
+      for (const result of results) await this.recordOne(tx, result);
+    });
+  }
+
+  private async recordOne(tx: Queryable, result: WebhookAttemptResult): Promise<void> {
+    const { attempt } = result;
+    await tx.run(
+      `INSERT INTO webhook_attempts (message_id, subscription_id, attempt, attempted_at, status_code, latency_ms, error, outcome)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [attempt.messageId, attempt.subscriptionId, attempt.attempt, attempt.attemptedAt, attempt.statusCode, attempt.latencyMs, attempt.error, attempt.outcome],
+    );
+    // Finishes the message only while it is still queued; a 2xx still marks a cancelled one delivered (see SQLite's webhooks.ts).
+    await tx.run(
+      `UPDATE webhook_messages SET state = $1, attempts = $2, next_attempt_at = $3, updated_at = $4, last_status = $5, last_error = $6
+       WHERE subscription_id = $7 AND id = $8 AND (state IN ('pending', 'delivering') OR (state = 'cancelled' AND $1 = 'delivered'))`,
+      [result.state, attempt.attempt, result.nextAttemptAt, attempt.attemptedAt, attempt.statusCode, attempt.error, attempt.subscriptionId, attempt.messageId],
+    );
+    if (result.disableSubscription !== undefined) {
+      await tx.run(`UPDATE webhook_subscriptions SET status = 'disabled', disabled_reason = $1 WHERE id = $2`, [result.disableSubscription, attempt.subscriptionId]);
+      await tx.run(CANCEL_PENDING_OF, [attempt.subscriptionId, attempt.attemptedAt, result.disableSubscription]);
+    }
+  }
+
+  async cancel(subscriptionId: string, messageId: string, reason: string, at: string): Promise<void> {
+    await this.db.run(`UPDATE webhook_messages SET state = 'cancelled', updated_at = $1, last_error = $2 WHERE subscription_id = $3 AND id = $4 AND state IN ('pending', 'delivering')`, [
+      at,
+      reason,
+      subscriptionId,
+      messageId,
+    ]);
+  }
+
+  async attempts(subscriptionId: string, offset: number, limit: number): Promise<Page<WebhookAttemptRecord>> {
+    const total = (await this.db.row<{ n: number }>('SELECT count(*) AS n FROM webhook_attempts WHERE subscription_id = $1', [subscriptionId]))!.n;
+    const rows = await this.db.rows<AttemptRow>('SELECT * FROM webhook_attempts WHERE subscription_id = $1 ORDER BY sequence DESC LIMIT $2 OFFSET $3', [subscriptionId, limit, offset]);
+    return { rows: rows.map(attemptFromRow), total };
+  }
+
+  async deadLetters(subscriptionId: string, offset: number, limit: number): Promise<Page<WebhookMessageRecord>> {
+    const total = (await this.db.row<{ n: number }>(`SELECT count(*) AS n FROM webhook_messages WHERE subscription_id = $1 AND state = 'dead'`, [subscriptionId]))!.n;
+    const rows = await this.db.rows<MessageRow>(`SELECT * FROM webhook_messages WHERE subscription_id = $1 AND state = 'dead' ORDER BY updated_at DESC, id LIMIT $2 OFFSET $3`, [
+      subscriptionId,
+      limit,
+      offset,
+    ]);
+    return { rows: rows.map(messageFromRow), total };
+  }
+
+  async redeliver(subscriptionId: string, messageId: string, now: number, at: string): Promise<boolean> {
+    // Only onto an active subscription: a message queued on any other would never be sent or cancelled.
+    const changed = await this.db.run(
+      `UPDATE webhook_messages SET state = 'pending', attempts = 0, next_attempt_at = $1, updated_at = $2
+       WHERE subscription_id = $3 AND state = 'dead' AND id = $4
+         AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = webhook_messages.subscription_id AND s.status = 'active' AND s.${LIVE})`,
+      [now, at, subscriptionId, messageId],
+    );
+    return changed > 0;
+  }
+
+  async counts(organizationId?: string): Promise<WebhookCounts> {
+    const scope = organizationId === undefined ? 'WHERE $1::text IS NULL' : 'WHERE subscription_id IN (SELECT id FROM webhook_subscriptions WHERE organization_id = $1)';
+    const params = [organizationId ?? null];
+    const byState = await this.db.rows<{ state: string; n: number }>(`SELECT state, count(*) AS n FROM webhook_messages ${scope} GROUP BY state`, params);
+    const count = (state: string): number => byState.find((row) => row.state === state)?.n ?? 0;
+    const failed = (await this.db.row<{ n: number }>(`SELECT count(*) AS n FROM webhook_attempts ${scope} AND outcome <> 'delivered'`, params))!.n;
+    return { queued: count('pending') + count('delivering'), delivered: count('delivered'), dead: count('dead'), cancelled: count('cancelled'), failed };
+  }
+}
