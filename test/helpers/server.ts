@@ -70,7 +70,8 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     ...env,
   });
   const server = await startServer(config, { logger: false });
-  if (server.context.store.kind !== TEST_DATABASE) throw new Error(`the test server runs on ${server.context.store.kind}, not ${TEST_DATABASE}`);
+  const expected = config.databaseUrl?.startsWith('postgres') ? 'postgres' : 'sqlite';
+  if (server.context.store.kind !== expected) throw new Error(`the test server runs on ${server.context.store.kind}, not ${expected}`);
   const tokens = new Map<string, string>();
   const token = async (client = CLIENT, scope?: string): Promise<string> => {
     const key = `${client.id}|${scope ?? ''}`;

@@ -1,0 +1,157 @@
+/**
+ * What only PostgreSQL has to show (the contract suite, store.contract.test.ts, runs both
+ * databases): several instances on one database starting at the same moment, fanning out and
+ * claiming together, and the database going away and coming back.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPostgres, type TestPostgres } from '../../../test/helpers/postgres.js';
+import { storageFault } from '../../errors.js';
+import { prepareStore } from '../../prepare-store.js';
+import type { OutboxEvent } from '../types.js';
+import { DatabaseUnavailableError } from './database.js';
+import { PostgresStore } from './store.js';
+
+let cluster: TestPostgres;
+const opened: PostgresStore[] = [];
+beforeAll(async () => {
+  cluster = await startPostgres();
+});
+afterAll(async () => {
+  for (const store of opened) await store.close().catch(() => undefined);
+  cluster?.remove();
+});
+
+async function open(url: string, options: Parameters<typeof PostgresStore.open>[1] = {}): Promise<PostgresStore> {
+  const store = await PostgresStore.open(url, { webhookLeaseMs: 10_000, ...options });
+  opened.push(store);
+  return store;
+}
+
+const AT = '2026-11-21T09:00:00.000Z';
+const ORG = 'org-1';
+const PATIENT = 'patient-1';
+
+async function withPatient(store: PostgresStore): Promise<void> {
+  await store.organizations.upsert({ id: ORG, name: 'Clinic', createdAt: AT });
+  await store.patients.create({ id: PATIENT, name: 'Jane Roe', organizations: [ORG], consents: [ORG], createdAt: AT, updatedAt: AT }, []);
+}
+
+const event = (): OutboxEvent => ({ id: randomUUID(), eventType: 'order.updated', patientId: PATIENT, organizationId: ORG, operationId: 'op', occurredAt: AT, data: {} });
+
+describe('PostgreSQL store, several instances', () => {
+  it('applies the migrations once when five instances open a new database at the same moment, and prepares one signing key and one set of secrets', async () => {
+    const url = await cluster.createDatabase();
+    const stores = await Promise.all(Array.from({ length: 5 }, () => open(url)));
+    const migrations = await stores[0]!.db.rows<{ name: string }>('SELECT name FROM schema_migrations');
+    expect(migrations.map((row) => row.name)).toEqual(['001-schema']);
+    const prepared = await Promise.all(stores.map((store) => prepareStore(store)));
+    expect(new Set(prepared.map((one) => one.tenantId)).size).toBe(1);
+    expect(new Set(prepared.map((one) => one.linkKey.toString('hex'))).size).toBe(1);
+    expect((await stores[0]!.signingKeys.list()).filter((key) => key.retiredAt === null)).toHaveLength(1);
+  });
+
+  it('refuses a database a newer server migrated, before changing anything', async () => {
+    const url = await cluster.createDatabase();
+    const store = await open(url);
+    await store.db.run("INSERT INTO schema_migrations (name, applied_at, app_version) VALUES ('999-future', $1, '99.0.0')", [AT]);
+    await expect(PostgresStore.open(url)).rejects.toMatchObject({ code: 'PATIENT_DOCS_NEWER_DATABASE', message: expect.stringContaining('99.0.0') });
+  });
+
+  it('runs exclusive start work one instance at a time', async () => {
+    const url = await cluster.createDatabase();
+    const [a, b] = await Promise.all([open(url), open(url)]);
+    const spans: Array<[number, number]> = [];
+    const work = async () => {
+      const start = performance.now();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      spans.push([start, performance.now()]);
+    };
+    await Promise.all([a.exclusively(work), b.exclusively(work)]);
+    const [first, second] = spans.sort((x, y) => x[0] - y[0]);
+    expect(second![0]).toBeGreaterThanOrEqual(first![1]);
+  });
+
+  it('queues one message per (event, subscription) when two instances fan out the same events, and the cursor never moves back', async () => {
+    const url = await cluster.createDatabase();
+    const [a, b] = await Promise.all([open(url), open(url)]);
+    await withPatient(a);
+    await a.webhooks.createSubscription({ id: 'sub', organizationId: ORG, clientId: 'c', events: ['order.all'], callback: 'https://example.test/', sealedSecret: 's', status: 'active', disabledReason: null, createdAt: AT });
+    const messages = Array.from({ length: 50 }, (_, index) => ({ id: `m${index}`, subscriptionId: 'sub', eventId: `e${index}`, eventType: 'order.updated' as const, patientId: PATIENT, nextAttemptAt: 0, createdAt: AT }));
+    await Promise.all([a.webhooks.enqueue(messages, 50), b.webhooks.enqueue(messages.slice(10), 50), b.webhooks.enqueue(messages.slice(0, 20), 20)]);
+    expect(await a.webhooks.counts()).toMatchObject({ queued: 50 });
+    expect(await b.webhooks.cursor()).toBe(50);
+  });
+
+  it('lets one instance at a time hold a claimed message, and another take it over once the claim lease has passed', async () => {
+    const url = await cluster.createDatabase();
+    const [a, b] = await Promise.all([open(url), open(url)]);
+    await withPatient(a);
+    await a.webhooks.createSubscription({ id: 'sub', organizationId: ORG, clientId: 'c', events: ['order.all'], callback: 'https://example.test/', sealedSecret: 's', status: 'active', disabledReason: null, createdAt: AT });
+    const messages = Array.from({ length: 20 }, (_, index) => ({ id: `m${index}`, subscriptionId: 'sub', eventId: `e${index}`, eventType: 'order.updated' as const, patientId: PATIENT, nextAttemptAt: 0, createdAt: AT }));
+    await a.webhooks.enqueue(messages, 1);
+    const claim = (store: PostgresStore, now: number) => store.webhooks.claimDue([{ subscriptionId: 'sub', limit: 20, skip: new Set() }], now);
+    const [byA, byB] = await Promise.all([claim(a, 1000), claim(b, 1000)]);
+    expect(byA.length + byB.length).toBe(20);
+    expect(new Set([...byA, ...byB].map((message) => message.id)).size).toBe(20);
+    expect(await claim(b, 5000)).toEqual([]);
+    // The instance that held them died: past the lease (10 s here), they are due again, same messageIds.
+    const takenOver = await claim(b, 1000 + 10_000);
+    expect(takenOver.map((message) => message.id).sort()).toEqual(messages.map((message) => message.id).sort());
+  });
+
+  it('hands out outbox events in commit order: a reader following the sequence never passes an event committed later', async () => {
+    const url = await cluster.createDatabase();
+    const [a, b, reader] = await Promise.all([open(url), open(url), open(url)]);
+    await withPatient(a);
+    const order = { id: 'o', patientId: PATIENT, organizationId: ORG, status: 'new', createdAt: AT, updatedAt: AT };
+    await a.orders.create(order, []);
+    let writing = true;
+    const seen: string[] = [];
+    const follow = (async () => {
+      let cursor = 0;
+      while (writing || seen.length < 200) {
+        const heads = await reader.outbox.headsAfter(cursor, 50);
+        for (const head of heads) seen.push(head.id);
+        cursor = heads.at(-1)?.sequence ?? cursor;
+        if (heads.length === 0 && !writing) break;
+      }
+    })();
+    const written: string[] = [];
+    await Promise.all(
+      Array.from({ length: 200 }, async (_, index) => {
+        const events = [event()];
+        written.push(events[0]!.id);
+        await (index % 2 === 0 ? a : b).orders.update({ ...order, status: `s${index}` }, events);
+      }),
+    );
+    writing = false;
+    await follow;
+    expect(seen.sort()).toEqual(written.sort());
+  });
+});
+
+describe('PostgreSQL store, database unreachable', () => {
+  it('fails fast with an unavailable error the HTTP side answers as 503 + Retry-After, and works again once the database is back, without reopening', async () => {
+    const url = await cluster.createDatabase();
+    const store = await open(url, { connectTimeoutMs: 1000 });
+    await withPatient(store);
+    cluster.stop();
+    try {
+      const started = performance.now();
+      const error = await store.patients.get(PATIENT).then(
+        () => undefined,
+        (failure: unknown) => failure,
+      );
+      expect(error).toBeInstanceOf(DatabaseUnavailableError);
+      expect(performance.now() - started).toBeLessThan(5000);
+      const fault = storageFault(error);
+      expect(fault).toMatchObject({ status: 503, headers: { 'Retry-After': expect.stringMatching(/^\d+$/) } });
+      await expect(store.orders.create({ id: 'o', patientId: PATIENT, organizationId: ORG, status: 'new', createdAt: AT, updatedAt: AT }, [event()])).rejects.toBeInstanceOf(DatabaseUnavailableError);
+    } finally {
+      cluster.start();
+    }
+    expect(await store.patients.get(PATIENT)).toMatchObject({ name: 'Jane Roe' });
+    expect(await store.orders.get('o')).toBeUndefined();
+  });
+});
