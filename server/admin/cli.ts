@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { ContentProblems, InputError, OPTIONS, UsageError } from './cli-common.js';
 import { ConfigError } from '../config.js';
 import { BackupTargetError, DatabaseBusyError } from '../db/sqlite/refusals.js';
-import { ApiError, isDatabaseBusy } from '../errors.js';
+import { ApiError, isDatabaseBusy, isDatabaseUnavailable } from '../errors.js';
 
 const USAGE = `Usage: patient-docs-admin <command> [options]
 
@@ -104,6 +104,10 @@ run(process.argv.slice(2)).then(
     if (isDatabaseBusy(error)) {
       // Taken by another process between the wait and the command's own write.
       console.error('patient-docs-admin: the database was busy (another process held its write lock) and the command did not complete; run it again');
+      process.exit(1);
+    }
+    if (isDatabaseUnavailable(error)) {
+      console.error(`patient-docs-admin: ${(error as Error).message}; the command did not complete, run it again once the database answers`);
       process.exit(1);
     }
     console.error('patient-docs-admin:', error instanceof Error ? error.message : error);

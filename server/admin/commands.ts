@@ -11,7 +11,7 @@ import type { ServerContext } from '../context.js';
 import type { RestorableFile, Store } from '../db/types.js';
 import { DirectoryService } from '../domain/directory.js';
 import type { KeyStore } from '../identity/keys.js';
-import { openStore, sqliteFile } from '../open-store.js';
+import { openStore, sqliteFile, usesPostgres } from '../open-store.js';
 import { prepareContentFolders, prepareStore } from '../prepare-store.js';
 import { waitForWriteLock } from '../db/sqlite/write-wait.js';
 import { backupDataDir, verifyContent, type ContentProblem, type VerifyReport } from '../db/sqlite/backup.js';
@@ -179,13 +179,22 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
   // A mistyped or missing data dir must not pass unnoticed: a command that only reads refuses it,
   // and one that writes says it is creating a new database (IT may set things up before the server).
   const file = sqliteFile(config);
-  if (!config.databaseUrl?.startsWith('postgres') && !fs.existsSync(file)) {
+  if (!usesPostgres(config) && !fs.existsSync(file)) {
     if (READ_ONLY.has(`${area} ${action ?? ''}`.trim())) {
       throw new InputError(`there is no database at ${file}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
     }
     process.stderr.write(`patient-docs-admin: no database at ${file} yet; creating it\n`);
   }
   const command = `${area} ${action ?? ''}`.trim();
+  if ((command === 'backup' || command === 'verify') && usesPostgres(config)) {
+    // These read the embedded database file beside the content; a PostgreSQL database is backed up
+    // and checked with PostgreSQL's own tools, and the content folder with the file system's.
+    throw new InputError(
+      command === 'backup'
+        ? `backup copies the embedded SQLite database and the content folder; with PATIENT_DOCS_DATABASE_URL=postgres://… back up the database with pg_dump and ${path.join(config.dataDir, 'content')} with your file backup (docs/several-instances.md, "Backup"); nothing was written`
+        : `verify checks stored files against the embedded SQLite database and does not read PostgreSQL yet; nothing was checked or changed (docs/several-instances.md)`,
+    );
+  }
   if (command === 'backup' || command === 'verify') {
     // Read-only on the database: no write lock to wait for, no migration, works beside the server.
     if (!fs.existsSync(file)) throw new InputError(`there is no database at ${file}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
@@ -222,7 +231,7 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
       back === 0 ? '' : `; ${back} of them ${back === 1 ? 'was' : 'were'} marked lost and ${back === 1 ? 'is' : 'are'} back intact (run verify --mark-restored on the server's data to count ${back === 1 ? 'it' : 'them'} as content again)`;
     return `backup written to ${report.directory}: the database and ${copied} stored files (${report.bytes} bytes), each checked against its sha256${restorable}${markedBefore(report)}; the audit log's ${report.auditEntries} entries are in the database copy`;
   }
-  if (!config.databaseUrl?.startsWith('postgres')) await waitForLock(file, values.wait);
+  if (!usesPostgres(config)) await waitForLock(file, values.wait);
   const context = await openAdminContext(config);
   const { directory, keys } = context;
   try {
