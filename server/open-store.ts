@@ -57,9 +57,10 @@ async function openPostgres(config: ServerConfig): Promise<Store> {
   const url = config.databaseUrl!;
   const source = `PATIENT_DOCS_DATABASE_URL=${databaseLabel(url)}`;
   try {
-    // A claimed webhook message stays with its instance for two delivery timeouts: time for the
-    // attempt and for recording it; past that, another instance may take it (at-least-once).
-    return await PostgresStore.open(url, { webhookLeaseMs: 2 * config.webhookTimeoutMs });
+    // A claimed webhook message stays with its instance for one delivery timeout (DESIGN §6: an
+    // instance that dies leaves its messages to the others within that); past it, another instance
+    // may take it (at-least-once, same messageId).
+    return await PostgresStore.open(url, { webhookLeaseMs: config.webhookTimeoutMs });
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     const cause = (error as Error).message.split('\n')[0];

@@ -3,6 +3,7 @@
  * test/global-setup.ts) delivering to a real HTTPS receiver on loopback whose certificate this test makes
  * and the server trusts through NODE_EXTRA_CA_CERTS.
  */
+import { testDatabaseEnv } from './helpers/server.js';
 import { makeTestCertificates, type TestCertificates } from './helpers/tls.js';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, timingSafeEqual } from 'node:crypto';
@@ -194,9 +195,13 @@ let server: ServerProcess;
 let api: Api;
 const dataDirs: string[] = [];
 
-function tempDataDir(): string {
+/** The server's own data folder, and its own database when the run's is PostgreSQL (kept across restarts on the folder). */
+const databases = new Map<string, Record<string, string>>();
+
+async function tempDataDir(): Promise<string> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-webhook-data-'));
   dataDirs.push(dir);
+  databases.set(dir, await testDatabaseEnv());
   return dir;
 }
 
@@ -204,6 +209,7 @@ function serverEnv(dataDir: string, extra: Record<string, string> = {}): Record<
   return {
     NODE_EXTRA_CA_CERTS: tls.caFile,
     PATIENT_DOCS_DATA_DIR: dataDir,
+    ...databases.get(dataDir),
     PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'true',
     PATIENT_DOCS_WEBHOOK_RETRY_DELAYS: RETRY_DELAYS.map((ms) => `${ms}ms`).join(','),
     PATIENT_DOCS_WEBHOOK_TIMEOUT: '2s',
@@ -216,7 +222,7 @@ beforeAll(async () => {
   tls = makeTls();
   receiver = new Receiver(tls);
   await receiver.start();
-  server = await startServerProcess(serverEnv(tempDataDir()));
+  server = await startServerProcess(serverEnv(await tempDataDir()));
   api = new Api(server.url);
 });
 
@@ -447,7 +453,7 @@ describe('webhook deliveries', () => {
 
 describe('webhook SSRF guard without PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS', () => {
   it('refuses loopback, metadata and plain-http callbacks with a clear detail', async () => {
-    const strict = await startServerProcess(serverEnv(tempDataDir(), { PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'false' }));
+    const strict = await startServerProcess(serverEnv(await tempDataDir(), { PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'false' }));
     try {
       const strictApi = new Api(strict.url);
       const loopback = await strictApi.subscribe(['patient.all'], receiver.url('/ssrf'), 'k');
@@ -471,7 +477,7 @@ describe('webhook durability', () => {
   it('loses no message when the server is killed (SIGKILL) with 1,000 pending: all arrive after restart, same messageIds', async () => {
     let phase: 'hang' | 'accept' = 'hang';
     receiver.behaviours.set('/durable/', () => (phase === 'hang' ? 'hang' : 200));
-    const dataDir = tempDataDir();
+    const dataDir = await tempDataDir();
     const env = serverEnv(dataDir, { PATIENT_DOCS_WEBHOOK_RETRY_DELAYS: '5s,5s,5s', PATIENT_DOCS_WEBHOOK_TIMEOUT: '30s' });
     const first = await startServerProcess(env);
     const firstApi = new Api(first.url);
