@@ -7,9 +7,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigError, type ServerConfig } from './config.js';
 import { SqliteStore } from './db/sqlite/store.js';
-import { isUnavailable } from './db/postgres/database.js';
-import { databaseLabel } from './db/postgres/migrations.js';
-import { PostgresStore } from './db/postgres/store.js';
 import { makeDirectories } from './private-files.js';
 import type { Store } from './db/types.js';
 
@@ -54,6 +51,12 @@ export async function openStore(config: ServerConfig): Promise<Store> {
  * refuses the user, stops the start with one line naming it (without its password).
  */
 async function openPostgres(config: ServerConfig): Promise<Store> {
+  // Loaded only here: the embedded database's servers and admin commands do without the driver.
+  const [{ isUnavailable }, { databaseLabel }, { PostgresStore }] = await Promise.all([
+    import('./db/postgres/database.js'),
+    import('./db/postgres/migrations.js'),
+    import('./db/postgres/store.js'),
+  ]);
   const url = config.databaseUrl!;
   const source = `PATIENT_DOCS_DATABASE_URL=${databaseLabel(url)}`;
   try {
