@@ -60,9 +60,20 @@ function auditLog(store: Store, config: ServerConfig): AuditLog {
   return new AuditLog(store.audit, { maxPending: config.auditMaxPending });
 }
 
+/**
+ * How long a process keeps what other processes may change (a client's organizations and disabled
+ * state, the signing keys): on PostgreSQL, where other instances write, a change made through one
+ * is seen by every instance within a second (DESIGN §6).
+ */
+export const SHARED_DATABASE_MEMORY_MS = 900;
+
+function memoryFor(store: Store): number | undefined {
+  return store.kind === 'postgres' ? SHARED_DATABASE_MEMORY_MS : undefined;
+}
+
 export async function createContext(config: ServerConfig, store?: Store): Promise<ServerContext> {
   const opened = store ?? (await openStore(config));
-  const { keys, tenantId, linkKey, webhookSecretKey } = await prepareStore(opened, config.masterKeys);
+  const { keys, tenantId, linkKey, webhookSecretKey } = await prepareStore(opened, config.masterKeys, memoryFor(opened));
   const tokens = new TokenService(keys, {
     issuer: config.publicUrl,
     audience: config.audience,
@@ -73,7 +84,7 @@ export async function createContext(config: ServerConfig, store?: Store): Promis
   const webhookSecrets = new SecretBox(webhookSecretKey);
   const callbackGuard = new CallbackGuard({ allowPrivate: config.allowPrivateCallbacks });
   const links = new Links(config.publicUrl, linkKey);
-  const access = new AccessGuard(opened.clients, opened.patients);
+  const access = new AccessGuard(opened.clients, opened.patients, Date.now, memoryFor(opened));
   const documents = new DocumentService(opened, links, hasThumbnail);
   return {
     config,

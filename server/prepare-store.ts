@@ -23,10 +23,11 @@ export interface PreparedStore {
 /**
  * `masterKeys`: the secrets are kept wrapped with them (identity/master-key.ts); a value found plain
  * or wrapped with the previous key is wrapped with the current one here, at each start.
+ * `keysReloadMs`: how long the signing keys read are kept (KeyStore's default when undefined).
  */
-export async function prepareStore(store: Store, masterKeys?: MasterKeys): Promise<PreparedStore> {
+export async function prepareStore(store: Store, masterKeys?: MasterKeys, keysReloadMs?: number): Promise<PreparedStore> {
   const wrap = new SecretWrap(masterKeys);
-  const keys = new KeyStore(store.signingKeys, undefined, undefined, wrap);
+  const keys = new KeyStore(store.signingKeys, keysReloadMs, undefined, wrap);
   // Instances starting at the same moment on one database make one signing key, not one each.
   await store.exclusively(() => keys.ensureKey());
   const tenantId = await store.meta.setIfAbsent('tenant-id', randomUUID());

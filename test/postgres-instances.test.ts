@@ -43,6 +43,21 @@ describe('two instances on one PostgreSQL database', () => {
     expect((await search(a, token)).status).toBe(200);
   });
 
+  it('refuses a client disabled through one instance on the other within a second: new tokens at once, its tokens too', async () => {
+    const admin = (server: TestServer, method: string, route: string, body?: unknown) => server.api(method, route, { token: ADMIN_TOKEN, organization: null, ...(body === undefined ? {} : { body }) });
+    const created = await admin(a, 'POST', '/admin/v1/clients', { name: 'Laptop', scopes: ['Patient.File.Read'], organizations: [ORG] });
+    const client = { id: created.body.clientId, secret: created.body.clientSecret };
+    const token = await b.token(client);
+    expect((await search(b, token)).status).toBe(200);
+    expect((await admin(a, 'PATCH', `/admin/v1/clients/${client.id}`, { disabled: true })).status).toBe(200);
+    const disabledAt = Date.now();
+    const tokenRequest = await fetch(`${b.url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.id, client_secret: client.secret }) });
+    expect(tokenRequest.status).toBe(401);
+    while ((await search(b, token)).status === 200 && Date.now() - disabledAt < 5000) await new Promise((resolve) => setTimeout(resolve, 50));
+    expectProblem(await search(b, token), 401);
+    expect(Date.now() - disabledAt).toBeLessThan(1000 + 500);
+  });
+
   it('answers 503 with Retry-After and a problem body while the database is down, never 500 or a hang, and serves again once it is back', async () => {
     const token = await a.token();
     const cluster = await testPostgres();

@@ -3,7 +3,8 @@ import type { Principal } from '../identity/tokens.js';
 import type { ClientRepository, PatientAccess, PatientRepository } from '../db/types.js';
 import { forbidden, notFound, unauthorized } from '../errors.js';
 
-const MEMBERSHIP_TTL_MS = 5000;
+/** How long a client's organizations and disabled state are kept (one process: the embedded database). */
+export const MEMBERSHIP_TTL_MS = 5000;
 
 export class AccessGuard {
   /** Client → organizations, briefly cached: the hot path asks on every request. */
@@ -13,6 +14,7 @@ export class AccessGuard {
     private readonly clients: ClientRepository,
     private readonly patients: PatientRepository,
     private readonly now: () => number = Date.now,
+    private readonly membershipTtlMs = MEMBERSHIP_TTL_MS,
   ) {}
 
   requireScope(principal: Principal, scope: string): void {
@@ -30,7 +32,7 @@ export class AccessGuard {
 
   private knownMembership(clientId: string): { organizations: ReadonlySet<string>; disabled: boolean } | undefined {
     const cached = this.memberships.get(clientId);
-    return cached && this.now() - cached.loadedAt < MEMBERSHIP_TTL_MS ? cached : undefined;
+    return cached && this.now() - cached.loadedAt < this.membershipTtlMs ? cached : undefined;
   }
 
   async requireOrganization(principal: Principal, organizationId: string): Promise<void> {
