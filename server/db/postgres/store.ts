@@ -6,10 +6,10 @@
  */
 import type { Store } from '../types.js';
 import { PostgresAudit } from './audit.js';
-import { PostgresDocumentContent } from './content.js';
+import { PostgresDocumentContent } from './content-repository.js';
 import { PostgresDatabase, type PostgresOptions } from './database.js';
 import { PostgresClients, PostgresMeta, PostgresOrders, PostgresOrganizations, PostgresPatients, PostgresSigningKeys } from './directory.js';
-import { PostgresDocuments } from './documents.js';
+import { PostgresDocuments } from './document-repository.js';
 import { migrate } from './migrations.js';
 import { PostgresOutbox } from './outbox.js';
 import { PostgresWebhooks } from './webhooks.js';

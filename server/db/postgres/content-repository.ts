@@ -20,7 +20,7 @@ import {
 } from '../types.js';
 import type { PostgresAudit } from './audit.js';
 import type { PostgresDatabase, Queryable } from './database.js';
-import { DOCUMENT_COLUMNS, documentFromRow } from './documents.js';
+import { DOCUMENT_COLUMNS, documentFromRow } from './document-repository.js';
 import type { PostgresOutbox } from './outbox.js';
 
 const VERSION_COLUMNS = `document_id AS "documentId", version, file_type AS "fileType", original_file_name AS "originalFileName", file_size AS "fileSize",
