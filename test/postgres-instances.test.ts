@@ -58,6 +58,16 @@ describe('two instances on one PostgreSQL database', () => {
     expect(Date.now() - disabledAt).toBeLessThan(1000 + 500);
   });
 
+  it('counts the token endpoint\'s rate limit for both instances together', async () => {
+    const created = await a.api('POST', '/admin/v1/clients', { token: ADMIN_TOKEN, organization: null, body: { name: 'Busy', scopes: ['Patient.File.Read'], organizations: [ORG] } });
+    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: created.body.clientId, client_secret: created.body.clientSecret });
+    const statuses: number[] = [];
+    // The limit is 120 a minute per client (PATIENT_DOCS_TOKEN_RATE_LIMIT): 61 through each instance.
+    for (let index = 0; index < 122; index += 1) statuses.push((await fetch(`${(index % 2 === 0 ? a : b).url}/oauth2/token`, { method: 'POST', body: form })).status);
+    expect(statuses.slice(0, 120).every((status) => status === 200)).toBe(true);
+    expect(statuses.slice(120)).toEqual([429, 429]);
+  });
+
   it('answers 503 with Retry-After and a problem body while the database is down, never 500 or a hang, and serves again once it is back', async () => {
     const token = await a.token();
     const cluster = await testPostgres();

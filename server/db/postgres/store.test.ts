@@ -44,7 +44,7 @@ describe('PostgreSQL store, several instances', () => {
     const url = await cluster.createDatabase();
     const stores = await Promise.all(Array.from({ length: 5 }, () => open(url)));
     const migrations = await stores[0]!.db.rows<{ name: string }>('SELECT name FROM schema_migrations');
-    expect(migrations.map((row) => row.name)).toEqual(['001-schema']);
+    expect(migrations.map((row) => row.name)).toEqual(['001-schema', '002-rate-limit-windows']);
     const prepared = await Promise.all(stores.map((store) => prepareStore(store)));
     expect(new Set(prepared.map((one) => one.tenantId)).size).toBe(1);
     expect(new Set(prepared.map((one) => one.linkKey.toString('hex'))).size).toBe(1);
@@ -118,13 +118,17 @@ describe('PostgreSQL store, several instances', () => {
       }
     })();
     const written: string[] = [];
-    await Promise.all(
-      Array.from({ length: 200 }, async (_, index) => {
-        const events = [event()];
-        written.push(events[0]!.id);
-        await (index % 2 === 0 ? a : b).orders.update({ ...order, status: `s${index}` }, events);
-      }),
-    );
+    // Ten bursts of twenty concurrent commits from two instances (a burst far past the pools' ten
+    // connections would wait for a connection longer than the connect timeout on a loaded machine).
+    for (let burst = 0; burst < 10; burst += 1) {
+      await Promise.all(
+        Array.from({ length: 20 }, async (_, index) => {
+          const events = [event()];
+          written.push(events[0]!.id);
+          await (index % 2 === 0 ? a : b).orders.update({ ...order, status: `s${burst}-${index}` }, events);
+        }),
+      );
+    }
     writing = false;
     await follow;
     expect(seen.sort()).toEqual(written.sort());
