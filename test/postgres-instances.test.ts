@@ -10,7 +10,7 @@ let a: TestServer;
 let b: TestServer;
 beforeAll(async () => {
   // As behind a load balancer: one database, one public URL (the tokens' issuer).
-  const env = { PATIENT_DOCS_DATABASE_URL: await (await testPostgres()).createDatabase(), PATIENT_DOCS_PUBLIC_URL: 'https://docs.clinic.test' };
+  const env = { PATIENT_DOCS_DATABASE_URL: await (await testPostgres()).createDatabase(), PATIENT_DOCS_PUBLIC_URL: 'https://docs.clinic.test', PATIENT_DOCS_TOKEN_RATE_LIMIT: '10' };
   [a, b] = await Promise.all([startTestServer(env), startTestServer(env)]);
 });
 afterAll(async () => {
@@ -62,10 +62,9 @@ describe('two instances on one PostgreSQL database', () => {
     const created = await a.api('POST', '/admin/v1/clients', { token: ADMIN_TOKEN, organization: null, body: { name: 'Busy', scopes: ['Patient.File.Read'], organizations: [ORG] } });
     const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: created.body.clientId, client_secret: created.body.clientSecret });
     const statuses: number[] = [];
-    // The limit is 120 a minute per client (PATIENT_DOCS_TOKEN_RATE_LIMIT): 61 through each instance.
-    for (let index = 0; index < 122; index += 1) statuses.push((await fetch(`${(index % 2 === 0 ? a : b).url}/oauth2/token`, { method: 'POST', body: form })).status);
-    expect(statuses.slice(0, 120).every((status) => status === 200)).toBe(true);
-    expect(statuses.slice(120)).toEqual([429, 429]);
+    // The limit is 10 a minute per client here (PATIENT_DOCS_TOKEN_RATE_LIMIT): 6 through each instance.
+    for (let index = 0; index < 12; index += 1) statuses.push((await fetch(`${(index % 2 === 0 ? a : b).url}/oauth2/token`, { method: 'POST', body: form })).status);
+    expect(statuses).toEqual([...Array<number>(10).fill(200), 429, 429]);
   });
 
   it('answers 503 with Retry-After and a problem body while the database is down, never 500 or a hang, and serves again once it is back', async () => {
