@@ -71,8 +71,15 @@ export interface Queryable {
   run(sql: string, params?: unknown[]): Promise<number>;
 }
 
+/** A text parameter PostgreSQL cannot hold: text there never contains NUL (SQLite's can). */
+const holdsNul = (value: unknown): boolean => (typeof value === 'string' ? value.includes('\u0000') : Array.isArray(value) && value.some(holdsNul));
+
+/** What a read whose parameter holds NUL answers: nothing stored can equal or contain it (SQLite answers the same). */
+const NOTHING = { rows: [], rowCount: 0 } as unknown as pg.QueryResult;
+
 function queryable(target: pg.Pool | pg.PoolClient): Queryable {
   const query = async (sql: string, params: unknown[] = []): Promise<pg.QueryResult> => {
+    if (params.some(holdsNul) && /^\s*(SELECT|WITH)\b/i.test(sql)) return NOTHING;
     try {
       return await target.query(sql, params);
     } catch (error) {
