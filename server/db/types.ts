@@ -486,15 +486,6 @@ export interface AuditRepository {
   count(): Promise<number>;
 }
 
-/**
- * Fixed-window counters shared by every instance on one database (the token endpoint's rate limit
- * holds for the deployment). `take` counts one request under `key` and answers 0 when it is within
- * `limit` per `windowMs`, else the seconds until the window ends.
- */
-export interface RateLimitRepository {
-  take(key: string, limit: number, windowMs: number, now: number): Promise<number>;
-}
-
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   readonly audit: AuditRepository;
@@ -508,8 +499,6 @@ export interface Store {
   readonly signingKeys: SigningKeyRepository;
   readonly meta: MetaRepository;
   readonly webhooks: WebhookRepository;
-  /** Present where several processes serve requests on the database (PostgreSQL); the embedded database's one server counts in memory. */
-  readonly rateLimits?: RateLimitRepository;
   /**
    * Runs `work` as the only holder of the deployment's start lock: what every starting process
    * makes sure of once (signing keys, secrets in meta, the seed file) is done by one instance while

@@ -267,11 +267,6 @@ export const POSTGRES_MIGRATIONS: PostgresMigration[] = [
       CREATE INDEX audit_log_by_time ON audit_log(at, id);
     `,
   },
-  {
-    // The token endpoint's rate limit, counted for the whole deployment (rate-limits.ts).
-    name: '002-rate-limit-windows',
-    sql: `CREATE TABLE rate_limit_windows (key ${C} PRIMARY KEY, window_start bigint NOT NULL, count integer NOT NULL);`,
-  },
 ];
 
 /** The database as a label for messages: its URL without the password. */

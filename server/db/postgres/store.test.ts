@@ -44,7 +44,7 @@ describe('PostgreSQL store, several instances', () => {
     const url = await cluster.createDatabase();
     const stores = await Promise.all(Array.from({ length: 5 }, () => open(url)));
     const migrations = await stores[0]!.db.rows<{ name: string }>('SELECT name FROM schema_migrations');
-    expect(migrations.map((row) => row.name)).toEqual(['001-schema', '002-rate-limit-windows']);
+    expect(migrations.map((row) => row.name)).toEqual(['001-schema']);
     const prepared = await Promise.all(stores.map((store) => prepareStore(store)));
     expect(new Set(prepared.map((one) => one.tenantId)).size).toBe(1);
     expect(new Set(prepared.map((one) => one.linkKey.toString('hex'))).size).toBe(1);

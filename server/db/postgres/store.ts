@@ -12,7 +12,6 @@ import { PostgresClients, PostgresMeta, PostgresOrders, PostgresOrganizations, P
 import { PostgresDocuments } from './document-repository.js';
 import { migrate } from './migrations.js';
 import { PostgresOutbox } from './outbox.js';
-import { PostgresRateLimits } from './rate-limits.js';
 import { PostgresWebhooks } from './webhooks.js';
 
 /** "PDSTART": the first steps of a start (keys, secrets, the seed file), one instance at a time. */
@@ -36,7 +35,6 @@ export class PostgresStore implements Store {
   readonly meta;
   readonly webhooks;
   readonly audit;
-  readonly rateLimits;
 
   constructor(
     readonly db: PostgresDatabase,
@@ -53,7 +51,6 @@ export class PostgresStore implements Store {
     this.signingKeys = new PostgresSigningKeys(db);
     this.meta = new PostgresMeta(db);
     this.webhooks = new PostgresWebhooks(db, { leaseMs: options.webhookLeaseMs ?? 60_000 });
-    this.rateLimits = new PostgresRateLimits(db);
   }
 
   /** Connects and applies pending migrations (once across instances starting together). */
