@@ -147,6 +147,7 @@ describe.each(BACKENDS)('Store contract on $name', (backend) => {
     expect((await store.patients.list(undefined, 0, 10)).rows.map((patient) => patient.id)).toEqual(['p3', PATIENT, 'p2']);
     expect(await store.patients.list(undefined, 1, 1)).toMatchObject({ total: 3, rows: [{ id: PATIENT }] });
     expect(await store.patients.list('ÉMILE', 0, 10)).toMatchObject({ total: 1, rows: [{ id: 'p2', name: 'Émile Zola', organizations: [ORG] }] });
+    expect(await store.patients.list('zola, EMILE', 0, 10)).toMatchObject({ total: 1, rows: [{ id: 'p2' }] });
     expect(await store.patients.list('nobody', 0, 10)).toEqual({ rows: [], total: 0 });
     expect(await store.patients.list('ja\u0000ne', 0, 10)).toEqual({ rows: [], total: 0 });
     expect(await store.patients.access('\u0000', ORG)).toMatchObject({ exists: false, access: false, consent: false });

@@ -1,4 +1,5 @@
 /** Organizations, patients, clients, orders, signing keys and meta on PostgreSQL: the small tables. */
+import { nameMatches, searchWords } from '../../../shared/name-search.js';
 import { foldKey } from '../../../shared/names.js';
 import type {
   ClientRecord,
@@ -110,9 +111,9 @@ export class PostgresPatients implements PatientRepository {
 
   async listVisible(organizationId: string, nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
     return this.page(
-      `FROM patients p
-        JOIN patient_organizations po ON po.patient_id = p.id AND po.organization_id = $4
-        JOIN patient_consents pc ON pc.patient_id = p.id AND pc.organization_id = $4`,
+      (organization) => `FROM patients p
+        JOIN patient_organizations po ON po.patient_id = p.id AND po.organization_id = ${organization}
+        JOIN patient_consents pc ON pc.patient_id = p.id AND pc.organization_id = ${organization}`,
       [organizationId],
       nameContains,
       offset,
@@ -121,17 +122,31 @@ export class PostgresPatients implements PatientRepository {
   }
 
   async list(nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
-    return this.page('FROM patients p', [], nameContains, offset, limit);
+    return this.page(() => 'FROM patients p', [], nameContains, offset, limit);
   }
 
-  /** A page of patients by folded name, with the total, read in one statement (one snapshot). */
-  private async page(from: string, params: unknown[], nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
-    const where = `${from} WHERE ($1::text IS NULL OR strpos(p.name_key, $1) > 0)`;
+  /**
+   * A page of patients whose name holds every word of the query, in any order, without case,
+   * accents or punctuation (shared/name-search.ts, the function the app and SQLite use), with the
+   * total. The words are matched here, not in SQL: the scope's names are read (one statement, one
+   * snapshot) and the page's patients then hydrated. Without a query, one statement pages in SQL.
+   * `from` names the scope with its one parameter (the organization) at the placeholder given.
+   */
+  private async page(from: (placeholder: string) => string, params: unknown[], nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
+    const words = nameContains === undefined ? [] : searchWords(nameContains);
+    if (words.length > 0) {
+      const names = await this.db.rows<{ id: string; name: string }>(`SELECT p.id, p.name ${from('$1')} ORDER BY p.name_key, p.id`, params);
+      const matching = names.filter((row) => nameMatches(row.name, words));
+      const ids = matching.slice(offset, offset + limit).map((row) => row.id);
+      const rows = ids.length === 0 ? [] : await this.db.rows<PatientRow>(`SELECT ${PATIENT_COLUMNS} FROM patients p WHERE p.id = ANY($1::text[]) ORDER BY p.name_key, p.id`, [ids]);
+      return { rows, total: matching.length };
+    }
+    const scope = from('$3');
     const rows = await this.db.rows<PatientRow & { total: number; nameKey: string }>(
-      `SELECT t.total, page.* FROM (SELECT count(*) AS total ${where}) t
-       LEFT JOIN LATERAL (SELECT ${PATIENT_COLUMNS}, p.name_key AS "nameKey" ${where} ORDER BY p.name_key, p.id LIMIT $2 OFFSET $3) page ON true
+      `SELECT t.total, page.* FROM (SELECT count(*) AS total ${scope}) t
+       LEFT JOIN LATERAL (SELECT ${PATIENT_COLUMNS}, p.name_key AS "nameKey" ${scope} ORDER BY p.name_key, p.id LIMIT $1 OFFSET $2) page ON true
        ORDER BY page."nameKey", page.id`,
-      [nameContains === undefined ? null : foldKey(nameContains), limit, offset, ...params],
+      [limit, offset, ...params],
     );
     const total = rows[0]?.total ?? 0;
     return { rows: rows.filter((row) => row.id !== null).map(({ total: _total, nameKey: _nameKey, ...patient }) => patient), total };
