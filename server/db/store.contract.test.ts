@@ -191,6 +191,8 @@ describe.each(BACKENDS)('Store contract on $name', (backend) => {
       { kid: 'k1', privateJwk: '{"d":1}', publicJwk: '{"n":1}', createdAt: minute(1), retiredAt: minute(3) },
       { kid: 'k2', privateJwk: '{"d":2}', publicJwk: '{"n":2}', createdAt: minute(2), retiredAt: null },
     ]);
+    await store.signingKeys.replacePrivateJwk('k2', '{"wrapped":2}');
+    expect((await store.signingKeys.list()).find((key) => key.kid === 'k2')?.privateJwk).toBe('{"wrapped":2}');
     await store.signingKeys.remove('k1');
     expect((await store.signingKeys.list()).map((key) => key.kid)).toEqual(['k2']);
 

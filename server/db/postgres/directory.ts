@@ -263,6 +263,10 @@ export class PostgresSigningKeys implements SigningKeyRepository {
   async remove(kid: string): Promise<void> {
     await this.db.run('DELETE FROM signing_keys WHERE kid = $1', [kid]);
   }
+
+  async replacePrivateJwk(kid: string, privateJwk: string): Promise<void> {
+    await this.db.run('UPDATE signing_keys SET private_jwk = $1 WHERE kid = $2', [privateJwk, kid]);
+  }
 }
 
 export class PostgresMeta implements MetaRepository {
