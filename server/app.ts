@@ -16,7 +16,7 @@ import { documentRoutes } from './routes/documents.js';
 import { identityRoutes } from './routes/identity.js';
 import { patientRoutes } from './routes/patients.js';
 import { problemPages } from './routes/problem-pages.js';
-import { contentRoutes } from './routes/storage.js';
+import { storageArea } from './routes/storage.js';
 import { webhookMetricsRoutes, webhookRoutes } from './routes/webhooks.js';
 
 export interface AppOptions {
@@ -111,7 +111,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   });
 
   await app.register(webhookMetricsRoutes, { webhooks: context.webhooks, metricsToken: config.metricsToken });
-  await app.register(contentRoutes, {
+  await app.register(storageArea, {
     auditAccess: trackAccess,
     parts: context.content,
     documents: context.documents,
