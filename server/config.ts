@@ -26,6 +26,11 @@ export interface ServerConfig {
   webhookRetryDelaysMs: number[];
   webhookTimeoutMs: number;
   allowPrivateCallbacks: boolean;
+  /**
+   * Plain http callbacks to a loopback address literal. No variable sets it: only the desktop app's
+   * embedded server does, for the app's own listener on the same computer. Callbacks are HTTPS otherwise.
+   */
+  allowLoopbackHttpCallbacks?: boolean;
   audience: string;
   tokenLifetimeSeconds: number;
   /** Token requests per client and source address per minute before 429. */

@@ -82,7 +82,7 @@ export async function createContext(config: ServerConfig, store?: Store): Promis
     externalIssuer: config.externalIssuer,
   });
   const webhookSecrets = new SecretBox(webhookSecretKey);
-  const callbackGuard = new CallbackGuard({ allowPrivate: config.allowPrivateCallbacks });
+  const callbackGuard = new CallbackGuard({ allowPrivate: config.allowPrivateCallbacks, loopbackHttp: config.allowLoopbackHttpCallbacks === true });
   const links = new Links(config.publicUrl, linkKey);
   const access = new AccessGuard(opened.clients, opened.patients, Date.now, memoryFor(opened));
   const documents = new DocumentService(opened, links, hasThumbnail);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { EmbeddedServerHost, EmbeddedServerInfo } from '../sync/app/sync-app.js';
 import { EMBEDDED_DATA_FOLDER } from '../sync/home/home-state.js';
 import type { SecretStore } from '../sync/home/secrets.js';
-import { ConfigError, loadConfig } from '../../server/config.js';
+import { ConfigError, loadConfig, type ServerConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/start.js';
 
 const DEMO_FILE = 'embedded-server.json';
@@ -86,10 +86,10 @@ export class EmbeddedServer implements EmbeddedServerHost {
       ...(seedFile ? { PATIENT_DOCS_SEED: seedFile } : {}),
     };
     try {
-      return await startServer(loadConfig(env), { logger: false });
+      return await startServer(embeddedConfig(env), { logger: false });
     } catch (error) {
       // Last launch's port is taken now: any free port will do (the app updates its settings).
-      if (error instanceof ConfigError && port !== 0 && /in use/.test(error.message)) return startServer(loadConfig({ ...env, PORT: '0' }), { logger: false });
+      if (error instanceof ConfigError && port !== 0 && /in use/.test(error.message)) return startServer(embeddedConfig({ ...env, PORT: '0' }), { logger: false });
       throw error;
     }
   }
@@ -102,6 +102,11 @@ export class EmbeddedServer implements EmbeddedServerHost {
  * and is reached (127.0.0.1 and its port, its public URL), where its data and database live (the
  * sync home), its seed (the demo clinic) and whether it may call this computer back.
  */
+/** The server's settings from the environment, plus plain http to the app's own loopback listener. */
+function embeddedConfig(env: Record<string, string | undefined>): ServerConfig {
+  return { ...loadConfig(env), allowLoopbackHttpCallbacks: true };
+}
+
 const DECIDED_BY_THE_APP = new Set(['PATIENT_DOCS_DATA_DIR', 'PATIENT_DOCS_DATABASE_URL', 'PATIENT_DOCS_PUBLIC_URL', 'PATIENT_DOCS_SEED', 'PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS']);
 
 export function serverSettingsFrom(environment: NodeJS.ProcessEnv): Record<string, string> {

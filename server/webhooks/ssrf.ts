@@ -136,12 +136,12 @@ export function parseCallback(raw: string, options: { loopbackHttp?: boolean } =
 
 export class CallbackGuard {
   constructor(
-    private readonly options: { allowPrivate: boolean; resolver?: Resolver },
+    private readonly options: { allowPrivate: boolean; loopbackHttp?: boolean; resolver?: Resolver },
   ) {}
 
-  /** parseCallback with this server's rule for plain http on loopback (allowed with private callbacks). */
+  /** parseCallback with this server's rule for plain http on loopback (the desktop app's embedded server only). */
   parse(raw: string): URL {
-    return parseCallback(raw, { loopbackHttp: this.options.allowPrivate });
+    return parseCallback(raw, { loopbackHttp: this.options.allowPrivate && this.options.loopbackHttp === true });
   }
 
   /** The address to connect to; CallbackRefused when none is acceptable. */
