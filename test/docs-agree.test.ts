@@ -49,7 +49,8 @@ function variablesReadByCode(folders: readonly string[] = CODE_FOLDERS): Map<str
   const readers = [
     /\benv\??\.(PATIENT_DOCS_\w+)/g,
     /\benv\[\s*['"`](PATIENT_DOCS_\w+)['"`]\s*\]/g,
-    /[([,]\s*['"](PATIENT_DOCS_\w+)['"]\s*[,)\]]/g,
+    // An argument or list item; lookarounds so that two in a row (f(env, 'A', 'B')) are both read.
+    /(?<=[([,]\s*)['"](PATIENT_DOCS_\w+)['"](?=\s*[,)\]])/g,
   ];
   const destructured = /\{([^{}]*)\}\s*=\s*(?:process\.)?env\b/g;
   const variables = new Map<string, string>();
