@@ -65,5 +65,5 @@ function PdfFrame({ url, fileName, onError }: { url: string; fileName: string; o
       if (created) URL.revokeObjectURL(created);
     };
   }, [url, onError]);
-  return blobUrl ? <iframe className="pdf-frame" src={blobUrl} title={`Preview of ${fileName}`} /> : <div className="model-overlay">Loading the preview…</div>;
+  return blobUrl ? <iframe className="pdf-frame" src={blobUrl} title={`Preview of ${fileName}`} /> : <div className="pdf-frame pdf-loading" role="status">Loading the preview…</div>;
 }
