@@ -20,33 +20,10 @@ import type {
   WebhookRepository,
   WebhookSubscriptionRecord,
 } from '../types.js';
+import { attemptFromRow, LIVE, subscriptionFromRow, type AttemptRow, type SubscriptionRow } from '../webhook-rows.js';
 import type { PostgresDatabase, Queryable } from './database.js';
 
-interface SubscriptionRow {
-  id: string;
-  organization_id: string;
-  client_id: string;
-  events: string;
-  callback: string;
-  sealed_secret: string;
-  status: WebhookSubscriptionRecord['status'];
-  disabled_reason: string | null;
-  created_at: string;
-  from_sequence: number;
-}
 
-const subscriptionFromRow = (row: SubscriptionRow): WebhookSubscriptionRecord => ({
-  id: row.id,
-  organizationId: row.organization_id,
-  clientId: row.client_id,
-  events: JSON.parse(row.events) as string[],
-  callback: row.callback,
-  sealedSecret: row.sealed_secret,
-  status: row.status,
-  disabledReason: row.disabled_reason,
-  createdAt: row.created_at,
-  fromSequence: row.from_sequence,
-});
 
 interface MessageRow {
   id: string;
@@ -87,29 +64,8 @@ function messageFromRow(row: MessageRow): WebhookMessageRecord {
   };
 }
 
-interface AttemptRow {
-  message_id: string;
-  subscription_id: string;
-  attempt: number;
-  attempted_at: string;
-  status_code: number | null;
-  latency_ms: number;
-  error: string | null;
-  outcome: WebhookAttemptRecord['outcome'];
-}
 
-const attemptFromRow = (row: AttemptRow): WebhookAttemptRecord => ({
-  messageId: row.message_id,
-  subscriptionId: row.subscription_id,
-  attempt: row.attempt,
-  attemptedAt: row.attempted_at,
-  statusCode: row.status_code,
-  latencyMs: row.latency_ms,
-  error: row.error,
-  outcome: row.outcome,
-});
 
-const LIVE = 'deleted_at IS NULL';
 
 const CANCEL_PENDING_OF = `UPDATE webhook_messages SET state = 'cancelled', updated_at = $2, last_error = $3 WHERE subscription_id = $1 AND state IN ('pending', 'delivering')`;
 

@@ -13,6 +13,7 @@ import type {
   WebhookRepository,
   WebhookSubscriptionRecord,
 } from '../types.js';
+import { attemptFromRow, LIVE, subscriptionFromRow, type AttemptRow, type SubscriptionRow } from '../webhook-rows.js';
 import type { SqliteDatabase } from './database.js';
 import type { Migration } from './migrations.js';
 
@@ -114,42 +115,8 @@ export const WEBHOOK_LEAN_MESSAGES_MIGRATION: Migration = {
   `,
 };
 
-interface SubscriptionRow {
-  id: string;
-  organization_id: string;
-  client_id: string;
-  events: string;
-  callback: string;
-  sealed_secret: string;
-  status: WebhookSubscriptionRecord['status'];
-  disabled_reason: string | null;
-  created_at: string;
-  from_sequence: number;
-}
 
-interface AttemptRow {
-  message_id: string;
-  subscription_id: string;
-  attempt: number;
-  attempted_at: string;
-  status_code: number | null;
-  latency_ms: number;
-  error: string | null;
-  outcome: WebhookAttemptRecord['outcome'];
-}
 
-const subscriptionFromRow = (row: SubscriptionRow): WebhookSubscriptionRecord => ({
-  id: row.id,
-  organizationId: row.organization_id,
-  clientId: row.client_id,
-  events: JSON.parse(row.events) as string[],
-  callback: row.callback,
-  sealedSecret: row.sealed_secret,
-  status: row.status,
-  disabledReason: row.disabled_reason,
-  createdAt: row.created_at,
-  fromSequence: row.from_sequence,
-});
 
 /**
  * A message row as MESSAGE_COLUMNS reads it, as an array (statement.raw()): better-sqlite3's row
@@ -179,18 +146,7 @@ function messageFromColumns(row: unknown[]): WebhookMessageRecord {
   };
 }
 
-const attemptFromRow = (row: AttemptRow): WebhookAttemptRecord => ({
-  messageId: row.message_id,
-  subscriptionId: row.subscription_id,
-  attempt: row.attempt,
-  attemptedAt: row.attempted_at,
-  statusCode: row.status_code,
-  latencyMs: row.latency_ms,
-  error: row.error,
-  outcome: row.outcome,
-});
 
-const LIVE = 'deleted_at IS NULL';
 
 export class SqliteWebhooks implements WebhookRepository {
   private readonly statements;

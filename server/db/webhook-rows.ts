@@ -1,0 +1,56 @@
+/**
+ * The webhook tables' rows as both stores read them (the same columns on SQLite and PostgreSQL),
+ * and the records they become.
+ */
+import type { WebhookAttemptRecord, WebhookSubscriptionRecord } from './types.js';
+
+export interface SubscriptionRow {
+  id: string;
+  organization_id: string;
+  client_id: string;
+  events: string;
+  callback: string;
+  sealed_secret: string;
+  status: WebhookSubscriptionRecord['status'];
+  disabled_reason: string | null;
+  created_at: string;
+  from_sequence: number;
+}
+
+export const subscriptionFromRow = (row: SubscriptionRow): WebhookSubscriptionRecord => ({
+  id: row.id,
+  organizationId: row.organization_id,
+  clientId: row.client_id,
+  events: JSON.parse(row.events) as string[],
+  callback: row.callback,
+  sealedSecret: row.sealed_secret,
+  status: row.status,
+  disabledReason: row.disabled_reason,
+  createdAt: row.created_at,
+  fromSequence: row.from_sequence,
+});
+
+export interface AttemptRow {
+  message_id: string;
+  subscription_id: string;
+  attempt: number;
+  attempted_at: string;
+  status_code: number | null;
+  latency_ms: number;
+  error: string | null;
+  outcome: WebhookAttemptRecord['outcome'];
+}
+
+export const attemptFromRow = (row: AttemptRow): WebhookAttemptRecord => ({
+  messageId: row.message_id,
+  subscriptionId: row.subscription_id,
+  attempt: row.attempt,
+  attemptedAt: row.attempted_at,
+  statusCode: row.status_code,
+  latencyMs: row.latency_ms,
+  error: row.error,
+  outcome: row.outcome,
+});
+
+/** A subscription not deleted (deletion keeps the row for the delivery log). */
+export const LIVE = 'deleted_at IS NULL';
