@@ -456,6 +456,33 @@ export interface AuditEntryRecord {
   detail: Record<string, unknown> | null;
 }
 
+/**
+ * A mark's audit entry (MarkAudit): the document's patient and organization (`owner`, the row's
+ * columns), no client, no HTTP status, and whether the mark changed the document itself.
+ */
+export function markAuditEntry(
+  action: AuditAction,
+  owner: { patient_id: string; organization_id: string } | undefined,
+  mark: { documentId: string; version: number },
+  current: boolean,
+  audit: MarkAudit,
+): AuditEntryRecord {
+  return {
+    at: audit.at,
+    action,
+    outcome: 'allowed',
+    status: AUDIT_STATUS_NOT_HTTP,
+    organizationId: owner?.organization_id ?? null,
+    clientId: null,
+    patientId: owner?.patient_id ?? null,
+    documentId: mark.documentId,
+    version: mark.version,
+    requestId: audit.requestId,
+    remoteAddress: null,
+    detail: { ...audit.detail, current },
+  };
+}
+
 export interface StoredAuditEntry extends AuditEntryRecord {
   /** Grows with every entry written: newest first is `at` then `id` descending. */
   id: number;

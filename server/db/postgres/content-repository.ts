@@ -6,7 +6,7 @@
  * racing past every other check still cannot both win.
  */
 import {
-  AUDIT_STATUS_NOT_HTTP,
+  markAuditEntry,
   NO_THUMBNAIL,
   type AuditAction,
   type DocumentContentRepository,
@@ -169,22 +169,7 @@ export class PostgresDocumentContent implements DocumentContentRepository {
   /** The mark's audit entry (inside its transaction): the document's patient and organization, no client, no HTTP status. */
   private async recordMark(tx: Queryable, action: AuditAction, mark: { documentId: string; version: number }, current: boolean, audit: MarkAudit): Promise<void> {
     const owner = await tx.row<{ patient_id: string; organization_id: string }>('SELECT patient_id, organization_id FROM documents WHERE id = $1', [mark.documentId]);
-    await this.audit.appendInTransaction(tx, [
-      {
-        at: audit.at,
-        action,
-        outcome: 'allowed',
-        status: AUDIT_STATUS_NOT_HTTP,
-        organizationId: owner?.organization_id ?? null,
-        clientId: null,
-        patientId: owner?.patient_id ?? null,
-        documentId: mark.documentId,
-        version: mark.version,
-        requestId: audit.requestId,
-        remoteAddress: null,
-        detail: { ...audit.detail, current },
-      },
-    ]);
+    await this.audit.appendInTransaction(tx, [markAuditEntry(action, owner, mark, current, audit)]);
   }
 
   async isKeyReferenced(key: string): Promise<boolean> {

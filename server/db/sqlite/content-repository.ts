@@ -5,7 +5,7 @@
  * racing past every other check still cannot both win.
  */
 import {
-  AUDIT_STATUS_NOT_HTTP,
+  markAuditEntry,
   NO_THUMBNAIL,
   type AuditAction,
   type DocumentContentRepository,
@@ -241,22 +241,7 @@ export class SqliteDocumentContent implements DocumentContentRepository {
   /** The mark's audit entry (inside its transaction): the document's patient and organization, no client, no HTTP status. */
   private recordMark(action: AuditAction, mark: { documentId: string; version: number }, current: boolean, audit: MarkAudit): void {
     const owner = this.statements.owner.get(mark.documentId) as { patient_id: string; organization_id: string } | undefined;
-    this.audit.appendInTransaction([
-      {
-        at: audit.at,
-        action,
-        outcome: 'allowed',
-        status: AUDIT_STATUS_NOT_HTTP,
-        organizationId: owner?.organization_id ?? null,
-        clientId: null,
-        patientId: owner?.patient_id ?? null,
-        documentId: mark.documentId,
-        version: mark.version,
-        requestId: audit.requestId,
-        remoteAddress: null,
-        detail: { ...audit.detail, current },
-      },
-    ]);
+    this.audit.appendInTransaction([markAuditEntry(action, owner, mark, current, audit)]);
   }
 
   async isKeyReferenced(key: string): Promise<boolean> {
