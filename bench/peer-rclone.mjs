@@ -20,14 +20,12 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { cpuSeconds, measureSteal } from './lib/proc.mjs';
+import { CLIENT, ORG, PATIENT } from './lib/populated.mjs';
 import { freePort, listeningUrl } from './lib/server.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const DIST = path.join(ROOT, 'dist');
 const SEED = path.join(ROOT, 'test/fixtures/seed.json');
-const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
-const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
-const CLIENT = { id: 'scanner-pc-1', secret: 'scanner-pc-1-secret-0123456789' };
 const MiB = 1024 * 1024;
 const TRANSFERS = 3;
 
