@@ -1,8 +1,8 @@
 /**
- * The webhook tables' rows as both stores read them (the same columns on SQLite and PostgreSQL),
+ * The outbox's and the webhook tables' rows as both stores read them (the same columns on SQLite and PostgreSQL),
  * and the records they become.
  */
-import type { WebhookAttemptRecord, WebhookSubscriptionRecord } from './types.js';
+import type { OutboxEvent, WebhookAttemptRecord, WebhookSubscriptionRecord } from './types.js';
 
 export interface SubscriptionRow {
   id: string;
@@ -54,3 +54,26 @@ export const attemptFromRow = (row: AttemptRow): WebhookAttemptRecord => ({
 
 /** A subscription not deleted (deletion keeps the row for the delivery log). */
 export const LIVE = 'deleted_at IS NULL';
+
+export interface OutboxRow {
+  sequence: number;
+  id: string;
+  event_type: OutboxEvent['eventType'];
+  patient_id: string | null;
+  organization_id: string | null;
+  operation_id: string;
+  occurred_at: string;
+  data: string;
+}
+
+/** An outbox event as stored, with its sequence. */
+export const outboxEventFromRow = (row: OutboxRow): OutboxEvent & { sequence: number } => ({
+  sequence: row.sequence,
+  id: row.id,
+  eventType: row.event_type,
+  patientId: row.patient_id,
+  organizationId: row.organization_id,
+  operationId: row.operation_id,
+  occurredAt: row.occurred_at,
+  data: JSON.parse(row.data) as Record<string, unknown>,
+});

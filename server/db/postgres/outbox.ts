@@ -9,20 +9,10 @@
  */
 import type { OutboxEvent, OutboxEventHead, OutboxRepository } from '../types.js';
 import type { PostgresDatabase, Queryable } from './database.js';
+import { outboxEventFromRow, type OutboxRow } from '../webhook-rows.js';
 
 /** "PDOUTBOX" (an arbitrary constant). */
 const OUTBOX_LOCK = 0x50444f42;
-
-interface OutboxRow {
-  sequence: number;
-  id: string;
-  event_type: OutboxEvent['eventType'];
-  patient_id: string | null;
-  organization_id: string | null;
-  operation_id: string;
-  occurred_at: string;
-  data: string;
-}
 
 export class PostgresOutbox implements OutboxRepository {
   constructor(private readonly db: PostgresDatabase) {}
@@ -66,15 +56,6 @@ export class PostgresOutbox implements OutboxRepository {
 
   async after(sequence: number, limit: number): Promise<Array<OutboxEvent & { sequence: number }>> {
     const rows = await this.db.rows<OutboxRow>('SELECT * FROM outbox_events WHERE sequence > $1 ORDER BY sequence LIMIT $2', [sequence, limit]);
-    return rows.map((row) => ({
-      sequence: row.sequence,
-      id: row.id,
-      eventType: row.event_type,
-      patientId: row.patient_id,
-      organizationId: row.organization_id,
-      operationId: row.operation_id,
-      occurredAt: row.occurred_at,
-      data: JSON.parse(row.data) as Record<string, unknown>,
-    }));
+    return rows.map(outboxEventFromRow);
   }
 }

@@ -1,16 +1,6 @@
 import type { OutboxEvent, OutboxEventHead, OutboxRepository } from '../types.js';
 import type { SqliteDatabase } from './database.js';
-
-interface OutboxRow {
-  sequence: number;
-  id: string;
-  event_type: OutboxEvent['eventType'];
-  patient_id: string | null;
-  organization_id: string | null;
-  operation_id: string;
-  occurred_at: string;
-  data: string;
-}
+import { outboxEventFromRow, type OutboxRow } from '../webhook-rows.js';
 
 export class SqliteOutbox implements OutboxRepository {
   private readonly insert;
@@ -54,15 +44,6 @@ export class SqliteOutbox implements OutboxRepository {
 
   async after(sequence: number, limit: number): Promise<Array<OutboxEvent & { sequence: number }>> {
     const rows = this.selectAfter.all(sequence, limit) as OutboxRow[];
-    return rows.map((row) => ({
-      sequence: row.sequence,
-      id: row.id,
-      eventType: row.event_type,
-      patientId: row.patient_id,
-      organizationId: row.organization_id,
-      operationId: row.operation_id,
-      occurredAt: row.occurred_at,
-      data: JSON.parse(row.data) as Record<string, unknown>,
-    }));
+    return rows.map(outboxEventFromRow);
   }
 }
