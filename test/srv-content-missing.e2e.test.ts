@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeArchStl } from './fixtures/scans.js';
+import type { LocalDiskStorage } from '../server/storage/local-disk.js';
 import { expectProblem, PATIENT, startTestServer, type TestServer } from './helpers/server.js';
 
 let server: TestServer;
@@ -20,6 +21,9 @@ afterAll(async () => {
   await server?.close();
 });
 
+/** These cases remove and damage files on the local disk. */
+const localDisk = () => server.server.context.content.storage as LocalDiskStorage;
+
 async function uploaded(fileName: string): Promise<{ id: string; sha256: string; storageDownloadUri: string; thumbnailDownloadUri: string; file: string }> {
   const created = await server.api('POST', `/v1/patients/${PATIENT}/documents`, { body: { fileName, path: '/missing' } });
   expect(created.status).toBe(201);
@@ -27,7 +31,7 @@ async function uploaded(fileName: string): Promise<{ id: string; sha256: string;
   await server.server.context.content.thumbnails.idle();
   const document = (await server.api('GET', `/v1/patients/${PATIENT}/documents/${created.body.id}`)).body;
   const version = await server.server.context.store.content.version(created.body.id, 1);
-  return { ...document, file: server.server.context.content.storage.localPath(version!.contentKey) };
+  return { ...document, file: localDisk().localPath(version!.contentKey) };
 }
 
 async function upload(id: string, bytes: Buffer, ifMatch?: string): Promise<{ status: number; body: any }> {
@@ -82,7 +86,7 @@ describe('content missing or damaged on the disk', () => {
     const stored = await upload(created.body.id, large);
     expect(stored.status).toBe(201);
     const version = await server.server.context.store.content.version(created.body.id, 1);
-    const file = server.server.context.content.storage.localPath(version!.contentKey);
+    const file = localDisk().localPath(version!.contentKey);
     const changed = Buffer.from(large);
     changed[changed.length - 10]! ^= 0xff;
     fs.writeFileSync(file, changed);
@@ -102,7 +106,7 @@ describe('content missing or damaged on the disk', () => {
   it('a missing thumbnail is rendered again: 503 with Retry-After, then the PNG', async () => {
     const document = await uploaded('thumbnail-lost.stl');
     const version = await server.server.context.store.content.version(document.id, 1);
-    fs.rmSync(server.server.context.content.storage.localPath(version!.thumbnailKey!));
+    fs.rmSync(localDisk().localPath(version!.thumbnailKey!));
     const first = await get(document.thumbnailDownloadUri);
     expectProblem(first, 503);
     expect(Number(first.headers.get('retry-after'))).toBeGreaterThan(0);

@@ -15,6 +15,7 @@ import { openStore, sqliteFile, usesPostgres } from '../open-store.js';
 import { prepareContentFolders, prepareStore } from '../prepare-store.js';
 import { waitForWriteLock } from '../db/sqlite/write-wait.js';
 import { backupDataDir, verifyContent, type ContentProblem, type VerifyReport } from '../db/sqlite/backup.js';
+import { LocalDiskStorage } from '../storage/local-disk.js';
 import { looksUnmounted, markContentLost, markContentRestored, type MarkRestoredReport, type MarkRun } from '../domain/lost-content.js';
 import { ContentProblems, InputError, UsageError, type ParsedValues } from './cli-common.js';
 
@@ -106,9 +107,8 @@ async function markRestored(report: VerifyReport, run: MarkRun, waitForLock: () 
 }
 
 /** `verify --mark-lost`: the files verify found missing or damaged are marked lost (see domain/lost-content.ts). */
-async function markLost(report: VerifyReport, values: ParsedValues, contentRoot: string, run: MarkRun, waitForLock: () => Promise<void>, openContext: () => Promise<ServerContext>): Promise<string> {
+async function markLost(report: VerifyReport, values: ParsedValues, folder: string, run: MarkRun, waitForLock: () => Promise<void>, openContext: () => Promise<ServerContext>): Promise<string> {
   if (report.problems.length === 0) return `nothing to mark: ${verified(report, values.hashes === true)}`;
-  const folder = path.join(contentRoot, 'objects');
   const refusal = looksUnmounted({ versions: report.versions, problems: report.problems.length, folderHasFiles: report.folderHasFiles, folder });
   if (refusal && values.force !== true) throw new ContentProblems(refusal);
   const lost = report.problems.filter((problem) => !problem.unreadable);
@@ -198,23 +198,23 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
   if (command === 'backup' || command === 'verify') {
     // Read-only on the database: no write lock to wait for, no migration, works beside the server.
     if (!fs.existsSync(file)) throw new InputError(`there is no database at ${file}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
-    const contentRoot = path.join(config.dataDir, 'content');
+    const storage = new LocalDiskStorage(path.join(config.dataDir, 'content'), { create: false });
     if (command === 'verify') {
       if (values.force === true && values['mark-lost'] !== true) throw new UsageError('--force goes with --mark-lost');
-      const report = await verifyContent(file, contentRoot, { hashes: values.hashes === true });
+      const report = await verifyContent(file, storage, { hashes: values.hashes === true });
       const lock = () => waitForLock(file, values.wait);
       const openContext = async () => (await import('../context.js')).createContext(config);
       // One id for the run's audit entries and events, so they can be found together.
       const run: MarkRun = { id: randomUUID(), operator: { by: 'admin CLI', ...osAccount() } };
       if (values['mark-restored'] !== true) {
         if (values['mark-lost'] !== true) return verified(report, values.hashes === true);
-        return markLost(report, values, contentRoot, run, lock, openContext);
+        return markLost(report, values, storage.location, run, lock, openContext);
       }
       // Restoring first: it only gives back content whose bytes are there; a lost mark then starts from it.
       const restored = await markRestored(report, run, lock, openContext);
       const after: VerifyReport = { ...report, restorable: [] };
       try {
-        if (values['mark-lost'] === true) return `${restored}\n${await markLost(after, values, contentRoot, run, lock, openContext)}`;
+        if (values['mark-lost'] === true) return `${restored}\n${await markLost(after, values, storage.location, run, lock, openContext)}`;
         if (report.problems.length > 0) verified(after, values.hashes === true);
         const damaged = notRestorable(report);
         return damaged.length === 0 ? restored : `${restored}\n${notRestorableLines(damaged)}`;
@@ -223,7 +223,7 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
         throw error;
       }
     }
-    const report = await backupDataDir({ databaseFile: file, dataDir: config.dataDir, contentRoot, target: required(values.to, 'to') });
+    const report = await backupDataDir({ databaseFile: file, dataDir: config.dataDir, storage, target: required(values.to, 'to') });
     if (report.problems.length > 0) throw new ContentProblems(`backup written to ${report.directory}, but ${report.problems.length} of ${report.versions} stored files could not be copied:\n${problemLines(report.problems)}`);
     const copied = report.versions - report.markedLost.length;
     const back = report.restorable.length;

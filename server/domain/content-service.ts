@@ -3,12 +3,11 @@
  * that both upload routes end in, versions, deletion and what signed links serve.
  *
  * The commit order is what keeps a document from ever claiming bytes it lacks: bytes land in a
- * temp object, are fsync'ed and renamed under a key of their own, and only then does one
+ * temp object, are made durable under a key of their own (storage's commit), and only then does one
  * transaction make the version current and record `document.uploaded`. A crash before that
  * transaction leaves an unreferenced object, which garbage collection removes.
  */
-import { open } from 'node:fs/promises';
-import { DICOM_HEAD_BYTES, typeFromNameAndHead } from '../../shared/dicom.js';
+import { typeFromNameAndHead } from '../../shared/dicom.js';
 import type { DocumentVersionDto } from '../../shared/schemas.js';
 import type { Principal } from '../identity/tokens.js';
 import type { DocumentRecord, DocumentVersionRecord, Store } from '../db/types.js';
@@ -180,7 +179,7 @@ export class ContentService {
   async commit(document: DocumentRecord, received: ReceivedContent, form: UploadForm, actor: Actor, options: { keepOnFault?: boolean } = {}): Promise<DocumentRecord> {
     const uploadedAt = this.now().toISOString();
     const version = document.version + 1;
-    const fileType = typeFromNameAndHead(form.fileType ?? document.fileType, await readHead(received.temp.path));
+    const fileType = typeFromNameAndHead(form.fileType ?? document.fileType, received.head);
     const record: DocumentVersionRecord = {
       documentId: document.id,
       version,
@@ -387,23 +386,5 @@ export class ContentService {
       return { key, size, fileName: `${document.fileName}.png`, mediaType: 'image/png', etag: `"${stored.sha256}-thumbnail"` };
     }
     return { key, size, fileName: document.fileName, mediaType: stored.contentType, etag: `"${stored.sha256}"`, sha256: stored.sha256 };
-  }
-}
-
-/**
- * The first bytes of received content, to tell a DICOM slice without an extension by its header
- * (shared/dicom.ts); null when they cannot be read (the type then stays the name's).
- */
-async function readHead(filePath: string): Promise<Uint8Array | null> {
-  let handle;
-  try {
-    handle = await open(filePath, 'r');
-    const buffer = new Uint8Array(DICOM_HEAD_BYTES);
-    const { bytesRead } = await handle.read(buffer, 0, DICOM_HEAD_BYTES, 0);
-    return buffer.subarray(0, bytesRead);
-  } catch {
-    return null;
-  } finally {
-    await handle?.close();
   }
 }

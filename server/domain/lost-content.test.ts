@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { backupDataDir, verifyContent } from '../db/sqlite/backup.js';
 import { SqliteStore } from '../db/sqlite/store.js';
+import { LocalDiskStorage } from '../storage/local-disk.js';
 import type { DocumentRecord } from '../db/types.js';
 import { DocumentService } from './document-service.js';
 import { Links } from './links.js';
@@ -65,14 +66,14 @@ describe('files marked lost that come back', () => {
     const gone = await stored('gone.stl');
     const kept = await stored('kept.stl');
     for (const scan of [back, other, gone]) fs.rmSync(scan.file);
-    const lost = await verifyContent(databaseFile, contentRoot, { hashes: false });
+    const lost = await verifyContent(databaseFile, new LocalDiskStorage(contentRoot), { hashes: false });
     expect(lost.problems).toHaveLength(3);
     await markContentLost(store, documents, lost.problems);
 
     fs.writeFileSync(back.file, back.bytes);
     fs.writeFileSync(other.file, randomBytes(1000));
     for (const hashes of [false, true]) {
-      const report = await verifyContent(databaseFile, contentRoot, { hashes });
+      const report = await verifyContent(databaseFile, new LocalDiskStorage(contentRoot), { hashes });
       expect(report.problems).toEqual([]);
       expect(report.restorable).toEqual([{ documentId: back.document.id, version: 1, key: back.key, sha256: back.sha256, fileSize: 1000 }]);
       expect(report.markedLost.map((problem) => [problem.documentId, problem.problem]).sort()).toEqual(
@@ -82,7 +83,7 @@ describe('files marked lost that come back', () => {
         ].sort(),
       );
     }
-    const backup = await backupDataDir({ databaseFile, dataDir: dir, contentRoot, target: path.join(dir, 'backup') });
+    const backup = await backupDataDir({ databaseFile, dataDir: dir, storage: new LocalDiskStorage(contentRoot), target: path.join(dir, 'backup') });
     expect(backup.restorable.map((file) => file.documentId)).toEqual([back.document.id]);
     expect(backup.problems).toEqual([]);
     // The one never lost is copied as any file: 4 versions, 2 of them (kept, back) copied intact.
@@ -97,9 +98,9 @@ describe('files marked lost that come back', () => {
     const scan = await stored('jaw.stl');
     await stored('other.stl');
     fs.rmSync(scan.file);
-    await markContentLost(store, documents, (await verifyContent(databaseFile, contentRoot, { hashes: false })).problems);
+    await markContentLost(store, documents, (await verifyContent(databaseFile, new LocalDiskStorage(contentRoot), { hashes: false })).problems);
     fs.writeFileSync(scan.file, scan.bytes);
-    const { restorable } = await verifyContent(databaseFile, contentRoot, { hashes: false });
+    const { restorable } = await verifyContent(databaseFile, new LocalDiskStorage(contentRoot), { hashes: false });
 
     const first = await markContentRestored(store, documents, restorable, { now: () => new Date('2026-11-22T10:00:00.000Z') });
     expect(first).toMatchObject({ versions: 1, documents: 1, files: [{ documentId: scan.document.id, outcome: 'current' }] });
@@ -115,7 +116,7 @@ describe('files marked lost that come back', () => {
     // The same list again (a second CLI started from the same verify): nothing changes, no second event.
     expect(await markContentRestored(store, documents, restorable)).toMatchObject({ versions: 0, documents: 0, files: [{ outcome: 'unchanged' }] });
     expect(events(store, 'document.restored')).toHaveLength(1);
-    expect((await verifyContent(databaseFile, contentRoot, { hashes: true })).restorable).toEqual([]);
+    expect((await verifyContent(databaseFile, new LocalDiskStorage(contentRoot), { hashes: true })).restorable).toEqual([]);
     await store.close();
   });
 
@@ -127,7 +128,7 @@ describe('files marked lost that come back', () => {
     fs.rmSync(gone.file);
     fs.writeFileSync(changed.file, randomBytes(1000));
     const run = { id: randomUUID(), operator: { by: 'admin CLI', osUser: 'it-admin' }, now: () => new Date('2026-11-22T11:00:00.000Z') };
-    await markContentLost(store, documents, (await verifyContent(databaseFile, contentRoot, { hashes: true })).problems, run);
+    await markContentLost(store, documents, (await verifyContent(databaseFile, new LocalDiskStorage(contentRoot), { hashes: true })).problems, run);
     const lost = (await store.audit.search({ action: 'mark-lost', offset: 0, limit: 10 })).rows;
     expect(lost.map((entry) => entry.documentId).sort()).toEqual([gone.document.id, changed.document.id].sort());
     const entryOf = (id: string) => lost.find((entry) => entry.documentId === id)!;
@@ -139,13 +140,13 @@ describe('files marked lost that come back', () => {
     expect(store.db.prepare("SELECT DISTINCT operation_id FROM outbox_events WHERE event_type = 'document.lost'").pluck().all()).toEqual([run.id]);
 
     fs.writeFileSync(gone.file, gone.bytes);
-    const { restorable } = await verifyContent(databaseFile, contentRoot, { hashes: false });
+    const { restorable } = await verifyContent(databaseFile, new LocalDiskStorage(contentRoot), { hashes: false });
     await markContentRestored(store, documents, restorable, run);
     expect((await store.audit.search({ action: 'mark-restored', offset: 0, limit: 10 })).rows).toMatchObject([
       { documentId: gone.document.id, version: 1, status: 0, clientId: null, patientId: PATIENT, requestId: run.id, detail: { by: 'admin CLI', osUser: 'it-admin', fileSize: 1000, sha256: gone.sha256, current: true } },
     ]);
     // Nothing changes the second time, and nothing more is recorded.
-    await markContentLost(store, documents, (await verifyContent(databaseFile, contentRoot, { hashes: true })).problems);
+    await markContentLost(store, documents, (await verifyContent(databaseFile, new LocalDiskStorage(contentRoot), { hashes: true })).problems);
     await markContentRestored(store, documents, restorable);
     expect(await store.audit.count()).toBe(3);
     await store.close();

@@ -3,8 +3,18 @@
  * and never fails because of it: a file the renderer refuses (malformed, too large, too slow)
  * marks that version's thumbnail as failed and nothing else. Pending jobs are in the database,
  * so a restart resumes them.
+ *
+ * The renderer reads a file it owns: each render streams the content from storage (the local disk
+ * or an object store alike) into a private scratch file, removed when the render ends.
  */
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import type { DocumentVersionRecord, Store } from '../db/types.js';
+import { PRIVATE_FILE, privateDirectory } from '../private-files.js';
 import { isTransientStorageFault } from '../errors.js';
 import type { ContentStorage } from '../storage/types.js';
 import { wokenOrTimedOut } from './wake.js';
@@ -22,7 +32,14 @@ export interface ThumbnailJobOptions {
   concurrency: number;
   /** A render the disk or database could not store (full, read-only, busy) is tried again after this long. */
   retryDelayMs: number;
+  /** Where each render's copy of the content is written (private; default: a folder in the system's temp directory). */
+  scratchDir?: string;
 }
+
+/** Content larger than this is not copied for a render: the renderer refuses it unread (server/thumbnails). */
+export const RENDER_INPUT_LIMIT = 256 * 1024 * 1024;
+/** A scratch file this old belongs to no render still running (a crash left it). */
+const SCRATCH_MAX_AGE_MS = 3_600_000;
 
 export const DEFAULT_THUMBNAIL_OPTIONS: ThumbnailJobOptions = { size: 256, timeoutMs: 20_000, concurrency: 2, retryDelayMs: 30_000 };
 
@@ -83,8 +100,18 @@ export class ThumbnailJobs {
     this.retryTimer.unref();
   }
 
-  /** Queues the renders a previous run left pending. */
+  private get scratchDir(): string {
+    return this.options.scratchDir ?? path.join(os.tmpdir(), 'patient-docs-render');
+  }
+
+  /** Queues the renders a previous run left pending (and removes the scratch files a crash left). */
   async resumePending(): Promise<number> {
+    const cutoff = Date.now() - SCRATCH_MAX_AGE_MS;
+    for (const name of await fsp.readdir(this.scratchDir).catch(() => [] as string[])) {
+      const file = path.join(this.scratchDir, name);
+      const stat = await fsp.stat(file).catch(() => undefined);
+      if (stat?.isFile() && stat.mtimeMs <= cutoff) await fsp.rm(file, { force: true });
+    }
     const pending = await this.store.content.pendingThumbnails(1000);
     for (const version of pending) this.enqueue(version);
     return pending.length;
@@ -143,10 +170,7 @@ export class ThumbnailJobs {
     if (!this.renderer) return;
     const key = `thumbnails/${version.documentId}/v${version.version}.png`;
     try {
-      const png = await this.renderer.renderThumbnail(this.storage.localPath(version.contentKey), version.fileType, {
-        size: this.options.size,
-        timeoutMs: this.options.timeoutMs,
-      });
+      const png = await this.renderFromStore(this.renderer, version);
       await this.storage.put(key, png);
       await this.store.content.setThumbnail(version.documentId, version.version, { status: 'ready', key, error: null });
     } catch (error) {
@@ -159,6 +183,24 @@ export class ThumbnailJobs {
       await this.store.content
         .setThumbnail(version.documentId, version.version, { status: 'failed', key: null, error: reason.slice(0, 500) })
         .catch(() => undefined);
+    }
+  }
+
+  /** Streams the version's content into a scratch file of this render's own, renders it, removes the file. */
+  private async renderFromStore(renderer: ThumbnailRenderer, version: DocumentVersionRecord): Promise<Buffer> {
+    const render = { size: this.options.size, timeoutMs: this.options.timeoutMs };
+    const file = path.join(this.scratchDir, randomUUID());
+    const size = await this.storage.size(version.contentKey);
+    // A missing object: the renderer, finding no file, says it cannot be read.
+    if (size === undefined) return renderer.renderThumbnail(file, version.fileType, render);
+    privateDirectory(this.scratchDir);
+    try {
+      // One byte past the limit is enough for the renderer to refuse the file as too large.
+      const range = size > RENDER_INPUT_LIMIT ? { start: 0, end: RENDER_INPUT_LIMIT } : undefined;
+      await pipeline(this.storage.read(version.contentKey, range), fs.createWriteStream(file, { flags: 'wx', mode: PRIVATE_FILE }));
+      return await renderer.renderThumbnail(file, version.fileType, render);
+    } finally {
+      await fsp.rm(file, { force: true });
     }
   }
 }

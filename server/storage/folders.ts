@@ -6,3 +6,8 @@ export function contentFolders(dataDir: string): { storage: LocalDiskStorage; up
   const storage = new LocalDiskStorage(path.join(dataDir, 'content'));
   return { storage, uploads: path.join(storage.root, 'uploads') };
 }
+
+/** Where thumbnail renders copy the content they read (storage may be an object store: the renderer reads a file of its own). */
+export function renderScratch(dataDir: string): string {
+  return path.join(dataDir, 'content', 'render');
+}

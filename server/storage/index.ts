@@ -4,10 +4,10 @@ import type { AccessGuard } from '../domain/access.js';
 import { ContentService } from '../domain/content-service.js';
 import type { DocumentService } from '../domain/document-service.js';
 import type { Links } from '../domain/links.js';
-import { ThumbnailJobs, type ThumbnailRenderer } from '../domain/thumbnail-jobs.js';
+import { DEFAULT_THUMBNAIL_OPTIONS, ThumbnailJobs, type ThumbnailRenderer } from '../domain/thumbnail-jobs.js';
 import { RESUMABLE_LIFETIME_MS } from '../routes/tus.js';
 import { StorageJanitor } from './janitor.js';
-import { contentFolders } from './folders.js';
+import { contentFolders, renderScratch } from './folders.js';
 import { DiskResumableStore } from './resumable-disk.js';
 import type { ContentStorage, ResumableStore } from './types.js';
 
@@ -22,8 +22,8 @@ export interface ContentParts {
 export function createContentParts(dataDir: string, store: Store, collaborators: { documents: DocumentService; access: AccessGuard; links: Links; renderer: ThumbnailRenderer | undefined }): ContentParts {
   const { storage, uploads } = contentFolders(dataDir);
   // Same file system as tmp/, so a finished upload becomes a temp object by rename.
-  const resumable = new DiskResumableStore(uploads, storage.tmpDir, RESUMABLE_LIFETIME_MS);
-  const thumbnails = new ThumbnailJobs(store, storage, collaborators.renderer);
+  const resumable = new DiskResumableStore(uploads, storage, RESUMABLE_LIFETIME_MS);
+  const thumbnails = new ThumbnailJobs(store, storage, collaborators.renderer, { ...DEFAULT_THUMBNAIL_OPTIONS, scratchDir: renderScratch(dataDir) });
   const janitor = new StorageJanitor(storage, resumable, (key) => store.content.isKeyReferenced(key));
   const service = new ContentService(store, storage, collaborators.documents, collaborators.access, collaborators.links, thumbnails);
   return { storage, resumable, thumbnails, janitor, service };

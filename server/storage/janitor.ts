@@ -1,8 +1,9 @@
 /**
  * Garbage collection of storage: temp files of uploads that never finished (a dropped
  * connection, a crash), resumable uploads past their expiry, and committed objects no record
- * names (a crash between rename and the database commit). At start nothing can be in flight, so
- * everything abandoned goes at once; afterwards only what is old enough to be surely abandoned.
+ * names (a crash between rename and the database commit). At start on a storage of its own (the
+ * local disk) nothing can be in flight, so everything abandoned goes at once; afterwards, and always
+ * on a storage other instances share (an object store), only what is old enough to be surely abandoned.
  */
 import type { ContentStorage, GarbageReport, ResumableStore } from './types.js';
 
@@ -29,10 +30,11 @@ export class StorageJanitor {
 
   async sweep(atStart = false): Promise<GarbageReport> {
     const expiredUploads = await this.resumable.removeExpired(this.now());
+    const nothingInFlight = atStart && !this.storage.shared;
     const report = await this.storage.collectGarbage({
-      tempOlderThanMs: atStart ? 0 : this.options.tempMaxAgeMs,
+      tempOlderThanMs: nothingInFlight ? 0 : this.options.tempMaxAgeMs,
       isReferenced: this.isReferenced,
-      orphanOlderThanMs: atStart ? 0 : this.options.orphanMaxAgeMs,
+      orphanOlderThanMs: nothingInFlight ? 0 : this.options.orphanMaxAgeMs,
     });
     return { ...report, expiredUploads };
   }

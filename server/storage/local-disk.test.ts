@@ -26,7 +26,7 @@ describe('LocalDiskStorage', () => {
     fs.chmodSync(path.join(root, 'objects'), 0o755);
     const reopened = new LocalDiskStorage(root);
     const received = await reopened.receive(Readable.from([Buffer.from('scan')]), 4);
-    expect(mode(received.temp.path)).toBe(0o600);
+    expect(mode(storage.tempPath(received.temp))).toBe(0o600);
     await reopened.commit(received.temp, 'documents/a/v1');
     await reopened.put('thumbnails/a/v1.png', Buffer.from('png'));
     for (const file of ['objects/documents/a/v1', 'objects/thumbnails/a/v1.png']) expect(mode(path.join(root, file))).toBe(0o600);
@@ -38,7 +38,7 @@ describe('LocalDiskStorage', () => {
     expect(received).toMatchObject({ size: 11, sha256: sha('hello world') });
     expect(await storage.size('documents/a/v1')).toBeUndefined();
     await storage.commit(received.temp, 'documents/a/v1');
-    expect(fs.existsSync(received.temp.path)).toBe(false);
+    expect(fs.existsSync(storage.tempPath(received.temp))).toBe(false);
     expect((await read(storage.read('documents/a/v1'))).toString()).toBe('hello world');
     expect((await read(storage.read('documents/a/v1', { start: 6, end: 10 }))).toString()).toBe('world');
   });
@@ -68,7 +68,7 @@ describe('DiskResumableStore', () => {
   const id = '00000000-0000-4000-8000-000000000001';
 
   it('appends at the offset, keeps a running hash, and completes into a temp object', async () => {
-    const store = new DiskResumableStore(path.join(root, 'uploads'), storage.tmpDir, 60_000);
+    const store = new DiskResumableStore(path.join(root, 'uploads'), storage, 60_000);
     await store.create({ ...base, id, length: 10 });
     await expect(store.append(id, 3, Readable.from([Buffer.from('x')]))).rejects.toBeInstanceOf(OffsetMismatchError);
     expect((await store.append(id, 0, Readable.from([Buffer.from('01234')]))).offset).toBe(5);
@@ -77,16 +77,16 @@ describe('DiskResumableStore', () => {
     await store.append(id, 5, Readable.from([Buffer.from('56789')]), createHash('sha256').update('56789').digest());
     const done = await store.complete(id);
     expect(done).toMatchObject({ size: 10, sha256: sha('0123456789') });
-    expect(fs.readFileSync(done.temp.path, 'utf8')).toBe('0123456789');
+    expect(fs.readFileSync(storage.tempPath(done.temp), 'utf8')).toBe('0123456789');
     expect(await store.get(id)).toBeUndefined();
   });
 
   it('hashes from disk after a restart (a new store instance) and never writes past the length', async () => {
     const directory = path.join(root, 'uploads');
-    const before = new DiskResumableStore(directory, storage.tmpDir, 60_000);
+    const before = new DiskResumableStore(directory, storage, 60_000);
     await before.create({ ...base, id, length: 6 });
     await before.append(id, 0, Readable.from([Buffer.from('abc')]));
-    const after = new DiskResumableStore(directory, storage.tmpDir, 60_000);
+    const after = new DiskResumableStore(directory, storage, 60_000);
     await expect(after.append(id, 3, Readable.from([Buffer.from('defg')]))).rejects.toBeInstanceOf(SizeLimitError);
     expect((await after.get(id))?.offset).toBe(3);
     await after.append(id, 3, Readable.from([Buffer.from('def')]));
@@ -94,7 +94,7 @@ describe('DiskResumableStore', () => {
   });
 
   it('expires uploads past their time', async () => {
-    const store = new DiskResumableStore(path.join(root, 'uploads'), storage.tmpDir, 60_000);
+    const store = new DiskResumableStore(path.join(root, 'uploads'), storage, 60_000);
     await store.create({ ...base, id, length: 1 });
     expect(await store.removeExpired(new Date())).toBe(0);
     expect(await store.removeExpired(new Date(Date.now() + 120_000))).toBe(1);

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { FileHandle } from 'node:fs/promises';
 import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { SizeLimitError, type ByteRange, type ContentStorage, type ReceivedContent, type TempObject } from './types.js';
+import { HEAD_BYTES, SizeLimitError, type ByteRange, type ContentStorage, type ReceivedContent, type TempObject } from './types.js';
 import { PRIVATE_DIR, PRIVATE_FILE, privateDirectory } from '../private-files.js';
 
 const KEY_PATTERN = /^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)*$/;
@@ -186,57 +186,89 @@ export class DurableFileWriter extends Writable {
   }
 }
 
+/** The first `HEAD_BYTES` bytes of a file (fewer when it is shorter). */
+export async function readFileHead(file: string): Promise<Uint8Array> {
+  const handle = await fsp.open(file, 'r');
+  try {
+    const buffer = Buffer.alloc(HEAD_BYTES);
+    const { bytesRead } = await handle.read(buffer, 0, HEAD_BYTES, 0);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
+}
+
 export class LocalDiskStorage implements ContentStorage {
   readonly tmpDir: string;
   readonly objectsDir: string;
+  readonly shared = false;
 
-  constructor(readonly root: string) {
+  /** `create: false` only reads what is there (verify, backup): a folder not mounted stays missing. */
+  constructor(
+    readonly root: string,
+    options: { create?: boolean } = {},
+  ) {
     this.tmpDir = path.join(root, 'tmp');
     this.objectsDir = path.join(root, 'objects');
-    privateDirectory(root);
-    privateDirectory(this.tmpDir);
-    privateDirectory(this.objectsDir);
+    if (options.create !== false) {
+      privateDirectory(root);
+      privateDirectory(this.tmpDir);
+      privateDirectory(this.objectsDir);
+    }
   }
 
+  get location(): string {
+    return this.objectsDir;
+  }
+
+  /** The data directory was made and checked at start: nothing more to probe. */
+  async check(): Promise<void> {}
+
   newTemp(): TempObject {
-    const id = randomUUID();
-    return { id, path: path.join(this.tmpDir, `${id}.part`) };
+    return { id: randomUUID() };
+  }
+
+  /** The file holding a temp object's bytes (the resumable uploads' store moves finished uploads here). */
+  tempPath(temp: TempObject): string {
+    if (!/^[a-f0-9-]{36}$/.test(temp.id)) throw new Error(`invalid temp object id ${JSON.stringify(temp.id)}`);
+    return path.join(this.tmpDir, `${temp.id}.part`);
   }
 
   async receive(source: Readable, maxBytes: number): Promise<ReceivedContent> {
     const temp = this.newTemp();
     let writer: DurableFileWriter;
     try {
-      writer = new DurableFileWriter(await fsp.open(temp.path, 'wx', PRIVATE_FILE), { maxBytes });
+      writer = new DurableFileWriter(await fsp.open(this.tempPath(temp), 'wx', PRIVATE_FILE), { maxBytes });
       await pipeline(source, writer);
     } catch (error) {
       await this.discard(temp);
       throw error;
     }
     // The writer fsync'ed the file before the pipeline finished: commit's rename needs no second one.
-    return { temp: { ...temp, durable: true }, size: writer.bytes, sha256: writer.hash.digest('hex') };
+    return { temp: { ...temp, durable: true }, size: writer.bytes, sha256: writer.hash.digest('hex'), head: await readFileHead(this.tempPath(temp)) };
   }
 
+  /** fsync unless the temp file is already durable, rename, fsync of the folder. */
   async commit(temp: TempObject, key: string): Promise<void> {
     const target = this.localPath(key);
-    if (!temp.durable) await syncPath(temp.path, 'r+');
+    if (!temp.durable) await syncPath(this.tempPath(temp), 'r+');
     await fsp.mkdir(path.dirname(target), { recursive: true, mode: PRIVATE_DIR });
-    await fsp.rename(temp.path, target);
+    await fsp.rename(this.tempPath(temp), target);
     await syncPath(path.dirname(target));
   }
 
   async uncommit(key: string, temp: TempObject): Promise<void> {
-    await fsp.rename(this.localPath(key), temp.path);
+    await fsp.rename(this.localPath(key), this.tempPath(temp));
   }
 
   async discard(temp: TempObject): Promise<void> {
-    await fsp.rm(temp.path, { force: true });
+    await fsp.rm(this.tempPath(temp), { force: true });
   }
 
   async put(key: string, bytes: Buffer): Promise<void> {
     const temp = this.newTemp();
     try {
-      await fsp.writeFile(temp.path, bytes, { flag: 'wx', mode: PRIVATE_FILE });
+      await fsp.writeFile(this.tempPath(temp), bytes, { flag: 'wx', mode: PRIVATE_FILE });
       await this.commit(temp, key);
     } catch (error) {
       await this.discard(temp);
@@ -257,6 +289,7 @@ export class LocalDiskStorage implements ContentStorage {
     return fs.createReadStream(this.localPath(key), range ? { start: range.start, end: range.end, highWaterMark: WRITE_HIGH_WATER_MARK } : { highWaterMark: WRITE_HIGH_WATER_MARK });
   }
 
+  /** The file of a committed object: this backend's own, for its tests and tools (not part of ContentStorage). */
   localPath(key: string): string {
     if (!KEY_PATTERN.test(key) || key.split('/').some((segment) => segment === '.' || segment === '..')) {
       throw new Error(`invalid storage key ${JSON.stringify(key)}`);
@@ -266,6 +299,10 @@ export class LocalDiskStorage implements ContentStorage {
 
   async remove(key: string): Promise<void> {
     await fsp.rm(this.localPath(key), { force: true });
+  }
+
+  hasObjects(): Promise<boolean> {
+    return holdsAnyFile(this.objectsDir);
   }
 
   async collectGarbage(options: {
@@ -303,6 +340,19 @@ async function removeOlderThan(directory: string, cutoffMs: number): Promise<num
     }
   }
   return removed;
+}
+
+/** True when `dir` or a folder below it holds a file; stops at the first one. */
+async function holdsAnyFile(dir: string): Promise<boolean> {
+  let entries: fs.Dirent[];
+  try {
+    entries = await fsp.readdir(dir, { withFileTypes: true });
+  } catch {
+    return false;
+  }
+  for (const entry of entries) if (entry.isFile()) return true;
+  for (const entry of entries) if (entry.isDirectory() && (await holdsAnyFile(path.join(dir, entry.name)))) return true;
+  return false;
 }
 
 async function* walkFiles(directory: string): AsyncGenerator<string> {

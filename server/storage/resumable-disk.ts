@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PRIVATE_FILE, privateDirectory } from '../private-files.js';
-import { DurableFileWriter, WRITE_HIGH_WATER_MARK } from './local-disk.js';
+import { DurableFileWriter, readFileHead, WRITE_HIGH_WATER_MARK, type LocalDiskStorage } from './local-disk.js';
 import { ChecksumMismatchError, OffsetMismatchError, type ReceivedContent, type ResumableStore, type ResumableUpload } from './types.js';
 
 const ID_PATTERN = /^[a-f0-9-]{36}$/;
@@ -28,8 +28,8 @@ export class DiskResumableStore implements ResumableStore {
 
   constructor(
     readonly directory: string,
-    /** Where completed uploads go to become temp objects: the content storage's tmp dir (same file system). */
-    private readonly tmpDir: string,
+    /** Where completed uploads become temp objects: the content storage on the same file system (a rename). */
+    private readonly storage: LocalDiskStorage,
     private readonly lifetimeMs: number,
     private readonly now: () => Date = () => new Date(),
   ) {
@@ -124,15 +124,16 @@ export class DiskResumableStore implements ResumableStore {
     if (!upload || upload.offset !== upload.length) throw new OffsetMismatchError('the upload is not complete');
     const running = this.hashes.get(id);
     const sha256 = running && running.bytes === upload.length ? running.hash.digest('hex') : await hashFile(this.dataPath(id));
-    const temp = { id, path: path.join(this.tmpDir, `${id}.part`) };
-    await fsp.rename(this.dataPath(id), temp.path);
+    const head = await readFileHead(this.dataPath(id));
+    const temp = { id };
+    await fsp.rename(this.dataPath(id), this.storage.tempPath(temp));
     await fsp.rm(this.infoPath(id), { force: true });
     this.hashes.delete(id);
-    return { temp, size: upload.length, sha256 };
+    return { temp, size: upload.length, sha256, head };
   }
 
   async reopen(upload: ResumableUpload, received: ReceivedContent): Promise<void> {
-    await fsp.rename(received.temp.path, this.dataPath(upload.id));
+    await fsp.rename(this.storage.tempPath(received.temp), this.dataPath(upload.id));
     if (upload.length > 0) await fsp.truncate(this.dataPath(upload.id), upload.length - 1);
     this.hashes.delete(upload.id);
     await this.writeInfo({ ...info(upload), expiresAt: new Date(this.now().getTime() + this.lifetimeMs).toISOString() });

@@ -1,9 +1,14 @@
 /**
- * Where document bytes live, behind an interface: the local disk today, an object store later.
- * Bytes arrive into a temp object (hashed and size-checked on the way) and become visible under
- * a key only by `commit`, which is atomic: a reader sees the whole object or nothing.
+ * Where document bytes live, behind an interface: the local disk (local-disk.ts) or an
+ * S3-compatible object store (s3.ts). Bytes arrive into a temp object (hashed and size-checked on
+ * the way) and become visible under a key only by `commit`, which is atomic: a reader sees the
+ * whole object or nothing. Nothing here names a local path: whoever needs the bytes reads them.
  */
 import type { Readable } from 'node:stream';
+import { DICOM_HEAD_BYTES } from '../../shared/dicom.js';
+
+/** How many first bytes of received content are kept with it, to tell a file's type by its header. */
+export const HEAD_BYTES = DICOM_HEAD_BYTES;
 
 /** Inclusive byte range, as HTTP Range counts. */
 export interface ByteRange {
@@ -13,9 +18,8 @@ export interface ByteRange {
 
 /** Bytes received but not committed; removed by `discard` or by garbage collection. */
 export interface TempObject {
+  /** Unique among temp objects (a UUID): committed keys take it in, so two attempts never share a key. */
   readonly id: string;
-  /** A local file holding the bytes, for tools that need a path. */
-  readonly path: string;
   /** Every byte was fsync'ed as it was received (receive's writer did): commit need not sync the file again. */
   readonly durable?: boolean;
 }
@@ -25,6 +29,8 @@ export interface ReceivedContent {
   size: number;
   /** Lowercase hex. */
   sha256: string;
+  /** The first HEAD_BYTES bytes (fewer for a shorter file). */
+  head: Uint8Array;
 }
 
 export class SizeLimitError extends Error {
@@ -35,6 +41,12 @@ export class SizeLimitError extends Error {
   }
 }
 
+/** Whether a read failed because the object is not there (else it is there but unreadable, or the store is unreachable). */
+export function isMissingObject(error: unknown): boolean {
+  const fault = error as { code?: string; name?: string; $metadata?: { httpStatusCode?: number } } | null;
+  return fault?.code === 'ENOENT' || fault?.code === 'ENOTDIR' || fault?.name === 'NoSuchKey' || fault?.name === 'NotFound' || fault?.$metadata?.httpStatusCode === 404;
+}
+
 export interface GarbageReport {
   tempFiles: number;
   expiredUploads: number;
@@ -42,21 +54,30 @@ export interface GarbageReport {
 }
 
 export interface ContentStorage {
+  /** Where the objects are, for messages: a folder, or s3://bucket/prefix. */
+  readonly location: string;
+  /**
+   * Other instances write the same objects (an object store): clean-up never takes a temp object
+   * for abandoned before it is old enough, not even at start.
+   */
+  readonly shared: boolean;
+  /** Writes, reads back and deletes a probe object; rejects with one line naming what failed. */
+  check(): Promise<void>;
   /** Streams `source` into a new temp object; rejects with SizeLimitError past `maxBytes`, leaving nothing behind. */
   receive(source: Readable, maxBytes: number): Promise<ReceivedContent>;
-  /** Makes a temp object durable under `key` (fsync unless it is already, rename, fsync of the folder). */
+  /** Makes a temp object durable and visible under `key`, whole or not at all; the temp object is gone after. */
   commit(temp: TempObject, key: string): Promise<void>;
   discard(temp: TempObject): Promise<void>;
   /** Undoes `commit` (its record could not be written): the object becomes the temp object again. */
   uncommit(key: string, temp: TempObject): Promise<void>;
   /** Stores a small object atomically (thumbnails). */
   put(key: string, bytes: Buffer): Promise<void>;
-  /** Undefined when the object does not exist. */
+  /** Undefined when the object does not exist or cannot be read (read's error then says which). */
   size(key: string): Promise<number | undefined>;
   read(key: string, range?: ByteRange): Readable;
-  /** A local file for the object, for renderers that need a path. */
-  localPath(key: string): string;
   remove(key: string): Promise<void>;
+  /** Whether any committed object exists at all (a disk not mounted, a wrong bucket or prefix hold none). */
+  hasObjects(): Promise<boolean>;
   /** Removes temp files older than `tempOlderThanMs` and committed objects nothing refers to. */
   collectGarbage(options: { tempOlderThanMs: number; isReferenced?: (key: string) => Promise<boolean>; orphanOlderThanMs?: number }): Promise<Omit<GarbageReport, 'expiredUploads'>>;
 }

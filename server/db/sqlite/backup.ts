@@ -6,7 +6,8 @@
  * under a read transaction that, in WAL mode, never blocks the server's writes. Content objects are
  * immutable (each version has a key of its own, written once by rename, kept after a document is
  * deleted), so copying the objects the snapshot names after the snapshot is consistent with it.
- * Each copy is hashed as it is written and compared with the sha256 the snapshot holds.
+ * Each copy is hashed as it is written and compared with the sha256 the snapshot holds. The
+ * objects are read through the content storage (storage/types.ts): the local disk or an object store.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -16,6 +17,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import Database from 'better-sqlite3';
 import { makeDirectories, PRIVATE_DIR, PRIVATE_FILE } from '../../private-files.js';
+import { isMissingObject, type ContentStorage } from '../../storage/types.js';
 import { BackupTargetError } from './refusals.js';
 import type { RestorableFile } from '../types.js';
 
@@ -81,33 +83,19 @@ function versionRows(db: Database.Database): IterableIterator<VersionRow> {
   return db.prepare(`SELECT document_id, version, content_key, file_size, sha256, thumbnail_key, ${lost} FROM document_versions ORDER BY document_id, version`).iterate() as IterableIterator<VersionRow>;
 }
 
-/** True when `dir` or a folder below it holds a file; stops at the first one. */
-async function holdsAnyFile(dir: string): Promise<boolean> {
-  let entries: fs.Dirent[];
-  try {
-    entries = await fsp.readdir(dir, { withFileTypes: true });
-  } catch {
-    return false;
-  }
-  for (const entry of entries) if (entry.isFile()) return true;
-  for (const entry of entries) if (entry.isDirectory() && (await holdsAnyFile(path.join(dir, entry.name)))) return true;
-  return false;
-}
-
 function objectPath(objectsDir: string, key: string): string {
   if (!/^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)*$/.test(key) || key.split('/').includes('..')) throw new Error(`invalid storage key ${JSON.stringify(key)}`);
   return path.join(objectsDir, ...key.split('/'));
 }
 
-/** Streams `from` through a SHA-256 into `to` (when given), returning the size and digest of what was read. */
-async function hashCopy(from: string, to: string | undefined): Promise<{ size: number; sha256: string }> {
+/** Streams the object `key` through a SHA-256 into the file `to` (when given), returning the size and digest of what was read. */
+async function hashCopy(storage: ContentStorage, key: string, to: string | undefined): Promise<{ size: number; sha256: string }> {
   const hash = createHash('sha256');
   let size = 0;
   // Each stream is opened only where it is read at once: one opened before an await could fail to
   // open (a missing file) with no listener yet, and the unhandled 'error' would end the process.
-  const read = () => fs.createReadStream(from, { highWaterMark: 1024 * 1024 });
   if (to === undefined) {
-    for await (const chunk of read() as AsyncIterable<Buffer>) {
+    for await (const chunk of storage.read(key) as AsyncIterable<Buffer>) {
       hash.update(chunk);
       size += chunk.length;
     }
@@ -121,8 +109,16 @@ async function hashCopy(from: string, to: string | undefined): Promise<{ size: n
     },
   });
   await fsp.mkdir(path.dirname(to), { recursive: true, mode: PRIVATE_DIR });
-  await pipeline(read(), tap, fs.createWriteStream(to, { flags: 'wx', mode: PRIVATE_FILE }));
+  await pipeline(storage.read(key), tap, fs.createWriteStream(to, { flags: 'wx', mode: PRIVATE_FILE }));
   return { size, sha256: hash.digest('hex') };
+}
+
+/** The object's size, or the read error that says why there is none (missing, or unreadable). */
+async function sizeOf(storage: ContentStorage, key: string): Promise<number> {
+  const size = await storage.size(key);
+  if (size !== undefined) return size;
+  for await (const _chunk of storage.read(key, { start: 0, end: 0 })) break;
+  throw Object.assign(new Error('the file is missing'), { code: 'ENOENT' });
 }
 
 function errorText(error: unknown): string {
@@ -130,29 +126,26 @@ function errorText(error: unknown): string {
 }
 
 function isMissing(error: unknown): boolean {
-  const code = (error as { code?: string }).code;
-  return code === 'ENOENT' || code === 'ENOTDIR';
+  return isMissingObject(error);
 }
 
 /**
- * Checks every content version the database names against the files under `contentRoot/objects`:
- * present with its recorded size, and with `hashes`, its recorded sha256 too.
+ * Checks every content version the database names against the objects in `storage`: present with
+ * its recorded size, and with `hashes`, its recorded sha256 too.
  */
-export async function verifyContent(databaseFile: string, contentRoot: string, options: { hashes: boolean }): Promise<VerifyReport> {
+export async function verifyContent(databaseFile: string, storage: ContentStorage, options: { hashes: boolean }): Promise<VerifyReport> {
   const db = new Database(databaseFile, { readonly: true, fileMustExist: true });
-  const objectsDir = path.join(contentRoot, 'objects');
-  const report: VerifyReport = { versions: 0, bytes: 0, problems: [], markedLost: [], restorable: [], folderHasFiles: await holdsAnyFile(objectsDir), auditEntries: auditEntries(db) };
+  const report: VerifyReport = { versions: 0, bytes: 0, problems: [], markedLost: [], restorable: [], folderHasFiles: await storage.hasObjects(), auditEntries: auditEntries(db) };
   try {
     for (const row of versionRows(db)) {
       report.versions += 1;
       const where = { documentId: row.document_id, version: row.version, key: row.content_key };
-      const file = objectPath(objectsDir, row.content_key);
       // Known lost: listed apart, so that a verify after --mark-lost says what is new.
       const lost = row.content_lost_at !== null;
       const found = lost ? report.markedLost : report.problems;
       try {
         // A file marked lost is hashed always: only the very bytes recorded may count as content again.
-        const read = options.hashes || lost ? await hashCopy(file, undefined) : { size: (await fsp.stat(file)).size, sha256: row.sha256 };
+        const read = options.hashes || lost ? await hashCopy(storage, row.content_key, undefined) : { size: await sizeOf(storage, row.content_key), sha256: row.sha256 };
         if (read.size !== row.file_size) {
           found.push({ ...where, problem: `the file has ${read.size} of its ${row.file_size} bytes` });
           continue;
@@ -178,7 +171,7 @@ export async function verifyContent(databaseFile: string, contentRoot: string, o
  * database as of one moment, the content files it names, each checked against its sha256 as it is
  * copied, and BACKUP.json describing what was copied and what could not be.
  */
-export async function backupDataDir(options: { databaseFile: string; dataDir: string; contentRoot: string; target: string; now?: () => Date }): Promise<BackupReport> {
+export async function backupDataDir(options: { databaseFile: string; dataDir: string; storage: ContentStorage; target: string; now?: () => Date }): Promise<BackupReport> {
   const target = path.resolve(options.target);
   if (fs.existsSync(target) && fs.readdirSync(target).length > 0) throw new BackupTargetError(`${target} is not empty; give each backup a new or empty folder`);
   makeDirectories(target, PRIVATE_DIR);
@@ -196,7 +189,6 @@ export async function backupDataDir(options: { databaseFile: string; dataDir: st
   const db = new Database(snapshot, { readonly: true, fileMustExist: true });
   try {
     report.auditEntries = auditEntries(db);
-    const from = path.join(options.contentRoot, 'objects');
     const to = path.join(target, 'content', 'objects');
     for (const row of versionRows(db)) {
       report.versions += 1;
@@ -205,7 +197,7 @@ export async function backupDataDir(options: { databaseFile: string; dataDir: st
       // A version marked lost is known to be gone: not a failure of this backup.
       const found = row.content_lost_at === null ? report.problems : report.markedLost;
       try {
-        const copied = await hashCopy(objectPath(from, row.content_key), copy);
+        const copied = await hashCopy(options.storage, row.content_key, copy);
         if (copied.size !== row.file_size || copied.sha256 !== row.sha256) {
           await fsp.rm(copy, { force: true });
           found.push({ ...where, problem: copied.size !== row.file_size ? `the file has ${copied.size} of its ${row.file_size} bytes` : 'the file does not match its sha256' });
@@ -218,7 +210,7 @@ export async function backupDataDir(options: { databaseFile: string; dataDir: st
         found.push({ ...where, problem: errorText(error), ...(isMissing(error) ? { missing: true } : {}) });
       }
       // Thumbnails are rendered again from the content when missing: copied when there, never a problem.
-      if (row.thumbnail_key) await hashCopy(objectPath(from, row.thumbnail_key), objectPath(to, row.thumbnail_key)).catch(() => undefined);
+      if (row.thumbnail_key) await hashCopy(options.storage, row.thumbnail_key, objectPath(to, row.thumbnail_key)).catch(() => undefined);
     }
   } finally {
     db.close();
