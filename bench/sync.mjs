@@ -26,7 +26,7 @@ const CONCURRENCY = 8;
 
 const { ApiClient } = await import(path.join(DIST, 'electron/sync/api/api-client.js'));
 const { SyncEngine } = await import(path.join(DIST, 'electron/sync/engine/engine.js'));
-const { openJournal } = await import(path.join(DIST, 'electron/sync/journal/journal.js'));
+const { openJournal } = await import(path.join(DIST, 'electron/sync/journal/open-journal.js'));
 const { openSettings } = await import(path.join(DIST, 'electron/sync/home/settings.js'));
 
 const temp = (name) => fs.mkdtempSync(path.join(os.tmpdir(), `patient-docs-bench-${name}-`));

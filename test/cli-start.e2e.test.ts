@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openJournal } from '../electron/sync/journal/journal.js';
+import { openJournal } from '../electron/sync/journal/open-journal.js';
 import { openSettings } from '../electron/sync/home/settings.js';
 import { ADMIN_CLI, ROOT, SYNC_CLI } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';

@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openJournal } from '../electron/sync/journal/journal.js';
+import { openJournal } from '../electron/sync/journal/open-journal.js';
 import { tempDir } from './helpers/server.js';
 
 const scan = { size: 100, mtimeMs: 1_000, remotePath: '/scans', fileName: 'jaw.stl' };

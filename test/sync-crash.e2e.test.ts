@@ -9,7 +9,7 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../electron/sync/api/api-client.js';
-import { openJournal } from '../electron/sync/journal/journal.js';
+import { openJournal } from '../electron/sync/journal/open-journal.js';
 import { openSettings } from '../electron/sync/home/settings.js';
 import { runCli, spawnCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';

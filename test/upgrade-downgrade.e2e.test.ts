@@ -12,7 +12,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqlite } from '../server/db/sqlite/database.js';
 import { SQLITE_MIGRATIONS } from '../server/db/sqlite/store.js';
-import { openJournal } from '../electron/sync/journal/journal.js';
+import { openJournal } from '../electron/sync/journal/open-journal.js';
 import { openSettingsChecked } from '../electron/sync/home/settings.js';
 import { ADMIN_TOKEN, tempDir } from './helpers/server.js';
 

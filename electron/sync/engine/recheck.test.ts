@@ -5,7 +5,9 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DocumentDto, SearchBody } from '../../../shared/schemas.js';
 import type { DocumentApi } from '../api/document-api.js';
-import { openJournal, type FileRecord, type Journal } from '../journal/journal.js';
+import type { FileRecord } from '../journal/file-record.js';
+import type { Journal } from '../journal/journal.js';
+import { openJournal } from '../journal/open-journal.js';
 import { judge, RECHECK_BATCH, recheckPair } from './recheck.js';
 
 const SHA = 'a'.repeat(64);

@@ -11,7 +11,7 @@ import path from 'node:path';
 import type { DocumentDto } from '../../../shared/schemas.js';
 import { GONE_FROM_SERVER_MESSAGE, PLAIN_MESSAGES } from '../../../shared/bridge-errors.js';
 import type { DocumentApi } from '../api/document-api.js';
-import { LOST_ON_SERVER_CODE, type FileRecord } from '../journal/journal.js';
+import { LOST_ON_SERVER_CODE, type FileRecord } from '../journal/file-record.js';
 import type { PipelineJournal, PipelinePair } from '../upload/pipeline.js';
 import type { FileStat } from '../watch/stability.js';
 

@@ -6,7 +6,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AppMode } from '../../../shared/bridge.js';
-import { journalRecoveryNotice, openJournal, type Journal } from '../journal/journal.js';
+import type { Journal } from '../journal/journal.js';
+import { journalRecoveryNotice, openJournal } from '../journal/open-journal.js';
 import type { SettingsStore } from './settings.js';
 
 /** The bundled server's data folder (database and stored files), inside the sync home. */

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { historyCsv } from './history-csv.js';
-import { openJournal, type Journal } from './journal.js';
+import type { Journal } from './journal.js';
+import { openJournal } from './open-journal.js';
 import type { SyncPair } from '../home/settings.js';
 
 const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';

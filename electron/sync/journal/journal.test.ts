@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openJournal, WEBHOOK_ACTIVITY_LIMIT } from './journal.js';
+import { openJournal } from './open-journal.js';
 import type { Journal } from './journal.js';
 import { IllegalTransitionError } from './states.js';
 
@@ -100,27 +100,6 @@ describe('journal', () => {
     expect(journal.due(clock, 10, { busy: [id] }).map((row) => row.relativePath)).toEqual(['later.stl']);
   });
 
-  it('holds a waiting file back until its retry time', () => {
-    const { id } = journal.observe(PAIR, 'jaw.stl', scan);
-    journal.transition(id, 'creating');
-    journal.transition(id, 'waiting', { attempts: 1, nextAttemptAt: 15_000, errorCode: 'NETWORK', errorMessage: 'The server could not be reached.' });
-    expect(journal.due(14_999, 10)).toEqual([]);
-    expect(journal.due(15_000, 10).map((row) => row.id)).toEqual([id]);
-    expect(journal.due(15_000, 10, { pairIds: ['other-pair'] })).toEqual([]);
-  });
-
-  it('holds a file that changed under its upload until it has settled again', () => {
-    const { id } = journal.observe(PAIR, 'jaw.stl', scan);
-    journal.transition(id, 'creating');
-    journal.transition(id, 'uploading', { documentId: 'doc-1' });
-    journal.transition(id, 'queued', { size: 120, nextAttemptAt: 12_000 });
-    expect(journal.due(11_999, 10)).toEqual([]);
-    expect(journal.due(12_000, 10).map((row) => row.id)).toEqual([id]);
-    // A new file is due at once.
-    const fresh = journal.observe(PAIR, 'new.stl', scan);
-    expect(journal.due(10_000, 10).map((row) => row.id)).toEqual([fresh.id]);
-  });
-
   it('keeps the row of a deleted file and explains why an unstarted one will not upload', () => {
     const synced = journal.observe(PAIR, 'done.stl', scan);
     journal.transition(synced.id, 'verifying');
@@ -164,43 +143,4 @@ describe('journal', () => {
     expect(journal.observe(PAIR, 'a.stl', { ...scan, size: 10 }).state).toBe('queued');
   });
 
-  it('remembers delivered webhook messages across a restart', () => {
-    journal.recordWebhook({ verdict: 'accepted', messageId: 'm-1', eventType: 'patient.created', patientId: 'p-1' });
-    journal.close();
-    journal = open();
-    expect(journal.seenMessage('m-1')).toBe(true);
-    expect(journal.webhookActivity(1)[0]).toMatchObject({ messageId: 'm-1', eventType: 'patient.created', patientId: 'p-1' });
-    expect(journal.seenMessage('m-2')).toBe(false);
-  });
-
-  it('keeps only the latest webhook activity, newest first, rejected ones included', () => {
-    for (let index = 0; index < WEBHOOK_ACTIVITY_LIMIT + 5; index += 1) {
-      journal.recordWebhook({ verdict: 'accepted', messageId: `m-${index}`, eventType: 'order.updated' });
-    }
-    journal.recordWebhook({ verdict: 'rejected', reason: 'signature does not match' });
-    const activity = journal.webhookActivity(WEBHOOK_ACTIVITY_LIMIT + 100);
-    expect(activity).toHaveLength(WEBHOOK_ACTIVITY_LIMIT);
-    expect(activity[0]).toMatchObject({ verdict: 'rejected', messageId: null, reason: 'signature does not match' });
-    expect(activity[1]).toMatchObject({ verdict: 'accepted', messageId: `m-${WEBHOOK_ACTIVITY_LIMIT + 4}` });
-    expect(activity.at(-1)?.messageId).toBe('m-6');
-  });
-  it('makes due at once only the files waiting for an unreachable server, not those the server asked to wait', () => {
-    const wait = (name: string, code: string) => {
-      const { id } = journal.observe(PAIR, name, { ...scan, fileName: name });
-      journal.transition(id, 'creating');
-      return journal.transition(id, 'waiting', { attempts: 3, nextAttemptAt: 600_000, errorCode: code }).id;
-    };
-    const unreachable = wait('a.stl', 'UNREACHABLE');
-    const untrusted = wait('b.stl', 'CERT_UNTRUSTED');
-    const limited = wait('c.stl', 'RATE_LIMITED');
-    const serverBusy = wait('d.stl', 'SERVER_ERROR');
-    clock = 20_000;
-    expect(journal.retryUnreachableNow(clock, ['UNREACHABLE', 'CERT_UNTRUSTED'])).toBe(2);
-    expect(journal.get(unreachable)).toMatchObject({ state: 'waiting', nextAttemptAt: 20_000, attempts: 3 });
-    expect(journal.get(untrusted)).toMatchObject({ nextAttemptAt: 20_000 });
-    expect(journal.get(limited)).toMatchObject({ nextAttemptAt: 600_000 });
-    expect(journal.get(serverBusy)).toMatchObject({ nextAttemptAt: 600_000 });
-    expect(journal.due(clock, 10).map((record) => record.id).sort()).toEqual([unreachable, untrusted].sort());
-    expect(journal.retryUnreachableNow(clock, [])).toBe(0);
-  });
 });

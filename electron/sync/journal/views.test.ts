@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { PLAIN_MESSAGES } from '../../../shared/bridge-errors.js';
-import type { FileRecord } from './journal.js';
+import type { FileRecord } from './file-record.js';
 import { ProgressTracker } from '../upload/progress.js';
 import type { SyncPair } from '../home/settings.js';
 import { buildPairView } from './views.js';

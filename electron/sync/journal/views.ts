@@ -2,7 +2,7 @@
 import type { CaseView, FailureReason, FileError, FileView, PairState, PairView, StateCounts } from '../../../shared/bridge.js';
 import { dicomSeriesKey, FILE_STATES, isSkipped, type ItemProgress } from '../../../shared/file-states.js';
 import { isBridgeErrorCode, PLAIN_MESSAGES, type BridgeErrorCode } from '../../../shared/bridge-errors.js';
-import { DELETED_LOCALLY_CODE, LOST_ON_SERVER_CODE, type FileRecord } from './journal.js';
+import { DELETED_LOCALLY_CODE, LOST_ON_SERVER_CODE, type FileRecord } from './file-record.js';
 import type { ProgressTracker } from '../upload/progress.js';
 import type { SyncPair } from '../home/settings.js';
 

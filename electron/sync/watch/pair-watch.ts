@@ -11,7 +11,7 @@ import { visibleName } from '../../../shared/names.js';
 import { LINK_REASON } from '../upload/failure.js';
 import { isDiskFull } from '../home/disk-full.js';
 import { createIgnoreMatcher } from './ignore.js';
-import type { FileRecord, HistoryNote, ObservedFile } from '../journal/journal.js';
+import type { FileRecord, HistoryNote, ObservedFile } from '../journal/file-record.js';
 import { mapToRemote, serverNameKey } from '../upload/mapping.js';
 import type { SyncPair } from '../home/settings.js';
 import { fileIdentity, StabilityGate, type FileStat } from './stability.js';

@@ -8,7 +8,8 @@ import { randomBytes } from 'node:crypto';
 import type { SubscriptionDto } from '../../../shared/schemas.js';
 import type { ApiClient } from '../api/api-client.js';
 import { ApiProblemError } from '../api/api-errors.js';
-import type { Journal, WebhookRecord } from '../journal/journal.js';
+import type { Journal } from '../journal/journal.js';
+import type { WebhookRecord } from '../journal/webhook-ledger.js';
 import type { SecretStore } from '../home/secrets.js';
 import { DEFAULT_WEBHOOK_PATH, STALE_TIMESTAMP_REASON, startWebhookListener, type WebhookListener, type WebhookMessage } from './webhook-listener.js';
 

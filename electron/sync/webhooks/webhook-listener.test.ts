@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openJournal } from '../journal/journal.js';
+import { openJournal } from '../journal/open-journal.js';
 import type { Journal } from '../journal/journal.js';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_WEBHOOK_PATH, HEADERS_TIMEOUT_MS, MAX_CONNECTIONS, REQUEST_TIMEOUT_MS, startWebhookListener } from './webhook-listener.js';
 import type { WebhookListener, WebhookListenerOptions, WebhookMessage } from './webhook-listener.js';

@@ -10,7 +10,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { MESSAGE_RETENTION_MS } from '../journal/journal.js';
+import { MESSAGE_RETENTION_MS } from '../journal/webhook-ledger.js';
 import type { Journal } from '../journal/journal.js';
 
 /** SPEC §6.2; only `messageId` and `eventType` are relied upon here. */
