@@ -23,7 +23,7 @@ const WORKERS = 2;
  * cluster each, test/helpers/postgres.ts): the test server helper takes its database from
  * PATIENT_DOCS_TEST_DATABASE. The store contract suite runs both databases by itself.
  */
-const ON_POSTGRES = ['test/server-core.test.ts', 'test/auth-matrix.test.ts', 'test/every-route.property.test.ts', 'test/audit-patients.e2e.test.ts', 'test/audit-links.e2e.test.ts', 'test/hostile-input.property.test.ts'];
+const ON_POSTGRES = ['test/server-core.test.ts', 'test/auth-matrix.test.ts', 'test/every-route.property.test.ts', 'test/audit-patients.e2e.test.ts', 'test/audit-links.e2e.test.ts', 'test/hostile-input.property.test.ts', 'test/patient-identifiers.test.ts'];
 
 const common = { testTimeout: 60_000, hookTimeout: 120_000, pool: 'forks' } as const;
 

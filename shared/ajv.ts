@@ -5,6 +5,7 @@
 import { Ajv, type ErrorObject, type Options } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { isDisplayName } from './names.js';
+import { isBirthDate, isIdentifierFilter, isIdentifierSystem, isIdentifierValue } from './patient-identifiers.js';
 
 type AddFormats = (ajv: Ajv) => Ajv;
 // ajv-formats is CommonJS: under NodeNext its default export arrives wrapped.
@@ -14,12 +15,23 @@ const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).de
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Our own string formats, next to (and in place of) ajv-formats' standard ones. */
-const FORMATS = { 'display-name': isDisplayName, uuid: (value: string) => UUID.test(value) };
+const FORMATS = {
+  'display-name': isDisplayName,
+  uuid: (value: string) => UUID.test(value),
+  'identifier-system': isIdentifierSystem,
+  'identifier-value': isIdentifierValue,
+  'identifier-filter': isIdentifierFilter,
+  'birth-date': (value: string) => isBirthDate(value),
+};
 
 /** Failed format checks in plain words, instead of ajv's 'must match format "uuid"'. */
 const FORMAT_RULES: Record<string, string> = {
   uuid: 'must be a UUID',
   'display-name': 'must not be blank or contain control characters',
+  'identifier-system': 'must be 1–64 characters without "|", control characters or spaces at either end',
+  'identifier-value': 'must be 1–128 characters without control characters or spaces at either end',
+  'identifier-filter': 'must be system|value (e.g. chart|10231): a system of 1–64 characters without "|", a value of 1–128, neither blank nor with spaces at either end',
+  'birth-date': 'must be a date YYYY-MM-DD that exists, from 1850-01-01 to today',
 };
 
 /** The rule an ajv error states, as the second half of "body/name …". */

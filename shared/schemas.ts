@@ -4,6 +4,7 @@
  */
 import { Type, type Static } from 'typebox';
 import { SEARCH_DEFAULTS } from './search-defaults.js';
+import { IDENTIFIER_SYSTEM_MAX, IDENTIFIER_VALUE_MAX, IDENTIFIERS_PER_PATIENT_MAX } from './patient-identifiers.js';
 
 /** A union of string literals that keeps its static type (a mapped array would widen it). */
 export function literalUnion<const T extends readonly string[]>(values: T) {
@@ -130,11 +131,34 @@ export const DocumentVersionSchema = Type.Object(
 export type DocumentVersionDto = Static<typeof DocumentVersionSchema>;
 export const DocumentVersionsResponse = Type.Object({ versions: Type.Array(DocumentVersionSchema) });
 
-export const PatientSchema = Type.Object({ id: Uuid, name: Type.String(), createdAt: Timestamp, updatedAt: Timestamp });
+/** An identifier of a patient (shared/patient-identifiers.ts): unique per organization and system. */
+export const PatientIdentifierSchema = Type.Object(
+  {
+    system: Type.String({ minLength: 1, maxLength: IDENTIFIER_SYSTEM_MAX, format: 'identifier-system', description: 'What the value identifies in, e.g. "chart" (the chart number); no "|"' }),
+    value: Type.String({ minLength: 1, maxLength: IDENTIFIER_VALUE_MAX, format: 'identifier-value', description: 'e.g. "10231"' }),
+  },
+  { additionalProperties: false },
+);
+export const PatientIdentifiers = Type.Array(PatientIdentifierSchema, { maxItems: IDENTIFIERS_PER_PATIENT_MAX, description: 'Unique per organization and system; a (system, value) at most once per patient' });
+export const BirthDate = Type.String({ format: 'birth-date', maxLength: 10, description: 'YYYY-MM-DD, a real date from 1850-01-01 to today' });
+
+export const PatientSchema = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  identifiers: Type.Array(PatientIdentifierSchema),
+  birthDate: Nullable('string', { description: 'YYYY-MM-DD; null when not known' }),
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
+});
 export type PatientDto = Static<typeof PatientSchema>;
 
+/** Filters of GET /v1/patients (and the admin API's list), all optional, combined with AND. */
 export const PatientListQuery = Type.Object({
-  name: Type.Optional(Type.String({ maxLength: 256 })),
+  name: Type.Optional(Type.String({ maxLength: 256, description: 'Every word, in any order, ignoring case, accents and punctuation' })),
+  identifier: Type.Optional(
+    Type.String({ maxLength: IDENTIFIER_SYSTEM_MAX * 4 + IDENTIFIER_VALUE_MAX * 4 + 1, format: 'identifier-filter', description: 'system|value, exact (e.g. chart|10231); given at most once' }),
+  ),
+  birthDate: Type.Optional(Type.String({ maxLength: 10, format: 'birth-date', description: 'YYYY-MM-DD, exact' })),
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647 })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: SEARCH_DEFAULTS.maxLimit })),
 });
@@ -240,17 +264,24 @@ export const AdminPatientBody = Type.Object({
   name: DisplayName,
   organizations: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
   consents: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
+  identifiers: Type.Optional(PatientIdentifiers),
+  birthDate: Type.Optional(BirthDate),
 }, strict);
+/** Changes to a patient: `identifiers` replaces the whole list (`[]` removes them); `birthDate: null` removes it. */
 export const AdminPatientPatch = Type.Object({
   name: Type.Optional(DisplayName),
   organizations: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
   consents: Type.Optional(Type.Array(Uuid, { maxItems: 1000 })),
+  identifiers: Type.Optional(PatientIdentifiers),
+  birthDate: Type.Optional(Type.Union([BirthDate, Type.Null()])),
 }, strict);
 export const AdminPatientSchema = Type.Object({
   id: Uuid,
   name: Type.String(),
   organizations: Type.Array(Uuid),
   consents: Type.Array(Uuid),
+  identifiers: Type.Array(PatientIdentifierSchema),
+  birthDate: Nullable('string', { description: 'YYYY-MM-DD; null when not known' }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
 });

@@ -12,6 +12,8 @@ const FLAG_OF: Record<string, string> = {
   scopes: 'scope',
   clientId: 'client-id',
   documentId: 'document',
+  identifiers: 'identifier',
+  birthDate: 'birth-date',
 };
 
 let ajv: Ajv | undefined;

@@ -9,6 +9,8 @@ export const OPTIONS = {
   id: { type: 'string' },
   organization: { type: 'string', multiple: true },
   consent: { type: 'string', multiple: true },
+  identifier: { type: 'string', multiple: true },
+  'birth-date': { type: 'string' },
   patient: { type: 'string' },
   scope: { type: 'string', multiple: true },
   'client-id': { type: 'string' },

@@ -17,9 +17,14 @@ const USAGE = `Usage: patient-docs-admin <command> [options]
   organization add --name NAME [--id UUID]
   organization list
   patient add --name NAME [--id UUID] [--organization UUID ...] [--consent UUID ...]
-  patient list [--name PART]   every patient, by name (first 1000)
+              [--identifier 'SYSTEM|VALUE' ...] [--birth-date YYYY-MM-DD]
+  patient list [--name PART] [--identifier 'SYSTEM|VALUE'] [--birth-date YYYY-MM-DD]
+                         every patient, by name (first 1000), with every filter given
   patient show --id UUID
   patient update --id UUID [--name NAME] [--organization UUID ...] [--consent UUID ...]
+              [--identifier 'SYSTEM|VALUE' ... | --identifier none] [--birth-date YYYY-MM-DD|none]
+                         --identifier replaces the patient's identifiers (none removes them);
+                         an identifier is unique per organization and system (docs/api.md)
   consent grant --patient UUID --organization UUID
   consent revoke --patient UUID --organization UUID
   client add --name NAME --scope SCOPE ... --organization UUID ... [--client-id ID]

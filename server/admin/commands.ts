@@ -243,18 +243,33 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
       case 'organization list':
         return await directory.listOrganizations();
       case 'patient add': {
-        const { checked, AdminPatientBody } = await flagChecks();
-        return await directory.createPatient(checked(AdminPatientBody, { id: values.id, name: required(values.name, 'name'), organizations: values.organization, consents: values.consent }));
+        const { checked, AdminPatientBody, identifierFlags } = await flagChecks();
+        return await directory.createPatient(
+          checked(AdminPatientBody, {
+            id: values.id,
+            name: required(values.name, 'name'),
+            organizations: values.organization,
+            consents: values.consent,
+            identifiers: identifierFlags(values.identifier),
+            birthDate: values['birth-date'],
+          }),
+        );
       }
-      case 'patient list':
-        return (await directory.listPatients({ name: values.name, limit: 1000 })).patients;
+      case 'patient list': {
+        if ((values.identifier?.length ?? 0) > 1) throw new UsageError('patient list takes one --identifier');
+        return (await directory.listPatients({ name: values.name, identifier: values.identifier?.[0], birthDate: values['birth-date'], limit: 1000 })).patients;
+      }
       case 'patient show': {
         const { checked, IdFlags } = await flagChecks();
         return await directory.getPatient(checked(IdFlags, { id: required(values.id, 'id') }).id);
       }
       case 'patient update': {
-        const { checked, IdFlags, AdminPatientPatch } = await flagChecks();
-        return await directory.updatePatient(checked(IdFlags, { id: required(values.id, 'id') }).id, checked(AdminPatientPatch, { name: values.name, organizations: values.organization, consents: values.consent }));
+        const { checked, IdFlags, AdminPatientPatch, identifierFlags } = await flagChecks();
+        const birthDate = values['birth-date'] === 'none' ? null : values['birth-date'];
+        return await directory.updatePatient(
+          checked(IdFlags, { id: required(values.id, 'id') }).id,
+          checked(AdminPatientPatch, { name: values.name, organizations: values.organization, consents: values.consent, identifiers: identifierFlags(values.identifier), birthDate }),
+        );
       }
       case 'consent grant':
       case 'consent revoke': {

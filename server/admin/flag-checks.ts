@@ -4,7 +4,9 @@
  * second to load, which a command that only lists need not pay.
  */
 import { Type } from 'typebox';
+import { parseIdentifierFilter, type PatientIdentifier } from '../../shared/patient-identifiers.js';
 import { ClientId, Uuid } from '../../shared/schemas.js';
+import { InputError } from './cli-common.js';
 
 export { checked } from './check.js';
 export { AdminClientBody, AdminOrderBody, AdminOrderPatch, AdminOrganizationBody, AdminPatientBody, AdminPatientPatch } from '../../shared/schemas.js';
@@ -12,3 +14,17 @@ export { AdminClientBody, AdminOrderBody, AdminOrderPatch, AdminOrganizationBody
 export const IdFlags = Type.Object({ id: Uuid });
 export const ClientFlags = Type.Object({ clientId: ClientId });
 export const ConsentFlags = Type.Object({ patientId: Uuid, organizationId: Uuid });
+
+/**
+ * `--identifier 'chart|10231'` (repeatable) as a patient's identifiers; `--identifier none` alone
+ * is the empty list (an update then removes them); no flag leaves them out.
+ */
+export function identifierFlags(flags: readonly string[] | undefined): PatientIdentifier[] | undefined {
+  if (flags === undefined) return undefined;
+  if (flags.length === 1 && flags[0] === 'none') return [];
+  return flags.map((flag) => {
+    const identifier = parseIdentifierFilter(flag);
+    if (!identifier) throw new InputError(`--identifier ${JSON.stringify(flag)} must be system|value (e.g. 'chart|10231', quoted for the shell), or none`);
+    return identifier;
+  });
+}

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startPostgres, type TestPostgres } from '../../test/helpers/postgres.js';
 import { PostgresStore } from './postgres/store.js';
 import { SqliteStore } from './sqlite/store.js';
-import { DuplicateError, NO_THUMBNAIL, type AuditEntryRecord, type DocumentQuery, type DocumentRecord, type DocumentVersionRecord, type OutboxEvent, type Store } from './types.js';
+import { DuplicateError, IdentifierTakenError, NO_THUMBNAIL, type AuditEntryRecord, type DocumentQuery, type DocumentRecord, type DocumentVersionRecord, type OutboxEvent, type Store } from './types.js';
 
 let cluster: Promise<TestPostgres> | undefined;
 const folders: string[] = [];
@@ -114,7 +114,7 @@ async function seeded(backend: Backend): Promise<{ store: Store; other: () => Pr
   const store = await database.open();
   await store.organizations.upsert({ id: ORG, name: 'Smile Clinic', createdAt: AT });
   await store.organizations.upsert({ id: OTHER_ORG, name: 'Other Clinic', createdAt: AT });
-  await store.patients.create({ id: PATIENT, name: 'Jane Roe', organizations: [ORG, OTHER_ORG], consents: [ORG], createdAt: AT, updatedAt: AT }, []);
+  await store.patients.create({ id: PATIENT, name: 'Jane Roe', organizations: [ORG, OTHER_ORG], consents: [ORG], identifiers: [], birthDate: null, createdAt: AT, updatedAt: AT }, []);
   return { store, other: () => database.open() };
 }
 
@@ -141,23 +141,74 @@ describe.each(BACKENDS)('Store contract on $name', (backend) => {
     expect(await store.patients.access(PATIENT, OTHER_ORG)).toMatchObject({ exists: true, access: true, consent: false });
     expect(await store.patients.access('missing', ORG)).toMatchObject({ exists: false, access: false, consent: false });
     const created = event('patient.created', 'p2');
-    await store.patients.create({ id: 'p2', name: 'Émile Zola', organizations: [ORG], consents: [ORG], createdAt: AT, updatedAt: AT }, [created]);
-    await store.patients.create({ id: 'p3', name: 'Fanny Ardant', organizations: [OTHER_ORG], consents: [OTHER_ORG], createdAt: AT, updatedAt: AT }, []);
+    await store.patients.create({ id: 'p2', name: 'Émile Zola', organizations: [ORG], consents: [ORG], identifiers: [], birthDate: null, createdAt: AT, updatedAt: AT }, [created]);
+    await store.patients.create({ id: 'p3', name: 'Fanny Ardant', organizations: [OTHER_ORG], consents: [OTHER_ORG], identifiers: [], birthDate: null, createdAt: AT, updatedAt: AT }, []);
     // Folded names in byte order: 'fanny…' < 'jane…' < 'émile…'.
-    expect((await store.patients.list(undefined, 0, 10)).rows.map((patient) => patient.id)).toEqual(['p3', PATIENT, 'p2']);
-    expect(await store.patients.list(undefined, 1, 1)).toMatchObject({ total: 3, rows: [{ id: PATIENT }] });
-    expect(await store.patients.list('ÉMILE', 0, 10)).toMatchObject({ total: 1, rows: [{ id: 'p2', name: 'Émile Zola', organizations: [ORG] }] });
-    expect(await store.patients.list('zola, EMILE', 0, 10)).toMatchObject({ total: 1, rows: [{ id: 'p2' }] });
-    expect(await store.patients.list('nobody', 0, 10)).toEqual({ rows: [], total: 0 });
-    expect(await store.patients.list('ja\u0000ne', 0, 10)).toEqual({ rows: [], total: 0 });
+    expect((await store.patients.list({}, 0, 10)).rows.map((patient) => patient.id)).toEqual(['p3', PATIENT, 'p2']);
+    expect(await store.patients.list({}, 1, 1)).toMatchObject({ total: 3, rows: [{ id: PATIENT }] });
+    expect(await store.patients.list({ name: 'ÉMILE' }, 0, 10)).toMatchObject({ total: 1, rows: [{ id: 'p2', name: 'Émile Zola', organizations: [ORG] }] });
+    expect(await store.patients.list({ name: 'zola, EMILE' }, 0, 10)).toMatchObject({ total: 1, rows: [{ id: 'p2' }] });
+    expect(await store.patients.list({ name: 'nobody' }, 0, 10)).toEqual({ rows: [], total: 0 });
+    expect(await store.patients.list({ name: 'ja\u0000ne' }, 0, 10)).toEqual({ rows: [], total: 0 });
     expect(await store.patients.access('\u0000', ORG)).toMatchObject({ exists: false, access: false, consent: false });
-    expect((await store.patients.listVisible(ORG, undefined, 0, 10)).rows.map((patient) => patient.id)).toEqual([PATIENT, 'p2']);
-    expect((await store.patients.listVisible(OTHER_ORG, undefined, 0, 10)).rows.map((patient) => patient.id)).toEqual(['p3']);
+    expect((await store.patients.listVisible(ORG, {}, 0, 10)).rows.map((patient) => patient.id)).toEqual([PATIENT, 'p2']);
+    expect((await store.patients.listVisible(OTHER_ORG, {}, 0, 10)).rows.map((patient) => patient.id)).toEqual(['p3']);
     const updated = event('patient.updated', PATIENT);
-    await store.patients.update({ id: PATIENT, name: 'Jane Doe', organizations: [ORG], consents: [], createdAt: AT, updatedAt: minute(5) }, [updated]);
+    await store.patients.update({ id: PATIENT, name: 'Jane Doe', organizations: [ORG], consents: [], identifiers: [], birthDate: null, createdAt: AT, updatedAt: minute(5) }, [updated]);
     expect(await store.patients.get(PATIENT)).toMatchObject({ name: 'Jane Doe', organizations: [ORG], consents: [], updatedAt: minute(5) });
     expect(await store.patients.access(PATIENT, ORG)).toMatchObject({ access: true, consent: false });
     expect((await store.outbox.after(0, 10)).map((stored) => stored.id)).toEqual([created.id, updated.id]);
+  });
+
+  it('patients: identifiers and birth dates round-trip, filter with the name, and are unique per organization and system', async () => {
+    const { store, other } = await seeded(backend);
+    const chart = (value: string) => ({ system: 'chart', value });
+    const patient = (id: string, name: string, organizations: string[], identifiers: { system: string; value: string }[], birthDate: string | null) =>
+      ({ id, name, organizations, consents: organizations, identifiers, birthDate, createdAt: AT, updatedAt: AT });
+    await store.patients.create(patient('john', 'Smith, John', [ORG], [chart('10231'), { system: 'itero', value: 'A|7' }], '1984-03-02'), []);
+    await store.patients.create(patient('jon', 'Smith, Jon', [ORG], [chart('10232')], '1984-03-02'), []);
+    // Another organization's patient may carry the same chart number: its chart is its own.
+    await store.patients.create(patient('elsewhere', 'Smith, John', [OTHER_ORG], [chart('10231')], '1990-12-31'), []);
+    expect(await store.patients.get('john')).toMatchObject({ identifiers: [chart('10231'), { system: 'itero', value: 'A|7' }], birthDate: '1984-03-02' });
+    expect(await store.patients.get(PATIENT)).toMatchObject({ identifiers: [], birthDate: null });
+
+    const ids = async (page: Promise<{ rows: { id: string }[]; total: number }>) => {
+      const { rows, total } = await page;
+      expect(total).toBe(rows.length);
+      return rows.map((row) => row.id);
+    };
+    expect(await ids(store.patients.listVisible(ORG, { identifier: chart('10231') }, 0, 10))).toEqual(['john']);
+    expect(await ids(store.patients.listVisible(OTHER_ORG, { identifier: chart('10231') }, 0, 10))).toEqual(['elsewhere']);
+    expect(await ids(store.patients.listVisible(ORG, { identifier: { system: 'itero', value: 'A|7' } }, 0, 10))).toEqual(['john']);
+    expect(await ids(store.patients.listVisible(ORG, { identifier: chart('1023') }, 0, 10))).toEqual([]);
+    expect(await ids(store.patients.listVisible(ORG, { identifier: { system: 'CHART', value: '10231' } }, 0, 10))).toEqual([]);
+    expect(await ids(store.patients.listVisible(ORG, { birthDate: '1984-03-02' }, 0, 10))).toEqual(['john', 'jon']);
+    expect(await store.patients.listVisible(ORG, { birthDate: '1984-03-02' }, 1, 1)).toMatchObject({ total: 2, rows: [{ id: 'jon' }] });
+    expect(await ids(store.patients.listVisible(ORG, { name: 'jon smith', birthDate: '1984-03-02' }, 0, 10))).toEqual(['jon']);
+    expect(await ids(store.patients.listVisible(ORG, { name: 'smith', identifier: chart('10232'), birthDate: '1984-03-02' }, 0, 10))).toEqual(['jon']);
+    expect(await ids(store.patients.listVisible(ORG, { name: 'smith', identifier: chart('10232'), birthDate: '1984-03-03' }, 0, 10))).toEqual([]);
+    expect(await ids(store.patients.list({ identifier: chart('10231') }, 0, 10))).toEqual(['elsewhere', 'john']);
+    expect(await ids(store.patients.list({ name: 'john', identifier: chart('10231'), birthDate: '1990-12-31' }, 0, 10))).toEqual(['elsewhere']);
+
+    // Unique per organization and system, whoever writes: a second process sees the same rule.
+    const second = await other();
+    await expect(second.patients.create(patient('clash', 'Smith, Joan', [ORG], [chart('10231')], null), [event('patient.created', 'clash')])).rejects.toThrow(IdentifierTakenError);
+    expect(await second.patients.get('clash')).toBeUndefined();
+    await expect(store.patients.update(patient('jon', 'Smith, Jon', [ORG], [chart('10231')], '1984-03-02'), [])).rejects.toThrow(IdentifierTakenError);
+    // Joining an organization where another patient holds the identifier clashes too.
+    await expect(store.patients.update(patient('elsewhere', 'Smith, John', [OTHER_ORG, ORG], [chart('10231')], '1990-12-31'), [])).rejects.toThrow(IdentifierTakenError);
+    expect(await store.patients.get('jon')).toMatchObject({ identifiers: [chart('10232')] });
+    expect((await store.outbox.after(0, 10)).length).toBe(0);
+    expect(await store.patients.identifierOwners('jon', [ORG, OTHER_ORG], [chart('10231'), chart('10232')])).toEqual([
+      { organizationId: ORG, identifier: chart('10231'), patientId: 'john' },
+      { organizationId: OTHER_ORG, identifier: chart('10231'), patientId: 'elsewhere' },
+    ]);
+
+    // Freed by a change of the list (or of the organizations), the identifier can be given again.
+    await store.patients.update(patient('john', 'Smith, John', [ORG], [chart('99999')], null), []);
+    await second.patients.update(patient('jon', 'Smith, Jon', [ORG], [chart('10231')], '1984-03-02'), []);
+    expect(await ids(store.patients.listVisible(ORG, { identifier: chart('10231') }, 0, 10))).toEqual(['jon']);
+    expect(await store.patients.get('john')).toMatchObject({ identifiers: [chart('99999')], birthDate: null });
   });
 
   it('clients: scopes and organizations round-trip, disabled and listed', async () => {

@@ -5,6 +5,7 @@
  * Methods are async so that a PostgreSQL implementation fits without touching routes.
  */
 import type { EventType } from '../../shared/events.js';
+import type { PatientIdentifier } from '../../shared/patient-identifiers.js';
 import type { SortField } from '../../shared/schemas.js';
 
 export interface OrganizationRecord {
@@ -18,6 +19,10 @@ export interface PatientRecord {
   name: string;
   organizations: string[];
   consents: string[];
+  /** In the order given; (system, value) unique per organization of `organizations` (IdentifierTakenError). */
+  identifiers: PatientIdentifier[];
+  /** YYYY-MM-DD, or null when not known. */
+  birthDate: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -121,6 +126,31 @@ export class DuplicateError extends Error {
   override name = 'DuplicateError';
 }
 
+/**
+ * A patient's identifier is already another patient's in one of its organizations: the store
+ * refuses the write (a unique index, so two writers at once cannot both win).
+ */
+export class IdentifierTakenError extends DuplicateError {
+  override name = 'IdentifierTakenError';
+}
+
+/** What GET /v1/patients and the admin list filter by; every filter given must hold. */
+export interface PatientFilter {
+  /** Words of the name, in any order (shared/name-search.ts). */
+  name?: string | undefined;
+  /** Exact (system, value). */
+  identifier?: PatientIdentifier | undefined;
+  /** YYYY-MM-DD, exact. */
+  birthDate?: string | undefined;
+}
+
+/** A patient holding an identifier in an organization (the owner IdentifierTakenError names). */
+export interface IdentifierOwner {
+  organizationId: string;
+  identifier: PatientIdentifier;
+  patientId: string;
+}
+
 export interface OrganizationRepository {
   upsert(organization: OrganizationRecord): Promise<'created' | 'updated' | 'unchanged'>;
   get(id: string): Promise<OrganizationRecord | undefined>;
@@ -137,10 +167,15 @@ export interface PatientRepository {
    * written since it was read), without I/O or a promise; undefined when it must be asked.
    */
   knownAccess?(patientId: string, organizationId: string): PatientAccess | undefined;
-  /** Patients the organization has access to and consent from. */
-  listVisible(organizationId: string, nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>>;
-  /** Every patient, by name (the admin API and CLI). */
-  list(nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>>;
+  /** Patients the organization has access to and consent from, by name, filtered. */
+  listVisible(organizationId: string, filter: PatientFilter, offset: number, limit: number): Promise<Page<PatientRecord>>;
+  /** Every patient, by name, filtered (the admin API and CLI). */
+  list(filter: PatientFilter, offset: number, limit: number): Promise<Page<PatientRecord>>;
+  /**
+   * Other patients than `patientId` that hold one of these identifiers in one of these
+   * organizations: the ones a write of the patient would clash with.
+   */
+  identifierOwners(patientId: string, organizations: readonly string[], identifiers: readonly PatientIdentifier[]): Promise<IdentifierOwner[]>;
 }
 
 export interface ClientRepository {

@@ -7,7 +7,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { AdminClientDto, AdminPatientDto, OrderDto, OrganizationDto, SeedFile } from '../../shared/schemas.js';
 import { SEARCH_DEFAULTS } from '../../shared/search-defaults.js';
 import { ConfigError } from '../config.js';
-import type { ClientRecord, MetaRepository, OrderRecord, PatientRecord, Store } from '../db/types.js';
+import { formatIdentifier, isBirthDate, parseIdentifierFilter, repeatedIdentifier, type PatientIdentifier } from '../../shared/patient-identifiers.js';
+import { IdentifierTakenError, type ClientRecord, type MetaRepository, type OrderRecord, type PatientFilter, type PatientRecord, type Store } from '../db/types.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { generateSecret, hashSecret, verifySecret } from '../identity/secrets.js';
 import { outboxEvent } from './events.js';
@@ -17,6 +18,17 @@ export interface PatientInput {
   name: string;
   organizations?: string[] | undefined;
   consents?: string[] | undefined;
+  identifiers?: PatientIdentifier[] | undefined;
+  birthDate?: string | undefined;
+}
+
+/** A change to a patient: a field left out stays; `birthDate: null` removes it, `identifiers: []` removes them. */
+export interface PatientPatch {
+  name?: string | undefined;
+  organizations?: string[] | undefined;
+  consents?: string[] | undefined;
+  identifiers?: PatientIdentifier[] | undefined;
+  birthDate?: string | null | undefined;
 }
 
 export interface ClientInput {
@@ -30,8 +42,50 @@ export interface ClientInput {
 const lower = (ids: readonly string[] | undefined): string[] => [...new Set((ids ?? []).map((id) => id.toLowerCase()))].sort();
 
 export function patientDto(patient: PatientRecord): AdminPatientDto {
-  return { ...patient };
+  return { ...patient, identifiers: patient.identifiers.map((identifier) => ({ ...identifier })) };
 }
+
+/** The patient as webhook events and GET /v1/patients show it (no memberships: those are the server's business). */
+export function patientSummary(patient: PatientRecord) {
+  return {
+    id: patient.id,
+    name: patient.name,
+    identifiers: patient.identifiers.map((identifier) => ({ system: identifier.system, value: identifier.value })),
+    birthDate: patient.birthDate,
+    createdAt: patient.createdAt,
+    updatedAt: patient.updatedAt,
+  };
+}
+
+/** Identifiers as stored: NFC, in the order given. The schema has already refused blank, padded and overlong ones. */
+function normalizedIdentifiers(identifiers: readonly PatientIdentifier[] | undefined): PatientIdentifier[] {
+  const normalized = (identifiers ?? []).map((identifier) => ({ system: identifier.system.normalize('NFC'), value: identifier.value.normalize('NFC') }));
+  const repeated = repeatedIdentifier(normalized);
+  if (repeated) throw badRequest(`identifiers: ${formatIdentifier(repeated)} is given twice`);
+  return normalized;
+}
+
+function checkedBirthDate(birthDate: string | null | undefined): string | null {
+  if (birthDate === undefined || birthDate === null) return null;
+  // The schema checks it too; the seed file and direct callers come through here as well.
+  if (!isBirthDate(birthDate)) throw badRequest(`birthDate ${birthDate} must be a date YYYY-MM-DD that exists, from 1850-01-01 to today`);
+  return birthDate;
+}
+
+/** GET /v1/patients' and the admin list's query as the store's filter; a malformed identifier is 400. */
+export function patientFilter(query: { name?: string | undefined; identifier?: string | undefined; birthDate?: string | undefined }): PatientFilter {
+  let identifier: PatientIdentifier | undefined;
+  if (query.identifier !== undefined) {
+    identifier = parseIdentifierFilter(query.identifier);
+    if (!identifier) throw badRequest(`identifier ${JSON.stringify(query.identifier)} must be system|value, e.g. chart|10231`);
+    identifier = { system: identifier.system.normalize('NFC'), value: identifier.value.normalize('NFC') };
+  }
+  if (query.birthDate !== undefined && !isBirthDate(query.birthDate)) throw badRequest(`birthDate ${JSON.stringify(query.birthDate)} must be a date YYYY-MM-DD that exists, from 1850-01-01 to today`);
+  return { name: query.name, identifier, birthDate: query.birthDate };
+}
+
+const sameIdentifiers = (a: readonly PatientIdentifier[], b: readonly PatientIdentifier[]): boolean =>
+  a.length === b.length && a.every((identifier, index) => identifier.system === b[index]!.system && identifier.value === b[index]!.value);
 
 function clientDto(client: ClientRecord, secret?: string): AdminClientDto {
   const dto: AdminClientDto = {
@@ -76,8 +130,29 @@ export class DirectoryService {
       organizationId: null,
       operationId,
       occurredAt: patient.updatedAt,
-      data: { patient: { id: patient.id, name: patient.name, createdAt: patient.createdAt, updatedAt: patient.updatedAt } },
+      data: { patient: patientSummary(patient) },
     });
+  }
+
+  /**
+   * 409 when another patient holds one of the identifiers in one of the patient's organizations
+   * (the rule of docs/api.md "Patient identifiers"), naming the first such identifier.
+   */
+  private async requireFreeIdentifiers(patient: PatientRecord): Promise<void> {
+    const [owner] = await this.store.patients.identifierOwners(patient.id, patient.organizations, patient.identifiers);
+    if (owner) {
+      throw conflict(`identifier ${formatIdentifier(owner.identifier)} already belongs to patient ${owner.patientId} in organization ${owner.organizationId}; an identifier is unique per organization and system`);
+    }
+  }
+
+  /** The store's write; a clash that slipped past requireFreeIdentifiers (two writers at once) is 409 too. */
+  private async writePatient(write: () => Promise<void>): Promise<void> {
+    try {
+      await write();
+    } catch (error) {
+      if (error instanceof IdentifierTakenError) throw conflict(`${error.message}; an identifier is unique per organization and system`);
+      throw error;
+    }
   }
 
   async createPatient(input: PatientInput, operationId: string = randomUUID()): Promise<AdminPatientDto> {
@@ -86,32 +161,46 @@ export class DirectoryService {
     const organizations = lower(input.organizations);
     const consents = lower(input.consents);
     await this.requireOrganizations([...organizations, ...consents]);
+    const identifiers = normalizedIdentifiers(input.identifiers);
+    const birthDate = checkedBirthDate(input.birthDate);
     const timestamp = this.now().toISOString();
-    const patient: PatientRecord = { id, name: input.name, organizations, consents, createdAt: timestamp, updatedAt: timestamp };
-    await this.store.patients.create(patient, [this.patientEvent('patient.created', patient, operationId)]);
+    const patient: PatientRecord = { id, name: input.name, organizations, consents, identifiers, birthDate, createdAt: timestamp, updatedAt: timestamp };
+    await this.requireFreeIdentifiers(patient);
+    await this.writePatient(() => this.store.patients.create(patient, [this.patientEvent('patient.created', patient, operationId)]));
     return patientDto(patient);
   }
 
-  async updatePatient(id: string, patch: Partial<Omit<PatientInput, 'id'>>, operationId: string = randomUUID()): Promise<AdminPatientDto> {
+  async updatePatient(id: string, patch: PatientPatch, operationId: string = randomUUID()): Promise<AdminPatientDto> {
     const existing = await this.store.patients.get(id.toLowerCase());
     if (!existing) throw notFound(`patient ${id} does not exist`);
     const organizations = patch.organizations ? lower(patch.organizations) : existing.organizations;
     const consents = patch.consents ? lower(patch.consents) : existing.consents;
     await this.requireOrganizations([...organizations, ...consents]);
     const name = patch.name ?? existing.name;
+    const identifiers = patch.identifiers ? normalizedIdentifiers(patch.identifiers) : existing.identifiers;
+    const birthDate = patch.birthDate === undefined ? existing.birthDate : checkedBirthDate(patch.birthDate);
     // A change that changes nothing (the same name, a consent granted twice) writes nothing and
     // announces nothing: receivers would otherwise see patient.updated for nothing.
     const same = (a: readonly string[], b: readonly string[]) => new Set(a).size === new Set(b).size && a.every((value) => b.includes(value));
-    if (name === existing.name && same(organizations, existing.organizations) && same(consents, existing.consents)) return patientDto(existing);
-    const updated: PatientRecord = { ...existing, name, organizations, consents, updatedAt: this.now().toISOString() };
-    await this.store.patients.update(updated, [this.patientEvent('patient.updated', updated, operationId)]);
+    if (
+      name === existing.name &&
+      same(organizations, existing.organizations) &&
+      same(consents, existing.consents) &&
+      sameIdentifiers(identifiers, existing.identifiers) &&
+      birthDate === existing.birthDate
+    ) {
+      return patientDto(existing);
+    }
+    const updated: PatientRecord = { ...existing, name, organizations, consents, identifiers, birthDate, updatedAt: this.now().toISOString() };
+    await this.requireFreeIdentifiers(updated);
+    await this.writePatient(() => this.store.patients.update(updated, [this.patientEvent('patient.updated', updated, operationId)]));
     return patientDto(updated);
   }
 
-  async listPatients(query: { name?: string; offset?: number; limit?: number }): Promise<{ patients: AdminPatientDto[]; offset: number; limit: number; total: number }> {
+  async listPatients(query: { name?: string | undefined; identifier?: string | undefined; birthDate?: string | undefined; offset?: number | undefined; limit?: number | undefined }): Promise<{ patients: AdminPatientDto[]; offset: number; limit: number; total: number }> {
     const offset = query.offset ?? 0;
     const limit = query.limit ?? SEARCH_DEFAULTS.limit;
-    const page = await this.store.patients.list(query.name, offset, limit);
+    const page = await this.store.patients.list(patientFilter(query), offset, limit);
     return { patients: page.rows.map(patientDto), offset, limit, total: page.total };
   }
 
@@ -236,7 +325,15 @@ export class DirectoryService {
     const patients: { entry: SeedEntry; patient: PatientInput & { id: string }; existing: PatientRecord | undefined }[] = [];
     for (const patient of seed.patients ?? []) {
       const id = patient.id.toLowerCase();
-      const wanted = { name: patient.name, organizations: lower(patient.organizations), consents: lower(patient.consents) };
+      // Identifiers and a birth date are the file's only when it gives them (an entry without them
+      // hashes as it always did, and leaves what the admin API set alone).
+      const wanted = {
+        name: patient.name,
+        organizations: lower(patient.organizations),
+        consents: lower(patient.consents),
+        ...(patient.identifiers === undefined ? {} : { identifiers: patient.identifiers.map((identifier) => ({ system: identifier.system.normalize('NFC'), value: identifier.value.normalize('NFC') })) }),
+        ...(patient.birthDate === undefined ? {} : { birthDate: patient.birthDate }),
+      };
       const entry = seedEntry('patient', id, wanted);
       const existing = await this.store.patients.get(id);
       if (await ledger.unchanged(entry, async () => existing !== undefined)) continue;
@@ -279,8 +376,14 @@ export class DirectoryService {
       if (!existing) {
         await this.createPatient(patient);
         created += 1;
-      } else if (existing.name !== patient.name || existing.organizations.join() !== patient.organizations?.join() || existing.consents.join() !== patient.consents?.join()) {
-        await this.updatePatient(existing.id, { name: patient.name, organizations: patient.organizations, consents: patient.consents });
+      } else if (
+        existing.name !== patient.name ||
+        existing.organizations.join() !== patient.organizations?.join() ||
+        existing.consents.join() !== patient.consents?.join() ||
+        (patient.identifiers !== undefined && !sameIdentifiers(existing.identifiers, patient.identifiers)) ||
+        (patient.birthDate !== undefined && existing.birthDate !== patient.birthDate)
+      ) {
+        await this.updatePatient(existing.id, { name: patient.name, organizations: patient.organizations, consents: patient.consents, identifiers: patient.identifiers, birthDate: patient.birthDate });
         updated += 1;
       }
       await ledger.record(entry);
@@ -336,6 +439,36 @@ export class DirectoryService {
     }
     for (const [index, client] of (seed.clients ?? []).entries()) {
       await check(`clients[${index}] (clientId ${client.clientId})`, client.organizations);
+    }
+    await this.checkSeedIdentifiers(seed, fail);
+  }
+
+  /**
+   * Each patient's birth date is a real date and its identifiers are unique per organization and
+   * system: within the entry, among the file's patients, and against the database's other patients.
+   */
+  private async checkSeedIdentifiers(seed: SeedFile, fail: (message: string) => never): Promise<void> {
+    const inFile = new Map<string, string>();
+    const filePatients = new Set((seed.patients ?? []).map((patient) => patient.id.toLowerCase()));
+    for (const [index, patient] of (seed.patients ?? []).entries()) {
+      const id = patient.id.toLowerCase();
+      const entry = `patients[${index}] (id ${id})`;
+      if (patient.birthDate !== undefined && !isBirthDate(patient.birthDate)) fail(`${entry} has birthDate ${patient.birthDate}, which must be a date YYYY-MM-DD that exists, from 1850-01-01 to today`);
+      const identifiers = (patient.identifiers ?? []).map((identifier) => ({ system: identifier.system.normalize('NFC'), value: identifier.value.normalize('NFC') }));
+      const repeated = repeatedIdentifier(identifiers);
+      if (repeated) fail(`${entry} gives identifier ${formatIdentifier(repeated)} twice`);
+      const organizations = lower(patient.organizations);
+      for (const identifier of identifiers) {
+        for (const organization of organizations) {
+          const key = `${organization}|${formatIdentifier(identifier)}`;
+          const holder = inFile.get(key);
+          if (holder !== undefined) fail(`${entry} has identifier ${formatIdentifier(identifier)} of ${holder} in organization ${organization}; an identifier is unique per organization and system`);
+          inFile.set(key, entry);
+        }
+      }
+      const owners = await this.store.patients.identifierOwners(id, organizations, identifiers);
+      const outside = owners.find((owner) => !filePatients.has(owner.patientId));
+      if (outside) fail(`${entry} has identifier ${formatIdentifier(outside.identifier)}, which belongs to patient ${outside.patientId} in organization ${outside.organizationId}; an identifier is unique per organization and system`);
     }
   }
 }

@@ -1,9 +1,10 @@
-/** GET /v1/patients: the patients an organization may see (access and consent), by name. */
+/** GET /v1/patients: the patients an organization may see (access and consent), by name, identifier and birth date. */
 import type { FastifyInstance } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { OrganizationHeaders, PatientListQuery, PatientListResponse, ProblemSchema, SEARCH_DEFAULTS } from '../../shared/schemas.js';
 import type { PatientRepository } from '../db/types.js';
 import type { AccessGuard } from '../domain/access.js';
+import { patientFilter, patientSummary } from '../domain/directory.js';
 import { principalOf } from '../plugins/auth.js';
 import type {} from '../audit/http.js';
 
@@ -32,10 +33,20 @@ export async function patientRoutes(appBase: FastifyInstance, options: { patient
       await options.access.requireOrganization(principal, organizationId);
       const offset = request.query.offset ?? 0;
       const limit = request.query.limit ?? SEARCH_DEFAULTS.limit;
-      const page = await options.patients.listVisible(organizationId, request.query.name, offset, limit);
-      if (request.auditNote) request.auditNote.detail = { ...(request.query.name ? { name: request.query.name } : {}), offset, results: page.rows.length, total: page.total };
+      const filter = patientFilter(request.query);
+      const page = await options.patients.listVisible(organizationId, filter, offset, limit);
+      if (request.auditNote) {
+        request.auditNote.detail = {
+          ...(request.query.name ? { name: request.query.name } : {}),
+          ...(request.query.identifier ? { identifier: request.query.identifier } : {}),
+          ...(request.query.birthDate ? { birthDate: request.query.birthDate } : {}),
+          offset,
+          results: page.rows.length,
+          total: page.total,
+        };
+      }
       return {
-        patients: page.rows.map((patient) => ({ id: patient.id, name: patient.name, createdAt: patient.createdAt, updatedAt: patient.updatedAt })),
+        patients: page.rows.map(patientSummary),
         offset,
         limit,
         total: page.total,

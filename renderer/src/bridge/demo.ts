@@ -51,7 +51,16 @@ function emptyCounts(): StateCounts {
 }
 
 function makePatients(): PatientDto[] {
-  return PATIENT_NAMES.map((name, index) => ({ id: uuid(index + 1, '5f0e'), name, createdAt: new Date(NOW - index * 86_400_000).toISOString(), updatedAt: new Date(NOW).toISOString() }));
+  // Most demo patients carry a chart number and a birth date, as a clinic's would; the last has
+  // neither, and the list tells it apart by its id's short form.
+  return PATIENT_NAMES.map((name, index) => ({
+    id: uuid(index + 1, '5f0e'),
+    name,
+    identifiers: index === PATIENT_NAMES.length - 1 ? [] : [{ system: 'chart', value: String(10231 + index * 17) }],
+    birthDate: index === PATIENT_NAMES.length - 1 ? null : `19${String(62 + index * 5).padStart(2, '0')}-0${(index % 9) + 1}-1${index}`,
+    createdAt: new Date(NOW - index * 86_400_000).toISOString(),
+    updatedAt: new Date(NOW).toISOString(),
+  }));
 }
 
 /**

@@ -1,21 +1,25 @@
 /** Organizations, patients, clients, orders, signing keys and meta on PostgreSQL: the small tables. */
 import { nameMatches, searchWords } from '../../../shared/name-search.js';
 import { foldKey } from '../../../shared/names.js';
-import type {
-  ClientRecord,
-  ClientRepository,
-  MetaRepository,
-  OrderRecord,
-  OrderRepository,
-  OrganizationRecord,
-  OrganizationRepository,
-  OutboxEvent,
-  Page,
-  PatientAccess,
-  PatientRecord,
-  PatientRepository,
-  SigningKeyRecord,
-  SigningKeyRepository,
+import type { PatientIdentifier } from '../../../shared/patient-identifiers.js';
+import {
+  IdentifierTakenError,
+  type ClientRecord,
+  type ClientRepository,
+  type IdentifierOwner,
+  type MetaRepository,
+  type OrderRecord,
+  type OrderRepository,
+  type OrganizationRecord,
+  type OrganizationRepository,
+  type OutboxEvent,
+  type Page,
+  type PatientAccess,
+  type PatientFilter,
+  type PatientRecord,
+  type PatientRepository,
+  type SigningKeyRecord,
+  type SigningKeyRepository,
 } from '../types.js';
 import type { PostgresDatabase, Queryable } from './database.js';
 import type { PostgresOutbox } from './outbox.js';
@@ -47,16 +51,25 @@ export class PostgresOrganizations implements OrganizationRepository {
 interface PatientRow {
   id: string;
   name: string;
+  birthDate: string | null;
   createdAt: string;
   updatedAt: string;
   organizations: string[];
   consents: string[];
+  identifiers: PatientIdentifier[];
 }
 
-/** A patient row with its memberships, in one statement. */
-const PATIENT_COLUMNS = `p.id, p.name, p.created_at AS "createdAt", p.updated_at AS "updatedAt",
+/** A patient row with its memberships and identifiers, in one statement. */
+const PATIENT_COLUMNS = `p.id, p.name, p.birth_date AS "birthDate", p.created_at AS "createdAt", p.updated_at AS "updatedAt",
   ARRAY(SELECT organization_id FROM patient_organizations WHERE patient_id = p.id ORDER BY organization_id) AS organizations,
-  ARRAY(SELECT organization_id FROM patient_consents WHERE patient_id = p.id ORDER BY organization_id) AS consents`;
+  ARRAY(SELECT organization_id FROM patient_consents WHERE patient_id = p.id ORDER BY organization_id) AS consents,
+  COALESCE((SELECT json_agg(json_build_object('system', system, 'value', value) ORDER BY position) FROM patient_identifiers WHERE patient_id = p.id), '[]'::json) AS identifiers`;
+
+/** PostgreSQL's answer to a write that breaks the identifier owners' primary key. */
+function isIdentifierClash(error: unknown): boolean {
+  const failure = error as { code?: unknown; constraint?: unknown } | null;
+  return failure?.code === '23505' && typeof failure.constraint === 'string' && failure.constraint.startsWith('patient_identifier_owners');
+}
 
 /**
  * Patients. Access is read from the database at every request: no memory of it in this process,
@@ -73,24 +86,55 @@ export class PostgresPatients implements PatientRepository {
     await tx.run('DELETE FROM patient_consents WHERE patient_id = $1', [patient.id]);
     await tx.run('INSERT INTO patient_organizations (patient_id, organization_id) SELECT $1, unnest($2::text[])', [patient.id, [...new Set(patient.organizations)]]);
     await tx.run('INSERT INTO patient_consents (patient_id, organization_id, granted_at) SELECT $1, unnest($2::text[]), $3', [patient.id, [...new Set(patient.consents)], patient.updatedAt]);
+    await tx.run('DELETE FROM patient_identifiers WHERE patient_id = $1', [patient.id]);
+    await tx.run('DELETE FROM patient_identifier_owners WHERE patient_id = $1', [patient.id]);
+    const systems = patient.identifiers.map((identifier) => identifier.system);
+    const values = patient.identifiers.map((identifier) => identifier.value);
+    await tx.run('INSERT INTO patient_identifiers (patient_id, system, value, position) SELECT $1, s, v, n - 1 FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS i(s, v, n)', [patient.id, systems, values]);
+    await tx.run(
+      'INSERT INTO patient_identifier_owners (organization_id, system, value, patient_id) SELECT o, s, v, $1 FROM unnest($2::text[]) AS o CROSS JOIN unnest($3::text[], $4::text[]) AS i(s, v)',
+      [patient.id, [...new Set(patient.organizations)], systems, values],
+    );
+  }
+
+  /** The write in one transaction; a clash on the identifier owners' key is IdentifierTakenError. */
+  private async write(patient: PatientRecord, events: OutboxEvent[], row: (tx: Queryable) => Promise<unknown>): Promise<void> {
+    try {
+      await this.db.transaction(async (tx) => {
+        await row(tx);
+        await this.writeMemberships(tx, patient);
+        await this.outbox.appendInTransaction(tx, events);
+      });
+    } catch (error) {
+      if (isIdentifierClash(error)) throw new IdentifierTakenError(`patient ${patient.id}: one of its identifiers belongs to another patient of one of its organizations`);
+      throw error;
+    }
+    this.outbox.committed(events);
   }
 
   async create(patient: PatientRecord, events: OutboxEvent[]): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await tx.run('INSERT INTO patients (id, name, name_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $5)', [patient.id, patient.name, foldKey(patient.name), patient.createdAt, patient.updatedAt]);
-      await this.writeMemberships(tx, patient);
-      await this.outbox.appendInTransaction(tx, events);
-    });
-    this.outbox.committed(events);
+    await this.write(patient, events, (tx) =>
+      tx.run('INSERT INTO patients (id, name, name_key, birth_date, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6)', [patient.id, patient.name, foldKey(patient.name), patient.birthDate, patient.createdAt, patient.updatedAt]),
+    );
   }
 
   async update(patient: PatientRecord, events: OutboxEvent[]): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      await tx.run('UPDATE patients SET name = $1, name_key = $2, updated_at = $3 WHERE id = $4', [patient.name, foldKey(patient.name), patient.updatedAt, patient.id]);
-      await this.writeMemberships(tx, patient);
-      await this.outbox.appendInTransaction(tx, events);
-    });
-    this.outbox.committed(events);
+    await this.write(patient, events, (tx) =>
+      tx.run('UPDATE patients SET name = $1, name_key = $2, birth_date = $3, updated_at = $4 WHERE id = $5', [patient.name, foldKey(patient.name), patient.birthDate, patient.updatedAt, patient.id]),
+    );
+  }
+
+  async identifierOwners(patientId: string, organizations: readonly string[], identifiers: readonly PatientIdentifier[]): Promise<IdentifierOwner[]> {
+    if (organizations.length === 0 || identifiers.length === 0) return [];
+    const rows = await this.db.rows<{ organizationId: string; system: string; value: string; patientId: string }>(
+      `SELECT o.organization_id AS "organizationId", o.system, o.value, o.patient_id AS "patientId"
+         FROM patient_identifier_owners o
+         JOIN unnest($2::text[], $3::text[]) AS i(s, v) ON o.system = i.s AND o.value = i.v
+        WHERE o.organization_id = ANY($1::text[]) AND o.patient_id <> $4
+        ORDER BY o.organization_id, o.system, o.value`,
+      [[...new Set(organizations)], identifiers.map((identifier) => identifier.system), identifiers.map((identifier) => identifier.value), patientId],
+    );
+    return rows.map((row) => ({ organizationId: row.organizationId, identifier: { system: row.system, value: row.value }, patientId: row.patientId }));
   }
 
   async get(id: string): Promise<PatientRecord | undefined> {
@@ -109,44 +153,61 @@ export class PostgresPatients implements PatientRepository {
     return { exists: row?.exists === true, access: row?.access === true, consent: row?.consent === true, documentChanges: row?.changes ?? 0 };
   }
 
-  async listVisible(organizationId: string, nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
+  async listVisible(organizationId: string, filter: PatientFilter, offset: number, limit: number): Promise<Page<PatientRecord>> {
     return this.page(
       (organization) => `FROM patients p
         JOIN patient_organizations po ON po.patient_id = p.id AND po.organization_id = ${organization}
         JOIN patient_consents pc ON pc.patient_id = p.id AND pc.organization_id = ${organization}`,
       [organizationId],
-      nameContains,
+      filter,
       offset,
       limit,
     );
   }
 
-  async list(nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
-    return this.page(() => 'FROM patients p', [], nameContains, offset, limit);
+  async list(filter: PatientFilter, offset: number, limit: number): Promise<Page<PatientRecord>> {
+    return this.page(() => 'FROM patients p', [], filter, offset, limit);
   }
 
   /**
    * A page of patients whose name holds every word of the query, in any order, without case,
    * accents or punctuation (shared/name-search.ts, the function the app and SQLite use), with the
-   * total. The words are matched here, not in SQL: the scope's names are read (one statement, one
-   * snapshot) and the page's patients then hydrated. Without a query, one statement pages in SQL.
-   * `from` names the scope with its one parameter (the organization) at the placeholder given.
+   * given identifier and birth date, with the total. The words are matched here, not in SQL: the
+   * scope's names are read (one statement, one snapshot) and the page's patients then hydrated.
+   * Without a name, one statement pages in SQL. `from` names the scope with its one parameter (the
+   * organization) at the placeholder given.
    */
-  private async page(from: (placeholder: string) => string, params: unknown[], nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
-    const words = nameContains === undefined ? [] : searchWords(nameContains);
+  private async page(from: (placeholder: string) => string, params: unknown[], filter: PatientFilter, offset: number, limit: number): Promise<Page<PatientRecord>> {
+    const words = filter.name === undefined ? [] : searchWords(filter.name);
+    // The scope's parameter first, then the identifier and birth date filters.
+    const exact = (first: number): { where: string; params: unknown[] } => {
+      const clauses: string[] = [];
+      const values: unknown[] = [];
+      if (filter.birthDate !== undefined) {
+        values.push(filter.birthDate);
+        clauses.push(`p.birth_date = $${first + values.length - 1}`);
+      }
+      if (filter.identifier !== undefined) {
+        values.push(filter.identifier.system, filter.identifier.value);
+        clauses.push(`EXISTS (SELECT 1 FROM patient_identifiers pi WHERE pi.patient_id = p.id AND pi.system = $${first + values.length - 2} AND pi.value = $${first + values.length - 1})`);
+      }
+      return { where: clauses.length === 0 ? '' : ` WHERE ${clauses.join(' AND ')}`, params: values };
+    };
     if (words.length > 0) {
-      const names = await this.db.rows<{ id: string; name: string }>(`SELECT p.id, p.name ${from('$1')} ORDER BY p.name_key, p.id`, params);
+      const filters = exact(2 + params.length - 1);
+      const names = await this.db.rows<{ id: string; name: string }>(`SELECT p.id, p.name ${from('$1')}${filters.where} ORDER BY p.name_key, p.id`, [...params, ...filters.params]);
       const matching = names.filter((row) => nameMatches(row.name, words));
       const ids = matching.slice(offset, offset + limit).map((row) => row.id);
       const rows = ids.length === 0 ? [] : await this.db.rows<PatientRow>(`SELECT ${PATIENT_COLUMNS} FROM patients p WHERE p.id = ANY($1::text[]) ORDER BY p.name_key, p.id`, [ids]);
       return { rows, total: matching.length };
     }
     const scope = from('$3');
+    const filters = exact(3 + params.length);
     const rows = await this.db.rows<PatientRow & { total: number; nameKey: string }>(
-      `SELECT t.total, page.* FROM (SELECT count(*) AS total ${scope}) t
-       LEFT JOIN LATERAL (SELECT ${PATIENT_COLUMNS}, p.name_key AS "nameKey" ${scope} ORDER BY p.name_key, p.id LIMIT $1 OFFSET $2) page ON true
+      `SELECT t.total, page.* FROM (SELECT count(*) AS total ${scope}${filters.where}) t
+       LEFT JOIN LATERAL (SELECT ${PATIENT_COLUMNS}, p.name_key AS "nameKey" ${scope}${filters.where} ORDER BY p.name_key, p.id LIMIT $1 OFFSET $2) page ON true
        ORDER BY page."nameKey", page.id`,
-      [limit, offset, ...params],
+      [limit, offset, ...params, ...filters.params],
     );
     const total = rows[0]?.total ?? 0;
     return { rows: rows.filter((row) => row.id !== null).map(({ total: _total, nameKey: _nameKey, ...patient }) => patient), total };

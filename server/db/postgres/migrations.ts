@@ -267,6 +267,33 @@ export const POSTGRES_MIGRATIONS: PostgresMigration[] = [
       CREATE INDEX audit_log_by_time ON audit_log(at, id);
     `,
   },
+  {
+    // Patients' identifiers and birth dates (docs/api.md "Patient identifiers"), as in SQLite's
+    // 010: the owners' primary key is the rule "unique per organization and system".
+    name: '002-patient-identifiers',
+    sql: `
+      ALTER TABLE patients ADD COLUMN birth_date ${C};
+      CREATE INDEX patients_by_birth_date ON patients(birth_date, name_key) WHERE birth_date IS NOT NULL;
+
+      CREATE TABLE patient_identifiers (
+        patient_id ${C} NOT NULL REFERENCES patients(id),
+        system ${C} NOT NULL,
+        value ${C} NOT NULL,
+        position integer NOT NULL,
+        PRIMARY KEY (patient_id, system, value)
+      );
+      CREATE INDEX patient_identifiers_by_value ON patient_identifiers(system, value, patient_id);
+
+      CREATE TABLE patient_identifier_owners (
+        organization_id ${C} NOT NULL,
+        system ${C} NOT NULL,
+        value ${C} NOT NULL,
+        patient_id ${C} NOT NULL REFERENCES patients(id),
+        PRIMARY KEY (organization_id, system, value)
+      );
+      CREATE INDEX patient_identifier_owners_by_patient ON patient_identifier_owners(patient_id);
+    `,
+  },
 ];
 
 /** The database as a label for messages: its URL without the password. */

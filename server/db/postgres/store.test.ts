@@ -34,7 +34,7 @@ const PATIENT = 'patient-1';
 
 async function withPatient(store: PostgresStore): Promise<void> {
   await store.organizations.upsert({ id: ORG, name: 'Clinic', createdAt: AT });
-  await store.patients.create({ id: PATIENT, name: 'Jane Roe', organizations: [ORG], consents: [ORG], createdAt: AT, updatedAt: AT }, []);
+  await store.patients.create({ id: PATIENT, name: 'Jane Roe', organizations: [ORG], consents: [ORG], identifiers: [], birthDate: null, createdAt: AT, updatedAt: AT }, []);
 }
 
 const event = (): OutboxEvent => ({ id: randomUUID(), eventType: 'order.updated', patientId: PATIENT, organizationId: ORG, operationId: 'op', occurredAt: AT, data: {} });

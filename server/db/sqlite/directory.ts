@@ -1,21 +1,25 @@
 /** Organizations, patients, clients, orders, signing keys and meta: the small tables. */
 import { nameMatches, searchWords } from '../../../shared/name-search.js';
 import { foldKey } from '../../../shared/names.js';
-import type {
-  ClientRecord,
-  ClientRepository,
-  MetaRepository,
-  OrderRecord,
-  OrderRepository,
-  OrganizationRecord,
-  OrganizationRepository,
-  OutboxEvent,
-  Page,
-  PatientAccess,
-  PatientRecord,
-  PatientRepository,
-  SigningKeyRecord,
-  SigningKeyRepository,
+import type { PatientIdentifier } from '../../../shared/patient-identifiers.js';
+import {
+  IdentifierTakenError,
+  type ClientRecord,
+  type ClientRepository,
+  type MetaRepository,
+  type OrderRecord,
+  type OrderRepository,
+  type OrganizationRecord,
+  type OrganizationRepository,
+  type IdentifierOwner,
+  type OutboxEvent,
+  type Page,
+  type PatientAccess,
+  type PatientFilter,
+  type PatientRecord,
+  type PatientRepository,
+  type SigningKeyRecord,
+  type SigningKeyRepository,
 } from '../types.js';
 import type { ChangeWatch } from './change-watch.js';
 import type { SqliteDatabase } from './database.js';
@@ -51,14 +55,24 @@ export class SqliteOrganizations implements OrganizationRepository {
 interface PatientRow {
   id: string;
   name: string;
+  birthDate: string | null;
   createdAt: string;
   updatedAt: string;
+}
+
+const PATIENT_COLUMNS = 'p.id, p.name, p.birth_date AS birthDate, p.created_at AS createdAt, p.updated_at AS updatedAt';
+
+/** SQLite's answer to a write that breaks a primary key or unique index. */
+function isUniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
 }
 
 export class SqlitePatients implements PatientRepository {
   private readonly selectAccess;
   private readonly selectOrganizations;
   private readonly selectConsents;
+  private readonly selectIdentifiers;
   /** Prepared once: every change of a patient is an event source (admin API, seed). */
   private readonly statements;
   private readonly createTransaction;
@@ -97,22 +111,28 @@ export class SqlitePatients implements PatientRepository {
       .raw();
     this.selectOrganizations = db.prepare('SELECT organization_id FROM patient_organizations WHERE patient_id = ? ORDER BY organization_id').pluck();
     this.selectConsents = db.prepare('SELECT organization_id FROM patient_consents WHERE patient_id = ? ORDER BY organization_id').pluck();
+    this.selectIdentifiers = db.prepare('SELECT system, value FROM patient_identifiers WHERE patient_id = ? ORDER BY position');
     this.statements = {
-      insert: db.prepare('INSERT INTO patients (id, name, name_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)'),
-      update: db.prepare('UPDATE patients SET name = ?, name_key = ?, updated_at = ? WHERE id = ?'),
-      get: db.prepare('SELECT id, name, created_at AS createdAt, updated_at AS updatedAt FROM patients WHERE id = ?'),
+      insert: db.prepare('INSERT INTO patients (id, name, name_key, birth_date, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)'),
+      update: db.prepare('UPDATE patients SET name = ?, name_key = ?, birth_date = ?, updated_at = ? WHERE id = ?'),
+      get: db.prepare(`SELECT ${PATIENT_COLUMNS} FROM patients p WHERE p.id = ?`),
       clearOrganizations: db.prepare('DELETE FROM patient_organizations WHERE patient_id = ?'),
       clearConsents: db.prepare('DELETE FROM patient_consents WHERE patient_id = ?'),
+      clearIdentifiers: db.prepare('DELETE FROM patient_identifiers WHERE patient_id = ?'),
+      clearIdentifierOwners: db.prepare('DELETE FROM patient_identifier_owners WHERE patient_id = ?'),
       addOrganization: db.prepare('INSERT INTO patient_organizations (patient_id, organization_id) VALUES (?, ?)'),
       addConsent: db.prepare('INSERT INTO patient_consents (patient_id, organization_id, granted_at) VALUES (?, ?, ?)'),
+      addIdentifier: db.prepare('INSERT INTO patient_identifiers (patient_id, system, value, position) VALUES (?, ?, ?, ?)'),
+      addIdentifierOwner: db.prepare('INSERT INTO patient_identifier_owners (organization_id, system, value, patient_id) VALUES (?, ?, ?, ?)'),
+      identifierOwner: db.prepare('SELECT patient_id FROM patient_identifier_owners WHERE organization_id = ? AND system = ? AND value = ? AND patient_id <> ?').pluck(),
     };
     this.createTransaction = db.transaction((patient: PatientRecord, events: OutboxEvent[]) => {
-      this.statements.insert.run(patient.id, patient.name, foldKey(patient.name), patient.createdAt, patient.updatedAt);
+      this.statements.insert.run(patient.id, patient.name, foldKey(patient.name), patient.birthDate, patient.createdAt, patient.updatedAt);
       this.writeMemberships(patient);
       this.outbox.appendInTransaction(events);
     });
     this.updateTransaction = db.transaction((patient: PatientRecord, events: OutboxEvent[]) => {
-      this.statements.update.run(patient.name, foldKey(patient.name), patient.updatedAt, patient.id);
+      this.statements.update.run(patient.name, foldKey(patient.name), patient.birthDate, patient.updatedAt, patient.id);
       this.writeMemberships(patient);
       this.outbox.appendInTransaction(events);
     });
@@ -121,16 +141,46 @@ export class SqlitePatients implements PatientRepository {
   private writeMemberships(patient: PatientRecord): void {
     this.statements.clearOrganizations.run(patient.id);
     this.statements.clearConsents.run(patient.id);
-    for (const organizationId of new Set(patient.organizations)) this.statements.addOrganization.run(patient.id, organizationId);
+    this.statements.clearIdentifiers.run(patient.id);
+    this.statements.clearIdentifierOwners.run(patient.id);
+    const organizations = [...new Set(patient.organizations)];
+    for (const organizationId of organizations) this.statements.addOrganization.run(patient.id, organizationId);
     for (const organizationId of new Set(patient.consents)) this.statements.addConsent.run(patient.id, organizationId, patient.updatedAt);
+    patient.identifiers.forEach((identifier, position) => this.statements.addIdentifier.run(patient.id, identifier.system, identifier.value, position));
+    for (const organizationId of organizations) {
+      for (const identifier of patient.identifiers) this.statements.addIdentifierOwner.run(organizationId, identifier.system, identifier.value, patient.id);
+    }
+  }
+
+  /** The write in its transaction; a clash on the identifier owners' key is IdentifierTakenError. */
+  private write(transaction: { immediate(patient: PatientRecord, events: OutboxEvent[]): void }, patient: PatientRecord, events: OutboxEvent[]): void {
+    try {
+      transaction.immediate(patient, events);
+    } catch (error) {
+      if (isUniqueViolation(error) && /patient_identifier_owners/.test((error as Error).message)) {
+        throw new IdentifierTakenError(`patient ${patient.id}: one of its identifiers belongs to another patient of one of its organizations`);
+      }
+      throw error;
+    }
   }
 
   async create(patient: PatientRecord, events: OutboxEvent[]): Promise<void> {
-    this.createTransaction.immediate(patient, events);
+    this.write(this.createTransaction, patient, events);
   }
 
   async update(patient: PatientRecord, events: OutboxEvent[]): Promise<void> {
-    this.updateTransaction.immediate(patient, events);
+    this.write(this.updateTransaction, patient, events);
+  }
+
+  async identifierOwners(patientId: string, organizations: readonly string[], identifiers: readonly PatientIdentifier[]): Promise<IdentifierOwner[]> {
+    const owners: IdentifierOwner[] = [];
+    for (const organizationId of [...new Set(organizations)].sort()) {
+      for (const identifier of identifiers) {
+        const owner = this.statements.identifierOwner.get(organizationId, identifier.system, identifier.value, patientId) as string | undefined;
+        if (owner !== undefined) owners.push({ organizationId, identifier: { system: identifier.system, value: identifier.value }, patientId: owner });
+      }
+    }
+    return owners;
   }
 
   private hydrate(row: PatientRow): PatientRecord {
@@ -138,6 +188,7 @@ export class SqlitePatients implements PatientRepository {
       ...row,
       organizations: this.selectOrganizations.all(row.id) as string[],
       consents: this.selectConsents.all(row.id) as string[],
+      identifiers: this.selectIdentifiers.all(row.id) as PatientIdentifier[],
     };
   }
 
@@ -171,30 +222,42 @@ export class SqlitePatients implements PatientRepository {
     return answer;
   }
 
-  async listVisible(organizationId: string, nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
+  async listVisible(organizationId: string, filter: PatientFilter, offset: number, limit: number): Promise<Page<PatientRecord>> {
     return this.page(
       `FROM patients p
         JOIN patient_organizations po ON po.patient_id = p.id AND po.organization_id = @organizationId
         JOIN patient_consents pc ON pc.patient_id = p.id AND pc.organization_id = @organizationId`,
       { organizationId },
-      nameContains,
+      filter,
       offset,
       limit,
     );
   }
 
-  async list(nameContains: string | undefined, offset: number, limit: number): Promise<Page<PatientRecord>> {
-    return this.page('FROM patients p', {}, nameContains, offset, limit);
+  async list(filter: PatientFilter, offset: number, limit: number): Promise<Page<PatientRecord>> {
+    return this.page('FROM patients p', {}, filter, offset, limit);
   }
 
-  /** A page of patients whose name holds every word of the query (shared/name-search.ts), with the total. */
-  private page(from: string, params: Record<string, string>, nameContains: string | undefined, offset: number, limit: number): Page<PatientRecord> {
-    const where = `${from} WHERE (@name IS NULL OR patient_name_matches(p.name, @name))`;
-    const bound = { ...params, name: nameContains === undefined || searchWords(nameContains).length === 0 ? null : nameContains, offset, limit };
+  /**
+   * A page of patients whose name holds every word of the query (shared/name-search.ts), with the
+   * given identifier and birth date, with the total.
+   */
+  private page(from: string, params: Record<string, string>, filter: PatientFilter, offset: number, limit: number): Page<PatientRecord> {
+    const where = `${from} WHERE (@name IS NULL OR patient_name_matches(p.name, @name))
+      AND (@birthDate IS NULL OR p.birth_date = @birthDate)
+      AND (@system IS NULL OR EXISTS (SELECT 1 FROM patient_identifiers pi WHERE pi.patient_id = p.id AND pi.system = @system AND pi.value = @value))`;
+    const nameContains = filter.name;
+    const bound = {
+      ...params,
+      name: nameContains === undefined || searchWords(nameContains).length === 0 ? null : nameContains,
+      birthDate: filter.birthDate ?? null,
+      system: filter.identifier?.system ?? null,
+      value: filter.identifier?.value ?? null,
+      offset,
+      limit,
+    };
     const total = this.db.prepare(`SELECT COUNT(*) ${where}`).pluck().get(bound) as number;
-    const rows = this.db
-      .prepare(`SELECT p.id, p.name, p.created_at AS createdAt, p.updated_at AS updatedAt ${where} ORDER BY p.name_key, p.id LIMIT +@limit OFFSET @offset`)
-      .all(bound) as PatientRow[];
+    const rows = this.db.prepare(`SELECT ${PATIENT_COLUMNS} ${where} ORDER BY p.name_key, p.id LIMIT +@limit OFFSET @offset`).all(bound) as PatientRow[];
     return { rows: rows.map((row) => this.hydrate(row)), total };
   }
 }

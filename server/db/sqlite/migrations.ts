@@ -285,3 +285,36 @@ export const LOOK_ALIKE_KEYS_MIGRATION: Migration = {
     UPDATE patients SET name_key = fold_key(name) WHERE (name GLOB '*[^ -~]*' OR name GLOB '*.') AND name_key <> fold_key(name);
   `,
 };
+
+/**
+ * Patients' identifiers and birth dates (docs/api.md "Patient identifiers"). `patient_identifiers`
+ * keeps each patient's list in its order; `patient_identifier_owners` holds one row per
+ * (organization with access, system, value), so its primary key is the rule "unique per
+ * organization and system" and a second patient of that organization with the same identifier
+ * cannot be written, whoever writes first.
+ */
+export const PATIENT_IDENTIFIERS_MIGRATION: Migration = {
+  name: '010-patient-identifiers',
+  sql: `
+    ALTER TABLE patients ADD COLUMN birth_date TEXT;
+    CREATE INDEX patients_by_birth_date ON patients(birth_date, name_key) WHERE birth_date IS NOT NULL;
+
+    CREATE TABLE patient_identifiers (
+      patient_id TEXT NOT NULL REFERENCES patients(id),
+      system TEXT NOT NULL,
+      value TEXT NOT NULL,
+      position INTEGER NOT NULL,
+      PRIMARY KEY (patient_id, system, value)
+    ) WITHOUT ROWID;
+    CREATE INDEX patient_identifiers_by_value ON patient_identifiers(system, value, patient_id);
+
+    CREATE TABLE patient_identifier_owners (
+      organization_id TEXT NOT NULL,
+      system TEXT NOT NULL,
+      value TEXT NOT NULL,
+      patient_id TEXT NOT NULL REFERENCES patients(id),
+      PRIMARY KEY (organization_id, system, value)
+    ) WITHOUT ROWID;
+    CREATE INDEX patient_identifier_owners_by_patient ON patient_identifier_owners(patient_id);
+  `,
+};
