@@ -14,6 +14,7 @@ import validationPlugin from './plugins/validation.js';
 import { adminRoutes } from './routes/admin.js';
 import { documentRoutes } from './routes/documents.js';
 import { identityRoutes } from './routes/identity.js';
+import { organizationRoutes } from './routes/organizations.js';
 import { patientRoutes } from './routes/patients.js';
 import { problemPages } from './routes/problem-pages.js';
 import { storageArea } from './routes/storage.js';
@@ -107,6 +108,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     });
     await api.register(documentRoutes, { documents: context.documents, access: context.access, content: context.content.service, publicUrl: config.publicUrl });
     await api.register(patientRoutes, { patients: context.store.patients, access: context.access });
+    await api.register(organizationRoutes, { organizations: context.store.organizations, access: context.access });
     await api.register(webhookRoutes, { webhooks: context.webhooks, access: context.access, publicUrl: config.publicUrl });
   });
 

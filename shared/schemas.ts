@@ -64,6 +64,10 @@ export type DocumentDto = Static<typeof DocumentSchema>;
 export const PatientParams = Type.Object({ patientId: Uuid });
 export const DocumentParams = Type.Object({ patientId: Uuid, documentId: Uuid });
 export const OrganizationHeaders = Type.Object({ 'organization-id': Uuid });
+export const OrganizationParams = Type.Object({ organizationId: Uuid });
+/** GET /v1/organizations/{organizationId}: what a client of the organization may know of it. */
+export const OrganizationSummarySchema = Type.Object({ id: Uuid, name: Type.String() });
+export type OrganizationSummaryDto = Static<typeof OrganizationSummarySchema>;
 
 export const CreateDocumentBody = Type.Object({
   fileName: Type.String({ maxLength: 4096, description: 'Not blank; 1–255 characters after NFC' }),

@@ -1,10 +1,10 @@
-// Patients' identifiers and birth dates (docs/api.md "Patient identifiers") through the real
-// routes on a real server and database (this file runs on SQLite and again on PostgreSQL):
-// the admin API stores them, GET /v1/patients finds by them, an identifier is unique per
-// organization and system, and the webhook events carry them.
+// Patients' identifiers and birth dates (docs/api.md "Patient identifiers") and an organization's
+// name for its clients, through the real routes on a real server and database (this file runs on
+// SQLite and again on PostgreSQL): the admin API stores them, GET /v1/patients finds by them, an
+// identifier is unique per organization and system, and the webhook events carry them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { composeMessageBody } from '../server/webhooks/signer.js';
-import { ADMIN_TOKEN, ORG, OTHER_ORG, PATIENT_WITHOUT_CONSENT, expectProblem, startTestServer, type TestServer } from './helpers/server.js';
+import { ADMIN_TOKEN, ORG, OTHER_ORG, PATIENT_WITHOUT_CONSENT, READ_ONLY_CLIENT, expectProblem, startTestServer, type TestServer } from './helpers/server.js';
 
 let server: TestServer;
 const admin = { token: ADMIN_TOKEN, organization: null } as const;
@@ -127,5 +127,22 @@ describe('patients carry identifiers and a birth date', () => {
     const bodies = events.map((event) => JSON.parse(composeMessageBody({ ...event, dataJson: JSON.stringify(event.data) }, event.eventType, event.patientId, 'message', ORG)));
     expect(bodies[0].data.patient).toEqual({ id: created.body.id, name: 'Pearson, Jon', identifiers: [chart('20001')], birthDate: '2001-09-09', createdAt: created.body.createdAt, updatedAt: created.body.updatedAt });
     expect(bodies[1].data.patient).toMatchObject({ identifiers: [chart('20002'), { system: 'medit', value: 'M-1' }], birthDate: null });
+  });
+});
+
+describe('GET /v1/organizations/{id}: the name of the caller\'s organization', () => {
+  it('answers id and name to a client of the organization, with any scope', async () => {
+    const answer = await server.api('GET', `/v1/organizations/${ORG.toUpperCase()}`, { organization: null });
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ id: ORG, name: 'Smile Clinic' });
+    const readOnly = await server.api('GET', `/v1/organizations/${ORG}`, { organization: null, token: await server.token(READ_ONLY_CLIENT) });
+    expect(readOnly.body).toEqual({ id: ORG, name: 'Smile Clinic' });
+  });
+
+  it('refuses another organization (403), a malformed id (400) and a request without a token (401)', async () => {
+    expectProblem(await server.api('GET', `/v1/organizations/${OTHER_ORG}`, { organization: null }), 403);
+    expectProblem(await server.api('GET', '/v1/organizations/0b7c6a52-0000-4000-8000-000000000000', { organization: null }), 403);
+    expectProblem(await server.api('GET', '/v1/organizations/smile-clinic', { organization: null }), 400);
+    expectProblem(await server.api('GET', `/v1/organizations/${ORG}`, { organization: null, token: null }), 401);
   });
 });
