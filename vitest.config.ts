@@ -31,7 +31,7 @@ export default defineConfig({
   test: {
     // Once for the whole run (the projects below do not repeat it): builds dist/ before any file runs.
     globalSetup: ['test/global-setup.ts'],
-    reporters: ['default'],
+    reporters: ['default', './test/helpers/slowest-files-reporter.ts'],
     projects: [
       { test: { ...common, name: 'parallel', include: INCLUDE, exclude: [...configDefaults.exclude, ...ALONE], maxWorkers: WORKERS, sequence: { groupOrder: 0 } } },
       {
