@@ -32,6 +32,7 @@ const FORMAT_RULES: Record<string, string> = {
   'identifier-value': 'must be 1–128 characters without control characters or spaces at either end',
   'identifier-filter': 'must be system|value (e.g. chart|10231): a system of 1–64 characters without "|", a value of 1–128, neither blank nor with spaces at either end',
   'birth-date': 'must be a date YYYY-MM-DD that exists, from 1850-01-01 to today',
+  'date-time': 'must be an ISO 8601 date and time with a time zone, e.g. 2026-11-21T09:30:00Z',
 };
 
 /** The rule an ajv error states, as the second half of "body/name …". */

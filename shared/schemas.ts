@@ -22,7 +22,7 @@ function Nullable<T extends 'string' | 'integer'>(type: T, options: Record<strin
 }
 const NullableString = Nullable('string');
 
-export const SORT_FIELDS = ['lastModifiedAt', 'fileName', 'fileSize', 'fileType', 'path'] as const;
+export const SORT_FIELDS = ['lastModifiedAt', 'fileName', 'fileSize', 'fileType', 'path', 'scannedAt'] as const;
 export type SortField = (typeof SORT_FIELDS)[number];
 export { SEARCH_DEFAULTS };
 export const MAX_SEARCH_IDS = 30;
@@ -56,6 +56,11 @@ export const DocumentSchema = Type.Object(
     version: Type.Integer({ description: 'Content version; 0 before the first upload' }),
     storageDownloadUri: NullableString,
     thumbnailDownloadUri: NullableString,
+    // An extension (docs/api.md "Scan times"). Nullable and always present, as the links are.
+    scannedAt: Nullable('string', {
+      format: 'date-time',
+      description: "When the file was made (its modification time on the scanner PC), as the client said on create or upload; null when no client said",
+    }),
   },
   { $id: 'Document' },
 );
@@ -69,10 +74,18 @@ export const OrganizationParams = Type.Object({ organizationId: Uuid });
 export const OrganizationSummarySchema = Type.Object({ id: Uuid, name: Type.String() });
 export type OrganizationSummaryDto = Static<typeof OrganizationSummarySchema>;
 
+/** A scan time a client sends: ISO 8601 with a time zone (stored as UTC). */
+export const ScanTime = Type.String({
+  format: 'date-time',
+  maxLength: 64,
+  description: 'When the file was made (its modification time), ISO 8601 with a time zone, e.g. 2026-11-20T16:45:00Z',
+});
+
 export const CreateDocumentBody = Type.Object({
   fileName: Type.String({ maxLength: 4096, description: 'Not blank; 1–255 characters after NFC' }),
   path: Type.Optional(Type.String({ maxLength: 8192, description: "Folder path beginning with '/'; default '/'" })),
   fileType: Type.Optional(Type.String({ pattern: '^[A-Z0-9]{1,16}$', description: 'Uppercase type; default from the extension' })),
+  scannedAt: Type.Optional(ScanTime),
 });
 export type CreateDocumentBody = Static<typeof CreateDocumentBody>;
 
@@ -96,6 +109,9 @@ export const SearchBody = Type.Object({
   id: Type.Optional(Type.Array(Uuid, { maxItems: MAX_SEARCH_IDS })),
   sortBy: Type.Optional(literalUnion(SORT_FIELDS)),
   sortDirection: Type.Optional(literalUnion(['ASC', 'DESC'] as const)),
+  // Extensions: the scan date range, inclusive from, exclusive to (docs/api.md "Scan times").
+  scannedFrom: Type.Optional(ScanTime),
+  scannedTo: Type.Optional(ScanTime),
 });
 export type SearchBody = Static<typeof SearchBody>;
 
@@ -117,6 +133,7 @@ export const DocumentVersionSchema = Type.Object(
     originalFileName: Type.Union([Type.String(), Type.Null()], { description: 'FileName of the upload form' }),
     uploadedAt: Timestamp,
     uploadedBy: Type.String({ description: 'Client id' }),
+    scannedAt: Nullable('string', { format: 'date-time', description: "When the file of this version was made: what its upload said, else the document's scan time then; null when no client said" }),
     thumbnailStatus: Type.Union([Type.Literal('none'), Type.Literal('pending'), Type.Literal('ready'), Type.Literal('failed')]),
     storageDownloadUri: Nullable('string', {
       description: 'Signed link to this version, 15 minutes; null while its stored file is marked lost (contentLostAt)',

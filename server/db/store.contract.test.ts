@@ -82,6 +82,7 @@ function document(fileName: string, folder: string, at: number, overrides: Parti
     contentType: null,
     thumbnailKey: null,
     createdBy: 'scanner-pc-1',
+    scannedAt: null,
     ...overrides,
   };
 }
@@ -102,6 +103,7 @@ function version(documentId: string, number: number, overrides: Partial<Document
     uploadedAt: minute(30 + number),
     uploadedBy: 'scanner-pc-1',
     contentLostAt: null,
+    scannedAt: null,
     ...overrides,
   };
 }
@@ -298,7 +300,12 @@ describe.each(BACKENDS)('Store contract on $name', (backend) => {
     const { store } = await seeded(backend);
     const names = ['école', 'fichier', 'Zahn', 'zahn-2', 'a_b', 'ab', 'A1', 'ü', 'u', '10', '9'];
     const docs = names.map((name, index) =>
-      document(`${name}.stl`, ['/x', '/X/é', '/x-y', '/é', '/'][index % 5]!, index % 3, { fileType: ['STL', 'PLY', 'OBJ'][index % 3]!, fileSize: index % 4 === 0 ? null : (index * 7) % 5 }),
+      document(`${name}.stl`, ['/x', '/X/é', '/x-y', '/é', '/'][index % 5]!, index % 3, {
+        fileType: ['STL', 'PLY', 'OBJ'][index % 3]!,
+        fileSize: index % 4 === 0 ? null : (index * 7) % 5,
+        // Some scanned before, some after others' uploads, some not dated (they sort by their upload).
+        scannedAt: index % 3 === 0 ? null : minute((index * 5) % 4),
+      }),
     );
     for (const doc of docs) await store.documents.create(doc, []);
     const keyOf: Record<DocumentQuery['sortBy'], (doc: DocumentRecord) => string | number | null> = {
@@ -307,6 +314,7 @@ describe.each(BACKENDS)('Store contract on $name', (backend) => {
       fileSize: (doc) => doc.fileSize,
       fileType: (doc) => doc.fileType,
       path: (doc) => doc.path.toLowerCase(),
+      scannedAt: (doc) => doc.scannedAt ?? doc.lastModifiedAt,
     };
     for (const sortBy of Object.keys(keyOf) as Array<DocumentQuery['sortBy']>) {
       for (const sortDirection of ['ASC', 'DESC'] as const) {
@@ -358,6 +366,39 @@ describe.each(BACKENDS)('Store contract on $name', (backend) => {
     expect(await store.documents.search(search())).toEqual({ rows: [], total: 0 });
     expect(await store.content.versions(doc.id)).toHaveLength(2);
     expect((await store.outbox.after(0, 10)).map((stored) => stored.eventType)).toEqual(['document.uploaded', 'document.deleted']);
+  });
+
+  it('scan times: kept on create and on each version (and back with a restored version), found and sorted by a range that counts undated documents by their upload', async () => {
+    const { store } = await seeded(backend);
+    const scanned = document('80021_Pearson_0.stl', '/scans', 1, { scannedAt: '2026-11-20T16:45:00.000Z' });
+    const undated = document('referral.pdf', '/scans', 2);
+    await store.documents.create(scanned, []);
+    await store.documents.create(undated, []);
+    expect(await store.documents.get(PATIENT, scanned.id)).toEqual(scanned);
+    expect((await store.documents.get(PATIENT, undated.id))?.scannedAt).toBeNull();
+    await store.content.commitVersion(version(scanned.id, 1, { scannedAt: '2026-11-20T16:45:00.000Z' }), 0, []);
+    await store.content.commitVersion(version(scanned.id, 2, { scannedAt: '2026-11-20T16:50:00.000Z' }), 1, []);
+    await store.content.commitVersion(version(undated.id, 1), 0, []);
+    expect(await store.content.find(scanned.id)).toMatchObject({ version: 2, scannedAt: '2026-11-20T16:50:00.000Z', lastModifiedAt: minute(32) });
+    expect((await store.content.versions(scanned.id)).map((stored) => [stored.version, stored.scannedAt])).toEqual([
+      [2, '2026-11-20T16:50:00.000Z'],
+      [1, '2026-11-20T16:45:00.000Z'],
+    ]);
+    expect(await store.content.version(undated.id, 1)).toEqual(version(undated.id, 1));
+    const found = async (range: Partial<DocumentQuery>) => (await store.documents.search(search({ ...range, sortBy: 'scannedAt', sortDirection: 'ASC' }))).rows.map((row) => row.fileName);
+    // The day before the uploads finds the scan; the uploads' day finds the undated file by its upload.
+    expect(await found({ scannedFrom: '2026-11-20T00:00:00.000Z', scannedTo: '2026-11-21T00:00:00.000Z' })).toEqual(['80021_Pearson_0.stl']);
+    expect(await found({ scannedFrom: '2026-11-21T00:00:00.000Z', scannedTo: '2026-11-22T00:00:00.000Z' })).toEqual(['referral.pdf']);
+    expect(await found({ scannedFrom: '2026-11-20T16:50:00.000Z' })).toEqual(['80021_Pearson_0.stl', 'referral.pdf']);
+    expect(await found({ scannedTo: '2026-11-20T16:50:00.000Z' })).toEqual([]);
+    expect((await store.documents.search(search({ scannedFrom: '2026-11-20T00:00:00.000Z', scannedTo: '2026-11-21T00:00:00.000Z', hasContent: true }))).total).toBe(1);
+    expect(await found({ scannedFrom: '2026-11-20T00:00:00.000Z', scannedTo: '2026-11-21T00:00:00.000Z', pathKey: '/scans', fileType: 'STL' })).toEqual(['80021_Pearson_0.stl']);
+    // A lost version restored brings its scan time back with its content.
+    const lost = { documentId: scanned.id, version: 2, contentKey: `content/${scanned.id}/2`, at: minute(50), reason: 'the file is missing' };
+    const mark = { at: minute(50), requestId: 'run-1', detail: {} };
+    await store.content.markLost(lost, [], mark);
+    await store.content.markRestored({ ...lost, sha256: version(scanned.id, 2).sha256 }, [], mark);
+    expect((await store.content.find(scanned.id))?.scannedAt).toBe('2026-11-20T16:50:00.000Z');
   });
 
   it('content: lost and restored marks change the document once, with their audit entry and event in the same transaction', async () => {

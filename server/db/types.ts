@@ -55,6 +55,11 @@ export interface DocumentRecord {
   /** The current version's thumbnail: null while there is none yet, NO_THUMBNAIL when its render failed. */
   thumbnailKey: string | null;
   createdBy: string;
+  /**
+   * When the file was made (its mtime on the scanner PC, ISO 8601 UTC), as the create or the latest
+   * upload said; null (or absent in a record being written) when no client said.
+   */
+  scannedAt?: string | null;
 }
 
 /** DocumentRecord.thumbnailKey of a version whose thumbnail could not be rendered. */
@@ -111,6 +116,9 @@ export interface DocumentQuery {
   /** Folded substring of the file name. */
   nameContains?: string;
   fileType?: string;
+  /** Scan dates from (inclusive) and to (exclusive), ISO 8601 UTC; a document without a scan time counts by its lastModifiedAt. */
+  scannedFrom?: string;
+  scannedTo?: string;
   sortBy: SortField;
   sortDirection: 'ASC' | 'DESC';
   offset: number;
@@ -219,6 +227,8 @@ export interface DocumentVersionRecord {
   uploadedBy: string;
   /** When its stored file was marked lost (admin `verify --mark-lost`); null while it is not (never, or restored since). */
   contentLostAt: string | null;
+  /** When the file of this version was made: its upload's scannedAt, else the document's then; null (or absent) when none. */
+  scannedAt?: string | null;
 }
 
 export interface DocumentContentRepository {

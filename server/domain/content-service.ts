@@ -26,6 +26,8 @@ export interface UploadForm {
   fileName?: string;
   /** Type of the form: what the client says the bytes are. */
   fileType?: string;
+  /** When the file was made (checked, UTC): the version's and the document's scan time; absent keeps the document's. */
+  scannedAt?: string;
 }
 
 export type VersionDto = DocumentVersionDto;
@@ -196,6 +198,7 @@ export class ContentService {
       uploadedAt,
       uploadedBy: actor.clientId,
       contentLostAt: null,
+      scannedAt: form.scannedAt ?? document.scannedAt ?? null,
     };
     const updated: DocumentRecord = {
       ...document,
@@ -208,6 +211,7 @@ export class ContentService {
       contentType: record.contentType,
       thumbnailKey: null,
       lastModifiedAt: uploadedAt,
+      scannedAt: record.scannedAt ?? null,
     };
     const event = outboxEvent('document.uploaded', {
       patientId: document.patientId,
@@ -288,6 +292,7 @@ export class ContentService {
       // A version marked lost gets no link: it could only answer 404 (see resolveLink).
       storageDownloadUri: version.contentLostAt === null ? this.links.signed(document.id, version.version, 'content', holder) : null,
       contentLostAt: version.contentLostAt,
+      scannedAt: version.scannedAt ?? null,
     }));
   }
 

@@ -8,6 +8,7 @@ import { DuplicateError, NO_THUMBNAIL, type DocumentQuery, type DocumentRecord, 
 import { badRequest, conflict } from '../errors.js';
 import { outboxEvent } from './events.js';
 import type { LinkHolder, Links } from './links.js';
+import { scanRange, scanTime } from './scan-time.js';
 
 export interface Actor {
   clientId: string;
@@ -93,6 +94,7 @@ export class DocumentService {
         document.hasContent && document.thumbnailKey !== NO_THUMBNAIL && (document.thumbnailKey !== null || this.previewable(document.fileType))
           ? this.links.signed(document.id, document.version, 'thumbnail', holder)
           : null,
+      scannedAt: document.scannedAt ?? null,
     };
   }
 
@@ -126,6 +128,7 @@ export class DocumentService {
       contentType: null,
       thumbnailKey: null,
       createdBy: actor.clientId,
+      scannedAt: body.scannedAt === undefined ? null : scanTime(body.scannedAt, 'body/scannedAt'),
     };
     const event = outboxEvent('document.created', {
       patientId,
@@ -193,12 +196,13 @@ export class DocumentService {
       hasContent: body.hasContent,
       nameContains: body.fileName,
       fileType: body.fileType,
+      ...scanRange(body.scannedFrom, body.scannedTo),
       sortBy: body.sortBy ?? SEARCH_DEFAULTS.sortBy,
       sortDirection: body.sortDirection ?? SEARCH_DEFAULTS.sortDirection,
       offset,
       limit,
     };
-    const key = JSON.stringify([holder.clientId, holder.organizationId, query.patientId, query.ids, query.pathKey, query.hasContent, query.nameContains, query.fileType, query.sortBy, query.sortDirection, offset, limit]);
+    const key = JSON.stringify([holder.clientId, holder.organizationId, query.patientId, query.ids, query.pathKey, query.hasContent, query.nameContains, query.fileType, query.scannedFrom, query.scannedTo, query.sortBy, query.sortDirection, offset, limit]);
     return { query, key };
   }
 

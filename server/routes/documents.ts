@@ -77,6 +77,8 @@ function searchFilters(body: SearchBody | undefined): Record<string, unknown> {
   if (typeof body.fileName === 'string') filters.fileName = body.fileName.slice(0, 300);
   if (typeof body.fileType === 'string') filters.fileType = body.fileType.slice(0, 32);
   if (typeof body.hasContent === 'boolean') filters.hasContent = body.hasContent;
+  if (typeof body.scannedFrom === 'string') filters.scannedFrom = body.scannedFrom.slice(0, 64);
+  if (typeof body.scannedTo === 'string') filters.scannedTo = body.scannedTo.slice(0, 64);
   if (Array.isArray(body.id)) filters.ids = body.id.length;
   return filters;
 }

@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandle
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { checkFileName, FILE_TYPE_PATTERN } from '../../shared/names.js';
+import { scanTime } from '../domain/scan-time.js';
 import { buildProblem, PROBLEM_CONTENT_TYPE } from '../../shared/problem.js';
 import { Uuid } from '../../shared/schemas.js';
 import type { ContentService, UploadForm } from '../domain/content-service.js';
@@ -67,6 +68,9 @@ export function formFromMetadata(metadata: Record<string, string>, documentId: s
   const type = (metadata.Type ?? metadata.filetype)?.trim().toUpperCase();
   // tus clients often send a media type here (model/stl); only an uppercase file type counts.
   if (type !== undefined && FILE_TYPE_PATTERN.test(type)) form.fileType = type;
+  // An extension (docs/api.md "Scan times"): when the file was made.
+  const scannedAt = metadata.ScannedAt ?? metadata.scannedAt;
+  if (scannedAt !== undefined && scannedAt !== '') form.scannedAt = scanTime(scannedAt, 'Upload-Metadata ScannedAt');
   return form;
 }
 

@@ -7,6 +7,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { MultipartFile, MultipartValue } from '@fastify/multipart';
 import { Type } from 'typebox';
 import { checkFileName, FILE_TYPE_PATTERN } from '../../shared/names.js';
+import { scanTime } from '../domain/scan-time.js';
 import { DocumentSchema, ProblemSchema, Uuid } from '../../shared/schemas.js';
 import type { AccessFacts, ContentService, UploadForm } from '../domain/content-service.js';
 import { holdEntry } from '../audit/http.js';
@@ -111,6 +112,9 @@ function uploadForm(form: ReceivedForm, documentId: string): UploadForm {
     if (!FILE_TYPE_PATTERN.test(upper)) throw badRequest('form field Type must be an uppercase file type of 1–16 letters or digits, such as PDF or STL');
     result.fileType = upper;
   }
+  // An extension (docs/api.md "Scan times"): when the file was made.
+  const scannedAt = form.fields.get('ScannedAt');
+  if (scannedAt !== undefined && scannedAt !== '') result.scannedAt = scanTime(scannedAt, 'form field ScannedAt');
   return result;
 }
 
@@ -154,10 +158,10 @@ export async function uploadRoutes(appBase: FastifyInstance, options: UploadRout
       config: { audit: { action: 'upload' } },
       schema: {
         tags: ['storage'],
-        summary: 'Upload the document content (multipart: file, FileName, Type, Id; Patient.File.Write)',
+        summary: 'Upload the document content (multipart: file, FileName, Type, Id, ScannedAt; Patient.File.Write)',
         description:
           'Only the field file is required. FileName, Type and Id (SPEC §4.2) are checked when sent: Id must name the document of this URL, ' +
-          'Type must be a file type such as STL. A document with content takes a new version only with If-Match: "<sha256 of the current content>".',
+          'Type must be a file type such as STL. ScannedAt (an extension) is when the file was made, ISO 8601 with a time zone; without it the document keeps its scan time. A document with content takes a new version only with If-Match: "<sha256 of the current content>".',
         security: [{ bearer: [] }],
         consumes: ['multipart/form-data'],
         params: StorageParams,

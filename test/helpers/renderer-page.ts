@@ -197,6 +197,7 @@ export function documentDto(partial: Partial<DocumentDto> & Pick<DocumentDto, 'f
     createdAt: '2026-03-12T10:00:00.000Z',
     storageDownloadUri: null,
     thumbnailDownloadUri: null,
+    scannedAt: null,
     ...partial,
   };
 }

@@ -21,6 +21,7 @@ import { FILE_STATES } from '../../../shared/bridge.js';
 import { PLAIN_MESSAGES } from '../../../shared/bridge-errors.js';
 import type { DocumentDto, DocumentVersionDto, PatientDto, SearchBody, SortField } from '../../../shared/schemas.js';
 import type { DocumentQuery } from '../documents/walk.js';
+import { scanDateOf } from '../documents/scan-date.js';
 import { BridgeError } from './errors.js';
 
 export interface DemoOptions {
@@ -88,6 +89,8 @@ function makeDocuments(count: number, modelUrl: string): DocumentDto[] {
       path: folder,
       lastModifiedAt: new Date(NOW - index * 3_600_000).toISOString(),
       createdAt: new Date(NOW - index * 3_600_000).toISOString(),
+      // Scanned 25 minutes before the upload; every seventh file from a workstation that did not say.
+      scannedAt: index % 7 === 3 ? null : new Date(NOW - index * 3_600_000 - 25 * 60_000).toISOString(),
       hasContent,
       fileSize: hasContent ? 40_000 + ((index * 7919) % 48_000_000) : null,
       sha256: hasContent ? index.toString(16).padStart(64, 'a') : null,
@@ -109,8 +112,8 @@ function makeVersions(document: DocumentDto, index: number, modelUrl: string): D
     const earlier = (days: number) => new Date(Date.parse(document.lastModifiedAt) - days * 86_400_000).toISOString();
     return [
       // A lost current version is not served: the server calls none current, and gives it no link.
-      { ...common, version: 2, current: false, fileSize: 9_412_084, sha256: '2b'.repeat(32), uploadedAt: document.lastModifiedAt, thumbnailStatus: 'none', storageDownloadUri: null, contentLostAt: LOST_AT },
-      { ...common, version: 1, current: false, fileSize: 9_380_512, sha256: '1a'.repeat(32), uploadedAt: earlier(7), thumbnailStatus: 'ready', storageDownloadUri: modelUrl, contentLostAt: null },
+      { ...common, version: 2, current: false, fileSize: 9_412_084, sha256: '2b'.repeat(32), uploadedAt: document.lastModifiedAt, thumbnailStatus: 'none', storageDownloadUri: null, contentLostAt: LOST_AT, scannedAt: document.scannedAt },
+      { ...common, version: 1, current: false, fileSize: 9_380_512, sha256: '1a'.repeat(32), uploadedAt: earlier(7), thumbnailStatus: 'ready', storageDownloadUri: modelUrl, contentLostAt: null, scannedAt: null },
     ];
   }
   if (!document.hasContent) return [];
@@ -125,6 +128,7 @@ function makeVersions(document: DocumentDto, index: number, modelUrl: string): D
       thumbnailStatus: document.thumbnailDownloadUri ? 'ready' : 'none',
       storageDownloadUri: document.storageDownloadUri,
       contentLostAt: null,
+      scannedAt: document.scannedAt,
     },
   ];
 }
@@ -175,6 +179,8 @@ function compareDocuments(sortBy: SortField): (a: DocumentDto, b: DocumentDto) =
         return document.path;
       case 'lastModifiedAt':
         return document.lastModifiedAt;
+      case 'scannedAt':
+        return scanDateOf(document).at;
     }
   };
   return (a, b) => {
@@ -194,7 +200,9 @@ function search(all: DocumentDto[], body: DocumentQuery): DocumentDto[] {
       (!folder || document.path === folder || document.path.startsWith(`${folder}/`)) &&
       (!name || document.fileName.toLowerCase().includes(name)) &&
       (!body.fileType || document.fileType === body.fileType) &&
-      (body.hasContent !== true || document.hasContent),
+      (body.hasContent !== true || document.hasContent) &&
+      (!body.scannedFrom || scanDateOf(document).at >= body.scannedFrom) &&
+      (!body.scannedTo || scanDateOf(document).at < body.scannedTo),
   );
 }
 

@@ -25,7 +25,8 @@ import type { PostgresOutbox } from './outbox.js';
 
 const VERSION_COLUMNS = `document_id AS "documentId", version, file_type AS "fileType", original_file_name AS "originalFileName", file_size AS "fileSize",
   sha256, content_key AS "contentKey", content_type AS "contentType", thumbnail_key AS "thumbnailKey", thumbnail_status AS "thumbnailStatus",
-  thumbnail_error AS "thumbnailError", uploaded_at AS "uploadedAt", uploaded_by AS "uploadedBy", content_lost_at AS "contentLostAt"`;
+  thumbnail_error AS "thumbnailError", uploaded_at AS "uploadedAt", uploaded_by AS "uploadedBy", content_lost_at AS "contentLostAt",
+  scanned_at AS "scannedAt"`;
 
 export class PostgresDocumentContent implements DocumentContentRepository {
   constructor(
@@ -43,15 +44,26 @@ export class PostgresDocumentContent implements DocumentContentRepository {
     const committed = await this.db.transaction(async (tx) => {
       const changed = await tx.run(
         `UPDATE documents SET has_content = true, file_size = $1, sha256 = $2, version = $3, content_key = $4, content_type = $5, file_type = $6,
-           thumbnail_key = NULL, last_modified_at = $7
+           thumbnail_key = NULL, last_modified_at = $7, scanned_at = $10
          WHERE id = $8 AND version = $9 AND deleted_at IS NULL`,
-        [version.fileSize, version.sha256, version.version, version.contentKey, version.contentType, version.fileType, version.uploadedAt, version.documentId, expectedVersion],
+        [
+          version.fileSize,
+          version.sha256,
+          version.version,
+          version.contentKey,
+          version.contentType,
+          version.fileType,
+          version.uploadedAt,
+          version.documentId,
+          expectedVersion,
+          version.scannedAt ?? null,
+        ],
       );
       if (changed === 0) return false;
       await tx.run(
         `INSERT INTO document_versions (document_id, version, file_type, original_file_name, file_size, sha256, content_key, content_type,
-           thumbnail_key, thumbnail_status, thumbnail_error, uploaded_at, uploaded_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+           thumbnail_key, thumbnail_status, thumbnail_error, uploaded_at, uploaded_by, scanned_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
         [
           version.documentId,
           version.version,
@@ -66,6 +78,7 @@ export class PostgresDocumentContent implements DocumentContentRepository {
           version.thumbnailError,
           version.uploadedAt,
           version.uploadedBy,
+          version.scannedAt ?? null,
         ],
       );
       await this.outbox.appendInTransaction(tx, events);
@@ -151,7 +164,7 @@ export class PostgresDocumentContent implements DocumentContentRepository {
         version &&
         (await tx.run(
           `UPDATE documents SET has_content = true, file_size = v.file_size, sha256 = v.sha256, content_key = v.content_key, content_type = v.content_type,
-             file_type = v.file_type,
+             file_type = v.file_type, scanned_at = v.scanned_at,
              thumbnail_key = CASE v.thumbnail_status WHEN 'ready' THEN v.thumbnail_key WHEN 'failed' THEN '${NO_THUMBNAIL}' ELSE NULL END
            FROM document_versions v
            WHERE v.document_id = $1 AND v.version = $2 AND v.content_key = $3

@@ -8,7 +8,7 @@ import type { PostgresOutbox } from './outbox.js';
 /** The columns of a DocumentRecord, named as its fields. */
 export const DOCUMENT_COLUMNS = `id, patient_id AS "patientId", organization_id AS "organizationId", file_name AS "fileName", file_type AS "fileType",
   path, created_at AS "createdAt", last_modified_at AS "lastModifiedAt", has_content AS "hasContent", file_size AS "fileSize", sha256, version,
-  content_key AS "contentKey", content_type AS "contentType", thumbnail_key AS "thumbnailKey", created_by AS "createdBy"`;
+  content_key AS "contentKey", content_type AS "contentType", thumbnail_key AS "thumbnailKey", created_by AS "createdBy", scanned_at AS "scannedAt"`;
 
 /** A row of DOCUMENT_COLUMNS as a record (only its own fields: a query may select more). */
 export function documentFromRow(row: DocumentRecord): DocumentRecord {
@@ -29,8 +29,12 @@ export function documentFromRow(row: DocumentRecord): DocumentRecord {
     contentType: row.contentType,
     thumbnailKey: row.thumbnailKey,
     createdBy: row.createdBy,
+    scannedAt: row.scannedAt ?? null,
   };
 }
+
+/** A document's scan date: when the file was made, or for one no client dated, its last upload (docs/api.md "Scan times"). */
+const SCAN_DATE = 'COALESCE(scanned_at, last_modified_at)';
 
 const SORT_COLUMNS: Record<SortField, string> = {
   lastModifiedAt: 'last_modified_at',
@@ -38,7 +42,13 @@ const SORT_COLUMNS: Record<SortField, string> = {
   fileSize: 'file_size',
   fileType: 'file_type',
   path: 'path_key',
+  scannedAt: SCAN_DATE,
 };
+
+/** A scan date range narrows the search. */
+function filtersScanDate(query: DocumentQuery): boolean {
+  return query.scannedFrom !== undefined || query.scannedTo !== undefined;
+}
 
 /** A folder filter narrows the search ('/' is the whole patient, as no path is). */
 function filtersFolder(query: DocumentQuery): query is DocumentQuery & { pathKey: string } {
@@ -66,6 +76,8 @@ function buildFilter(query: DocumentQuery): { where: string; params: unknown[] }
   if (query.hasContent !== undefined) clauses.push(`has_content = ${bind(query.hasContent)}`);
   if (query.nameContains !== undefined && query.nameContains !== '') clauses.push(`strpos(name_key, ${bind(foldKey(query.nameContains))}) > 0`);
   if (query.fileType !== undefined) clauses.push(`file_type = ${bind(query.fileType.toUpperCase())}`);
+  if (query.scannedFrom !== undefined) clauses.push(`${SCAN_DATE} >= ${bind(query.scannedFrom)}`);
+  if (query.scannedTo !== undefined) clauses.push(`${SCAN_DATE} < ${bind(query.scannedTo)}`);
   return { where: clauses.join(' AND '), params };
 }
 
@@ -79,8 +91,8 @@ export class PostgresDocuments implements DocumentRepository {
     const stored = await this.db.transaction(async (tx) => {
       const inserted = await tx.run(
         `INSERT INTO documents (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at,
-           last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+           last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by, scanned_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
          ON CONFLICT DO NOTHING`,
         [
           document.id,
@@ -101,6 +113,7 @@ export class PostgresDocuments implements DocumentRepository {
           document.contentType,
           document.thumbnailKey,
           document.createdBy,
+          document.scannedAt ?? null,
         ],
       );
       if (inserted === 0) return false;
@@ -128,7 +141,7 @@ export class PostgresDocuments implements DocumentRepository {
   async search(query: DocumentQuery): Promise<Page<DocumentRecord>> {
     const { where, params } = buildFilter(query);
     const byIds = query.ids !== undefined && query.ids.length > 0;
-    const wholePatient = !byIds && !filtersFolder(query) && !query.nameContains && query.fileType === undefined;
+    const wholePatient = !byIds && !filtersFolder(query) && !query.nameContains && query.fileType === undefined && !filtersScanDate(query);
     const total = wholePatient
       ? `SELECT COALESCE(SUM(documents), 0)::bigint AS total FROM patient_document_counts WHERE patient_id = $1${query.hasContent === undefined ? '' : ` AND has_content = ${query.hasContent ? 'true' : 'false'}`}`
       : `SELECT count(*) AS total FROM documents WHERE ${where}`;

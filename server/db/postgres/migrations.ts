@@ -294,6 +294,14 @@ export const POSTGRES_MIGRATIONS: PostgresMigration[] = [
       CREATE INDEX patient_identifier_owners_by_patient ON patient_identifier_owners(patient_id);
     `,
   },
+  {
+    // Scan times (docs/api.md "Scan times"), as SQLite's 011-scanned-at: null for what was stored before.
+    name: '003-scanned-at',
+    sql: `
+      ALTER TABLE documents ADD COLUMN scanned_at ${C};
+      ALTER TABLE document_versions ADD COLUMN scanned_at ${C};
+    `,
+  },
 ];
 
 /** The database as a label for messages: its URL without the password. */

@@ -78,6 +78,7 @@ interface VersionRow {
   uploaded_at: string;
   uploaded_by: string;
   content_lost_at: string | null;
+  scanned_at: string | null;
 }
 
 function versionFromRow(row: VersionRow): DocumentVersionRecord {
@@ -96,6 +97,7 @@ function versionFromRow(row: VersionRow): DocumentVersionRecord {
     uploadedAt: row.uploaded_at,
     uploadedBy: row.uploaded_by,
     contentLostAt: row.content_lost_at ?? null,
+    scannedAt: row.scanned_at ?? null,
   };
 }
 
@@ -111,14 +113,14 @@ export class SqliteDocumentContent implements DocumentContentRepository {
       find: db.prepare(`SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = ? AND deleted_at IS NULL`).raw(),
       setCurrent: db.prepare(
         `UPDATE documents SET has_content = 1, file_size = @fileSize, sha256 = @sha256, version = @version, content_key = @contentKey,
-           content_type = @contentType, file_type = @fileType, thumbnail_key = NULL, last_modified_at = @uploadedAt
+           content_type = @contentType, file_type = @fileType, thumbnail_key = NULL, last_modified_at = @uploadedAt, scanned_at = @scannedAt
          WHERE id = @documentId AND version = @expectedVersion AND deleted_at IS NULL`,
       ),
       insertVersion: db.prepare(
         `INSERT INTO document_versions (document_id, version, file_type, original_file_name, file_size, sha256, content_key, content_type,
-           thumbnail_key, thumbnail_status, thumbnail_error, uploaded_at, uploaded_by)
+           thumbnail_key, thumbnail_status, thumbnail_error, uploaded_at, uploaded_by, scanned_at)
          VALUES (@documentId, @version, @fileType, @originalFileName, @fileSize, @sha256, @contentKey, @contentType,
-           @thumbnailKey, @thumbnailStatus, @thumbnailError, @uploadedAt, @uploadedBy)`,
+           @thumbnailKey, @thumbnailStatus, @thumbnailError, @uploadedAt, @uploadedBy, @scannedAt)`,
       ),
       versions: db.prepare('SELECT * FROM document_versions WHERE document_id = ? ORDER BY version DESC'),
       version: db.prepare('SELECT * FROM document_versions WHERE document_id = ? AND version = ?'),
@@ -152,7 +154,7 @@ export class SqliteDocumentContent implements DocumentContentRepository {
       // triggers bump the patient's change counter, so no cached search page survives.
       setCurrentRestored: db.prepare(
         `UPDATE documents SET has_content = 1, file_size = v.file_size, sha256 = v.sha256, content_key = v.content_key, content_type = v.content_type,
-           file_type = v.file_type,
+           file_type = v.file_type, scanned_at = v.scanned_at,
            thumbnail_key = CASE v.thumbnail_status WHEN 'ready' THEN v.thumbnail_key WHEN 'failed' THEN '${NO_THUMBNAIL}' ELSE NULL END
          FROM (SELECT * FROM document_versions WHERE document_id = @documentId AND version = @version AND content_key = @contentKey) AS v
          WHERE documents.id = @documentId AND documents.version = @version AND documents.has_content = 0 AND documents.content_key IS NULL
@@ -169,9 +171,10 @@ export class SqliteDocumentContent implements DocumentContentRepository {
   async commitVersion(version: DocumentVersionRecord, expectedVersion: number, events: OutboxEvent[]): Promise<boolean> {
     return this.db
       .transaction(() => {
-        const changed = this.statements.setCurrent.run({ ...version, expectedVersion }).changes;
+        const row = { ...version, scannedAt: version.scannedAt ?? null };
+        const changed = this.statements.setCurrent.run({ ...row, expectedVersion }).changes;
         if (changed === 0) return false;
-        this.statements.insertVersion.run(version);
+        this.statements.insertVersion.run(row);
         this.outbox.appendInTransaction(events);
         return true;
       })

@@ -15,17 +15,21 @@ interface PendingCreate {
   reject: (error: unknown) => void;
 }
 
+/** A document's scan date: when the file was made, or for one no client dated, its last upload (docs/api.md "Scan times"). */
+export const SCAN_DATE = 'COALESCE(scanned_at, last_modified_at)';
+
 const SORT_COLUMNS: Record<SortField, string> = {
   lastModifiedAt: 'last_modified_at',
   fileName: 'name_key',
   fileSize: 'file_size',
   fileType: 'file_type',
   path: 'path_key',
+  scannedAt: SCAN_DATE,
 };
 
 /** The columns of a DocumentRecord, in the order documentFromColumns reads them. */
 export const DOCUMENT_COLUMNS = `id, patient_id, organization_id, file_name, file_type, path, created_at, last_modified_at, has_content,
-  file_size, sha256, version, content_key, content_type, thumbnail_key, created_by`;
+  file_size, sha256, version, content_key, content_type, thumbnail_key, created_by, scanned_at`;
 
 /**
  * A row of DOCUMENT_COLUMNS read as an array (statement.raw()): better-sqlite3 builds a row object
@@ -49,6 +53,7 @@ export function documentFromColumns(row: unknown[]): DocumentRecord {
     contentType: row[13] as string | null,
     thumbnailKey: row[14] as string | null,
     createdBy: row[15] as string,
+    scannedAt: row[16] as string | null,
   };
 }
 
@@ -60,6 +65,11 @@ interface Filter {
 /** A folder filter narrows the search ('/' is the whole patient, as no path is). */
 function filtersFolder(query: DocumentQuery): query is DocumentQuery & { pathKey: string } {
   return query.pathKey !== undefined && query.pathKey !== '/';
+}
+
+/** A scan date range narrows the search. */
+export function filtersScanDate(query: DocumentQuery): boolean {
+  return query.scannedFrom !== undefined || query.scannedTo !== undefined;
 }
 
 /** Builds the WHERE clause; a non-empty id list replaces every other filter (SPEC §4.3). */
@@ -94,6 +104,14 @@ export function buildFilter(query: DocumentQuery): Filter {
     clauses.push('file_type = @fileType');
     params.fileType = query.fileType.toUpperCase();
   }
+  if (query.scannedFrom !== undefined) {
+    clauses.push(`${SCAN_DATE} >= @scannedFrom`);
+    params.scannedFrom = query.scannedFrom;
+  }
+  if (query.scannedTo !== undefined) {
+    clauses.push(`${SCAN_DATE} < @scannedTo`);
+    params.scannedTo = query.scannedTo;
+  }
   return { where: clauses.join(' AND '), params };
 }
 
@@ -108,9 +126,9 @@ export class SqliteDocuments implements DocumentRepository {
   ) {
     this.insert = db.prepare(
       `INSERT INTO documents (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at,
-         last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by)
+         last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by, scanned_at)
        VALUES (@id, @patientId, @organizationId, @fileName, @nameKey, @fileType, @path, @pathKey, @createdAt,
-         @lastModifiedAt, @hasContent, @fileSize, @sha256, @version, @contentKey, @contentType, @thumbnailKey, @createdBy)
+         @lastModifiedAt, @hasContent, @fileSize, @sha256, @version, @contentKey, @contentType, @thumbnailKey, @createdBy, @scannedAt)
        ON CONFLICT DO NOTHING`,
     );
     this.selectOne = db.prepare(`SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id = ? AND patient_id = ? AND deleted_at IS NULL`).raw();
@@ -149,6 +167,7 @@ export class SqliteDocuments implements DocumentRepository {
         nameKey: foldKey(document.fileName),
         pathKey: foldKey(document.path),
         hasContent: document.hasContent ? 1 : 0,
+        scannedAt: document.scannedAt ?? null,
       });
       if (changes === 0) return false;
       this.outbox.appendInTransaction(events);
@@ -225,7 +244,7 @@ export class SqliteDocuments implements DocumentRepository {
   }
 
   private count(query: DocumentQuery, where: string, params: Record<string, unknown>, byIds: boolean): number {
-    const wholePatient = !byIds && !filtersFolder(query) && !query.nameContains && query.fileType === undefined;
+    const wholePatient = !byIds && !filtersFolder(query) && !query.nameContains && query.fileType === undefined && !filtersScanDate(query);
     if (wholePatient) {
       const sql = 'SELECT COALESCE(SUM(documents), 0) FROM patient_document_counts WHERE patient_id = @patientId AND (@hasContent IS NULL OR has_content = @hasContent)';
       return this.statement(sql).pluck().get({ patientId: query.patientId, hasContent: query.hasContent === undefined ? null : query.hasContent ? 1 : 0 }) as number;

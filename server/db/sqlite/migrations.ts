@@ -318,3 +318,16 @@ export const PATIENT_IDENTIFIERS_MIGRATION: Migration = {
     CREATE INDEX patient_identifier_owners_by_patient ON patient_identifier_owners(patient_id);
   `,
 };
+
+/**
+ * Scan times (docs/api.md "Scan times"): when the file was made, as a client says on create or
+ * upload, on the document and on each version. Null for what was stored before: those documents
+ * count by their last upload, as documents no client dates do.
+ */
+export const SCANNED_AT_MIGRATION: Migration = {
+  name: '011-scanned-at',
+  sql: `
+    ALTER TABLE documents ADD COLUMN scanned_at TEXT;
+    ALTER TABLE document_versions ADD COLUMN scanned_at TEXT;
+  `,
+};
