@@ -64,8 +64,9 @@ export class ApiClient implements DocumentApi {
     this.tus = new TusUploader({ http: this.http, send: (build) => this.authorized(build), limiter: options.limiter, pieceProbe: options.pieceProbe, ...(options.now ? { now: options.now } : {}) });
   }
 
-  createDocument(patientId: string, fileName: string, path: string): Promise<CreateDocumentResponse> {
-    return this.json<CreateDocumentResponse>({ method: 'POST', url: `${this.patientUrl(patientId)}/documents`, json: { fileName, path }, organization: true });
+  createDocument(patientId: string, fileName: string, path: string, scannedAt?: string): Promise<CreateDocumentResponse> {
+    const json = scannedAt === undefined ? { fileName, path } : { fileName, path, scannedAt };
+    return this.json<CreateDocumentResponse>({ method: 'POST', url: `${this.patientUrl(patientId)}/documents`, json, organization: true });
   }
 
   search(patientId: string, body: SearchBody): Promise<SearchResponse> {
@@ -270,7 +271,7 @@ export class ApiClient implements DocumentApi {
         }),
       );
       const multipart = multipartBody({
-        fields: { FileName: request.fileName, Type: request.fileType, Id: request.documentId },
+        fields: { FileName: request.fileName, Type: request.fileType, Id: request.documentId, ...(request.scannedAt ? { ScannedAt: request.scannedAt } : {}) },
         file: { field: 'file', fileName: request.fileName, contentType: 'application/octet-stream', size: request.size, chunks },
       });
       const headers: Record<string, string> = {

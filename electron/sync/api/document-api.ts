@@ -23,6 +23,8 @@ export interface UploadRequest {
   hash?: SentBytesHash | undefined;
   /** sha256 of the content the server holds now; set for a new version. */
   ifMatch: string | null;
+  /** When the file was made (its mtime when found stable, ISO 8601 UTC): sent as ScannedAt. */
+  scannedAt?: string | undefined;
   signal?: AbortSignal | undefined;
   /** Total bytes the server has so far (including bytes of an earlier, resumed attempt). */
   onProgress?: ((bytesDone: number) => void) | undefined;
@@ -33,7 +35,8 @@ export interface UploadRequest {
 }
 
 export interface DocumentApi {
-  createDocument(patientId: string, fileName: string, path: string): Promise<CreateDocumentResponse>;
+  /** `scannedAt`: when the file was made (ISO 8601 UTC), the document's scan time (docs/api.md "Scan times"). */
+  createDocument(patientId: string, fileName: string, path: string, scannedAt?: string): Promise<CreateDocumentResponse>;
   upload(request: UploadRequest): Promise<DocumentDto | null>;
   /** Gives up a resumable upload begun earlier (best effort; the server expires it otherwise). */
   abandonUpload?(uploadUrl: string, signal?: AbortSignal): Promise<void>;

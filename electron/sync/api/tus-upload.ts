@@ -258,7 +258,7 @@ export class TusUploader {
         authorization: `Bearer ${token}`,
         'tus-resumable': TUS_VERSION,
         'upload-length': String(request.size),
-        'upload-metadata': metadata({ filename: request.fileName, filetype: request.fileType, Id: request.documentId }),
+        'upload-metadata': metadata({ filename: request.fileName, filetype: request.fileType, Id: request.documentId, ...(request.scannedAt ? { ScannedAt: request.scannedAt } : {}) }),
       };
       if (request.ifMatch) headers['if-match'] = `"${request.ifMatch}"`;
       return this.options.http.post(collection, { headers, throwHttpErrors: false, retry: { limit: 0 }, responseType: 'text', timeout: { request: 30_000 }, ...(request.signal ? { signal: request.signal } : {}) });

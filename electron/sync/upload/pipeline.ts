@@ -147,7 +147,7 @@ class FileRun {
   private async create(record: FileRecord, local: FileStat): Promise<FileRecord> {
     this.move('creating', { size: local.size, mtimeMs: local.mtimeMs });
     try {
-      const created = await this.deps.api.createDocument(this.pair.patientId, record.fileName, record.remotePath);
+      const created = await this.deps.api.createDocument(this.pair.patientId, record.fileName, record.remotePath, scanTimeOf(local));
       this.createdNow = true;
       this.storageUrl = created.storageUrl;
       // Written together with the move to `uploading` (one transaction fewer per file): a crash
@@ -198,6 +198,7 @@ class FileRun {
       stamp: before,
       hash: sent,
       ifMatch,
+      scannedAt: scanTimeOf(local),
       signal: this.signal,
       resumeUrl: record.uploadUrl,
       onResumeUrl: (url) => {
@@ -369,6 +370,17 @@ class FileRun {
     if (!record) throw new Error(`file ${this.fileId} is not in the journal`);
     return record;
   }
+}
+
+/**
+ * The file's scan time as the server keeps it (docs/api.md "Scan times"): its mtime as it was when
+ * the file was found stable (the run requeues a file whose mtime moved since), so a scan written
+ * yesterday and synced today is dated yesterday. None for an mtime before 1980: a file whose time
+ * was lost (1 January 1970) was not scanned then.
+ */
+function scanTimeOf(local: FileStat): string | undefined {
+  const at = new Date(Math.trunc(local.mtimeMs));
+  return Number.isNaN(at.getTime()) || at.getUTCFullYear() < 1980 || at.getUTCFullYear() > 9999 ? undefined : at.toISOString();
 }
 
 async function isLink(absolutePath: string): Promise<boolean> {
