@@ -195,7 +195,7 @@ describe('axe finds no serious or critical violation', () => {
       for (const width of [WIDE.width, 1280]) {
         await page.setViewportSize({ width, height: WIDE.height });
         expect(await covered(page), `file table cut or covered by the details at ${width} px`).toEqual([]);
-        if (width === WIDE.width) expect(await page.locator('.document-row .col-modified').first().isVisible(), 'the Modified date shows at 1440 beside the details').toBe(true);
+        if (width === WIDE.width) expect(await page.locator('.document-row .col-scanned').first().isVisible(), 'the Scanned date shows at 1440 beside the details').toBe(true);
       }
       await page.setViewportSize(WIDE);
       await page.locator('.details-panel').getByRole('button', { name: 'Download' }).click();

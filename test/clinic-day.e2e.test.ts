@@ -287,7 +287,7 @@ for (const size of SIZES) {
       const documentName = (name: string) => page.locator(`.document-row[data-document="${name}"] .middle-name`);
       await expectTellable(THREE_SHAPE.map(documentName));
       // The date stays in view at this size (in its short form when the column is narrow).
-      const date = page.locator(`.document-row[data-document="${THREE_SHAPE[0]}"] .col-modified`);
+      const date = page.locator(`.document-row[data-document="${THREE_SHAPE[0]}"] .col-scanned`);
       expect(await date.isVisible()).toBe(true);
       expect((await date.innerText()).trim()).toMatch(/2026/);
       await expectTellable(ITERO.map(documentName));

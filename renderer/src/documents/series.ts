@@ -69,7 +69,7 @@ function seriesOf(path: string, members: readonly DocumentDto[]): SeriesEntry {
     slices: members.length,
     fileSize: members.reduce((sum, member) => sum + (member.fileSize ?? 0), 0),
     lastModifiedAt: latest(members.map((member) => member.lastModifiedAt)) ?? members[0]!.lastModifiedAt,
-    scannedAt: latest(members.map((member) => (member as DocumentDto & { scannedAt?: string | null }).scannedAt)),
+    scannedAt: latest(members.map((member) => member.scannedAt)),
     allUploaded: members.every((member) => member.hasContent),
   };
 }

@@ -97,8 +97,10 @@ export function DocumentDetails({
         <dd className="break">{document.path}</dd>
         <dt>Size</dt>
         <dd>{formatBytes(document.fileSize)}</dd>
-        <dt>Modified</dt>
-        <dd>{formatDateTime(document.lastModifiedAt)}</dd>
+        <dt>Scanned</dt>
+        <dd data-testid="details-scanned">{document.scannedAt ? formatDateTime(document.scannedAt) : <span className="muted">Not recorded</span>}</dd>
+        <dt>Uploaded</dt>
+        <dd>{document.hasContent || document.version > 0 ? formatDateTime(document.lastModifiedAt) : <span className="muted">Not yet</span>}</dd>
         <dt>Added</dt>
         <dd>{formatDateTime(document.createdAt)}</dd>
         <dt>Content</dt>

@@ -7,6 +7,7 @@ import { VirtualList } from '../../components/VirtualList.js';
 import { fileIcon } from '../../documents/file-types.js';
 import { formatBytes, formatCount, formatDateTime, formatShortDate } from '../../format.js';
 import { isSeries, type ListEntry, type SeriesEntry } from '../../documents/series.js';
+import { scanDateOf } from '../../documents/scan-date.js';
 
 export interface SortOrder {
   sortBy: SortField;
@@ -19,7 +20,7 @@ const COLUMNS: Array<{ field: SortField | null; label: string; className: string
   { field: 'fileName', label: 'Name', className: 'col-name' },
   { field: 'fileType', label: 'Type', className: 'col-type' },
   { field: 'fileSize', label: 'Size', className: 'col-size' },
-  { field: 'lastModifiedAt', label: 'Modified', className: 'col-modified' },
+  { field: 'scannedAt', label: 'Scanned', className: 'col-scanned' },
   { field: null, label: 'Content', className: 'col-status' },
   { field: null, label: '', className: 'col-actions' },
 ];
@@ -35,7 +36,7 @@ export function DocumentTable({ documents, sort, onSort, onOpen, onDownload, sel
               <button
                 type="button"
                 className={column.field === sort.sortBy ? 'sort-button active' : 'sort-button'}
-                onClick={() => onSort({ sortBy: column.field!, sortDirection: column.field === sort.sortBy && sort.sortDirection === 'ASC' ? 'DESC' : column.field === sort.sortBy ? 'ASC' : column.field === 'lastModifiedAt' || column.field === 'fileSize' ? 'DESC' : 'ASC' })}
+                onClick={() => onSort({ sortBy: column.field!, sortDirection: column.field === sort.sortBy && sort.sortDirection === 'ASC' ? 'DESC' : column.field === sort.sortBy ? 'ASC' : column.field === 'scannedAt' || column.field === 'fileSize' ? 'DESC' : 'ASC' })}
               >
                 {column.label}
                 {/* aria-sort belongs to a table's column header; this header is a row of buttons, so the order is said in the button's name. */}
@@ -83,7 +84,7 @@ const SeriesRow = memo(function SeriesRow({ series }: { series: SeriesEntry }) {
         <span className="type-chip">DCM</span>
       </div>
       <div className="document-cell col-size tabular">{formatBytes(series.fileSize)}</div>
-      <div className="document-cell col-modified tabular">{formatDateTime(series.lastModifiedAt)}</div>
+      <ScannedCell document={series} />
       <div className="document-cell col-status">
         <span className="status-text muted" title={`Open ${folderName} to see the slices`}>
           <Icon name="folderOpen" size={14} /> Open series
@@ -109,10 +110,7 @@ const DocumentRow = memo(function DocumentRow({ document, selected, onDownload }
         <span className="type-chip">{document.fileType}</span>
       </div>
       <div className="document-cell col-size tabular">{formatBytes(document.fileSize)}</div>
-      <div className="document-cell col-modified tabular" title={formatDateTime(document.lastModifiedAt)}>
-        <span className="date-long">{formatDateTime(document.lastModifiedAt)}</span>
-        <span className="date-short">{formatShortDate(document.lastModifiedAt)}</span>
-      </div>
+      <ScannedCell document={document} />
       <div className="document-cell col-status">
         {document.hasContent ? (
           <span className="status-text tone-text-success">
@@ -151,6 +149,21 @@ const DocumentRow = memo(function DocumentRow({ document, selected, onDownload }
     </div>
   );
 });
+
+/**
+ * When the file was scanned (its time on the scanner PC); a document no workstation dated shows its
+ * upload time, said to be one, so staff never take an upload for a scan.
+ */
+function ScannedCell({ document }: { document: Pick<DocumentDto, 'scannedAt' | 'lastModifiedAt'> }) {
+  const { at, uploaded } = scanDateOf(document);
+  return (
+    <div className={uploaded ? 'document-cell col-scanned tabular uploaded' : 'document-cell col-scanned tabular'} title={uploaded ? `No scan time recorded; uploaded ${formatDateTime(at)}` : `Scanned ${formatDateTime(at)}`}>
+      <span className="date-long">{formatDateTime(at)}</span>
+      <span className="date-short">{formatShortDate(at)}</span>
+      {uploaded ? <span className="date-source muted small">upload time</span> : null}
+    </div>
+  );
+}
 
 export function Thumbnail({ document, size = 40 }: { document: DocumentDto; size?: number }) {
   const [failed, setFailed] = useState(false);

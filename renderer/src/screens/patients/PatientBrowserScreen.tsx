@@ -10,6 +10,7 @@ import { ErrorNotice } from '../../components/ErrorNotice.js';
 import { PatientList } from '../../components/PatientList.js';
 import { Splitter } from '../../components/Splitter.js';
 import { buildFolderTree } from '../../documents/tree.js';
+import { scanRangeOf } from '../../documents/scan-date.js';
 import { isSeries, withSeries } from '../../documents/series.js';
 import { formatCount } from '../../format.js';
 import { DocumentDetails, type PreviewKind } from './DocumentDetails.js';
@@ -21,7 +22,7 @@ import { PreviewDialog } from './PreviewDialog.js';
 import { useDocumentWalk, type WalkQuery } from './useDocumentWalk.js';
 
 const DEFAULT_SORT: SortOrder = { sortBy: SEARCH_DEFAULTS.sortBy, sortDirection: SEARCH_DEFAULTS.sortDirection };
-const NO_FILTERS: DocumentFilters = { fileName: '', fileType: '', hasContent: false };
+const NO_FILTERS: DocumentFilters = { fileName: '', fileType: '', hasContent: false, scanDay: { kind: 'any' } };
 /** The tree needs every document's path; it walks the whole record once in the default order. */
 const TREE_QUERY: WalkQuery = { path: '/', ...DEFAULT_SORT };
 
@@ -100,6 +101,7 @@ function PatientDocuments({ patient, treeSplitter }: { patient: Pick<PatientDto,
       ...(filters.fileName.trim() ? { fileName: filters.fileName.trim() } : {}),
       ...(filters.fileType ? { fileType: filters.fileType } : {}),
       ...(filters.hasContent ? { hasContent: true } : {}),
+      ...scanRangeOf(filters.scanDay),
     }),
     [folder, sort, filters],
   );
@@ -157,7 +159,7 @@ function PatientDocuments({ patient, treeSplitter }: { patient: Pick<PatientDto,
         {actionError ? <ErrorNotice error={actionError} title="The file cannot be downloaded" /> : null}
         {listWalk.done && listWalk.total === 0 && !listWalk.error ? (
           <EmptyState icon="file" title={!filtering(filters) && folder === '/' ? 'No files for this patient yet' : 'No file matches'}>
-            {!filtering(filters) && folder === '/' ? 'Files appear here once a synced scan folder uploads them.' : 'Try another name or type, or clear the filters.'}
+            {!filtering(filters) && folder === '/' ? 'Files appear here once a synced scan folder uploads them.' : 'Try another name, type or date, or clear the filters.'}
           </EmptyState>
         ) : (
           <DocumentTable documents={entries} sort={sort} onSort={setSort} onOpen={(entry) => (isSeries(entry) ? setFolder(entry.path) : setSelected(entry))} onDownload={downloadRow} selectedId={selected?.id ?? null} />
@@ -222,7 +224,7 @@ function useRefreshOnSync(patientId: string, refresh: () => void): void {
 
 /** Whether any filter narrows the list (by value: a filter typed and cleared again narrows nothing). */
 function filtering(filters: DocumentFilters): boolean {
-  return filters.fileName.trim() !== '' || filters.fileType !== '' || filters.hasContent;
+  return filters.fileName.trim() !== '' || filters.fileType !== '' || filters.hasContent || filters.scanDay.kind !== 'any';
 }
 
 /** Marks for the benchmark (bench/ui.mjs): when the first rows and the complete tree are on screen. */

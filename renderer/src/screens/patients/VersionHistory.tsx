@@ -88,7 +88,7 @@ export function VersionHistory({ patientId, document, refreshKey, onStale }: { p
               ) : null}
             </div>
             <div className="small muted">
-              Uploaded {formatDateTime(version.uploadedAt)} · {formatBytes(version.fileSize)}
+              {version.scannedAt ? `Scanned ${formatDateTime(version.scannedAt)} · ` : ''}Uploaded {formatDateTime(version.uploadedAt)} · {formatBytes(version.fileSize)}
             </div>
             {version.contentLostAt ? (
               <p className="small version-lost-note">
