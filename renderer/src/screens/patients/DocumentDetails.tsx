@@ -1,7 +1,8 @@
-import { useEffect, useRef, type RefObject } from 'react';
+import { useEffect, useRef, useState, type RefObject } from 'react';
 import { visibleName } from '../../../../shared/names.js';
 import type { DocumentDto } from '../../../../shared/schemas.js';
 import { Icon } from '../../components/Icon.js';
+import { useFocusIfLost } from '../../components/useFocusIfLost.js';
 import { describeType, isModelType } from '../../documents/file-types.js';
 import { formatBytes, formatDateTime } from '../../format.js';
 import { Thumbnail } from './DocumentTable.js';
@@ -27,6 +28,8 @@ export function DocumentDetails({
   onPreview,
   downloading,
   downloadNote,
+  collapsed = false,
+  onToggleCollapsed,
 }: {
   patientId: string;
   document: DocumentDto;
@@ -39,6 +42,90 @@ export function DocumentDetails({
   onPreview: (kind: PreviewKind) => void;
   downloading: boolean;
   downloadNote: string | null;
+  /** Folded to a strip beside the files (kept on this computer); a small window, where the panel covers the files, always shows it whole. */
+  collapsed?: boolean;
+  onToggleCollapsed?: () => void;
+}) {
+  const covering = useMatchMedia(COVERING);
+  if (collapsed && onToggleCollapsed && !covering) return <FoldedDetails document={document} onUnfold={onToggleCollapsed} onClose={onClose} />;
+  return (
+    <OpenDetails
+      patientId={patientId}
+      document={document}
+      refreshKey={refreshKey}
+      onStale={onStale}
+      onClose={onClose}
+      onDownload={onDownload}
+      onPreview={onPreview}
+      downloading={downloading}
+      downloadNote={downloadNote}
+      onFold={covering ? undefined : onToggleCollapsed}
+    />
+  );
+}
+
+/** The details folded to a strip: the file's name, read downwards, and the button that unfolds them. */
+function FoldedDetails({ document, onUnfold, onClose }: { document: DocumentDto; onUnfold: () => void; onClose: () => void }) {
+  const name = visibleName(document.fileName);
+  const unfold = useRef<HTMLButtonElement>(null);
+  useFocusIfLost(unfold);
+  return (
+    <aside
+      className="details-panel collapsed"
+      id="details-pane"
+      aria-label={`Details of ${name}`}
+      onKeyDown={(event) => {
+        if (event.key === 'Escape') {
+          event.preventDefault();
+          onClose();
+        }
+      }}
+    >
+      <button ref={unfold} type="button" className="icon-button pane-toggle" onClick={onUnfold} aria-label="Show details" title={`Show the details of ${name}`}>
+        <Icon name="chevronLeft" />
+      </button>
+      <span className="pane-rail-label" aria-hidden="true" title={name}>
+        {name}
+      </span>
+    </aside>
+  );
+}
+
+/** Whether a media query holds, following changes (a window resized). */
+function useMatchMedia(query: string): boolean {
+  const [matches, setMatches] = useState(() => window.matchMedia(query).matches);
+  useEffect(() => {
+    const list = window.matchMedia(query);
+    const change = () => setMatches(list.matches);
+    change();
+    list.addEventListener('change', change);
+    return () => list.removeEventListener('change', change);
+  }, [query]);
+  return matches;
+}
+
+function OpenDetails({
+  patientId,
+  document,
+  refreshKey,
+  onStale,
+  onClose,
+  onDownload,
+  onPreview,
+  downloading,
+  downloadNote,
+  onFold,
+}: {
+  patientId: string;
+  document: DocumentDto;
+  refreshKey: number;
+  onStale: () => void;
+  onClose: () => void;
+  onDownload: () => void;
+  onPreview: (kind: PreviewKind) => void;
+  downloading: boolean;
+  downloadNote: string | null;
+  onFold: (() => void) | undefined;
 }) {
   const preview = previewKindOf(document);
   // The focus comes to the panel when it opens on a file (Enter on a row), so its actions are the next
@@ -51,6 +138,7 @@ export function DocumentDetails({
     <aside
       ref={panelRef}
       className="details-panel"
+      id="details-pane"
       aria-label={`Details of ${visibleName(document.fileName)}`}
       onKeyDown={(event) => {
         if (event.key === 'Escape') {
@@ -63,9 +151,16 @@ export function DocumentDetails({
         <h2 ref={headingRef} tabIndex={-1} className="details-title break" title={visibleName(document.fileName)}>
           {visibleName(document.fileName)}
         </h2>
-        <button type="button" className="icon-button" onClick={onClose} aria-label="Close details">
-          <Icon name="close" />
-        </button>
+        <span className="details-header-actions">
+          {onFold ? (
+            <button type="button" className="icon-button pane-toggle" onClick={onFold} aria-label="Hide details" title="Fold the details to the side (more room for the files)">
+              <Icon name="chevronRight" />
+            </button>
+          ) : null}
+          <button type="button" className="icon-button" onClick={onClose} aria-label="Close details">
+            <Icon name="close" />
+          </button>
+        </span>
       </header>
       <div className="details-preview">
         <Thumbnail document={document} size={176} />

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useMemo, useRef, useState, type CSSProperties, type ReactNode } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState, type CSSProperties } from 'react';
 import { visibleName } from '../../../../shared/names.js';
 import type { FileView } from '../../../../shared/bridge.js';
 import type { DocumentDto, PatientDto } from '../../../../shared/schemas.js';
@@ -7,6 +7,8 @@ import { useBridge, useBridgeEvent, useBridgeQuery } from '../../bridge/context.
 import { toBridgeError, type BridgeError } from '../../bridge/errors.js';
 import { EmptyState } from '../../components/EmptyState.js';
 import { ErrorNotice } from '../../components/ErrorNotice.js';
+import { Icon } from '../../components/Icon.js';
+import { useFocusIfLost } from '../../components/useFocusIfLost.js';
 import { PatientList } from '../../components/PatientList.js';
 import { Splitter } from '../../components/Splitter.js';
 import { buildFolderTree } from '../../documents/tree.js';
@@ -37,9 +39,14 @@ export function PatientBrowserScreen({ initialPatientId }: { initialPatientId?: 
     );
   }, [client, initialPatientId]);
 
-  const [patientsWidth, setPatientsWidth] = usePaneWidth('patients', 200);
-  const [treeWidth, setTreeWidth] = usePaneWidth('tree', 236);
-  const widths = { ...(patientsWidth.set ? { '--patients-width': `${patientsWidth.value}px` } : {}), ...(treeWidth.set ? { '--tree-width': `${treeWidth.value}px` } : {}) } as CSSProperties;
+  const patientsPane = usePane('patients', 200);
+  const treePane = usePane('tree', 236);
+  const detailsPane = usePane('details', 340);
+  const widths = {
+    ...paneWidth('--patients-width', patientsPane),
+    ...paneWidth('--tree-width', treePane),
+    ...paneWidth('--details-width', detailsPane),
+  } as CSSProperties;
 
   return (
     <div className="browser" style={widths}>
@@ -48,10 +55,10 @@ export function PatientBrowserScreen({ initialPatientId }: { initialPatientId?: 
       <section className="browser-patients" aria-label="Patients">
         <h2 className="column-title">Patients</h2>
         <PatientList selectedId={patient?.id ?? null} onSelect={setPatient} />
-        <Splitter label="Width of the patient list" width={patientsWidth.value} min={150} max={520} onChange={setPatientsWidth} />
+        <Splitter label="Width of the patient list" width={patientsPane.width} min={150} max={520} onChange={patientsPane.resize} />
       </section>
       {patient ? (
-        <PatientDocuments key={patient.id} patient={patient} treeSplitter={<Splitter label="Width of the folder tree" width={treeWidth.value} min={150} max={640} onChange={setTreeWidth} />} />
+        <PatientDocuments key={patient.id} patient={patient} treePane={treePane} detailsPane={detailsPane} />
       ) : (
         <div className="browser-empty">
           <EmptyState icon="patients" title="Choose a patient">
@@ -63,21 +70,54 @@ export function PatientBrowserScreen({ initialPatientId }: { initialPatientId?: 
   );
 }
 
-/** A column width staff chose (kept on this computer), or the screen's own default until they do. */
-function usePaneWidth(pane: string, fallback: number): [{ value: number; set: boolean }, (width: number) => void] {
-  const key = `patient-docs:pane-width:${pane}`;
-  const [width, setWidth] = useState<number | null>(() => {
-    const stored = Number(window.localStorage.getItem(key));
-    return Number.isFinite(stored) && stored > 0 ? stored : null;
-  });
-  const change = (next: number) => {
-    setWidth(next);
-    window.localStorage.setItem(key, String(next));
-  };
-  return [{ value: width ?? fallback, set: width !== null }, change];
+/** How wide a folded column is: room for the button that unfolds it. */
+const FOLDED_WIDTH = 44;
+
+/** A side column as staff left it on this computer: its width (once chosen), and whether it is folded away. */
+export interface Pane {
+  width: number;
+  /** Whether staff chose the width (else the screen's own default for the window size applies). */
+  chosen: boolean;
+  collapsed: boolean;
+  resize: (width: number) => void;
+  toggle: () => void;
 }
 
-function PatientDocuments({ patient, treeSplitter }: { patient: Pick<PatientDto, 'id' | 'name'>; treeSplitter: ReactNode }) {
+/** A column's width, and whether it is folded, kept on this computer (localStorage) from one start to the next. */
+function usePane(pane: string, fallback: number): Pane {
+  const widthKey = `patient-docs:pane-width:${pane}`;
+  const collapsedKey = `patient-docs:pane-collapsed:${pane}`;
+  const [width, setWidth] = useState<number | null>(() => {
+    const stored = Number(window.localStorage.getItem(widthKey));
+    return Number.isFinite(stored) && stored > 0 ? stored : null;
+  });
+  const [collapsed, setCollapsed] = useState(() => window.localStorage.getItem(collapsedKey) === 'true');
+  const fold = (next: boolean) => {
+    setCollapsed(next);
+    if (next) window.localStorage.setItem(collapsedKey, 'true');
+    else window.localStorage.removeItem(collapsedKey);
+  };
+  return {
+    width: width ?? fallback,
+    chosen: width !== null,
+    collapsed,
+    // Pulling a folded column's handle unfolds it at the width pulled to.
+    resize: (next) => {
+      setWidth(next);
+      window.localStorage.setItem(widthKey, String(next));
+      if (collapsed) fold(false);
+    },
+    toggle: () => fold(!collapsed),
+  };
+}
+
+/** The column's width as a CSS variable: folded, chosen, or left to the stylesheet's default. */
+function paneWidth(variable: string, pane: Pane): Record<string, string> {
+  if (pane.collapsed) return { [variable]: `${FOLDED_WIDTH}px` };
+  return pane.chosen ? { [variable]: `${pane.width}px` } : {};
+}
+
+function PatientDocuments({ patient, treePane, detailsPane }: { patient: Pick<PatientDto, 'id' | 'name'>; treePane: Pane; detailsPane: Pane }) {
   const client = useBridge();
   const [folder, setFolder] = useState('/');
   const [filters, setFilters] = useState<DocumentFilters>(NO_FILTERS);
@@ -138,10 +178,19 @@ function PatientDocuments({ patient, treeSplitter }: { patient: Pick<PatientDto,
 
   return (
     <>
-      <section className="browser-tree" aria-label="Folders">
-        <h2 className="column-title truncate">{visibleName(patient.name)}</h2>
-        <FolderTree root={tree} selectedPath={folder} onSelect={setFolder} loading={!treeWalk.done} />
-        {treeSplitter}
+      <section className={treePane.collapsed ? 'browser-tree collapsed' : 'browser-tree'} aria-label="Folders" id="folder-pane">
+        {treePane.collapsed ? (
+          <FoldedTree patientName={patient.name} onUnfold={treePane.toggle} />
+        ) : (
+          <>
+            <div className="pane-header">
+              <h2 className="column-title truncate">{visibleName(patient.name)}</h2>
+              <FoldTreeButton onFold={treePane.toggle} />
+            </div>
+            <FolderTree root={tree} selectedPath={folder} onSelect={setFolder} loading={!treeWalk.done} />
+          </>
+        )}
+        <Splitter label="Width of the folder tree" width={treePane.width} min={150} max={640} onChange={treePane.resize} collapsed={treePane.collapsed} onToggleCollapsed={treePane.toggle} controls="folder-pane" />
       </section>
       <section className="browser-files" aria-label="Files">
         <header className="browser-files-header">
@@ -164,6 +213,20 @@ function PatientDocuments({ patient, treeSplitter }: { patient: Pick<PatientDto,
         ) : (
           <DocumentTable documents={entries} sort={sort} onSort={setSort} onOpen={(entry) => (isSeries(entry) ? setFolder(entry.path) : setSelected(entry))} onDownload={downloadRow} selectedId={selected?.id ?? null} />
         )}
+        {/* The details' handle, on the files' right edge (the details panel scrolls; a handle in it would scroll away). */}
+        {selected ? (
+          <Splitter
+            label="Width of the details"
+            edge="left"
+            width={detailsPane.width}
+            min={240}
+            max={640}
+            onChange={detailsPane.resize}
+            collapsed={detailsPane.collapsed}
+            onToggleCollapsed={detailsPane.toggle}
+            controls="details-pane"
+          />
+        ) : null}
       </section>
       {selected ? (
         <DocumentDetails
@@ -180,9 +243,39 @@ function PatientDocuments({ patient, treeSplitter }: { patient: Pick<PatientDto,
           onPreview={setPreview}
           downloading={downloading}
           downloadNote={downloadNote}
+          collapsed={detailsPane.collapsed}
+          onToggleCollapsed={detailsPane.toggle}
         />
       ) : null}
       {selected && preview ? <PreviewDialog patientId={patient.id} document={selected} kind={preview} onClose={() => setPreview(null)} /> : null}
+    </>
+  );
+}
+
+/** The button that folds the folder column away (it takes the focus back when the column unfolds by its strip's button). */
+function FoldTreeButton({ onFold }: { onFold: () => void }) {
+  const button = useRef<HTMLButtonElement>(null);
+  useFocusIfLost(button);
+  return (
+    <button ref={button} type="button" className="icon-button pane-toggle" onClick={onFold} aria-label="Hide folders" title="Hide the folders (more room for the files)">
+      <Icon name="chevronLeft" />
+    </button>
+  );
+}
+
+/** The folder column folded to a strip: the button that unfolds it (the patient's name stays the column's heading). */
+function FoldedTree({ patientName, onUnfold }: { patientName: string; onUnfold: () => void }) {
+  const unfold = useRef<HTMLButtonElement>(null);
+  useFocusIfLost(unfold);
+  return (
+    <>
+      <h2 className="visually-hidden">{visibleName(patientName)}</h2>
+      <button ref={unfold} type="button" className="icon-button pane-toggle" onClick={onUnfold} aria-label="Show folders" title="Show the folders">
+        <Icon name="chevronRight" />
+      </button>
+      <span className="pane-rail-label" aria-hidden="true">
+        Folders
+      </span>
     </>
   );
 }
