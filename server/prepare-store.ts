@@ -5,6 +5,7 @@
  * server would have made; apart from context.ts so the CLI does not load the HTTP side for it.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { ConfigError } from './config.js';
 import type { MetaRepository, Store } from './db/types.js';
 import { KeyStore } from './identity/keys.js';
 import { SecretWrap, type MasterKeys } from './identity/master-key.js';
@@ -26,6 +27,7 @@ export interface PreparedStore {
  * `keysReloadMs`: how long the signing keys read are kept (KeyStore's default when undefined).
  */
 export async function prepareStore(store: Store, masterKeys?: MasterKeys, keysReloadMs?: number): Promise<PreparedStore> {
+  await refuseUnfinishedMigration(store.meta);
   const wrap = new SecretWrap(masterKeys);
   const keys = new KeyStore(store.signingKeys, keysReloadMs, undefined, wrap);
   // Instances starting at the same moment on one database make one signing key, not one each.
@@ -34,6 +36,25 @@ export async function prepareStore(store: Store, masterKeys?: MasterKeys, keysRe
   const linkKey = Buffer.from(await secretKey(store.meta, 'link-signing-key', wrap), 'base64');
   const webhookSecretKey = Buffer.from(await secretKey(store.meta, 'webhook-secret-key', wrap), 'base64');
   return { keys, tenantId, linkKey, webhookSecretKey };
+}
+
+/**
+ * Set in a database that `admin migrate` is filling (server/admin/migrate/migrate.ts) and removed
+ * when it is complete: a server on part of the records would take content it does not see yet for
+ * orphans and remove it, and serve an installation with documents missing.
+ */
+export const MIGRATION_MARKER = 'migration-in-progress';
+
+async function refuseUnfinishedMigration(meta: MetaRepository): Promise<void> {
+  const marker = await meta.get(MIGRATION_MARKER);
+  if (marker === undefined) return;
+  let from = 'an embedded installation';
+  try {
+    from = `PATIENT_DOCS_DATA_DIR=${(JSON.parse(marker) as { from: string }).from}`;
+  } catch {
+    // the marker's detail only makes the message more helpful
+  }
+  throw new ConfigError(`the database is being filled by admin migrate from ${from}, which has not completed; run the migrate command again until it reports success, then start the server`);
 }
 
 /** A 32-byte key kept in meta (base64), made on first use, stored wrapped when a master key is given. */

@@ -19,6 +19,8 @@ export const OPTIONS = {
   overlap: { type: 'string' },
   wait: { type: 'string' },
   to: { type: 'string' },
+  'to-database': { type: 'string' },
+  'to-storage': { type: 'string' },
   hashes: { type: 'boolean' },
   'mark-lost': { type: 'boolean' },
   'mark-restored': { type: 'boolean' },

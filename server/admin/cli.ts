@@ -70,6 +70,14 @@ const USAGE = `Usage: patient-docs-admin <command> [options]
                          date and time (2026-11-21T09:30:00Z). ACTION: list-patients, search,
                          read, versions, create, upload, download, thumbnail, delete, and
                          mark-lost, mark-restored (this CLI's verify marks, one per version)
+  migrate --to-database postgres://… [--to-storage URL]
+  migrate --to-storage URL
+                         with the server stopped, copy this embedded installation (every
+                         record, the content, thumbnails, keys, subscriptions and their
+                         messages, the audit log) to PostgreSQL and/or another content storage
+                         (s3://bucket[/prefix], file:///folder), each file checked against its
+                         sha256; interrupted, run it again: it resumes, and after a complete
+                         run it changes nothing (docs/several-instances.md)
   audit prune --before TIME   remove the entries recorded before TIME (nothing is removed
                          automatically: keep them as long as your country's rules require)
 

@@ -176,6 +176,10 @@ const READ_ONLY = new Set(['organization list', 'patient list', 'patient show', 
 export async function runCommand(values: ParsedValues, positionals: string[]): Promise<unknown> {
   const [area, action] = positionals;
   const config = loadConfig();
+  if (area === 'migrate' && action === undefined) {
+    const { migrateCommand } = await import('./migrate/command.js');
+    return migrateCommand(config, values);
+  }
   // A mistyped or missing data dir must not pass unnoticed: a command that only reads refuses it,
   // and one that writes says it is creating a new database (IT may set things up before the server).
   const file = sqliteFile(config);
