@@ -47,7 +47,7 @@ export interface ContentReport {
 }
 
 /** Files copied at the same time: small scans are dominated by per-file round trips, large ones by bandwidth. */
-const PARALLEL_FILES = 4;
+const PARALLEL_FILES = 8;
 
 /** Every file the embedded database's records name: each version's content, and the thumbnails. */
 export function listStoredContent(source: Database.Database): StoredContent {

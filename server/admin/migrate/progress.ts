@@ -33,6 +33,7 @@ interface Step {
   totalBytes: number;
   count: number;
   bytes: number;
+  startedAt: number;
 }
 
 export class MigrationProgress {
@@ -47,7 +48,7 @@ export class MigrationProgress {
   /** Starts a step: `totalBytes` 0 when the step moves no file bytes. */
   begin(name: string, totalCount: number, totalBytes = 0): void {
     this.end();
-    this.step = { name, totalCount, totalBytes, count: 0, bytes: 0 };
+    this.step = { name, totalCount, totalBytes, count: 0, bytes: 0, startedAt: this.now() };
     this.lastWrite = 0;
     this.show(false);
   }
@@ -80,7 +81,8 @@ export class MigrationProgress {
     this.lastWrite = at;
     const counts = `${step.count}/${step.totalCount}`;
     const bytes = step.totalBytes > 0 ? `, ${formatBytes(step.bytes)}/${formatBytes(step.totalBytes)}` : '';
-    const text = `${step.name}: ${counts}${bytes}`;
+    const took = final ? ` in ${((at - step.startedAt) / 1000).toFixed(1)} s` : '';
+    const text = `${step.name}: ${counts}${bytes}${took}`;
     if (!this.sink.isTTY) {
       this.sink.write(`${text}\n`);
       return;
