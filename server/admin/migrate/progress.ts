@@ -38,7 +38,7 @@ interface Step {
 
 export class MigrationProgress {
   private step: Step | undefined;
-  private lastWrite = 0;
+  private lastWrite = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly sink: ProgressSink,
@@ -49,7 +49,7 @@ export class MigrationProgress {
   begin(name: string, totalCount: number, totalBytes = 0): void {
     this.end();
     this.step = { name, totalCount, totalBytes, count: 0, bytes: 0, startedAt: this.now() };
-    this.lastWrite = 0;
+    this.lastWrite = Number.NEGATIVE_INFINITY;
     this.show(false);
   }
 
