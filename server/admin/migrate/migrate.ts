@@ -10,6 +10,7 @@
  * resumes (rows are upserts, files already there intact are not copied again).
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { ConfigError, type ServerConfig } from '../../config.js';
 import { lockDataDir } from '../../db/sqlite/data-dir-lock.js';
 import { SqliteStore } from '../../db/sqlite/store.js';
@@ -17,7 +18,7 @@ import type { PostgresStore } from '../../db/postgres/store.js';
 import type { Store } from '../../db/types.js';
 import { SecretWrap } from '../../identity/master-key.js';
 import { openStore, sqliteFile } from '../../open-store.js';
-import { contentFolders } from '../../storage/folders.js';
+import { LocalDiskStorage } from '../../storage/local-disk.js';
 import { InputError, ContentProblems } from '../cli-common.js';
 import { checkContentInPlace, copyContent, listStoredContent, type ContentReport } from './content.js';
 import { formatBytes, type MigrationProgress } from './progress.js';
@@ -99,7 +100,8 @@ export async function migrateInstallation(config: ServerConfig, targets: Migrati
     await checkMasterKey(source, config);
     const tenantId = await source.meta.get('tenant-id');
     if (tenantId === undefined) throw new InputError(`${file} was never used by a server (it has no installation id); there is nothing to migrate`);
-    const currentContent = contentFolders(config.dataDir).storage;
+    // Only read: a content folder not mounted stays missing (and every file is reported so) rather than made empty.
+    const currentContent = new LocalDiskStorage(path.join(config.dataDir, 'content'), { create: false });
     // Opened before anything is written, so a bad target costs nothing.
     const targetStorage = targets.storage === undefined ? undefined : await openTargetStorage(targets.storage, currentContent.root);
     let rows: RowCopyReport | undefined;

@@ -59,6 +59,16 @@ export function migrationTargets(flags: { toDatabase: string | undefined; toStor
   };
 }
 
+/** The storage writes, reads and deletes a probe object, or says in one line what failed. */
+async function checked(storage: ContentStorage, url: string): Promise<ContentStorage> {
+  try {
+    await storage.check();
+  } catch (error) {
+    throw new InputError(`--to-storage ${url}: ${(error as Error).message.split('\n')[0]} (nothing was copied)`);
+  }
+  return storage;
+}
+
 /**
  * Opens the target content storage. `currentRoot`: the content folder the files are in now,
  * which cannot also be the target.
@@ -67,7 +77,7 @@ export async function openTargetStorage(url: string, currentRoot: string): Promi
   if (url.startsWith('file:')) {
     const folder = path.resolve(fileURLToPath(url));
     if (folder === path.resolve(currentRoot)) throw new InputError(`--to-storage ${url} is the content folder the files are in now; name another folder`);
-    return new LocalDiskStorage(folder);
+    return checked(new LocalDiskStorage(folder), url);
   }
   throw new InputError(`--to-storage ${url}: this build has no S3 content backend yet; only file:// targets can be used`);
 }
