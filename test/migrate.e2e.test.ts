@@ -220,8 +220,9 @@ async function populate(url: string): Promise<void> {
   auditBefore = (await api.call('GET', `/admin/v1/audit?documentId=${largeId}`, undefined, { admin: true })).body.entries;
   expect(auditBefore.length).toBeGreaterThanOrEqual(2);
   // Pending messages: new patients whose messages the hanging receiver has not taken when the server stops.
-  for (const name of ['Ada Pending', 'Bo Pending', 'Cy Pending']) {
-    expect((await api.call('POST', '/admin/v1/patients', { name, organizations: [ORG], consents: [ORG] }, { admin: true })).status).toBe(201);
+  for (const [index, name] of ['Ada Pending', 'Bo Pending', 'Cy Pending'].entries()) {
+    const chart = { identifiers: [{ system: 'chart', value: `1023${index}` }], birthDate: `198${index}-01-02` };
+    expect((await api.call('POST', '/admin/v1/patients', { name, organizations: [ORG], consents: [ORG], ...chart }, { admin: true })).status).toBe(201);
   }
 }
 
@@ -325,6 +326,8 @@ describe('admin migrate from the embedded default', () => {
     for (const [table, key] of [
       ['organizations', 'id'],
       ['patients', 'id'],
+      ['patient_identifiers', 'patient_id, system, value'],
+      ['patient_identifier_owners', 'organization_id, system, value'],
       ['patient_consents', 'patient_id, organization_id'],
       ['clients', 'client_id'],
       ['signing_keys', 'kid'],

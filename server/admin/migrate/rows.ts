@@ -27,6 +27,8 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
   { name: 'meta', key: ['key'] },
   { name: 'organizations', key: ['id'] },
   { name: 'patients', key: ['id'] },
+  { name: 'patient_identifiers', key: ['patient_id', 'system', 'value'] },
+  { name: 'patient_identifier_owners', key: ['organization_id', 'system', 'value'] },
   { name: 'patient_organizations', key: ['patient_id', 'organization_id'] },
   { name: 'patient_consents', key: ['patient_id', 'organization_id'] },
   { name: 'clients', key: ['client_id'] },
