@@ -46,8 +46,13 @@ export interface ContentReport {
   problems: ContentProblem[];
 }
 
-/** Files copied at the same time: small scans are dominated by per-file round trips, large ones by bandwidth. */
-const PARALLEL_FILES = 8;
+/**
+ * Files copied at the same time: small scans wait on per-file round trips (a local target's two
+ * fsyncs, an object store's requests), large ones on bandwidth. On a local target the fsyncs in
+ * flight are bounded by libuv's thread pool (UV_THREADPOOL_SIZE, 4 unless set; 32 about doubles
+ * the files per second, bench/migrate.mjs).
+ */
+const PARALLEL_FILES = 16;
 
 /** Every file the embedded database's records name: each version's content, and the thumbnails. */
 export function listStoredContent(source: Database.Database): StoredContent {
