@@ -400,4 +400,19 @@ describe('admin migrate from the embedded default', () => {
       await moved.stop();
     }
   }, 120_000);
+
+  it('refuses to copy again onto a database servers have used since, and moves the content alone when asked (keeping SQLite)', async () => {
+    const stale = await migrate();
+    expect(stale.code).not.toBe(0);
+    expect(stale.stderr.trim().split('\n')).toEqual([expect.stringMatching(/made after this installation's last \(a server ran on it since the migration\); migrating again would put back older records, so nothing was copied$/)]);
+
+    const elsewhere = path.join(targetDir, 'disk-only');
+    const moved = await runAdmin(sourceDir, ['migrate', '--to-storage', pathToFileURL(elsewhere).href]);
+    expect(moved.code).toBe(0);
+    expect(moved.stdout).toMatch(/^migrated: \d+ stored files \(5\d MiB\) in file:\/\/.*, each checked against its sha256 \(\d+ copied/);
+    expect(moved.stdout).not.toContain('postgres://');
+    const large = fs.readdirSync(path.join(elsewhere, 'objects', 'documents', largeId));
+    expect(large).toHaveLength(1);
+    expect(sha256(fs.readFileSync(path.join(elsewhere, 'objects', 'documents', largeId, large[0]!)))).toBe(scans.find((scan) => scan.id === largeId)!.versions[0]);
+  }, 120_000);
 });
