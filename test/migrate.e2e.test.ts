@@ -16,6 +16,9 @@ import { pathToFileURL } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SqliteStore } from '../server/db/sqlite/store.js';
+import { readMasterKeys } from '../server/identity/master-key.js';
+import { prepareStore } from '../server/prepare-store.js';
 import { makePng } from './fixtures/scans.js';
 import { ADMIN_CLI, ROOT, freePort, runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { ADMIN_TOKEN, CLIENT, ORG, PATIENT, tempDir, testPostgres } from './helpers/server.js';
@@ -98,12 +101,13 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined | fal
 /**
  * A request sent again, as the sync engine does, when the embedded database was busy (503 with
  * Retry-After; an upload's connection is closed then before its body is sent, which fetch reports
- * as a failure): a loaded machine makes a dozen parallel writers meet its 250 ms busy limit.
+ * as a failure) or the request's headers came too slowly (408): a loaded machine makes parallel
+ * writers meet the server's 250 ms busy limit, and can starve a sender past the headers' timeout.
  */
 async function busyRetried(send: () => Promise<Response>): Promise<Response> {
   for (let attempt = 1; ; attempt += 1) {
     const response = await send().catch((error: unknown) => (attempt < 5 ? undefined : Promise.reject(error)));
-    if (response && (response.status !== 503 || attempt >= 5)) return response;
+    if (response && ((response.status !== 503 && response.status !== 408) || attempt >= 5)) return response;
     await response?.body?.cancel();
     await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
   }
@@ -415,4 +419,31 @@ describe('admin migrate from the embedded default', () => {
     expect(large).toHaveLength(1);
     expect(sha256(fs.readFileSync(path.join(elsewhere, 'objects', 'documents', largeId, large[0]!)))).toBe(scans.find((scan) => scan.id === largeId)!.versions[0]);
   }, 120_000);
+
+  it('needs the master key that seals the installation\'s secrets, and carries them sealed', async () => {
+    const masterKey = randomBytes(32).toString('base64');
+    const sealedDir = tempDir('migrate-sealed');
+    try {
+      const store = SqliteStore.open(path.join(sealedDir, 'patient-docs.sqlite'));
+      await prepareStore(store, readMasterKeys({ PATIENT_DOCS_MASTER_KEY: masterKey }));
+      await store.close();
+      const target = await (await testPostgres()).createDatabase();
+      const withoutKey = await runAdmin(sealedDir, ['migrate', '--to-database', target]);
+      expect(withoutKey.code).not.toBe(0);
+      expect(withoutKey.stderr.trim().split('\n')).toEqual([expect.stringMatching(/secrets are encrypted .* and no master key is given: set PATIENT_DOCS_KEY_FILE \(or PATIENT_DOCS_MASTER_KEY\) to that key$/)]);
+      const withKey = await runAdmin(sealedDir, ['migrate', '--to-database', target], { PATIENT_DOCS_MASTER_KEY: masterKey });
+      expect(withKey.code).toBe(0);
+      const connection = new pg.Client({ connectionString: target });
+      await connection.connect();
+      try {
+        const sealed = (await connection.query("SELECT private_jwk FROM signing_keys UNION ALL SELECT value FROM meta WHERE key = 'link-signing-key'")).rows;
+        expect(sealed.length).toBe(2);
+        for (const row of sealed) expect(Object.values(row)[0]).toMatch(/^enc1:/);
+      } finally {
+        await connection.end();
+      }
+    } finally {
+      fs.rmSync(sealedDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
