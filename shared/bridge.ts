@@ -188,7 +188,9 @@ export type BridgeEvent =
   | { type: 'pairs'; pairs: PairView[] }
   | { type: 'files'; pairId: string; files: FileView[] }
   | { type: 'webhook'; activity: WebhookActivityView }
-  | { type: 'documents-changed'; patientId: string | null };
+  | { type: 'documents-changed'; patientId: string | null }
+  /** A scanner inbox's cases changed (a case found, identified, assigned, synced). */
+  | { type: 'cases' };
 
 // --- Method payloads ----------------------------------------------------------------------------
 
