@@ -191,7 +191,7 @@ async function addInbox(args: string[]): Promise<number> {
   if (!values.folder) throw new UsageError('add-inbox needs --folder');
   const app = await openApp({ webhooks: false });
   try {
-    const inbox = app.inbox.addInbox({ folder: values.folder, ...(values.path ? { remoteBasePath: values.path } : {}), ...(values.rule ? { rules: values.rule } : {}) }, app.settings.get('pairs'));
+    const inbox = await app.inbox.addInbox({ folder: values.folder, ...(values.path ? { remoteBasePath: values.path } : {}), ...(values.rule ? { rules: values.rule } : {}) }, app.settings.get('pairs'));
     console.log(`added inbox ${inbox.folder} → <patient> ${inbox.remoteBasePath}/<case> (inbox ${inbox.id})${inbox.rules.length > 0 ? `; rules: ${inbox.rules.join(', ')}` : ''}`);
     return 0;
   } finally {

@@ -139,9 +139,9 @@ export class CaseStore {
     return row && toCase(row);
   }
 
-  /** The inbox's cases still in its folder, newest first. */
+  /** The inbox's cases still in its folder, newest first (by their newest file: when the scanner wrote them). */
   list(inboxId: string): CaseRecord[] {
-    const rows = this.database.prepare('SELECT * FROM inbox_cases WHERE inbox_id = ? AND gone = 0 ORDER BY first_seen_at DESC, name').all(inboxId) as CaseRow[];
+    const rows = this.database.prepare('SELECT * FROM inbox_cases WHERE inbox_id = ? AND gone = 0 ORDER BY changed_at DESC, name').all(inboxId) as CaseRow[];
     return rows.map(toCase);
   }
 

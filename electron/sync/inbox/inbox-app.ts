@@ -8,6 +8,7 @@ import type Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import path from 'node:path';
+import type { CaseAssignmentView } from '../../../shared/bridge.js';
 import { checkPath } from '../../../shared/names.js';
 import type { ApiClient } from '../api/api-client.js';
 import type { SettingsStore, SyncInbox, SyncPair } from '../home/settings.js';
@@ -90,7 +91,7 @@ export class InboxApp {
     await this.manager.setInboxes(inboxes);
   }
 
-  addInbox(input: AddInboxInput, pairs: readonly SyncPair[]): SyncInbox {
+  async addInbox(input: AddInboxInput, pairs: readonly SyncPair[]): Promise<SyncInbox> {
     const folder = path.resolve(input.folder);
     if (!existsSync(folder) || !statSync(folder).isDirectory()) throw new InboxError('INVALID_INPUT', `'${folder}' is not a folder: choose the folder the scanner exports to.`);
     if (path.parse(folder).root === folder) throw new InboxError('INVALID_INPUT', `'${folder}' is a whole drive: choose the folder the scanner exports to.`);
@@ -109,6 +110,8 @@ export class InboxApp {
     if (overlap) throw new InboxError('INVALID_INPUT', `'${folder}' overlaps '${overlap.pair.folder}', which is already synced: a folder can sync to one place only.`);
     const inbox: SyncInbox = { id: randomUUID(), folder, remoteBasePath: base.value, rules: input.rules ?? [], paused: false };
     this.options.settings.set('inboxes', [...inboxes, inbox]);
+    // Watched at once by a running app (another process's `add-inbox` arrives with the settings file).
+    await this.manager.setInboxes(this.inboxes());
     return inbox;
   }
 
@@ -127,6 +130,23 @@ export class InboxApp {
 
   cases(inboxId?: string): CaseView[] {
     return this.manager.cases(inboxId);
+  }
+
+  /** Assignments of every inbox, newest first, with the inbox's folder. */
+  assignmentViews(limit: number): CaseAssignmentView[] {
+    const folders = new Map(this.inboxes().map((inbox) => [inbox.id, inbox.folder]));
+    return this.store.assignments(limit).map((assignment) => ({
+      id: assignment.id,
+      inboxFolder: folders.get(assignment.inboxId) ?? 'an inbox no longer synced',
+      caseName: assignment.caseName,
+      patientId: assignment.patientId,
+      patientName: assignment.patientName,
+      at: assignment.at,
+      by: assignment.by,
+      how: assignment.how,
+      evidence: assignment.evidence,
+      previousPatientId: assignment.previousPatientId,
+    }));
   }
 
   /**

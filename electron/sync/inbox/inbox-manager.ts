@@ -14,35 +14,13 @@ import type { SyncInbox, SyncPair } from '../home/settings.js';
 import { createIgnoreMatcher } from '../watch/ignore.js';
 import type { CaseRecord, CaseStore, PendingDecision } from './case-store.js';
 import { describeEvidence } from './evidence.js';
-import { identifyCase, type Suggestion } from './identify.js';
+import { identifyCase } from './identify.js';
+import type { InboxCaseView } from '../../../shared/bridge.js';
 import { candidatesFor, type PatientFinder } from './patient-directory.js';
 import { readCase } from './read-case.js';
 
-export type CaseState = 'needs-patient' | 'conflict' | 'assigned' | 'synced';
-
-/** A case as the CLI, the bridge and the UI show it. */
-export interface CaseView {
-  inboxId: string;
-  name: string;
-  state: CaseState;
-  /** Why it waits (needs-patient, conflict), in plain words; null once assigned. */
-  reason: string | null;
-  fileCount: number;
-  bytes: number;
-  scanner: string | null;
-  firstSeenAt: number;
-  changedAt: number;
-  evidence: string[];
-  suggestions: Suggestion[];
-  patientId: string | null;
-  patientName: string | null;
-  assignedAt: number | null;
-  assignedBy: string | null;
-  assignedHow: 'automatic' | 'confirmed' | null;
-  /** Files of the case synced, and all its files the journal knows. */
-  filesSynced: number;
-  filesKnown: number;
-}
+export type CaseView = InboxCaseView;
+export type CaseState = InboxCaseView['state'];
 
 /** What the manager needs of the engine: derived pairs come and go like any pair. */
 export interface InboxEngine {

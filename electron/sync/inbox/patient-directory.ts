@@ -4,6 +4,7 @@
  * name, for suggestions. Identification decides on what this returns (identify.ts), nothing else.
  */
 import type { PatientPage } from '../api/api-client.js';
+import { ApiProblemError } from '../api/api-errors.js';
 import type { Evidence } from './evidence.js';
 import type { PatientCandidate } from './identify.js';
 
@@ -24,7 +25,7 @@ export async function candidatesFor(evidence: readonly Evidence[], finder: Patie
     for (const patient of page.patients) found.set(patient.id, toCandidate(patient));
   };
   for (const item of evidence) {
-    if (item.kind === 'identifier' && item.system === 'chart') keep(await finder.findPatients({ identifier: `chart|${item.value}`, limit: 5 }));
+    if (item.kind === 'identifier' && item.system === 'chart') keep(await byIdentifier(`chart|${item.value}`, finder));
     if (item.kind === 'name') {
       keep(await finder.findPatients({ name: item.text, limit: NAME_LIMIT }));
       // "Armour, Theodore" is no whole-name match for "Armour, Theo": the family name alone finds it for the suggestions.
@@ -37,6 +38,19 @@ export async function candidatesFor(evidence: readonly Evidence[], finder: Patie
     if (patient) found.set(patient.id, patient);
   }
   return [...found.values()];
+}
+
+/**
+ * A value the server refuses as a filter (a control character, a space at an end: scanners write
+ * such IDs) is held by no patient: answered as none, so the case waits for staff instead of asking again forever.
+ */
+async function byIdentifier(identifier: string, finder: PatientFinder): Promise<PatientPage> {
+  try {
+    return await finder.findPatients({ identifier, limit: 5 });
+  } catch (error) {
+    if (error instanceof ApiProblemError && error.status === 400) return { patients: [], offset: 0, limit: 5, total: 0 };
+    throw error;
+  }
 }
 
 /** The list has no id filter: paged through (bounded), which a clinic's patient list allows. */
