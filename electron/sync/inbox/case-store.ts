@@ -1,50 +1,12 @@
 /**
- * The inbox's cases and their assignments, in the journal's database (its migration is in the
- * journal's list): one row per case as last seen (files, bytes, scanner, evidence, what
+ * The inbox's cases and their assignments, in the journal's database (tables `inbox_cases` and
+ * `inbox_assignments`, migration '009-inbox-cases' in journal/migrations.ts): one row per case as last seen (files, bytes, scanner, evidence, what
  * identification decided) and one row per assignment ever made — who (the OS account), when,
  * automatic or confirmed, on what evidence — which the Activity view and its CSV export show.
  */
 import type Database from 'better-sqlite3';
 import type { Evidence } from './evidence.js';
 import type { Decision, Suggestion } from './identify.js';
-
-export const INBOX_MIGRATION = {
-  name: '008-inbox-cases',
-  sql: `
-    CREATE TABLE inbox_cases (
-      inbox_id TEXT NOT NULL,
-      name TEXT NOT NULL,
-      first_seen_at INTEGER NOT NULL,
-      changed_at INTEGER NOT NULL,
-      file_count INTEGER NOT NULL DEFAULT 0,
-      bytes INTEGER NOT NULL DEFAULT 0,
-      scanner TEXT NULL,
-      evidence TEXT NOT NULL DEFAULT '[]',
-      decision TEXT NULL,
-      pair_id TEXT NULL,
-      patient_id TEXT NULL,
-      patient_name TEXT NULL,
-      assigned_at INTEGER NULL,
-      assigned_by TEXT NULL,
-      assigned_how TEXT NULL CHECK (assigned_how IN ('automatic', 'confirmed')),
-      gone INTEGER NOT NULL DEFAULT 0,
-      PRIMARY KEY (inbox_id, name)
-    );
-    CREATE TABLE inbox_assignments (
-      id INTEGER PRIMARY KEY AUTOINCREMENT,
-      inbox_id TEXT NOT NULL,
-      case_name TEXT NOT NULL,
-      pair_id TEXT NOT NULL,
-      patient_id TEXT NOT NULL,
-      patient_name TEXT NULL,
-      at INTEGER NOT NULL,
-      by TEXT NOT NULL,
-      how TEXT NOT NULL CHECK (how IN ('automatic', 'confirmed')),
-      evidence TEXT NOT NULL,
-      previous_patient_id TEXT NULL
-    );
-    CREATE INDEX inbox_assignments_at ON inbox_assignments (at);`,
-} as const;
 
 export type AssignedHow = 'automatic' | 'confirmed';
 

@@ -33,7 +33,7 @@ describe('which patient a case goes to', () => {
 
   it('calls a chart number of one patient and a name of another a conflict', () => {
     const decision = identifyCase([chart('10231'), name('Armour, Thea')], patients);
-    expect(decision).toMatchObject({ kind: 'conflict', reason: 'chart number in folder name: 10231 is Theo Armour, but name in iTero export: Armour, Thea.' });
+    expect(decision).toMatchObject({ kind: 'conflict', reason: 'Chart number in folder name: 10231 is Theo Armour, but name in iTero export: Armour, Thea.' });
     if (decision.kind === 'conflict') expect(decision.suggestions[0]!.patientId).toBe(theo.id);
     expect(identifyCase([chart('10231'), chart('10232', 'dicom')], patients)).toMatchObject({ kind: 'conflict' });
     expect(identifyCase([chart('10231'), chart('99999', 'dicom')], patients)).toMatchObject({ kind: 'conflict' });
@@ -41,7 +41,7 @@ describe('which patient a case goes to', () => {
   });
 
   it('waits when the chart number is nobody’s', () => {
-    expect(identifyCase([chart('777')], patients)).toMatchObject({ kind: 'needs-patient', reason: 'chart number in folder name: 777: no patient this organization may see has it.' });
+    expect(identifyCase([chart('777')], patients)).toMatchObject({ kind: 'needs-patient', reason: 'Chart number in folder name: 777: no patient this organization may see has it.' });
     expect(identifyCase([], patients)).toMatchObject({ kind: 'needs-patient', suggestions: [] });
   });
 });

@@ -43,6 +43,16 @@ export function holdsIdentifier(patient: PatientCandidate, system: IdentifierSys
 }
 
 export function identifyCase(evidence: readonly Evidence[], patients: readonly PatientCandidate[]): Decision {
+  const decision = decide(evidence, patients);
+  return decision.kind === 'auto' ? decision : { ...decision, reason: sentence(decision.reason) };
+}
+
+/** The reasons are built from evidence lines ("chart number in …"): shown as sentences. */
+function sentence(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+function decide(evidence: readonly Evidence[], patients: readonly PatientCandidate[]): Decision {
   const identifiers = evidence.filter((item): item is IdentifierEvidence => item.kind === 'identifier');
   const suggestions = suggest(evidence, patients);
   if (identifiers.length === 0) {

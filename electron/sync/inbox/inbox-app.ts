@@ -4,7 +4,6 @@
  * it owns (settings, engine, journal, the server connection) and starts and stops this with itself.
  */
 import { existsSync, statSync } from 'node:fs';
-import type Database from 'better-sqlite3';
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import path from 'node:path';
@@ -14,7 +13,7 @@ import type { ApiClient } from '../api/api-client.js';
 import type { SettingsStore, SyncInbox, SyncPair } from '../home/settings.js';
 import type { Journal } from '../journal/journal.js';
 import { overlappingPair, realFolder } from '../watch/pair-folders.js';
-import { CaseStore, INBOX_MIGRATION } from './case-store.js';
+import { CaseStore } from './case-store.js';
 import { checkRule } from './folder-rules.js';
 import { candidatesFor } from './patient-directory.js';
 import { InboxError, InboxManager, type CaseView, type InboxEngine } from './inbox-manager.js';
@@ -45,7 +44,7 @@ export class InboxApp {
   lastProblem: string | null = null;
 
   constructor(private readonly options: InboxAppOptions) {
-    this.store = new CaseStore(journalDatabase(options.journal));
+    this.store = new CaseStore(options.journal.database);
     this.manager = new InboxManager({
       store: this.store,
       journal: options.journal,
@@ -170,13 +169,6 @@ export class InboxApp {
     }
     return this.manager.assign(inboxId, caseName, { id, name }, 'confirmed');
   }
-}
-
-/** The journal's database, where the inbox tables live (INBOX_MIGRATION). */
-function journalDatabase(journal: Journal): Database.Database {
-  const database = (journal as unknown as { database: Database.Database }).database;
-  database.exec(INBOX_MIGRATION.sql.replace(/CREATE TABLE /g, 'CREATE TABLE IF NOT EXISTS ').replace(/CREATE INDEX /g, 'CREATE INDEX IF NOT EXISTS '));
-  return database;
 }
 
 /** The account assignments are recorded under ("who"), as the operating system names it. */

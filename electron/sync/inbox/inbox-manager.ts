@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { BridgeError } from '../app/bridge-error.js';
 import { readdir } from 'node:fs/promises';
-import type { FileRecord } from '../journal/journal.js';
+import type { FileRecord } from '../journal/file-record.js';
 import type { SyncInbox, SyncPair } from '../home/settings.js';
 import { createIgnoreMatcher } from '../watch/ignore.js';
 import type { CaseRecord, CaseStore, PendingDecision } from './case-store.js';
