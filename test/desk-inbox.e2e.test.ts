@@ -74,7 +74,7 @@ describe('the Inbox view', () => {
     const waitingCase = list.locator(`li[data-case="${nameOnly}"]`);
     await waitingCase.getByText(/^3Shape · 3 files · /).waitFor();
     await waitingCase.getByText('name in 3Shape order: Armour, Theo').waitFor();
-    await list.locator(`li[data-case="${conflict}"]`).getByText(`patient id in DICOM header: ${theo.id} is Theo Armour, but name in DICOM header: Armour, Thea.`).waitFor();
+    await list.locator(`li[data-case="${conflict}"]`).getByText(`Patient id in DICOM header: ${theo.id} is Theo Armour, but name in DICOM header: Armour, Thea.`).waitFor();
     await list.locator(`li[data-case="${byId}"]`).getByText('filed automatically').waitFor();
     await settledScreenshot(page, 'inbox-waiting-conflict-synced');
 
@@ -99,7 +99,8 @@ describe('the Inbox view', () => {
     const search = dialog.getByRole('searchbox');
     await search.focus();
     await page.keyboard.type('thea');
-    await dialog.locator(`.patient-option[data-patient-id="${thea.id}"]`).waitFor();
+    // The search answered (before it, every patient is listed).
+    await expect.poll(() => dialog.locator('.patient-option').evaluateAll((options) => options.map((option) => option.getAttribute('data-patient-id')))).toEqual([thea.id]);
     await page.keyboard.press('ArrowDown');
     await page.keyboard.press('Enter');
     const fileThea = dialog.getByRole('button', { name: `File ${conflict} under Thea Armour` });

@@ -98,7 +98,7 @@ describe('a scanner inbox files each case under the right patient, and never the
 
     const disagreeing = await caseNamed(conflict);
     expect(disagreeing).toMatchObject({ state: 'conflict', patientId: null });
-    expect(disagreeing.reason).toBe('chart number in DICOM header: 10231 is Theo Armour, but name in DICOM header: Armour, Thea.');
+    expect(disagreeing.reason).toBe('Chart number in DICOM header: 10231 is Theo Armour, but name in DICOM header: Armour, Thea.');
     expect(await caseNamed(loose)).toMatchObject({ state: 'needs-patient', suggestions: [], fileCount: 1, scanner: 'PDF' });
     // Nothing of a case without a patient reached anyone.
     expect(await filed(thea)).toEqual([]);

@@ -36,7 +36,7 @@ export function InboxScreen() {
         <div>
           <h1>Inbox</h1>
           <p className="screen-subtitle">
-            Cases the scanners exported. A case is filed on its own only when its chart number or patient id names one patient; {waiting === 1 ? 'one case waits' : `${waiting} cases wait`} for you to confirm the patient.
+            Cases the scanners exported. A case is filed on its own only when its chart number or patient id names one patient; {waiting === 0 ? 'none waits for you now.' : waiting === 1 ? 'one case waits for you to confirm the patient.' : `${waiting} cases wait for you to confirm the patient.`}
           </p>
         </div>
       </header>
