@@ -6,7 +6,8 @@
 import { isUuid, parseBirthDate, personName, type Evidence, type EvidenceSource } from './evidence.js';
 
 const PLACEHOLDERS: Record<string, string> = {
-  chart: '(?<chart>[^_\\s]+)',
+  // A chart number has a digit: `{chart}_*` must not read "OrthoCAD" or a surname as one.
+  chart: '(?<chart>(?=[^_\\s]*\\d)[^_\\s]+)',
   id: '(?<id>[0-9a-fA-F-]{36})',
   last: '(?<last>[^_]+)',
   first: '(?<first>[^_]+)',

@@ -57,6 +57,9 @@ describe('what a case says about its patient', () => {
       'birth date in folder name: 1984-02-29',
     ]);
     expect(evidenceFromName('9b2f7a0e-1c2d-4e5f-8a9b-0c1d2e3f4a5b_upper', false, []).map(describeEvidence)).toEqual(['patient id in folder name: 9b2f7a0e-1c2d-4e5f-8a9b-0c1d2e3f4a5b']);
+    // A rule for chart numbers reads none from a name without a digit (a scanner's own folder name, a surname).
+    expect(evidenceFromName('OrthoCAD_Export_4001', false, ['{chart}_*']).map(describeEvidence)).toEqual(['order number in folder name: 4001']);
+    expect(evidenceFromName('Armour_Theo_2026-11-28', false, ['{chart}_*'])).toEqual([]);
     expect(checkRule('{chart}_*')).toBeUndefined();
     expect(checkRule('{patient}_*')).toMatch(/Unknown part \{patient\}/);
   });
