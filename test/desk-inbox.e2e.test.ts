@@ -118,5 +118,11 @@ describe('the Inbox view', () => {
     await table.getByText(conflict).waitFor();
     expect(await table.locator('tbody tr').count()).toBe(3);
     await table.getByText('Automatic by').first().waitFor();
+
+    // On the Sync screen a case is a folder of its own (its files listed), stopped or paused only with its inbox.
+    const casePair = desk.headless.app.engine.pairList().find((pair) => pair.only === conflict)!;
+    expect(desk.headless.app.requirePair(casePair.id).folder).toBe(path.join(inbox, conflict));
+    await expect(desk.headless.app.removePair(casePair.id)).rejects.toThrow('This is a case of the scanner inbox');
+    expect(desk.headless.app.engine.pairList().some((pair) => pair.id === casePair.id)).toBe(true);
   });
 });

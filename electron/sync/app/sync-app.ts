@@ -340,21 +340,32 @@ export class SyncApp {
   }
 
   async removePair(pairId: string): Promise<void> {
+    this.refuseInboxCase(pairId);
     this.requirePair(pairId);
     this.settings.set('pairs', this.settings.get('pairs').filter((pair) => pair.id !== pairId));
     await this.engine.removePair(pairId);
   }
 
   setPaused(pairId: string, paused: boolean): void {
+    this.refuseInboxCase(pairId);
     this.requirePair(pairId);
     this.settings.set('pairs', this.settings.get('pairs').map((pair) => (pair.id === pairId ? { ...pair, paused } : pair)));
     this.engine.setPaused(pairId, paused);
   }
 
+  /** A sync folder, or a scanner inbox's case synced as one (its folder: the case's own). */
   requirePair(pairId: string): SyncPair {
     const pair = this.settings.get('pairs').find((candidate) => candidate.id === pairId);
-    if (!pair) throw new BridgeError('NOT_FOUND', `no sync folder with id ${pairId}`);
-    return pair;
+    if (pair) return pair;
+    const inboxCase = this.inbox.isDerived(pairId) ? this.engine.pairList().find((candidate) => candidate.id === pairId) : undefined;
+    if (inboxCase) return { ...inboxCase, folder: inboxCase.only ? path.join(inboxCase.folder, inboxCase.only) : inboxCase.folder };
+    throw new BridgeError('NOT_FOUND', `no sync folder with id ${pairId}`);
+  }
+
+  /** A case of a scanner inbox is not stopped or paused on its own: its inbox is (it goes on with the inbox). */
+  private refuseInboxCase(pairId: string): void {
+    if (this.settings.get('pairs').some((pair) => pair.id === pairId) || !this.inbox.isDerived(pairId)) return;
+    throw new BridgeError('INVALID_INPUT', undefined, 'This is a case of the scanner inbox: it syncs with its inbox, and its patient is chosen in the Inbox view.');
   }
 
   async settingsView(): Promise<SettingsView> {
