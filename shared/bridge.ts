@@ -154,6 +154,56 @@ export interface HistoryFileView extends FileView {
   pairRemoved: boolean;
 }
 
+/** A patient suggested for a scanner inbox's case, likeliest first, with the evidence that led to it. */
+export interface CaseSuggestionView {
+  patientId: string;
+  name: string;
+  birthDate: string | null;
+  chart: string | null;
+  score: number;
+  because: string[];
+}
+
+/** A case of a scanner inbox (a top-level folder or loose file of it) and whose it is. */
+export interface InboxCaseView {
+  inboxId: string;
+  name: string;
+  /** needs-patient and conflict wait for staff; assigned syncs; synced: every file verified. */
+  state: 'needs-patient' | 'conflict' | 'assigned' | 'synced';
+  /** Why it waits, in plain words; null once it has a patient. */
+  reason: string | null;
+  fileCount: number;
+  bytes: number;
+  scanner: string | null;
+  firstSeenAt: number;
+  changedAt: number;
+  evidence: string[];
+  suggestions: CaseSuggestionView[];
+  patientId: string | null;
+  patientName: string | null;
+  assignedAt: number | null;
+  /** The OS account the assignment was made under. */
+  assignedBy: string | null;
+  assignedHow: 'automatic' | 'confirmed' | null;
+  filesSynced: number;
+  filesKnown: number;
+}
+
+/** One assignment of a case to a patient, as kept in the journal (the Activity view). */
+export interface CaseAssignmentView {
+  id: number;
+  inboxFolder: string;
+  caseName: string;
+  patientId: string;
+  patientName: string | null;
+  at: number;
+  by: string;
+  how: 'automatic' | 'confirmed';
+  evidence: string[];
+  /** Set when it replaced another patient (allowed only before any upload of the case). */
+  previousPatientId: string | null;
+}
+
 export interface HistoryEntryView {
   fileId: number;
   at: number;
@@ -188,7 +238,9 @@ export type BridgeEvent =
   | { type: 'pairs'; pairs: PairView[] }
   | { type: 'files'; pairId: string; files: FileView[] }
   | { type: 'webhook'; activity: WebhookActivityView }
-  | { type: 'documents-changed'; patientId: string | null };
+  | { type: 'documents-changed'; patientId: string | null }
+  /** A scanner inbox's cases changed (a case found, identified, assigned, synced). */
+  | { type: 'cases' };
 
 // --- Method payloads ----------------------------------------------------------------------------
 
@@ -215,6 +267,7 @@ export const AddPairInput = Type.Object({
 export type AddPairInput = Static<typeof AddPairInput>;
 
 export const PairId = Type.String({ minLength: 1, maxLength: 64 });
+export const AssignCaseInput = Type.Object({ inboxId: Type.String({ minLength: 1, maxLength: 64 }), caseName: Type.String({ minLength: 1, maxLength: 1024 }), patientId: Uuid });
 export const RetryTarget = Type.Object({ pairId: Type.Optional(PairId), fileId: Type.Optional(Type.Integer({ minimum: 1 })) });
 export const FileListInput = Type.Object({
   pairId: PairId,
@@ -269,6 +322,9 @@ export const BRIDGE_METHODS = {
   saveDocumentVersion: Type.Tuple([Uuid, Uuid, Type.Integer({ minimum: 1, maximum: 2_147_483_647 })]),
   webhookActivity: Type.Tuple([Type.Integer({ minimum: 1, maximum: 1000 })]),
   exportHistoryCsv: Type.Tuple([]),
+  listCases: Type.Tuple([]),
+  assignCase: Type.Tuple([AssignCaseInput]),
+  caseAssignments: Type.Tuple([Type.Integer({ minimum: 1, maximum: 1000 })]),
   getSettings: Type.Tuple([]),
   updateSettings: Type.Tuple([SettingsPatch]),
 } satisfies Record<keyof BridgeApi, TSchema>;
@@ -310,6 +366,12 @@ export interface BridgeApi {
   saveDocumentVersion(patientId: string, documentId: string, version: number): Promise<string | null>;
   webhookActivity(limit: number): Promise<WebhookActivityView[]>;
   exportHistoryCsv(): Promise<string>;
+  /** The scanner inboxes' cases, newest first. */
+  listCases(): Promise<InboxCaseView[]>;
+  /** Staff confirm a case's patient; the case syncs at once. CONFLICT once an upload of it began (the message says why). */
+  assignCase(input: Static<typeof AssignCaseInput>): Promise<InboxCaseView>;
+  /** Assignments of cases to patients, newest first. */
+  caseAssignments(limit: number): Promise<CaseAssignmentView[]>;
   getSettings(): Promise<SettingsView>;
   updateSettings(patch: SettingsPatch): Promise<SettingsView>;
 }

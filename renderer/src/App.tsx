@@ -6,6 +6,7 @@ import { Sidebar, type Screen } from './components/Sidebar.js';
 import { SyncAnnouncer } from './components/SyncAnnouncer.js';
 import { ActivityScreen } from './screens/activity/ActivityScreen.js';
 import { FirstRunScreen } from './screens/first-run/FirstRunScreen.js';
+import { InboxScreen } from './screens/inbox/InboxScreen.js';
 import { PatientBrowserScreen } from './screens/patients/PatientBrowserScreen.js';
 import { SettingsScreen } from './screens/settings/SettingsScreen.js';
 import { SyncScreen } from './screens/sync/SyncScreen.js';
@@ -57,6 +58,8 @@ function CurrentScreen({ navigation, status, onNavigate }: { navigation: Navigat
   switch (navigation.screen) {
     case 'sync':
       return <SyncScreen demoPatientId={status.demoPatientId ?? null} onBrowsePatient={(patientId) => onNavigate({ screen: 'patients', patientId })} />;
+    case 'inbox':
+      return <InboxScreen />;
     case 'patients':
       return <PatientBrowserScreen initialPatientId={navigation.patientId} />;
     case 'activity':

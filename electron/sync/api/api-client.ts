@@ -44,6 +44,14 @@ export interface JsonRequest {
 
 export { FileChangedDuringUploadError };
 
+/** A page of `GET /v1/patients`, with the identifiers and birth date each patient carries (when the server keeps them). */
+export interface PatientPage {
+  patients: Array<{ id: string; name: string; birthDate?: string | null; identifiers?: Array<{ system: string; value: string }> }>;
+  offset: number;
+  limit: number;
+  total: number;
+}
+
 export class ApiClient implements DocumentApi {
   readonly tokens: TokenManager;
   readonly http: Got;
@@ -88,6 +96,17 @@ export class ApiClient implements DocumentApi {
     if (query.offset !== undefined) searchParams.offset = query.offset;
     if (query.limit !== undefined) searchParams.limit = query.limit;
     return this.json<PatientListResponse>({ method: 'GET', url: `${this.serverUrl}/v1/patients`, searchParams, organization: true });
+  }
+
+  /**
+   * Patients the organization may see, by any of the filters `GET /v1/patients` takes (an
+   * identifier as `system|value`, exact; a name in any word order; a birth date): what the scanner
+   * inbox matches a case's evidence against.
+   */
+  findPatients(query: { name?: string; identifier?: string; birthDate?: string; offset?: number; limit?: number }): Promise<PatientPage> {
+    const searchParams: Record<string, string | number> = {};
+    for (const [key, value] of Object.entries(query)) if (value !== undefined && value !== '') searchParams[key] = value;
+    return this.json<PatientPage>({ method: 'GET', url: `${this.serverUrl}/v1/patients`, searchParams, organization: true });
   }
 
   async upload(request: UploadRequest): Promise<DocumentDto | null> {

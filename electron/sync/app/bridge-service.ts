@@ -4,12 +4,15 @@
  * it validates every payload against BRIDGE_METHODS — the renderer is untrusted — and always
  * answers a BridgeEnvelope.
  */
+import path from 'node:path';
 import type {
   AddPairInput,
   AppStatus,
   BridgeApi,
   BridgeEnvelope,
+  CaseAssignmentView,
   ConnectionTestResult,
+  InboxCaseView,
   FileView,
   HistoryEntryView,
   HistoryFileView,
@@ -23,7 +26,8 @@ import { createBridgeCallValidator } from '../../../shared/bridge-validation.js'
 import type { DocumentVersionDto, PatientListResponse, SearchBody, SearchResponse } from '../../../shared/schemas.js';
 import { versionFileName } from '../../../shared/names.js';
 import { BridgeError, toCodedError } from './bridge-error.js';
-import { historyCsv, pairLabels } from '../journal/history-csv.js';
+import { historyCsv, pairLabels, type AssignmentCsvRow } from '../journal/history-csv.js';
+import type { SyncPair } from '../home/settings.js';
 import type { SyncApp } from './sync-app.js';
 
 /** What only a shell can do (dialogs, the file manager). Headless leaves them out. */
@@ -111,7 +115,7 @@ export class BridgeService implements BridgeApi {
   }
 
   async historyFiles(limit: number): Promise<HistoryFileView[]> {
-    const labels = pairLabels(this.app.journal.pairIds(), this.app.settings.get('pairs'), this.app.settings.get('removedPairs'));
+    const labels = pairLabels(this.app.journal.pairIds(), this.labelledPairs(), this.app.settings.get('removedPairs'));
     const files: HistoryFileView[] = [];
     for (const [pairId, label] of labels) {
       for (const file of this.app.engine.fileViews(pairId)) files.push({ ...file, folder: label.folder, patientName: label.patient, pairRemoved: label.removed });
@@ -184,7 +188,37 @@ export class BridgeService implements BridgeApi {
   }
 
   async exportHistoryCsv(): Promise<string> {
-    return historyCsv(this.app.journal, this.app.settings.get('pairs'), this.app.settings.get('removedPairs'));
+    return historyCsv(this.app.journal, this.labelledPairs(), this.app.settings.get('removedPairs'), this.caseAssignmentRows());
+  }
+
+  /** The settings' pairs and the inbox cases synced as pairs (labelled by the case's own folder). */
+  private labelledPairs(): SyncPair[] {
+    return [...this.app.settings.get('pairs'), ...this.app.inbox.derivedPairs().map((pair) => ({ ...pair, folder: pair.only ? path.join(pair.folder, pair.only) : pair.folder }))];
+  }
+
+  private caseAssignmentRows(): AssignmentCsvRow[] {
+    return this.app.inbox.assignmentViews(100_000).map((assignment) => ({
+      at: assignment.at,
+      folder: path.join(assignment.inboxFolder, assignment.caseName),
+      patient: assignment.patientName ?? assignment.patientId,
+      caseName: assignment.caseName,
+      how: assignment.how,
+      by: assignment.by,
+      evidence: assignment.evidence,
+      previousPatientId: assignment.previousPatientId,
+    }));
+  }
+
+  async listCases(): Promise<InboxCaseView[]> {
+    return this.app.inbox.cases().sort((a, b) => b.changedAt - a.changedAt);
+  }
+
+  assignCase(input: { inboxId: string; caseName: string; patientId: string }): Promise<InboxCaseView> {
+    return this.app.inbox.assign(input.inboxId, input.caseName, input.patientId);
+  }
+
+  async caseAssignments(limit: number): Promise<CaseAssignmentView[]> {
+    return this.app.inbox.assignmentViews(limit);
   }
 
   getSettings(): Promise<SettingsView> {

@@ -26,6 +26,7 @@ import type { SettingsStore, SyncPair, SyncSettings, WebhookSettings } from '../
 import { describeLiveChanges, describePairChanges, KeptSettings, liveSettingsFrom, pairChanges, SettingsFileProblem, type LiveSettings } from '../home/settings-live.js';
 import { CaCertificateError, parseCaCertificate, readTrustedCa, saveTrustedCa, SERVER_CA_FILE, type TrustedCa } from '../api/tls-trust.js';
 import { WebhookWiring } from '../webhooks/subscription.js';
+import { InboxApp } from '../inbox/inbox-app.js';
 
 /** What the embedded server hands back once it runs (the demo organization, patient and client). */
 export interface EmbeddedServerInfo {
@@ -63,6 +64,8 @@ export interface SyncAppOptions {
   caCheckMs?: number;
   /** How often the settings file is looked at for a change made by another process (`patient-docs-sync config`, `add-pair`). */
   settingsCheckMs?: number;
+  /** How often scanner inbox folders are listed (default: half the settle time, at most a second). */
+  inboxPollMs?: number;
 }
 
 export const CA_CHECK_MS = 2000;
@@ -78,6 +81,8 @@ export class SyncApp {
   readonly engine: SyncEngine;
   readonly limiter: BandwidthLimiter;
   private readonly webhooks: WebhookWiring;
+  /** The scanner inboxes: their cases are synced as pairs of their own once they have a patient. */
+  readonly inbox: InboxApp;
   private readonly listeners = new Set<(event: BridgeEvent) => void>();
   private api: ApiClient | null = null;
   private clientSecretMissing = false;
@@ -107,6 +112,17 @@ export class SyncApp {
       recheckMs: this.live.recheckMinutes * MINUTE_MS,
       folderRefusal: (folder) => forbiddenFolder(folder, this.protectedFolders()),
       ...options.engine,
+    });
+    this.inbox = new InboxApp({
+      settings: this.kept,
+      journal: this.journal,
+      engine: this.engine,
+      api: () => this.api,
+      settleMs: () => this.live.settleMs,
+      ignorePatterns: () => this.live.ignorePatterns,
+      forbiddenFolder: (folder) => forbiddenFolder(folder, this.protectedFolders()),
+      ...(options.inboxPollMs !== undefined ? { pollMs: options.inboxPollMs } : {}),
+      onChanged: () => this.emit({ type: 'cases' }),
     });
     this.webhooks = new WebhookWiring({
       journal: this.journal,
@@ -175,7 +191,8 @@ export class SyncApp {
       }
     }
     await this.connect();
-    await this.engine.start(this.settings.get('pairs'));
+    await this.engine.start([...this.settings.get('pairs'), ...this.inbox.derivedPairs()]);
+    this.inbox.start();
     await this.startWebhooks();
     this.watchTrustedCa();
     this.watchSettings();
@@ -186,6 +203,7 @@ export class SyncApp {
     unwatchFile(this.caFile(), this.onCaFileChanged);
     unwatchFile(this.settings.path, this.onSettingsFileChanged);
     await this.settingsReload;
+    await this.inbox.stop();
     await this.engine.stop();
     await this.webhooks.stop();
     if (this.embeddedInfo) await this.options.embedded?.stop();
@@ -280,12 +298,23 @@ export class SyncApp {
     const pairs = this.settings.get('pairs');
     const overlap = overlappingPair(pairs, folder, path, realFolder);
     if (overlap) throw new BridgeError('CONFLICT', undefined, describeOverlap(folder, overlap));
+    const inbox = overlappingPair(this.inbox.inboxes().map((candidate) => ({ ...candidate, patientId: '', patientName: 'the scanner inbox' })), folder, path, realFolder);
+    if (inbox) throw new BridgeError('CONFLICT', undefined, describeOverlap(folder, inbox));
     await this.checkPatient(input.patientId);
     const pair: SyncPair = { id: randomUUID(), folder, patientId: input.patientId.toLowerCase(), remoteBasePath: base.value, paused: false };
     if (input.patientName) pair.patientName = input.patientName;
     this.settings.set('pairs', [...pairs, pair]);
     if (this.started) await this.engine.addPair(pair);
     return pair;
+  }
+
+  /**
+   * One look at the scanner inboxes without watching them (`patient-docs-sync cases`, `assign`):
+   * connected first, so that cases are identified against the server's patients.
+   */
+  async lookAtInboxes(): Promise<void> {
+    if (!this.api) await this.connect();
+    await this.inbox.manager.refresh();
   }
 
   /** What a scan folder may never be, hold or lie in (pair-folders.ts): this app's own state. */
@@ -311,21 +340,32 @@ export class SyncApp {
   }
 
   async removePair(pairId: string): Promise<void> {
+    this.refuseInboxCase(pairId);
     this.requirePair(pairId);
     this.settings.set('pairs', this.settings.get('pairs').filter((pair) => pair.id !== pairId));
     await this.engine.removePair(pairId);
   }
 
   setPaused(pairId: string, paused: boolean): void {
+    this.refuseInboxCase(pairId);
     this.requirePair(pairId);
     this.settings.set('pairs', this.settings.get('pairs').map((pair) => (pair.id === pairId ? { ...pair, paused } : pair)));
     this.engine.setPaused(pairId, paused);
   }
 
+  /** A sync folder, or a scanner inbox's case synced as one (its folder: the case's own). */
   requirePair(pairId: string): SyncPair {
     const pair = this.settings.get('pairs').find((candidate) => candidate.id === pairId);
-    if (!pair) throw new BridgeError('NOT_FOUND', `no sync folder with id ${pairId}`);
-    return pair;
+    if (pair) return pair;
+    const inboxCase = this.inbox.isDerived(pairId) ? this.engine.pairList().find((candidate) => candidate.id === pairId) : undefined;
+    if (inboxCase) return { ...inboxCase, folder: inboxCase.only ? path.join(inboxCase.folder, inboxCase.only) : inboxCase.folder };
+    throw new BridgeError('NOT_FOUND', `no sync folder with id ${pairId}`);
+  }
+
+  /** A case of a scanner inbox is not stopped or paused on its own: its inbox is (it goes on with the inbox). */
+  private refuseInboxCase(pairId: string): void {
+    if (this.settings.get('pairs').some((pair) => pair.id === pairId) || !this.inbox.isDerived(pairId)) return;
+    throw new BridgeError('INVALID_INPUT', undefined, 'This is a case of the scanner inbox: it syncs with its inbox, and its patient is chosen in the Inbox view.');
   }
 
   async settingsView(): Promise<SettingsView> {
@@ -497,8 +537,10 @@ export class SyncApp {
     this.settingsProblem = null;
     const next = liveSettingsFrom(saved);
     // The app's own changes reach the engine as they are saved, so only another process's differ here.
-    const pairs = pairChanges(this.engine.pairList(), saved.pairs);
-    const changes = [...describeLiveChanges(this.live, next), ...describePairChanges(pairs)];
+    // A scanner inbox's cases are pairs the engine runs that the settings' list does not hold.
+    const pairs = pairChanges(this.engine.pairList().filter((pair) => !this.inbox.isDerived(pair.id)), saved.pairs);
+    const inboxesChanged = JSON.stringify(saved.inboxes ?? []) !== JSON.stringify(this.inbox.manager.loadedInboxes());
+    const changes = [...describeLiveChanges(this.live, next), ...describePairChanges(pairs), ...(inboxesChanged ? ['the scanner inboxes'] : [])];
     if (changes.length === 0) {
       if (wasBroken) this.tellSettings({ kind: 'applied', message: `The settings file ${this.settings.path} can be used again; nothing in it changed.` });
       if (wasBroken) this.emitStatus();
@@ -512,6 +554,7 @@ export class SyncApp {
     for (const pair of [...pairs.removed, ...pairs.changed]) await this.engine.removePair(pair.id);
     for (const pair of [...pairs.added, ...pairs.changed]) await this.engine.addPair(pair);
     for (const pair of [...pairs.paused, ...pairs.resumed]) this.engine.setPaused(pair.id, pair.paused);
+    await this.inbox.applySettings(saved.inboxes ?? [], next.ignorePatterns);
     this.tellSettings({ kind: 'applied', message: `Settings changed in ${this.settings.path}, applied without a restart: ${changes.join('; ')}.` });
     this.emitStatus();
   }

@@ -4,6 +4,9 @@
  * state as the desktop app (PATIENT_DOCS_SYNC_HOME).
  *   connect --server URL [--token-url URL] --client-id ID --organization UUID [--ca-file FILE | --forget-ca]   (secret: stdin or PATIENT_DOCS_CLIENT_SECRET)
  *   add-pair --folder DIR --patient UUID [--path /remote/base] [--name "Jane Roe"]
+ *   add-inbox --folder DIR [--path /scans] [--rule PATTERN]...
+ *   cases [--folder DIR] [--json]
+ *   assign --folder DIR --case NAME --patient UUID
  *   config [--concurrency N] [--settle-ms N] [--rescan-minutes N] [--recheck-minutes N] [--bandwidth BYTES_PER_S] [--ignore PATTERN]...
  *   run [--once] [--timeout SECONDS]
  *   status [--json]
@@ -20,6 +23,7 @@ import { isDiskFull } from '../home/disk-full.js';
 import { defaultSyncHome } from '../home/home-path.js';
 import { ProgressTracker } from '../upload/progress.js';
 import type { SyncApp } from '../app/sync-app.js';
+import type { CaseView } from '../inbox/inbox-manager.js';
 import type { SyncHome } from '../home/sync-home.js';
 import { APP_VERSION } from '../home/app-version.js';
 
@@ -29,10 +33,18 @@ const USAGE = `usage: patient-docs-sync <command> [options]
            --ca-file: the clinic's CA certificate (PEM or DER) when the server's certificate is not
            from a public CA; it is kept in the sync home and trusted for this server from then on)
   add-pair --folder DIR --patient UUID [--path /remote/base] [--name NAME]
+  add-inbox --folder DIR [--path /scans] [--rule PATTERN ...]
+           a scanner inbox: one folder of many patients' cases (each top-level folder or loose file
+           is a case), each synced to <path>/<case> of its patient once it has one; --rule reads a
+           case's name, e.g. '{chart}_*' (parts: {chart} {id} {last} {first} {name} {birth}, and *)
+  cases    [--folder DIR] [--json]        the inbox's cases: needs-patient, conflict, assigned or synced,
+                                          with the evidence and the suggested patients
+  assign   --folder DIR --case NAME --patient UUID   confirms a case's patient (refused once an upload of it began)
   config   [--concurrency N] [--settle-ms MS] [--rescan-minutes N] [--recheck-minutes N] [--bandwidth BYTES_PER_SECOND] [--ignore PATTERN ...]
            (--recheck-minutes: how often synced files are checked on the server, 15 to 10080, or 0 for never; default 240)
            (a \`run\` or the app already running takes up config and add-pair within seconds, no restart needed)
-  run      [--once] [--timeout SECONDS]   watch and sync; --once: sync what is there, exit 0 when all verified
+  run      [--once] [--timeout SECONDS]   watch and sync; --once: sync what is there, exit 0 when all verified,
+                                          3 when inbox cases still need a patient
   status   [--json]                       pairs and per-file states
   retry                                   failed and waiting files are tried again now (by a running run, else the next run)
 State lives in PATIENT_DOCS_SYNC_HOME (now: ${defaultSyncHome()}).`;
@@ -46,6 +58,12 @@ async function main(argv: string[]): Promise<number> {
       return connect(rest);
     case 'add-pair':
       return addPair(rest);
+    case 'add-inbox':
+      return addInbox(rest);
+    case 'cases':
+      return cases(rest);
+    case 'assign':
+      return assign(rest);
     case 'config':
       return config(rest);
     case 'run':
@@ -168,6 +186,61 @@ async function addPair(args: string[]): Promise<number> {
   }
 }
 
+async function addInbox(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { folder: { type: 'string' }, path: { type: 'string' }, rule: { type: 'string', multiple: true } }, strict: true });
+  if (!values.folder) throw new UsageError('add-inbox needs --folder');
+  const app = await openApp({ webhooks: false });
+  try {
+    const inbox = await app.inbox.addInbox({ folder: values.folder, ...(values.path ? { remoteBasePath: values.path } : {}), ...(values.rule ? { rules: values.rule } : {}) }, app.settings.get('pairs'));
+    console.log(`added inbox ${inbox.folder} → <patient> ${inbox.remoteBasePath}/<case> (inbox ${inbox.id})${inbox.rules.length > 0 ? `; rules: ${inbox.rules.join(', ')}` : ''}`);
+    return 0;
+  } finally {
+    await app.stop();
+  }
+}
+
+async function cases(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { folder: { type: 'string' }, json: { type: 'boolean', default: false } }, strict: true });
+  const app = await openApp({ webhooks: false });
+  try {
+    const inbox = app.inbox.inboxAt(values.folder);
+    await app.lookAtInboxes();
+    const list = app.inbox.cases(inbox.id);
+    if (values.json) {
+      console.log(JSON.stringify({ inbox: { id: inbox.id, folder: inbox.folder, remoteBasePath: inbox.remoteBasePath }, cases: list }, null, 2));
+      return 0;
+    }
+    if (list.length === 0) console.log(`no case in ${inbox.folder}`);
+    for (const item of list) printCase(item);
+    return 0;
+  } finally {
+    await app.stop();
+  }
+}
+
+function printCase(item: CaseView): void {
+  const patient = item.patientId ? ` → ${item.patientName ?? item.patientId}${item.assignedHow ? ` (${item.assignedHow} by ${item.assignedBy})` : ''}` : '';
+  console.log(`${item.state.padEnd(13)} ${item.name}  ${item.fileCount} file(s)${item.scanner ? `, ${item.scanner}` : ''}${patient}`);
+  if (item.reason && item.state !== 'assigned' && item.state !== 'synced') console.log(`              ${item.reason}`);
+  for (const line of item.evidence) console.log(`              evidence: ${line}`);
+  for (const suggestion of item.suggestions) console.log(`              suggested: ${suggestion.name} ${suggestion.patientId}${suggestion.birthDate ? ` born ${suggestion.birthDate}` : ''}${suggestion.chart ? ` chart ${suggestion.chart}` : ''}`);
+}
+
+async function assign(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { folder: { type: 'string' }, case: { type: 'string' }, patient: { type: 'string' } }, strict: true });
+  if (!values.case || !values.patient) throw new UsageError('assign needs --case and --patient (and --folder when there is more than one inbox)');
+  const app = await openApp({ webhooks: false });
+  try {
+    const inbox = app.inbox.inboxAt(values.folder);
+    await app.lookAtInboxes();
+    const item = await app.inbox.assign(inbox.id, values.case, values.patient);
+    console.log(`assigned ${item.name} → ${item.patientName ?? item.patientId} (${inbox.remoteBasePath}/${item.name}); a running \`run\` or the app syncs it within seconds`);
+    return 0;
+  } finally {
+    await app.stop();
+  }
+}
+
 async function config(args: string[]): Promise<number> {
   const { values } = parseArgs({
     args,
@@ -230,7 +303,7 @@ async function run(args: string[]): Promise<number> {
     }
   }
   if (!values.once) {
-    console.log(`watching ${app.settings.get('pairs').length} folder(s); Ctrl+C stops`);
+    console.log(`watching ${app.settings.get('pairs').length} folder(s) and ${app.inbox.inboxes().length} inbox(es); Ctrl+C stops`);
     await new Promise<never>(() => undefined);
   }
   const deadline = Date.now() + (values.timeout ? integer(values.timeout, 'timeout') * 1000 : 30 * 60_000);
@@ -238,7 +311,7 @@ async function run(args: string[]): Promise<number> {
   let settledLooks = 0;
   while (settledLooks < 2 && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 250));
-    settledLooks = app.engine.isSettled() ? settledLooks + 1 : 0;
+    settledLooks = app.engine.isSettled() && app.inbox.manager.isSettled() ? settledLooks + 1 : 0;
   }
   const timedOut = settledLooks < 2;
   const pairs = app.engine.pairViews();
@@ -261,8 +334,15 @@ async function run(args: string[]): Promise<number> {
       lines.push(`not synced  ${file.relativePath}  [${file.state}]  ${describeError(file)}`);
     }
   }
+  const waitingCases = app.inbox.cases().filter((item) => item.state === 'needs-patient' || item.state === 'conflict');
   await stop();
-  if (pairs.length === 0) {
+  if (waitingCases.length > 0) {
+    for (const line of lines) console.log(line);
+    for (const item of waitingCases) printCase(item);
+    console.log(`${waitingCases.length} case(s) still need a patient: confirm each with \`patient-docs-sync assign --case NAME --patient UUID\` (or in the app's Inbox)`);
+    return 3;
+  }
+  if (pairs.length === 0 && app.inbox.inboxes().length === 0) {
     console.log('no folder to sync: add one with `patient-docs-sync add-pair`');
     return 2;
   }

@@ -16,6 +16,25 @@ export interface SyncPair {
   patientName?: string;
   remoteBasePath: string;
   paused: boolean;
+  /**
+   * Only this top-level entry of the folder belongs to the pair: a scanner inbox's case, synced as
+   * a pair of its own once it has a patient (never saved in the settings' `pairs`).
+   */
+  only?: string;
+}
+
+/**
+ * A scanner inbox (issue 27): one folder of many patients' cases, bound to the organization and a
+ * remote base path; each top-level entry is a case, synced to `<remoteBasePath>/<case>` of the
+ * patient it is assigned to (electron/sync/inbox/).
+ */
+export interface SyncInbox {
+  id: string;
+  folder: string;
+  remoteBasePath: string;
+  /** Clinic rules on case names, such as `{chart}_*` (inbox/folder-rules.ts). */
+  rules: string[];
+  paused: boolean;
 }
 
 /** A pair no longer synced, kept so its upload history still names its folder and patient. */
@@ -39,6 +58,8 @@ export type SyncSettings = {
   organizationId?: string;
   pairs: SyncPair[];
   removedPairs: RemovedPair[];
+  /** Absent until the first inbox is added, so a file without one stays readable by versions before inboxes. */
+  inboxes?: SyncInbox[];
   /** Files uploaded at once. */
   concurrency: number;
   /** How long a file must stay unchanged before it is uploaded. */
@@ -84,6 +105,19 @@ const PAIR = {
   },
 } as const;
 
+const INBOX = {
+  type: 'object',
+  required: ['id', 'folder', 'remoteBasePath', 'rules', 'paused'],
+  additionalProperties: false,
+  properties: {
+    id: { type: 'string', minLength: 1, maxLength: 64 },
+    folder: { type: 'string', minLength: 1 },
+    remoteBasePath: { type: 'string', pattern: '^/', maxLength: 1024 },
+    rules: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 256 } },
+    paused: { type: 'boolean' },
+  },
+} as const;
+
 export const settingsSchema: Schema<SyncSettings> = {
   serverUrl: HTTP_URL,
   tokenUrl: HTTP_URL,
@@ -95,6 +129,7 @@ export const settingsSchema: Schema<SyncSettings> = {
     type: 'array',
     items: { ...PAIR, required: [...PAIR.required, 'removedAt'], properties: { ...PAIR.properties, removedAt: { type: 'integer', minimum: 0 } } },
   },
+  inboxes: { type: 'array', items: INBOX },
   concurrency: { type: 'integer', minimum: 1, maximum: 32 },
   settleMs: { type: 'integer', minimum: 0 },
   rescanMinutes: { type: 'number', minimum: 0 },

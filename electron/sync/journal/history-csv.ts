@@ -32,8 +32,24 @@ export function pairLabels(pairIds: readonly string[], pairs: readonly SyncPair[
   );
 }
 
-export function historyCsv(journal: Pick<Journal, 'byPair' | 'history' | 'pairIds'>, pairs: readonly SyncPair[], removedPairs: readonly RemovedPair[] = []): string {
+/** A scanner inbox case given to a patient (inbox/case-store.ts), as one line of the record. */
+export interface AssignmentCsvRow {
+  at: number;
+  folder: string;
+  patient: string;
+  caseName: string;
+  how: 'automatic' | 'confirmed';
+  by: string;
+  evidence: readonly string[];
+  previousPatientId: string | null;
+}
+
+export function historyCsv(journal: Pick<Journal, 'byPair' | 'history' | 'pairIds'>, pairs: readonly SyncPair[], removedPairs: readonly RemovedPair[] = [], assignments: readonly AssignmentCsvRow[] = []): string {
   const rows: string[][] = [];
+  for (const assignment of assignments) {
+    const detail = [`${assignment.how} by ${assignment.by}`, ...(assignment.previousPatientId ? [`replacing patient ${assignment.previousPatientId}`] : []), ...assignment.evidence].join('; ');
+    rows.push([new Date(assignment.at).toISOString(), assignment.folder, assignment.patient, assignment.caseName, '', 'case assigned', '', '', detail, '']);
+  }
   for (const [pairId, label] of pairLabels(journal.pairIds(), pairs, removedPairs)) {
     for (const file of journal.byPair(pairId)) {
       // Empty when it never was, or a newer scan from the folder replaced the one found missing.

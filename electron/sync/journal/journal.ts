@@ -54,7 +54,8 @@ export class Journal {
   private readonly transitionTx: (id: number, state: FileState, patch: FilePatch, note: HistoryNote | undefined) => FileRecord;
 
   constructor(
-    private readonly database: Database.Database,
+    /** Also holds the tables kept beside the files' rows: the scanner inbox's cases (inbox/case-store.ts). */
+    readonly database: Database.Database,
     private readonly now: () => number,
   ) {
     this.selectById = database.prepare(`SELECT ${FILE_COLUMNS} FROM files WHERE id = ?`);

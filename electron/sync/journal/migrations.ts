@@ -94,6 +94,44 @@ export const MIGRATIONS: ReadonlyArray<{ name: string; sql: string }> = [
     name: '008-files-lost-at',
     sql: 'ALTER TABLE files ADD COLUMN lost_at INTEGER NULL;',
   },
+  {
+    // The scanner inbox's cases and every assignment of one to a patient (inbox/case-store.ts).
+    name: '009-inbox-cases',
+    sql: `
+    CREATE TABLE inbox_cases (
+      inbox_id TEXT NOT NULL,
+      name TEXT NOT NULL,
+      first_seen_at INTEGER NOT NULL,
+      changed_at INTEGER NOT NULL,
+      file_count INTEGER NOT NULL DEFAULT 0,
+      bytes INTEGER NOT NULL DEFAULT 0,
+      scanner TEXT NULL,
+      evidence TEXT NOT NULL DEFAULT '[]',
+      decision TEXT NULL,
+      pair_id TEXT NULL,
+      patient_id TEXT NULL,
+      patient_name TEXT NULL,
+      assigned_at INTEGER NULL,
+      assigned_by TEXT NULL,
+      assigned_how TEXT NULL CHECK (assigned_how IN ('automatic', 'confirmed')),
+      gone INTEGER NOT NULL DEFAULT 0,
+      PRIMARY KEY (inbox_id, name)
+    );
+    CREATE TABLE inbox_assignments (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      inbox_id TEXT NOT NULL,
+      case_name TEXT NOT NULL,
+      pair_id TEXT NOT NULL,
+      patient_id TEXT NOT NULL,
+      patient_name TEXT NULL,
+      at INTEGER NOT NULL,
+      by TEXT NOT NULL,
+      how TEXT NOT NULL CHECK (how IN ('automatic', 'confirmed')),
+      evidence TEXT NOT NULL,
+      previous_patient_id TEXT NULL
+    );
+    CREATE INDEX inbox_assignments_at ON inbox_assignments (at);`,
+  },
 ];
 
 /**

@@ -89,7 +89,7 @@ export class PairWatch {
       this.folderMissing();
       return;
     }
-    const isIgnored = createIgnoreMatcher(this.options.ignorePatterns);
+    const isIgnored = onlyEntry(pair.only, createIgnoreMatcher(this.options.ignorePatterns));
     const known = this.dropIgnored(
       journal.knownFiles
         ? journal.knownFiles(pair.id)
@@ -360,6 +360,12 @@ export class PairWatch {
       this.options.onError(error);
     }
   }
+}
+
+/** A scanner inbox's case: everything of the folder but that one top-level entry is passed by. */
+function onlyEntry(only: string | undefined, isIgnored: (relativePath: string) => boolean): (relativePath: string) => boolean {
+  if (only === undefined) return isIgnored;
+  return (relativePath) => isIgnored(relativePath) || relativePath.replace(/\\/g, '/').split('/')[0] !== only;
 }
 
 function nameClashReason(other: string): string {

@@ -23,6 +23,7 @@ import type { DocumentDto, DocumentVersionDto, PatientDto, SearchBody, SortField
 import type { DocumentQuery } from '../documents/walk.js';
 import { scanDateOf } from '../documents/scan-date.js';
 import { BridgeError } from './errors.js';
+import { makeDemoInbox } from './demo-cases.js';
 
 export interface DemoOptions {
   documents: number;
@@ -359,7 +360,9 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
 
   const wait = <T>(value: T, milliseconds = 60): Promise<T> => new Promise((resolve) => setTimeout(() => resolve(value), milliseconds));
 
+  const inbox = makeDemoInbox(patients, NOW);
   const client: BridgeClient = {
+    ...inbox,
     getStatus: () => wait(status()),
     setupEmbedded: async () => {
       configured = true;

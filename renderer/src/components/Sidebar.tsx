@@ -1,10 +1,11 @@
 import type { AppStatus } from '../../../shared/bridge.js';
 import { Icon, type IconName } from './Icon.js';
 
-export type Screen = 'sync' | 'patients' | 'activity' | 'settings';
+export type Screen = 'sync' | 'inbox' | 'patients' | 'activity' | 'settings';
 
 const ITEMS: Array<{ screen: Screen; label: string; icon: IconName }> = [
   { screen: 'sync', label: 'Sync', icon: 'sync' },
+  { screen: 'inbox', label: 'Inbox', icon: 'folderOpen' },
   { screen: 'patients', label: 'Patients', icon: 'patients' },
   { screen: 'activity', label: 'Activity', icon: 'activity' },
   { screen: 'settings', label: 'Settings', icon: 'settings' },

@@ -6,8 +6,10 @@ import { Icon } from '../../components/Icon.js';
 import { saveBlob } from '../patients/download.js';
 import { SyncHistory } from './SyncHistory.js';
 import { WebhookEvents } from './WebhookEvents.js';
+import { CaseAssignments } from './CaseAssignments.js';
 
-type Tab = 'webhooks' | 'history';
+type Tab = 'webhooks' | 'history' | 'cases';
+const TABS: readonly Tab[] = ['webhooks', 'history', 'cases'];
 
 export function ActivityScreen() {
   const client = useBridge();
@@ -27,7 +29,7 @@ export function ActivityScreen() {
       <header className="screen-header">
         <div>
           <h1>Activity</h1>
-          <p className="screen-subtitle">Notifications from the server and the record of every upload, for the clinic’s files.</p>
+          <p className="screen-subtitle">Notifications from the server, the record of every upload and of every scanner case filed under a patient, for the clinic’s files.</p>
         </div>
         <button type="button" className="button" onClick={() => void exportCsv()}>
           <Icon name="download" size={16} /> Export sync history (CSV)
@@ -37,10 +39,11 @@ export function ActivityScreen() {
       <div className="tabs" role="tablist" aria-label="Activity">
         <TabButton tab="webhooks" current={tab} onSelect={setTab} label="Server notifications" />
         <TabButton tab="history" current={tab} onSelect={setTab} label="Sync history" />
+        <TabButton tab="cases" current={tab} onSelect={setTab} label="Case assignments" />
       </div>
       {/* Focusable (WAI-ARIA tabs): in a narrow window the table scrolls sideways, and the keys must reach it. */}
       <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} className="tab-panel" tabIndex={0}>
-        {tab === 'webhooks' ? <WebhookEvents /> : <SyncHistory />}
+        {tab === 'webhooks' ? <WebhookEvents /> : tab === 'history' ? <SyncHistory /> : <CaseAssignments />}
       </div>
     </div>
   );
@@ -52,7 +55,8 @@ function TabButton({ tab, current, onSelect, label }: { tab: Tab; current: Tab; 
       onKeyDown={(event) => {
         if (event.key !== 'ArrowRight' && event.key !== 'ArrowLeft' && event.key !== 'Home' && event.key !== 'End') return;
         event.preventDefault();
-        const next: Tab = event.key === 'Home' ? 'webhooks' : event.key === 'End' ? 'history' : tab === 'webhooks' ? 'history' : 'webhooks';
+        const index = TABS.indexOf(tab);
+        const next: Tab = event.key === 'Home' ? TABS[0]! : event.key === 'End' ? TABS[TABS.length - 1]! : TABS[(index + (event.key === 'ArrowRight' ? 1 : TABS.length - 1)) % TABS.length]!;
         onSelect(next);
         // The focus goes with the selection (WAI-ARIA tabs), or it stays on the tab just left.
         document.getElementById(`tab-${next}`)?.focus();
