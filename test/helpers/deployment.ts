@@ -85,6 +85,8 @@ export interface DeploymentOptions {
 
 const UPSTREAM = 'patient_docs_instances';
 const OUTPUT_KEPT = 64 * 1024;
+/** Longer than the server's own shutdown grace plus its audit and database close. */
+const STOP_BOUND_MS = 20_000;
 
 /**
  * The nginx site: docs/nginx.conf.example with `proxy_pass` naming an upstream of the instances
@@ -109,7 +111,13 @@ function startInstance(index: number, port: number, env: Record<string, string>,
     child = undefined;
     const gone = exited(running);
     running.kill(signal);
+    // A clean stop that outlasts its bound is cut short (and said so in the output): the file's other processes still stop.
+    const bound = setTimeout(() => {
+      output += `--- instance ${index} had not stopped ${STOP_BOUND_MS} ms after ${signal}: killed\n`;
+      running.kill('SIGKILL');
+    }, STOP_BOUND_MS);
     await gone;
+    clearTimeout(bound);
   };
   const instance: Instance = {
     index,
@@ -282,7 +290,7 @@ export function useDeployment(options: DeploymentOptions = {}): Deployment {
       NODE_EXTRA_CA_CERTS: certs.caFile,
       ...options.env,
     };
-    state.instances = ports.map((instancePort, index) => startInstance(index, instancePort, env, options.startTimeoutMs ?? 30_000));
+    state.instances = ports.map((instancePort, index) => startInstance(index, instancePort, env, options.startTimeoutMs ?? 60_000));
     // Started at the same moment, as after a deployment: the seed and migrations apply once.
     await Promise.all(state.instances.map((instance) => instance.start()));
     state.nginx = await startNginx(roundRobinSite(ports, { port, certFile, keyFile }, options.site), port);
