@@ -184,7 +184,11 @@ export function send(url: string, method: string, options: { headers?: Record<st
   const headers = { ...options.headers, ...(options.body !== undefined ? { 'content-length': String(Buffer.byteLength(options.body)) } : {}) };
   const request = (target.protocol === 'https:' ? https : http).request(target, { method, headers, ...(options.agent ? { agent: options.agent } : {}) });
   return new Promise((resolve, reject) => {
-    request.once('error', reject);
+    request.once('error', (error: NodeJS.ErrnoException) => {
+      // A kept-alive connection the other end closed just as it was reused (Node's documented race): sent again on a new one.
+      if (request.reusedSocket && error.code === 'ECONNRESET') send(url, method, options).then(resolve, reject);
+      else reject(error);
+    });
     request.once('response', (response) => {
       const chunks: Buffer[] = [];
       response.on('data', (chunk: Buffer) => chunks.push(chunk));
