@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { capConnectionsPerAddress, httpServerOptions, watchRequestBodies } from './connections.js';
+import { capConnectionsPerAddress, httpServerOptions, lingerAfterEarlyAnswer, watchRequestBodies } from './connections.js';
 import type { ServerContext } from './context.js';
 import { redactedUrl } from './log-redaction.js';
 import { auditAccess, auditHookFor, auditPlugin } from './audit/http.js';
@@ -59,6 +59,11 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   const unwatch = [watchRequestBodies(app.server, config, config.publicUrl), capConnectionsPerAddress(app.server, config)];
   app.addHook('onClose', async () => {
     for (const stop of unwatch) stop();
+  });
+  // An answer before the whole body arrived (a 413, a 401) lets the sender finish instead of resetting it.
+  app.addHook('onSend', async (request, reply, payload) => {
+    lingerAfterEarlyAnswer(request.raw, reply.raw);
+    return payload;
   });
 
   // JSON only: a text body is a wrong content type (415), not a string to validate.

@@ -8,7 +8,9 @@
  *   byte at a time cannot hold a request (and its memory) open for long. Time the server itself
  *   spends not reading (a slow disk, a busy database) never counts against the client;
  * - at most PATIENT_DOCS_MAX_CONNECTIONS_PER_ADDRESS connections per client address (IPv6: per /64);
- *   the reverse proxies of PATIENT_DOCS_TRUSTED_PROXIES are not limited (they carry everyone's).
+ *   the reverse proxies of PATIENT_DOCS_TRUSTED_PROXIES are not limited (they carry everyone's);
+ * - an answer given before the body has all arrived keeps the connection while the rest of the body
+ *   is read and thrown away (at most 30 s), so a proxy still sending it gets the answer, not a reset.
  */
 import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import { BlockList, isIPv6, type Socket } from 'node:net';
@@ -117,6 +119,48 @@ export function watchRequestBodies(server: Server, limits: Pick<ConnectionLimits
     server.off('request', onRequest);
     watches.clear();
   };
+}
+
+/** How long the rest of a body answered early is read and thrown away, at most. */
+export const LINGER_AFTER_EARLY_ANSWER_MS = 30_000;
+
+/**
+ * An answer given before the request's body has all arrived (a 413 for a declared size, a 401 before
+ * an upload, a tus piece refused) keeps the connection while the rest of the body is read and thrown
+ * away, for at most `lingerMs`, then closes it if the client asked for that (`Connection: close`, as
+ * nginx sends to its upstreams). Closed at once instead, the connection would be reset under a
+ * client still sending: nginx with request buffering off then fails its write and answers 502 in
+ * place of the server's answer, and its client takes a permanent refusal for a transient fault.
+ * Called as the answer's headers go out; a body that stops moving is still cut off by
+ * watchRequestBodies.
+ */
+export function lingerAfterEarlyAnswer(request: IncomingMessage, response: ServerResponse, lingerMs = LINGER_AFTER_EARLY_ANSWER_MS): void {
+  if (request.complete || response.headersSent || !hasBody(request)) return;
+  const socket = request.socket;
+  const askedToClose = !response.shouldKeepAlive;
+  // Node would close the connection as soon as the answer is out, with the body still arriving.
+  response.shouldKeepAlive = true;
+  const bound = setTimeout(() => socket.destroy(), lingerMs);
+  bound.unref();
+  let answered = false;
+  let bodyIn = false;
+  const settle = (): void => {
+    if (!answered || !bodyIn) return;
+    clearTimeout(bound);
+    if (askedToClose) socket.end();
+  };
+  request.once('end', () => {
+    bodyIn = true;
+    settle();
+  });
+  socket.once('close', () => clearTimeout(bound));
+  response.once('finish', () => {
+    answered = true;
+    if (request.complete) bodyIn = true;
+    // Read on, whether or not a parser had begun reading it: what arrives is thrown away.
+    else request.resume();
+    settle();
+  });
 }
 
 function proxyList(entries: readonly string[]): BlockList {

@@ -55,7 +55,12 @@ export function populate(dataDir, { mainPatientDocs, totalDocs }) {
   db.pragma('wal_checkpoint(TRUNCATE)');
   const total = db.prepare('SELECT COUNT(*) FROM documents').pluck().get();
   db.close();
-  const seed = path.join(dataDir, 'seed.json');
+  return { seed: writeSeed(dataDir), total };
+}
+
+/** The seed file of the bench's organization and client, written into `dir`; its path. */
+export function writeSeed(dir) {
+  const seed = path.join(dir, 'seed.json');
   fs.writeFileSync(
     seed,
     JSON.stringify({
@@ -63,18 +68,19 @@ export function populate(dataDir, { mainPatientDocs, totalDocs }) {
       clients: [{ clientId: CLIENT.id, clientSecret: CLIENT.secret, scopes: ['Patient.File.Read', 'Patient.File.Write', 'Patient.Read'], organizations: [ORG] }],
     }),
   );
-  return { seed, total };
+  return seed;
 }
 
 /**
  * The server (dist/server/main.js) on `dataDir`, with node options from BENCH_SERVER_NODE_ARGS (a
- * profiler, say), run by `wrapper` (a command and its arguments, valgrind say) if one is given.
+ * profiler, say), run by `wrapper` (a command and its arguments, valgrind say) if one is given;
+ * `env` adds to its environment (PATIENT_DOCS_DATABASE_URL, say).
  */
-export async function startServer(dataDir, seed, { wrapper = [] } = {}) {
+export async function startServer(dataDir, seed, { wrapper = [], env = {} } = {}) {
   const command = [...wrapper, process.execPath, ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), 'dist/server/main.js'];
   const child = spawn(command[0], command.slice(1), {
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: seed, PATIENT_DOCS_LOG_LEVEL: 'warn', PATIENT_DOCS_ADMIN_TOKEN: 'bench', PATIENT_DOCS_TOKEN_RATE_LIMIT: '100000' },
+    env: { ...process.env, PORT: '0', PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: seed, PATIENT_DOCS_LOG_LEVEL: 'warn', PATIENT_DOCS_ADMIN_TOKEN: 'bench', PATIENT_DOCS_TOKEN_RATE_LIMIT: '100000', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stderr.pipe(process.stderr);

@@ -1,0 +1,192 @@
+// SQLite and PostgreSQL side by side in one run, on the same population (1,000,000 documents,
+// 100,000 of them for one patient; --quick: 100,000 and 20,000): an uncached search page (a
+// different page each request), a repeated page, document create and token issue, each with req/s,
+// p50/p99 at 10 connections, the server's CPU per request and PostgreSQL's own (the postmaster and
+// its backends, from /proc). SQLite is the baseline of every PostgreSQL row; the no-op route of
+// each server is printed beside them.
+//   node bench/postgres.mjs [--quick]          (npm run bench runs it with every other bench)
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import pg from 'pg';
+import { cpuSeconds, measureSteal } from './lib/proc.mjs';
+import { CLIENT, clientHeaders, createRequests, ORG, PATIENT, populate, startServer, stopServer, writeSeed } from './lib/populated.mjs';
+import { processTree, startPostgres } from './lib/postgres.mjs';
+
+const quick = process.argv.includes('--quick');
+const MAIN_PATIENT_DOCS = quick ? 20_000 : 100_000;
+const TOTAL_DOCS = quick ? 100_000 : 1_000_000;
+const OTHER_PATIENTS = 99;
+const DURATION = quick ? 4 : 10;
+const CONNECTIONS = 10;
+
+/** CPU seconds of a process tree: the living processes, and what the root's ended children used. */
+function treeCpuSeconds(root) {
+  let total = 0;
+  for (const pid of processTree(root)) {
+    try {
+      total += cpuSeconds(pid);
+    } catch {
+      // ended meanwhile
+    }
+  }
+  const fields = fs.readFileSync(`/proc/${root}/stat`, 'utf8').split(') ')[1].split(' ');
+  return total + (Number(fields[13]) + Number(fields[14])) / 100;
+}
+
+async function measure(options, serverPid, postgresPid) {
+  await autocannon({ connections: CONNECTIONS, pipelining: 1, ...options, duration: 1 }); // warm-up: JIT, caches, pool
+  const serverBefore = cpuSeconds(serverPid);
+  const postgresBefore = postgresPid ? treeCpuSeconds(postgresPid) : 0;
+  const steal = measureSteal();
+  const result = await autocannon({ connections: CONNECTIONS, pipelining: 1, duration: DURATION, ...options });
+  const requests = Math.max(1, result.requests.total);
+  return {
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    failures: result.non2xx + result.errors + result.timeouts,
+    serverCpuUs: ((cpuSeconds(serverPid) - serverBefore) / requests) * 1e6,
+    postgresCpuUs: postgresPid ? ((treeCpuSeconds(postgresPid) - postgresBefore) / requests) * 1e6 : undefined,
+    steal: steal(),
+  };
+}
+
+/** The runs of one server, in one order for both stores. */
+async function runs(url, serverPid, postgresPid) {
+  const headers = await clientHeaders(url);
+  const searchUrl = `${url}/v1/patients/${PATIENT}/documents/search`;
+  const caseFolders = MAIN_PATIENT_DOCS / 100;
+  const caseFolder = (index) => `/cases/case-${String(index % caseFolders).padStart(5, '0')}`;
+  let rotation = 0;
+  // Every case folder, both pages of each, cycling through all before any repeats: every answer a miss.
+  const nextPage = () => {
+    const step = rotation++;
+    return JSON.stringify({ offset: (Math.floor(step / caseFolders) % 2) * 50, limit: 50, path: caseFolder(step * 7919), sortBy: 'lastModifiedAt', sortDirection: 'DESC' });
+  };
+  const tokenForm = new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }).toString();
+  const results = {};
+  results.noOp = await measure({ url: `${url}/healthz`, headers }, serverPid, postgresPid);
+  results.uncached = await measure(
+    {
+      url: searchUrl,
+      method: 'POST',
+      headers,
+      setupClient: (client) => {
+        client.setBody(nextPage());
+        client.on('response', () => client.setBody(nextPage()));
+      },
+    },
+    serverPid,
+    postgresPid,
+  );
+  const repeated = { offset: 0, limit: 50, path: caseFolder(caseFolders / 2), sortBy: 'lastModifiedAt', sortDirection: 'DESC' };
+  results.repeated = await measure({ url: searchUrl, method: 'POST', headers, body: JSON.stringify(repeated) }, serverPid, postgresPid);
+  results.create = await measure(createRequests(url, headers, `bench-${process.pid}`), serverPid, postgresPid);
+  results.token = await measure({ url: `${url}/oauth2/token`, method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: tokenForm }, serverPid, postgresPid);
+  return results;
+}
+
+/** The same population as populate() (bench/lib/populated.mjs) in PostgreSQL, by bulk SQL: the schema and seed are the server's own. */
+async function populatePostgres(databaseUrl) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const now = new Date().toISOString();
+    await client.query('BEGIN');
+    const patients = [PATIENT, ...Array.from({ length: OTHER_PATIENTS }, (_, index) => `00000000-0000-4000-8000-${String(index + 1).padStart(12, '0')}`)];
+    for (const [index, id] of patients.entries()) {
+      await client.query('INSERT INTO patients (id, name, name_key, created_at, updated_at) VALUES ($1, $2, $3, $4, $4)', [id, `Patient ${index}`, `patient ${index}`, now]);
+      await client.query('INSERT INTO patient_organizations (patient_id, organization_id) VALUES ($1, $2)', [id, ORG]);
+      await client.query('INSERT INTO patient_consents (patient_id, organization_id, granted_at) VALUES ($1, $2, $3)', [id, ORG, now]);
+    }
+    // Loaded without the per-row trigger and indexes, then the totals and indexes built once.
+    const indexes = (await client.query("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'documents' AND indexname <> 'documents_pkey'")).rows;
+    for (const { indexname } of indexes) await client.query(`DROP INDEX ${indexname}`);
+    await client.query('ALTER TABLE documents DISABLE TRIGGER documents_keep_counts');
+    const insert = `
+      INSERT INTO documents (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at, last_modified_at, has_content, file_size, sha256, version, created_by)
+      SELECT gen_random_uuid()::text, $1, $2, name, name, type, folder, folder, stamp, stamp, i % 4 <> 0, CASE WHEN i % 4 = 0 THEN NULL ELSE 1000 + i END, NULL, CASE WHEN i % 4 = 0 THEN 0 ELSE 1 END, 'bench'
+      FROM (
+        SELECT i, folder, type, 'scan-' || lpad(i::text, 7, '0') || '.' || lower(type) AS name,
+               to_char(to_timestamp(($3::bigint - ($4::bigint - i) * 1000) / 1000.0) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS stamp
+        FROM (SELECT i, '/cases/case-' || lpad((i / 100)::text, 5, '0') || '/scans' AS folder, (ARRAY['STL','PLY','OBJ','PDF','DCM'])[i % 5 + 1] AS type FROM generate_series(0, $5::int - 1) AS i) AS numbered
+      ) AS rows`;
+    const epoch = Date.now();
+    await client.query(insert, [PATIENT, ORG, epoch, TOTAL_DOCS, MAIN_PATIENT_DOCS]);
+    const perOther = Math.floor((TOTAL_DOCS - MAIN_PATIENT_DOCS) / OTHER_PATIENTS);
+    for (const id of patients.slice(1)) await client.query(insert, [id, ORG, epoch, TOTAL_DOCS, perOther]);
+    await client.query(`INSERT INTO patient_document_counts (patient_id, has_content, documents)
+      SELECT patient_id, has_content, count(*) FROM documents WHERE deleted_at IS NULL GROUP BY patient_id, has_content
+      ON CONFLICT (patient_id, has_content) DO UPDATE SET documents = EXCLUDED.documents`);
+    await client.query(`INSERT INTO patient_document_versions (patient_id, version) SELECT patient_id, count(*) FROM documents GROUP BY patient_id
+      ON CONFLICT (patient_id) DO UPDATE SET version = EXCLUDED.version`);
+    await client.query('ALTER TABLE documents ENABLE TRIGGER documents_keep_counts');
+    for (const { indexdef } of indexes) await client.query(indexdef);
+    await client.query('COMMIT');
+    await client.query('VACUUM ANALYZE');
+    return Number((await client.query('SELECT count(*) AS n FROM documents')).rows[0].n);
+  } finally {
+    await client.end();
+  }
+}
+
+const seconds = (since) => ((Date.now() - since) / 1000).toFixed(1);
+const temp = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bench-stores-'));
+const sqliteDir = path.join(temp, 'sqlite');
+const postgresDir = path.join(temp, 'postgres');
+fs.mkdirSync(sqliteDir);
+fs.mkdirSync(postgresDir);
+// As IT would run it, with the analogue of the embedded database's synchronous=NORMAL (commits not
+// each waited for on disk, the log flushed within a fraction of a second, fsync on).
+const cluster = await startPostgres(['shared_buffers=256MB', 'synchronous_commit=off']);
+const results = {};
+try {
+  console.log(`stores bench: ${TOTAL_DOCS.toLocaleString('en')} documents (${MAIN_PATIENT_DOCS.toLocaleString('en')} for one patient), ${CONNECTIONS} connections, ${DURATION} s a run`);
+  let started = Date.now();
+  const sqlite = populate(sqliteDir, { mainPatientDocs: MAIN_PATIENT_DOCS, totalDocs: TOTAL_DOCS });
+  console.log(`  SQLite: ${sqlite.total.toLocaleString('en')} documents in ${seconds(started)} s`);
+
+  const admin = new pg.Client({ connectionString: cluster.url('postgres') });
+  await admin.connect();
+  await admin.query('CREATE DATABASE patient_docs');
+  await admin.end();
+  const env = { PATIENT_DOCS_DATABASE_URL: cluster.url('patient_docs') };
+  const seed = writeSeed(postgresDir);
+  // The server makes its schema and applies the seed; the documents then go in by bulk SQL.
+  started = Date.now();
+  await stopServer((await startServer(postgresDir, seed, { env })).child);
+  const postgresTotal = await populatePostgres(env.PATIENT_DOCS_DATABASE_URL);
+  console.log(`  PostgreSQL: ${postgresTotal.toLocaleString('en')} documents in ${seconds(started)} s`);
+
+  for (const [store, start] of [
+    ['sqlite', () => startServer(sqliteDir, sqlite.seed)],
+    ['postgres', () => startServer(postgresDir, seed, { env })],
+  ]) {
+    const { child, url } = await start();
+    try {
+      results[store] = await runs(url, child.pid, store === 'postgres' ? cluster.postmasterPid : undefined);
+    } finally {
+      await stopServer(child);
+    }
+  }
+} finally {
+  cluster.remove();
+  fs.rmSync(temp, { recursive: true, force: true });
+}
+
+const names = { noOp: 'no-op GET /healthz', uncached: 'search, page of 50, a different page each request (uncached)', repeated: 'search, one page asked again', create: 'create placeholder', token: 'token issue (client credentials)' };
+const us = (value) => (value === undefined ? '—' : value.toFixed(0));
+console.log('\n| run | SQLite req/s | PostgreSQL req/s | p50 / p99 ms SQLite | p50 / p99 ms PostgreSQL | server CPU µs/req SQLite | server CPU µs/req PostgreSQL | PostgreSQL\'s own CPU µs/req | host steal | errors |');
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+for (const key of Object.keys(names)) {
+  const a = results.sqlite[key];
+  const b = results.postgres[key];
+  console.log(`| ${names[key]} | ${a.requestsPerSecond.toFixed(0)} | ${b.requestsPerSecond.toFixed(0)} | ${a.p50} / ${a.p99} | ${b.p50} / ${b.p99} | ${us(a.serverCpuUs)} | ${us(b.serverCpuUs)} | ${us(b.postgresCpuUs)} | ${a.steal.toFixed(0)}% / ${b.steal.toFixed(0)}% | ${a.failures} / ${b.failures} |`);
+}
+const { sqlite, postgres } = results;
+console.log(`\ntargets:
+  PostgreSQL uncached page: server CPU ${(postgres.uncached.serverCpuUs / sqlite.uncached.serverCpuUs).toFixed(2)}× SQLite's (≤ 1.5×), p99 ${postgres.uncached.p99} ms (< 20 ms at ${CONNECTIONS} connections)
+  PostgreSQL create: ${((postgres.create.requestsPerSecond / sqlite.create.requestsPerSecond) * 100).toFixed(0)}% of SQLite's rate (≥ 50%)
+  SQLite uncached page of 50: ${(sqlite.uncached.serverCpuUs / 1000).toFixed(2)} ms server CPU (≤ 0.5 ms)`);
