@@ -21,7 +21,7 @@ export const WRITE_HIGH_WATER_MARK = 4 * 1024 * 1024;
 const WRITE_BATCH_BYTES = 1024 * 1024;
 /**
  * Writeback (fdatasync, not waited for) is started every this many bytes, so the disk writes while
- * the network receives and the fsync before the answer has at most this much left to wait for. A
+ * the network receives and the fsync before the answer finds most of the bytes written already. A
  * tus piece is 64 MiB: a flush every 64 MiB would start each piece's writeback at its last byte,
  * and the disk and the network would take turns.
  */
