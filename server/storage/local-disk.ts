@@ -17,10 +17,15 @@ import { PRIVATE_DIR, PRIVATE_FILE, privateDirectory } from '../private-files.js
 const KEY_PATTERN = /^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)*$/;
 /** Large writes mean fewer syscalls on multi-GB scans, at a bounded memory cost per upload. */
 export const WRITE_HIGH_WATER_MARK = 4 * 1024 * 1024;
-/** Writeback is started every this many bytes, so the fsync before commit has little left to wait for. */
 /** Received chunks are written once this many bytes have gathered. */
 const WRITE_BATCH_BYTES = 1024 * 1024;
-const BACKGROUND_FLUSH_BYTES = 64 * 1024 * 1024;
+/**
+ * Writeback (fdatasync, not waited for) is started every this many bytes, so the disk writes while
+ * the network receives and the fsync before the answer finds most of the bytes written already. A
+ * tus piece is 64 MiB: a flush every 64 MiB would start each piece's writeback at its last byte,
+ * and the disk and the network would take turns.
+ */
+export const BACKGROUND_FLUSH_BYTES = 8 * 1024 * 1024;
 
 /** fsync a file or directory: what rename-based atomicity needs to survive a power cut. */
 export async function syncPath(target: string, mode: 'r' | 'r+' = 'r'): Promise<void> {

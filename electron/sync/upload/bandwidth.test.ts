@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BandwidthLimiter, fileChunks } from './bandwidth.js';
+import { BandwidthLimiter, fileChunks, LARGE_CHUNK_BYTES } from './bandwidth.js';
 
 /** A limiter on a fake clock: sleeping moves the clock, so seconds of pacing take no time. */
 function fakeLimiter(bytesPerSecond: number) {
@@ -77,6 +77,24 @@ describe('fileChunks', () => {
     expect(sizes.reduce((sum, size) => sum + size, 0)).toBe(100_000);
     expect(Math.max(...sizes)).toBeLessThanOrEqual(10_000);
     expect(reported).toBe(100_000);
+  });
+
+  it('reads a large range without a limit in 1 MiB chunks, a small file in 256 KiB ones, every byte once', async () => {
+    folder = mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bandwidth-'));
+    const file = path.join(folder, 'arch.stl');
+    const size = 17 * 1024 * 1024 + 5;
+    writeFileSync(file, Buffer.alloc(size, 7));
+    const read = async (options: { start?: number; end: number }) => {
+      const sizes: number[] = [];
+      for await (const chunk of fileChunks(file, { ...options, limiter: new BandwidthLimiter(0) })) sizes.push(chunk.length);
+      return sizes;
+    };
+    const large = await read({ end: size });
+    expect(large.reduce((sum, length) => sum + length, 0)).toBe(size);
+    expect(Math.max(...large)).toBe(LARGE_CHUNK_BYTES);
+    const small = await read({ start: size - 600_000, end: size });
+    expect(small.reduce((sum, length) => sum + length, 0)).toBe(600_000);
+    expect(Math.max(...small)).toBe(256 * 1024);
   });
 
   it('yields nothing for an empty range (an empty file)', async () => {

@@ -1,10 +1,11 @@
 /** SHA-256 of a file: streamed from disk, or taken from the bytes as an upload sends them. */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
+import { LARGE_CHUNK_BYTES } from './bandwidth.js';
 
 export async function sha256File(filePath: string, signal?: AbortSignal): Promise<string> {
   const hash = createHash('sha256');
-  const stream = createReadStream(filePath, { highWaterMark: 256 * 1024, ...(signal ? { signal } : {}) });
+  const stream = createReadStream(filePath, { highWaterMark: LARGE_CHUNK_BYTES, ...(signal ? { signal } : {}) });
   for await (const chunk of stream) hash.update(chunk as Buffer);
   return hash.digest('hex');
 }
