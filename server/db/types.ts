@@ -4,6 +4,7 @@
  * transaction, so a webhook is never lost and never sent for a change that did not happen.
  * Methods are async so that a PostgreSQL implementation fits without touching routes.
  */
+import type { TokenAttemptLimiter, TokenLimits } from '../identity/rate-limit.js';
 import type { EventType } from '../../shared/events.js';
 import type { PatientIdentifier } from '../../shared/patient-identifiers.js';
 import type { SortField } from '../../shared/schemas.js';
@@ -571,6 +572,12 @@ export interface Store {
   readonly signingKeys: SigningKeyRepository;
   readonly meta: MetaRepository;
   readonly webhooks: WebhookRepository;
+  /**
+   * Present where several processes serve requests on the database (PostgreSQL): the token
+   * endpoint's limits counted there for all of them. The embedded database's one server counts in
+   * memory (identity/rate-limit.ts MemoryTokenLimiter).
+   */
+  sharedTokenLimiter?(limits: TokenLimits): TokenAttemptLimiter;
   /**
    * Runs `work` as the only holder of the deployment's start lock: what every starting process
    * makes sure of once (signing keys, secrets in meta, the seed file) is done by one instance while

@@ -302,6 +302,11 @@ export const POSTGRES_MIGRATIONS: PostgresMigration[] = [
       ALTER TABLE document_versions ADD COLUMN scanned_at ${C};
     `,
   },
+  {
+    // The token endpoint's limits, counted for every instance together (token-limits.ts).
+    name: '004-token-limits',
+    sql: `CREATE TABLE token_limits (key ${C} PRIMARY KEY, window_start bigint NOT NULL, count integer NOT NULL);`,
+  },
 ];
 
 /** The database as a label for messages: its URL without the password. */

@@ -4,6 +4,7 @@
  * read goes to the database (the search-page cache above it is proven current by the patient's
  * change counter, which lives in the database).
  */
+import type { TokenLimits } from '../../identity/rate-limit.js';
 import type { Store } from '../types.js';
 import { PostgresAudit } from './audit.js';
 import { PostgresDocumentContent } from './content-repository.js';
@@ -12,6 +13,7 @@ import { PostgresClients, PostgresMeta, PostgresOrders, PostgresOrganizations, P
 import { PostgresDocuments } from './document-repository.js';
 import { migrate } from './migrations.js';
 import { PostgresOutbox } from './outbox.js';
+import { PostgresTokenLimiter } from './token-limits.js';
 import { PostgresWebhooks } from './webhooks.js';
 
 /** "PDSTART": the first steps of a start (keys, secrets, the seed file), one instance at a time. */
@@ -63,6 +65,10 @@ export class PostgresStore implements Store {
       await db.close().catch(() => undefined);
       throw error;
     }
+  }
+
+  sharedTokenLimiter(limits: TokenLimits): PostgresTokenLimiter {
+    return new PostgresTokenLimiter(this.db, limits);
   }
 
   exclusively<T>(work: () => Promise<T>): Promise<T> {
