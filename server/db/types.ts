@@ -316,9 +316,17 @@ export interface OutboxRepository {
   headsAfter(sequence: number, limit: number): Promise<OutboxEventHead[]>;
   /**
    * Calls the listener soon after this process commits events, so the dispatcher need not wait for
-   * its next poll. Other writers (the admin CLI, other instances) are still found by polling.
+   * its next poll. Other writers (the admin CLI, other instances) are found by polling, or by
+   * onNotified where the database tells.
    */
   onAppended(listener: () => void): () => void;
+  /**
+   * Where the database tells every instance of work another process committed (PostgreSQL
+   * LISTEN/NOTIFY: events appended, messages queued or due again): calls the listener then, and
+   * once after a lost notification connection is back (anything may have been missed meanwhile).
+   * A hint, not a guarantee: the dispatcher still looks now and then (safetyPollMs).
+   */
+  onNotified?(listener: () => void): () => void;
 }
 
 export interface SigningKeyRepository {

@@ -12,6 +12,7 @@ import { PostgresDatabase, type PostgresOptions } from './database.js';
 import { PostgresClients, PostgresMeta, PostgresOrders, PostgresOrganizations, PostgresPatients, PostgresSigningKeys } from './directory.js';
 import { PostgresDocuments } from './document-repository.js';
 import { migrate } from './migrations.js';
+import { WorkNotifications } from './notifications.js';
 import { PostgresOutbox } from './outbox.js';
 import { PostgresTokenLimiter } from './token-limits.js';
 import { PostgresWebhooks } from './webhooks.js';
@@ -37,12 +38,15 @@ export class PostgresStore implements Store {
   readonly meta;
   readonly webhooks;
   readonly audit;
+  /** The one listening connection of this instance (NOTIFY between instances). */
+  readonly notifications;
 
   constructor(
     readonly db: PostgresDatabase,
     options: PostgresStoreOptions = {},
   ) {
-    this.outbox = new PostgresOutbox(db);
+    this.notifications = new WorkNotifications(db.url, options.connectTimeoutMs ?? 5000);
+    this.outbox = new PostgresOutbox(db, this.notifications);
     this.organizations = new PostgresOrganizations(db);
     this.patients = new PostgresPatients(db, this.outbox);
     this.clients = new PostgresClients(db);
@@ -52,7 +56,7 @@ export class PostgresStore implements Store {
     this.orders = new PostgresOrders(db, this.outbox);
     this.signingKeys = new PostgresSigningKeys(db);
     this.meta = new PostgresMeta(db);
-    this.webhooks = new PostgresWebhooks(db, { leaseMs: options.webhookLeaseMs ?? 60_000 });
+    this.webhooks = new PostgresWebhooks(db, { leaseMs: options.webhookLeaseMs ?? 60_000 }, this.notifications);
   }
 
   /** Connects and applies pending migrations (once across instances starting together). */
@@ -76,6 +80,7 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.notifications.close();
     await this.db.close();
   }
 }
