@@ -8,9 +8,16 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, ORG, PATIENT, startTestServer, tempDir, testPostgres, type TestServer } from './helpers/server.js';
+import { DEFAULT_DISPATCHER_OPTIONS, WebhookDispatcher, type DispatcherOptions } from '../server/webhooks/dispatcher.js';
+import { startWebhookDelivery, type WebhookDelivery } from '../server/webhooks/delivery.js';
+import { ThreadedSender } from '../server/webhooks/send-thread.js';
+import type { Sender } from '../server/webhooks/sender.js';
+import type { RunningServer } from '../server/start.js';
 
 /** A webhook receiver on loopback: every delivery's messageId and body, in arrival order. */
 interface Received {
+  /** The callback's path. */
+  path: string;
   messageId: string;
   at: number;
   body: any;
@@ -27,8 +34,10 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
-      received.push({ messageId: String(request.headers['webhook-id']), at: Date.now(), body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
-      response.writeHead(204).end();
+      received.push({ path: request.url ?? '', messageId: String(request.headers['webhook-id']), at: Date.now(), body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+      // A slow receiver: its messages wait behind the per-callback limit.
+      const delay = request.url?.startsWith('/slow') ? 600 : 0;
+      setTimeout(() => response.writeHead(204).end(), delay);
     });
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
@@ -41,6 +50,8 @@ beforeAll(async () => {
     PATIENT_DOCS_PUBLIC_URL: 'https://docs.clinic.test',
     PATIENT_DOCS_TOKEN_CLIENT_FAILURES: '4',
     PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'true',
+    // The claim lease of a webhook message is one delivery timeout.
+    PATIENT_DOCS_WEBHOOK_TIMEOUT: '2s',
   };
   // Plain http to the loopback receiver; a safety poll far longer than any wait below, so only a
   // notification can wake an idle instance in time.
@@ -119,5 +130,103 @@ describe('webhook delivery wakes on notifications between instances', () => {
     const committedAt = Date.now();
     const delivery = await deliveryOf(created.body.id, 10_000);
     expect(delivery.at - committedAt).toBeLessThan(3000);
+  });
+});
+
+const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+
+/** A delivery worker for one instance with settings of the test's choosing (the instances' own are stopped). */
+function deliveryFor(server: TestServer, options: Partial<DispatcherOptions>): WebhookDelivery {
+  return startWebhookDelivery(server.server.context, quiet, { safetyPollMs: 100, ...options });
+}
+
+/** A delivery worker of one instance sending with `send`. */
+function dispatcherFor(running: RunningServer, send: Sender): WebhookDispatcher {
+  const { context } = running;
+  const dispatcher = new WebhookDispatcher(
+    { outbox: context.store.outbox, patients: context.store.patients, webhooks: context.store.webhooks, secrets: context.webhookSecrets, guard: context.callbackGuard, log: quiet, send },
+    { ...DEFAULT_DISPATCHER_OPTIONS, retryDelaysMs: [100], timeoutMs: context.config.webhookTimeoutMs, safetyPollMs: 100 },
+  );
+  dispatcher.start();
+  return dispatcher;
+}
+
+/** An instance whose delivery claims messages and then dies mid-attempt: its sends never answer, and it stops without recording them. */
+function dyingDelivery(running: RunningServer): { dispatcher: WebhookDispatcher; sent: Array<{ path: string; messageId: string }> } {
+  const sent: Array<{ path: string; messageId: string }> = [];
+  const dispatcher = dispatcherFor(running, (request) => {
+    sent.push({ path: request.url.pathname, messageId: request.signing?.messageId ?? '' });
+    return new Promise(() => undefined);
+  });
+  return { dispatcher, sent };
+}
+
+/** A delivery worker whose sending thread already runs (its start takes seconds on a loaded machine, which is not what a test of leases measures). */
+async function warmDelivery(running: RunningServer): Promise<{ stop(): Promise<void> }> {
+  const sender = new ThreadedSender({ maxSocketsPerHost: 16, maxSockets: 64 });
+  const warm = await sender.send({ url: new URL(`${receiverUrl}/warm`), address: { address: '127.0.0.1', family: 4 }, body: '{}', headers: {}, timeoutMs: 30_000 });
+  expect(warm.statusCode).toBe(204);
+  const dispatcher = dispatcherFor(running, sender.send);
+  return {
+    stop: async () => {
+      await dispatcher.stop();
+      await sender.close();
+    },
+  };
+}
+
+const deliveriesTo = (path: string) => received.filter((message) => message.path === path);
+
+async function subscribe(path: string): Promise<void> {
+  const subscribed = await a.api('POST', '/v1/webhooks/subscribe', { body: { events: ['document.created'], callback: `${receiverUrl}${path}`, hmac: 'lease-secret-0123456789' } });
+  expect(subscribed.status).toBe(201);
+}
+
+describe('webhook claims are leases held while their instance lives', () => {
+  // The instances' own delivery stops: each test runs the delivery workers it needs.
+  beforeAll(() => Promise.all([a.server.webhookDelivery.stop(), b.server.webhookDelivery.stop()]));
+
+  it('never sends a message twice while its claimant lives, however long it waits behind the per-callback limit', async () => {
+    await subscribe('/slow/limit');
+    // One request at a time per callback, each answered after 600 ms: the last of the messages each
+    // instance claims ahead waits far longer than the 2 s lease.
+    const deliveries = [deliveryFor(a, { maxPerCallback: 1 }), deliveryFor(b, { maxPerCallback: 1 })];
+    try {
+      const ids: string[] = [];
+      for (let index = 0; index < 10; index += 1) ids.push((await a.api('POST', `/v1/patients/${PATIENT}/documents`, { body: { fileName: `queued-${index}.stl`, path: '/limit' } })).body.id);
+      await expect.poll(() => deliveriesTo('/slow/limit').length, { timeout: 30_000, interval: 100 }).toBeGreaterThanOrEqual(10);
+      // Past the time another instance would have taken an expired claim.
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      const messageIds = deliveriesTo('/slow/limit').map((message) => message.messageId);
+      expect(messageIds).toHaveLength(10);
+      expect(new Set(messageIds).size).toBe(10);
+      expect(new Set(deliveriesTo('/slow/limit').map((message) => message.body.data.document.id))).toEqual(new Set(ids));
+    } finally {
+      await Promise.all(deliveries.map((delivery) => delivery.stop()));
+    }
+  });
+
+  it("takes over a dead instance's claimed messages within one delivery timeout, with the same messageIds", async () => {
+    await subscribe('/dead');
+    const dying = dyingDelivery(a.server);
+    const ids: string[] = [];
+    for (let index = 0; index < 5; index += 1) ids.push((await a.api('POST', `/v1/patients/${PATIENT}/documents`, { body: { fileName: `orphaned-${index}.stl`, path: '/dead' } })).body.id);
+    const sentToDead = () => dying.sent.filter((request) => request.path === '/dead').map((request) => request.messageId);
+    await expect.poll(() => sentToDead().length, { timeout: 10_000, interval: 50 }).toBe(5);
+    const survivor = await warmDelivery(b.server);
+    try {
+      // Alive, the claimant keeps its attempts (hung longer than the 2 s lease) to itself.
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      expect(deliveriesTo('/dead')).toHaveLength(0);
+      await dying.dispatcher.stop(0);
+      const diedAt = Date.now();
+      await expect.poll(() => deliveriesTo('/dead').length, { timeout: 15_000, interval: 50 }).toBe(5);
+      // The rest of the lease (at most 2 s), a safety poll and the attempts, on a loaded machine.
+      expect(Math.max(...deliveriesTo('/dead').map((message) => message.at)) - diedAt).toBeLessThan(2000 + 1500);
+      expect(new Set(deliveriesTo('/dead').map((message) => message.messageId))).toEqual(new Set(sentToDead()));
+      expect(new Set(deliveriesTo('/dead').map((message) => message.body.data.document.id))).toEqual(new Set(ids));
+    } finally {
+      await survivor.stop();
+    }
   });
 });

@@ -456,6 +456,14 @@ export interface WebhookRepository {
    * crash simply leaves them due again (at-least-once).
    */
   claimDue(claims: Array<{ subscriptionId: string; limit: number; skip: ReadonlySet<string> }>, now: number): Promise<WebhookMessageRecord[]>;
+  /**
+   * Where several dispatchers share the queue (PostgreSQL), a claim is a lease of this many
+   * milliseconds: past it, another instance may take the message. Undefined where one dispatcher
+   * holds its claims in memory (SQLite).
+   */
+  readonly claimLeaseMs?: number;
+  /** Extends the leases of claimed messages that are still pending (waiting for a slot or in flight) by claimLeaseMs from `now`. */
+  renewClaims?(messages: ReadonlyArray<{ subscriptionId: string; id: string }>, now: number): Promise<void>;
   /** Writes finished attempts (log rows and message states) in one transaction. */
   recordAttempts(results: WebhookAttemptResult[]): Promise<void>;
   /** Ends a message without an attempt (subscription gone, consent revoked). */

@@ -193,6 +193,7 @@ export class WebhookDispatcher {
     while (this.running) {
       this.wakeRequested = false;
       try {
+        await this.renewLeases();
         await this.flushResults();
         // New events are looked for once per poll interval, or when this process committed some
         // (see FAN_OUT_GAP_MS); freed slots are refilled at once.
@@ -225,6 +226,25 @@ export class WebhookDispatcher {
     }
     for (const result of results) this.release(result.attempt.subscriptionId, result.attempt.messageId);
   }
+
+  /**
+   * Where claims are leases (several instances on one queue), the messages this process still holds
+   * are leased again every third of the lease: a message waiting behind the per-callback limit, or
+   * in flight for longer than the lease, is not sent by another instance while this one lives.
+   * Run in the loop only, before outcomes are written, so it never moves a message already finished.
+   */
+  private async renewLeases(): Promise<void> {
+    const { claimLeaseMs, renewClaims } = this.deps.webhooks;
+    if (claimLeaseMs === undefined || !renewClaims || this.held.size === 0) return;
+    const now = this.now();
+    if (now - this.renewedAt < claimLeaseMs / 3) return;
+    this.renewedAt = now;
+    const messages: Array<{ subscriptionId: string; id: string }> = [];
+    for (const [subscriptionId, ids] of this.held) for (const id of ids) messages.push({ subscriptionId, id });
+    await renewClaims.call(this.deps.webhooks, messages, now);
+  }
+
+  private renewedAt = 0;
 
   private hold(message: WebhookMessageRecord): void {
     const set = this.held.get(message.subscriptionId) ?? new Set<string>();

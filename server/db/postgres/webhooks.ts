@@ -7,7 +7,9 @@
  *   claim's own short transaction (rows another instance is claiming at that moment are skipped,
  *   FOR UPDATE SKIP LOCKED). Recording the attempt sets its real next attempt; an instance that
  *   dies holding a claim leaves the message due again once the lease has passed (at-least-once,
- *   same messageId). The row stays `pending` throughout, as in SQLite.
+ *   same messageId). The row stays `pending` throughout, as in SQLite. While the instance lives, it
+ *   renews the leases of what it holds (renewClaims: messages waiting behind its per-callback
+ *   limit, in flight, or with outcomes not yet written), so no other instance sends them meanwhile.
  */
 import type { EventType } from '../../../shared/events.js';
 import type {
@@ -204,6 +206,19 @@ export class PostgresWebhooks implements WebhookRepository {
       }
       return claimed;
     });
+  }
+
+  get claimLeaseMs(): number {
+    return this.options.leaseMs;
+  }
+
+  async renewClaims(messages: ReadonlyArray<{ subscriptionId: string; id: string }>, now: number): Promise<void> {
+    if (messages.length === 0) return;
+    await this.db.run(
+      `UPDATE webhook_messages m SET next_attempt_at = $3 FROM unnest($1::text[], $2::text[]) AS held(subscription_id, id)
+       WHERE m.subscription_id = held.subscription_id AND m.id = held.id AND m.state = 'pending'`,
+      [messages.map((message) => message.subscriptionId), messages.map((message) => message.id), now + this.options.leaseMs],
+    );
   }
 
   async recordAttempts(results: WebhookAttemptResult[]): Promise<void> {
