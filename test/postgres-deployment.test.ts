@@ -3,8 +3,10 @@
  * the deployment must do once however many instances run: the token endpoint's limits, webhook
  * wake-ups and leases, background work, resumable uploads whose requests land on either instance.
  */
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, ORG, PATIENT, startTestServer, tempDir, testPostgres, type TestServer } from './helpers/server.js';
@@ -12,6 +14,8 @@ import { DEFAULT_DISPATCHER_OPTIONS, WebhookDispatcher, type DispatcherOptions }
 import { startWebhookDelivery, type WebhookDelivery } from '../server/webhooks/delivery.js';
 import { ThreadedSender } from '../server/webhooks/send-thread.js';
 import type { Sender } from '../server/webhooks/sender.js';
+import { PatientFiles } from './helpers/patient-files.js';
+import { runAdmin } from './helpers/processes.js';
 import type { RunningServer } from '../server/start.js';
 
 /** A webhook receiver on loopback: every delivery's messageId and body, in arrival order. */
@@ -29,6 +33,7 @@ let receiverUrl: string;
 let a: TestServer;
 let b: TestServer;
 let shared: string;
+let databaseUrl: string;
 beforeAll(async () => {
   receiver = http.createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -45,7 +50,7 @@ beforeAll(async () => {
   shared = tempDir('shared');
   // As behind a load balancer: one database, one content folder, one public URL (the tokens' issuer).
   const env = {
-    PATIENT_DOCS_DATABASE_URL: await (await testPostgres()).createDatabase(),
+    PATIENT_DOCS_DATABASE_URL: (databaseUrl = await (await testPostgres()).createDatabase()),
     PATIENT_DOCS_DATA_DIR: shared,
     PATIENT_DOCS_PUBLIC_URL: 'https://docs.clinic.test',
     PATIENT_DOCS_TOKEN_CLIENT_FAILURES: '4',
@@ -228,5 +233,39 @@ describe('webhook claims are leases held while their instance lives', () => {
     } finally {
       await survivor.stop();
     }
+  });
+});
+
+describe('patient-docs-admin verify on PostgreSQL', () => {
+  it('checks the stored files against the versions PostgreSQL records, marks a missing one lost and restores it, seen by every instance', async () => {
+    const throughA = await PatientFiles.connect(a.url, '/verify');
+    const throughB = await PatientFiles.connect(b.url, '/verify');
+    const bytes = randomBytes(30_000);
+    const kept = await throughA.uploaded('kept.bin', randomBytes(20_000));
+    const lost = await throughA.uploaded('lost.bin', bytes);
+    const admin = (...args: string[]) => runAdmin(shared, args, { PATIENT_DOCS_DATABASE_URL: databaseUrl });
+
+    const clean = await admin('verify', '--hashes');
+    expect(clean.stderr).toBe('');
+    expect(clean.code).toBe(0);
+    const folder = path.join(shared, 'content', 'objects', 'documents', lost.id);
+    const moved = `${folder}.aside`;
+    fs.renameSync(folder, moved);
+    const found = await admin('verify');
+    expect(found.code).not.toBe(0);
+    expect(found.stdout + found.stderr).toContain(`document ${lost.id} version 1: the file is missing`);
+
+    const marked = await admin('verify', '--mark-lost');
+    expect(marked.stderr).toBe('');
+    expect(marked.code).toBe(0);
+    expect(marked.stdout).toMatch(/^marked 1 of \d+ stored files lost; 1 document no longer counts as having content/);
+    const withContent = await throughB.search({ path: '/verify', hasContent: true });
+    expect(withContent.documents.map((document) => document.id)).toEqual([kept.id]);
+
+    fs.renameSync(moved, folder);
+    const restored = await admin('verify', '--mark-restored');
+    expect(restored.stderr).toBe('');
+    expect(restored.code).toBe(0);
+    expect((await throughB.search({ path: '/verify', hasContent: true })).documents.map((document) => document.id).sort()).toEqual([kept.id, lost.id].sort());
   });
 });
