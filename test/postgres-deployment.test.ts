@@ -3,7 +3,7 @@
  * the deployment must do once however many instances run: the token endpoint's limits, webhook
  * wake-ups and leases, background work, resumable uploads whose requests land on either instance.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -15,6 +15,8 @@ import { startWebhookDelivery, type WebhookDelivery } from '../server/webhooks/d
 import { ThreadedSender } from '../server/webhooks/send-thread.js';
 import type { Sender } from '../server/webhooks/sender.js';
 import { PatientFiles } from './helpers/patient-files.js';
+import { ThumbnailJobs } from '../server/domain/thumbnail-jobs.js';
+import type { PostgresStore } from '../server/db/postgres/store.js';
 import { runAdmin } from './helpers/processes.js';
 import type { RunningServer } from '../server/start.js';
 
@@ -267,5 +269,94 @@ describe('patient-docs-admin verify on PostgreSQL', () => {
     expect(restored.stderr).toBe('');
     expect(restored.code).toBe(0);
     expect((await throughB.search({ path: '/verify', hasContent: true })).documents.map((document) => document.id).sort()).toEqual([kept.id, lost.id].sort());
+  });
+});
+
+describe('background work and uploads on a content folder both instances share', () => {
+  const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+  const db = (server: TestServer) => (server.server.context.store as PostgresStore).db;
+  const leaseHeld = async (key: string) => (await db(a).rows('SELECT 1 FROM work_leases WHERE key = $1 AND until > $2', [key, Date.now()])).length > 0;
+
+  it('takes one resumable upload whose requests alternate between the instances, refusing a second writer on one while the other writes', async () => {
+    const token = await a.token();
+    const document = (await a.api('POST', `/v1/patients/${PATIENT}/documents`, { token, body: { fileName: 'alternating.stl', path: '/tus' } })).body;
+    const headers = { authorization: `Bearer ${token}`, 'tus-resumable': '1.0.0' };
+    const bytes = randomBytes(300_000);
+    const created = await fetch(`${a.url}/storage/v1/documents/${document.id}/uploads`, { method: 'POST', headers: { ...headers, 'upload-length': String(bytes.length) } });
+    expect(created.status).toBe(201);
+    const route = new URL(created.headers.get('location')!).pathname;
+    const uploadId = route.split('/').at(-1)!;
+    const patch = (server: TestServer, offset: number, chunk: Buffer) =>
+      fetch(`${server.url}${route}`, { method: 'PATCH', headers: { ...headers, 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset) }, body: new Uint8Array(chunk) });
+
+    // A PATCH through A whose bytes have not arrived yet: it holds the upload's writes.
+    const first = bytes.subarray(0, 100_000);
+    const held = http.request(`${a.url}${route}`, { method: 'PATCH', headers: { ...headers, 'content-type': 'application/offset+octet-stream', 'upload-offset': '0', 'content-length': String(first.length) } });
+    const heldAnswer = new Promise<number>((resolve, reject) => {
+      held.once('response', (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      });
+      held.once('error', reject);
+    });
+    held.flushHeaders();
+    await expect.poll(() => leaseHeld(`tus:${uploadId}`), { timeout: 10_000, interval: 50 }).toBe(true);
+    const second = await patch(b, 0, first);
+    expect(second.status).toBe(409);
+    held.end(first);
+    expect(await heldAnswer).toBe(204);
+
+    const head = await fetch(`${b.url}${route}`, { method: 'HEAD', headers });
+    expect(head.headers.get('upload-offset')).toBe('100000');
+    expect((await patch(b, 100_000, bytes.subarray(100_000, 200_000))).status).toBe(204);
+    expect((await patch(a, 200_000, bytes.subarray(200_000))).status).toBe(204);
+    const stored = (await b.api('POST', `/v1/patients/${PATIENT}/documents/search`, { token, body: { id: [document.id], hasContent: true } })).body.documents;
+    expect(stored).toMatchObject([{ id: document.id, fileSize: bytes.length, sha256: sha256(bytes) }]);
+  });
+
+  it("leaves an upload another instance is receiving alone when an instance starts and sweeps the folder", async () => {
+    const token = await a.token();
+    const document = (await a.api('POST', `/v1/patients/${PATIENT}/documents`, { token, body: { fileName: 'in-flight.bin', path: '/sweep' } })).body;
+    const bytes = randomBytes(200_000);
+    const boundary = 'patient-docs-test-boundary';
+    const field = (name: string, value: string) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+    const head = Buffer.from(`${field('Id', document.id)}${field('Type', 'BIN')}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="in-flight.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    const tmp = path.join(shared, 'content', 'tmp');
+    const before = new Set(fs.readdirSync(tmp));
+    const upload = http.request(`${a.url}/storage/v1/documents/${document.id}/file`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}` } });
+    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      upload.once('response', (response) => {
+        let body = '';
+        response.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+      });
+      upload.once('error', reject);
+    });
+    upload.write(Buffer.concat([head, bytes.subarray(0, 100_000)]));
+    await expect.poll(() => fs.readdirSync(tmp).filter((name) => !before.has(name)).length, { timeout: 10_000, interval: 50 }).toBeGreaterThan(0);
+    // B starts (as when the lease of the last sweep has ended): what it sweeps at start.
+    await db(b).run("DELETE FROM work_leases WHERE key = 'janitor'");
+    await b.server.context.content.janitor.sweep(true);
+    upload.end(Buffer.concat([bytes.subarray(100_000), tail]));
+    const stored = await answer;
+    expect(stored.status).toBe(201);
+    expect(JSON.parse(stored.body)).toMatchObject({ id: document.id, sha256: sha256(bytes) });
+  });
+
+  it('renders each pending thumbnail once when both instances resume pending renders at the same moment', async () => {
+    await Promise.all([a, b].map(({ server }) => server.context.content.thumbnails.idle()));
+    const files = await PatientFiles.connect(a.url, '/thumbnails');
+    const uploaded = [];
+    for (let index = 0; index < 4; index += 1) uploaded.push(await files.uploaded(`pending-${index}.bin`, randomBytes(1000)));
+    await db(a).run("UPDATE document_versions SET thumbnail_status = 'pending' WHERE document_id = ANY($1::text[])", [uploaded.map((document) => document.id)]);
+    const rendered: string[] = [];
+    const renderer = { hasThumbnail: () => true, renderThumbnail: async (file: string) => (rendered.push(file), Buffer.from('png')) };
+    const jobs = [a, b].map(({ server }) => new ThumbnailJobs(server.context.store, server.context.content.storage, renderer, undefined, server.context.store.leases));
+    await Promise.all(jobs.map((one) => one.resumePending()));
+    await Promise.all(jobs.map((one) => one.idle()));
+    for (const document of uploaded) expect(rendered.filter((file) => file.includes(document.id))).toHaveLength(1);
+    const statuses = await db(a).rows<{ thumbnail_status: string }>('SELECT thumbnail_status FROM document_versions WHERE document_id = ANY($1::text[])', [uploaded.map((document) => document.id)]);
+    expect(statuses.map((row) => row.thumbnail_status)).toEqual(uploaded.map(() => 'ready'));
   });
 });

@@ -575,6 +575,18 @@ export interface AuditRepository {
   count(): Promise<number>;
 }
 
+/**
+ * Leases on named work, where several instances share the database (PostgreSQL): whatever one
+ * instance of several must do at a time (the periodic clean-up, a thumbnail render, the writes of
+ * one resumable upload) is done by the instance that takes its lease.
+ */
+export interface WorkLeases {
+  /** True when this instance holds `key` for the next `ms` milliseconds (free, expired, or already its own: renewed). */
+  take(key: string, ms: number): Promise<boolean>;
+  /** Gives `key` up, if this instance holds it. */
+  release(key: string): Promise<void>;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   readonly audit: AuditRepository;
@@ -594,6 +606,8 @@ export interface Store {
    * memory (identity/rate-limit.ts MemoryTokenLimiter).
    */
   sharedTokenLimiter?(limits: TokenLimits): TokenAttemptLimiter;
+  /** Present where several instances share the database and the content folder (PostgreSQL); one server per data folder needs none. */
+  readonly leases?: WorkLeases;
   /**
    * Runs `work` as the only holder of the deployment's start lock: what every starting process
    * makes sure of once (signing keys, secrets in meta, the seed file) is done by one instance while

@@ -12,6 +12,7 @@ import { PostgresDatabase, type PostgresOptions } from './database.js';
 import { PostgresClients, PostgresMeta, PostgresOrders, PostgresOrganizations, PostgresPatients, PostgresSigningKeys } from './directory.js';
 import { PostgresDocuments } from './document-repository.js';
 import { migrate } from './migrations.js';
+import { PostgresWorkLeases } from './leases.js';
 import { WorkNotifications } from './notifications.js';
 import { PostgresOutbox } from './outbox.js';
 import { PostgresTokenLimiter } from './token-limits.js';
@@ -38,6 +39,7 @@ export class PostgresStore implements Store {
   readonly meta;
   readonly webhooks;
   readonly audit;
+  readonly leases;
   /** The one listening connection of this instance (NOTIFY between instances). */
   readonly notifications;
 
@@ -57,6 +59,7 @@ export class PostgresStore implements Store {
     this.signingKeys = new PostgresSigningKeys(db);
     this.meta = new PostgresMeta(db);
     this.webhooks = new PostgresWebhooks(db, { leaseMs: options.webhookLeaseMs ?? 60_000 }, this.notifications);
+    this.leases = new PostgresWorkLeases(db, this.notifications.origin);
   }
 
   /** Connects and applies pending migrations (once across instances starting together). */
