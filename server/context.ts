@@ -12,7 +12,7 @@ import { DirectoryService } from './domain/directory.js';
 import { DocumentService } from './domain/document-service.js';
 import { Links } from './domain/links.js';
 import type { KeyStore } from './identity/keys.js';
-import { MemoryTokenLimiter, type TokenAttemptLimiter } from './identity/rate-limit.js';
+import { MemoryTokenLimiter, type TokenAttemptLimiter, type TokenLimits } from './identity/rate-limit.js';
 import { SecretVerifier } from './identity/secret-verifier.js';
 import { TokenService } from './identity/tokens.js';
 import { createContentParts, type ContentParts } from './storage/index.js';
@@ -34,7 +34,7 @@ export interface ServerContext {
   access: AccessGuard;
   documents: DocumentService;
   directory: DirectoryService;
-  /** Limits on token requests: per process here; a deployment-wide one can take its place. */
+  /** Limits on token requests: in the database on PostgreSQL (for every instance together), in this process on SQLite. */
   tokenLimiter: TokenAttemptLimiter;
   /** Checks client secrets on threads of its own (closed with the server). */
   secretVerifier: SecretVerifier;
@@ -71,6 +71,11 @@ function memoryFor(store: Store): number | undefined {
   return store.kind === 'postgres' ? SHARED_DATABASE_MEMORY_MS : undefined;
 }
 
+/** Counted in the database where several instances share it (the limits hold for the deployment), in this process otherwise. */
+function tokenLimiter(store: Store, limits: TokenLimits): TokenAttemptLimiter {
+  return store.sharedTokenLimiter?.(limits) ?? new MemoryTokenLimiter(limits);
+}
+
 export async function createContext(config: ServerConfig, store?: Store): Promise<ServerContext> {
   const opened = store ?? (await openStore(config));
   const { keys, tenantId, linkKey, webhookSecretKey } = await prepareStore(opened, config.masterKeys, memoryFor(opened));
@@ -95,7 +100,7 @@ export async function createContext(config: ServerConfig, store?: Store): Promis
     access,
     documents,
     directory: new DirectoryService(opened),
-    tokenLimiter: new MemoryTokenLimiter({
+    tokenLimiter: tokenLimiter(opened, {
       requestsPerClientAndSource: config.tokenRateLimitPerMinute,
       failuresPerSource: config.tokenAddressFailuresPerMinute,
       failuresPerClient: config.tokenClientFailuresPerMinute,

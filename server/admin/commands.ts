@@ -8,6 +8,7 @@ import path from 'node:path';
 import { loadConfig } from '../config.js';
 import type { ServerConfig } from '../config.js';
 import type { ServerContext } from '../context.js';
+import type { PostgresStore } from '../db/postgres/store.js';
 import type { RestorableFile, Store } from '../db/types.js';
 import { DirectoryService } from '../domain/directory.js';
 import type { KeyStore } from '../identity/keys.js';
@@ -16,6 +17,7 @@ import { prepareContentFolders, prepareStore } from '../prepare-store.js';
 import { waitForWriteLock } from '../db/sqlite/write-wait.js';
 import { backupDataDir, verifyContent, type ContentProblem, type VerifyReport } from '../db/sqlite/backup.js';
 import { LocalDiskStorage } from '../storage/local-disk.js';
+import type { ContentStorage } from '../storage/types.js';
 import { looksUnmounted, markContentLost, markContentRestored, type MarkRestoredReport, type MarkRun } from '../domain/lost-content.js';
 import { ContentProblems, InputError, UsageError, type ParsedValues } from './cli-common.js';
 
@@ -148,6 +150,17 @@ function osAccount(): { osUser?: string } {
 /** The flags' schemas and their validator, loaded by the commands that check flags (admin-flag-checks.ts). */
 const flagChecks = () => import('./flag-checks.js');
 
+/** verify's check of the stored files against the versions PostgreSQL records (db/postgres/verify.ts). */
+async function verifyOnPostgres(config: ServerConfig, storage: ContentStorage, hashes: boolean): Promise<VerifyReport> {
+  const store = await openStore(config);
+  try {
+    const { verifyPostgresContent } = await import('../db/postgres/verify.js');
+    return await verifyPostgresContent((store as PostgresStore).db, storage, { hashes });
+  } finally {
+    await store.close();
+  }
+}
+
 /** How long a command waits for the database's write lock before giving up (--wait). */
 const DEFAULT_WAIT_SECONDS = 30;
 
@@ -190,23 +203,23 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
     process.stderr.write(`patient-docs-admin: no database at ${file} yet; creating it\n`);
   }
   const command = `${area} ${action ?? ''}`.trim();
-  if ((command === 'backup' || command === 'verify') && usesPostgres(config)) {
-    // These read the embedded database file beside the content; a PostgreSQL database is backed up
-    // and checked with PostgreSQL's own tools, and the content folder with the file system's.
+  if (command === 'backup' && usesPostgres(config)) {
+    // A copy of the embedded database file beside the content; a PostgreSQL database is backed up
+    // with PostgreSQL's own tools, and the content folder with the file system's.
     throw new InputError(
-      command === 'backup'
-        ? `backup copies the embedded SQLite database and the content folder; with PATIENT_DOCS_DATABASE_URL=postgres://… back up the database with pg_dump and ${path.join(config.dataDir, 'content')} with your file backup (docs/several-instances.md, "Backup"); nothing was written`
-        : `verify checks stored files against the embedded SQLite database and does not read PostgreSQL yet; nothing was checked or changed (docs/several-instances.md)`,
+      `backup copies the embedded SQLite database and the content folder; with PATIENT_DOCS_DATABASE_URL=postgres://… back up the database with pg_dump and ${path.join(config.dataDir, 'content')} with your file backup (docs/several-instances.md, "Backup"); nothing was written`,
     );
   }
   if (command === 'backup' || command === 'verify') {
     // Read-only on the database: no write lock to wait for, no migration, works beside the server.
-    if (!fs.existsSync(file)) throw new InputError(`there is no database at ${file}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
+    const postgres = usesPostgres(config);
+    if (!postgres && !fs.existsSync(file)) throw new InputError(`there is no database at ${file}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
     const storage = new LocalDiskStorage(path.join(config.dataDir, 'content'), { create: false });
     if (command === 'verify') {
       if (values.force === true && values['mark-lost'] !== true) throw new UsageError('--force goes with --mark-lost');
-      const report = await verifyContent(file, storage, { hashes: values.hashes === true });
-      const lock = () => waitForLock(file, values.wait);
+      const report = postgres ? await verifyOnPostgres(config, storage, values.hashes === true) : await verifyContent(file, storage, { hashes: values.hashes === true });
+      // PostgreSQL has no database-wide write lock to wait for: each mark is a transaction of its own beside the instances'.
+      const lock = postgres ? async () => undefined : () => waitForLock(file, values.wait);
       const openContext = async () => (await import('../context.js')).createContext(config);
       // One id for the run's audit entries and events, so they can be found together.
       const run: MarkRun = { id: randomUUID(), operator: { by: 'admin CLI', ...osAccount() } };

@@ -4,6 +4,7 @@
  * transaction, so a webhook is never lost and never sent for a change that did not happen.
  * Methods are async so that a PostgreSQL implementation fits without touching routes.
  */
+import type { TokenAttemptLimiter, TokenLimits } from '../identity/rate-limit.js';
 import type { EventType } from '../../shared/events.js';
 import type { PatientIdentifier } from '../../shared/patient-identifiers.js';
 import type { SortField } from '../../shared/schemas.js';
@@ -315,9 +316,17 @@ export interface OutboxRepository {
   headsAfter(sequence: number, limit: number): Promise<OutboxEventHead[]>;
   /**
    * Calls the listener soon after this process commits events, so the dispatcher need not wait for
-   * its next poll. Other writers (the admin CLI, other instances) are still found by polling.
+   * its next poll. Other writers (the admin CLI, other instances) are found by polling, or by
+   * onNotified where the database tells.
    */
   onAppended(listener: () => void): () => void;
+  /**
+   * Where the database tells every instance of work another process committed (PostgreSQL
+   * LISTEN/NOTIFY: events appended, messages queued or due again): calls the listener then, and
+   * once after a lost notification connection is back (anything may have been missed meanwhile).
+   * A hint, not a guarantee: the dispatcher still looks now and then (safetyPollMs).
+   */
+  onNotified?(listener: () => void): () => void;
 }
 
 export interface SigningKeyRepository {
@@ -447,6 +456,14 @@ export interface WebhookRepository {
    * crash simply leaves them due again (at-least-once).
    */
   claimDue(claims: Array<{ subscriptionId: string; limit: number; skip: ReadonlySet<string> }>, now: number): Promise<WebhookMessageRecord[]>;
+  /**
+   * Where several dispatchers share the queue (PostgreSQL), a claim is a lease of this many
+   * milliseconds: past it, another instance may take the message. Undefined where one dispatcher
+   * holds its claims in memory (SQLite).
+   */
+  readonly claimLeaseMs?: number;
+  /** Extends the leases of claimed messages that are still pending (waiting for a slot or in flight) by claimLeaseMs from `now`. */
+  renewClaims?(messages: ReadonlyArray<{ subscriptionId: string; id: string }>, now: number): Promise<void>;
   /** Writes finished attempts (log rows and message states) in one transaction. */
   recordAttempts(results: WebhookAttemptResult[]): Promise<void>;
   /** Ends a message without an attempt (subscription gone, consent revoked). */
@@ -558,6 +575,18 @@ export interface AuditRepository {
   count(): Promise<number>;
 }
 
+/**
+ * Leases on named work, where several instances share the database (PostgreSQL): whatever one
+ * instance of several must do at a time (the periodic clean-up, a thumbnail render, the writes of
+ * one resumable upload) is done by the instance that takes its lease.
+ */
+export interface WorkLeases {
+  /** True when this instance holds `key` for the next `ms` milliseconds (free, expired, or already its own: renewed). */
+  take(key: string, ms: number): Promise<boolean>;
+  /** Gives `key` up, if this instance holds it. */
+  release(key: string): Promise<void>;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   readonly audit: AuditRepository;
@@ -571,6 +600,14 @@ export interface Store {
   readonly signingKeys: SigningKeyRepository;
   readonly meta: MetaRepository;
   readonly webhooks: WebhookRepository;
+  /**
+   * Present where several processes serve requests on the database (PostgreSQL): the token
+   * endpoint's limits counted there for all of them. The embedded database's one server counts in
+   * memory (identity/rate-limit.ts MemoryTokenLimiter).
+   */
+  sharedTokenLimiter?(limits: TokenLimits): TokenAttemptLimiter;
+  /** Present where several instances share the database and the content folder (PostgreSQL); one server per data folder needs none. */
+  readonly leases?: WorkLeases;
   /**
    * Runs `work` as the only holder of the deployment's start lock: what every starting process
    * makes sure of once (signing keys, secrets in meta, the seed file) is done by one instance while

@@ -13,7 +13,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import type { DocumentVersionRecord, Store } from '../db/types.js';
+import type { DocumentVersionRecord, Store, WorkLeases } from '../db/types.js';
 import { PRIVATE_FILE, privateDirectory } from '../private-files.js';
 import { isTransientStorageFault } from '../errors.js';
 import type { ContentStorage } from '../storage/types.js';
@@ -63,6 +63,8 @@ export class ThumbnailJobs {
     private readonly storage: ContentStorage,
     private readonly renderer: ThumbnailRenderer | undefined,
     private readonly options: ThumbnailJobOptions = DEFAULT_THUMBNAIL_OPTIONS,
+    /** Where several instances share the database and content (PostgreSQL): a render is done by the instance that takes its lease. */
+    private readonly shared?: WorkLeases,
   ) {}
 
   supports(fileType: string): boolean {
@@ -169,6 +171,13 @@ export class ThumbnailJobs {
   private async render(version: DocumentVersionRecord): Promise<void> {
     if (!this.renderer) return;
     const key = `thumbnails/${version.documentId}/v${version.version}.png`;
+    if (this.shared) {
+      // Held past the render (not released): an instance that read the version as pending before
+      // its status changed does not render it again. The database away: tried again later.
+      const mine = await this.shared.take(`thumbnail:${jobId(version.documentId, version.version)}`, this.options.timeoutMs * 3).catch(() => undefined);
+      if (mine === undefined) this.defer(version);
+      if (mine !== true) return;
+    }
     try {
       const png = await this.renderFromStore(this.renderer, version);
       await this.storage.put(key, png);

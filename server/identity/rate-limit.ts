@@ -10,8 +10,8 @@
  *
  * Keys are fixed-size (a digest of the client id, a source address or IPv6 /64), whatever a request
  * sends, and each table is a bounded LRU: memory stays bounded and every step is O(1). The limiter
- * sits behind TokenAttemptLimiter so that a deployment-wide one (a shared database) can replace
- * this per-process one when several instances serve the same clients.
+ * sits behind TokenAttemptLimiter: on PostgreSQL, where several instances serve the same clients,
+ * the same rules are counted in the database for all of them (db/postgres/token-limits.ts).
  */
 import { createHash } from 'node:crypto';
 import { isIPv4, isIPv6 } from 'node:net';
@@ -47,10 +47,10 @@ export interface TokenLimits {
   capacity?: number;
 }
 
-const WINDOW_MS = 60_000;
+export const WINDOW_MS = 60_000;
 const CAPACITY = 20_000;
 /** How long a (client, source) that obtained a token stays exempt from its client's failure limit. */
-const TRUSTED_FOR_MS = 24 * 3_600_000;
+export const TRUSTED_FOR_MS = 24 * 3_600_000;
 
 /** A digest of the client id: 22 characters whatever was sent (an 8 KB made-up id included). */
 export function clientKey(clientId: string): string {

@@ -22,9 +22,10 @@ export interface ContentParts {
 export function createContentParts(dataDir: string, store: Store, collaborators: { documents: DocumentService; access: AccessGuard; links: Links; renderer: ThumbnailRenderer | undefined }): ContentParts {
   const { storage, uploads } = contentFolders(dataDir);
   // Same file system as tmp/, so a finished upload becomes a temp object by rename.
-  const resumable = new DiskResumableStore(uploads, storage, RESUMABLE_LIFETIME_MS);
-  const thumbnails = new ThumbnailJobs(store, storage, collaborators.renderer, { ...DEFAULT_THUMBNAIL_OPTIONS, scratchDir: renderScratch(dataDir) });
-  const janitor = new StorageJanitor(storage, resumable, (key) => store.content.isKeyReferenced(key));
+  // Instances sharing the folder (PostgreSQL) coordinate by leases in the database (store.leases).
+  const resumable = new DiskResumableStore(uploads, storage, RESUMABLE_LIFETIME_MS, undefined, store.leases);
+  const thumbnails = new ThumbnailJobs(store, storage, collaborators.renderer, { ...DEFAULT_THUMBNAIL_OPTIONS, scratchDir: renderScratch(dataDir) }, store.leases);
+  const janitor = new StorageJanitor(storage, resumable, (key) => store.content.isKeyReferenced(key), undefined, undefined, store.leases);
   const service = new ContentService(store, storage, collaborators.documents, collaborators.access, collaborators.links, thumbnails);
   return { storage, resumable, thumbnails, janitor, service };
 }

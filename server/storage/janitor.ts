@@ -2,10 +2,14 @@
  * Garbage collection of storage: temp files of uploads that never finished (a dropped
  * connection, a crash), resumable uploads past their expiry, and committed objects no record
  * names (a crash between rename and the database commit). At start on a storage of its own (the
- * local disk) nothing can be in flight, so everything abandoned goes at once; afterwards, and always
- * on a storage other instances share (an object store), only what is old enough to be surely abandoned.
+ * local disk of the one server of a data folder) nothing can be in flight, so everything abandoned
+ * goes at once; afterwards, and always on a storage other instances share (an object store, or a
+ * content folder instances on PostgreSQL share), only what is old enough to be surely abandoned.
  */
+import type { WorkLeases } from '../db/types.js';
 import type { ContentStorage, GarbageReport, ResumableStore } from './types.js';
+
+const JANITOR_LEASE = 'janitor';
 
 export interface JanitorOptions {
   intervalMs: number;
@@ -26,9 +30,18 @@ export class StorageJanitor {
     private readonly isReferenced: (key: string) => Promise<boolean>,
     private readonly options: JanitorOptions = DEFAULT_JANITOR_OPTIONS,
     private readonly now: () => Date = () => new Date(),
+    /** Where several instances share the content folder (PostgreSQL): the lease that makes one of them sweep. */
+    private readonly shared?: WorkLeases,
   ) {}
 
   async sweep(atStart = false): Promise<GarbageReport> {
+    if (this.shared) {
+      // Several instances on one content folder: one of them sweeps per interval, and only what is
+      // old enough to be surely abandoned (another instance's upload may be in flight at any time,
+      // its own start included).
+      if (!(await this.shared.take(JANITOR_LEASE, this.options.intervalMs))) return { tempFiles: 0, expiredUploads: 0, orphanObjects: 0 };
+      atStart = false;
+    }
     const expiredUploads = await this.resumable.removeExpired(this.now());
     const nothingInFlight = atStart && !this.storage.shared;
     const report = await this.storage.collectGarbage({

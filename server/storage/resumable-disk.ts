@@ -12,9 +12,13 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { PRIVATE_FILE, privateDirectory } from '../private-files.js';
 import { DurableFileWriter, readFileHead, WRITE_HIGH_WATER_MARK, type LocalDiskStorage } from './local-disk.js';
+import type { WorkLeases } from '../db/types.js';
 import { ChecksumMismatchError, OffsetMismatchError, type ReceivedContent, type ResumableStore, type ResumableUpload } from './types.js';
 
 const ID_PATTERN = /^[a-f0-9-]{36}$/;
+
+/** A write's lease on its upload (instances sharing the folder), renewed every third of it; a dead instance's ends after this. */
+const WRITE_LEASE_MS = 30_000;
 
 interface RunningHash {
   hash: Hash;
@@ -32,8 +36,30 @@ export class DiskResumableStore implements ResumableStore {
     private readonly storage: LocalDiskStorage,
     private readonly lifetimeMs: number,
     private readonly now: () => Date = () => new Date(),
+    /** Where instances share this folder (PostgreSQL): one request at a time writes to an upload, whichever instance it reached. */
+    private readonly shared?: WorkLeases,
   ) {
     privateDirectory(directory);
+  }
+
+  /**
+   * The upload's writes, for this request only, across every instance sharing the folder: a lease
+   * renewed while the bytes arrive (a slow clinic upload takes minutes); undefined when another
+   * request holds it.
+   */
+  private async writeLease(id: string): Promise<{ end(): Promise<void> } | undefined> {
+    const shared = this.shared;
+    if (!shared) return { end: async () => undefined };
+    const key = `tus:${id}`;
+    if (!(await shared.take(key, WRITE_LEASE_MS))) return undefined;
+    const renew = setInterval(() => void shared.take(key, WRITE_LEASE_MS).catch(() => undefined), WRITE_LEASE_MS / 3);
+    renew.unref();
+    return {
+      end: async () => {
+        clearInterval(renew);
+        await shared.release(key).catch(() => undefined);
+      },
+    };
   }
 
   private dataPath(id: string): string {
@@ -83,7 +109,10 @@ export class DiskResumableStore implements ResumableStore {
   async append(id: string, offset: number, source: Readable, checksum?: Buffer): Promise<ResumableUpload> {
     if (this.busy.has(id)) throw new OffsetMismatchError('another request is writing to this upload');
     this.busy.add(id);
+    let lease: { end(): Promise<void> } | undefined;
     try {
+      lease = await this.writeLease(id);
+      if (!lease) throw new OffsetMismatchError('another request is writing to this upload');
       const upload = await this.get(id);
       if (!upload) throw new OffsetMismatchError('the upload does not exist or has expired');
       if (upload.offset !== offset) throw new OffsetMismatchError(`Upload-Offset ${offset} does not match the upload's offset ${upload.offset}`);
@@ -115,6 +144,7 @@ export class DiskResumableStore implements ResumableStore {
       if (failure !== undefined) throw failure;
       return { ...upload, offset: size };
     } finally {
+      await lease?.end();
       this.busy.delete(id);
     }
   }

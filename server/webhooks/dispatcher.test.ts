@@ -41,7 +41,7 @@ function dispatchOneOrder(store: SqliteStore, secrets: SecretBox): { dispatcher:
         return { statusCode: 200, latencyMs: 1, error: null };
       },
     },
-    { retryDelaysMs: [10], timeoutMs: 1000, maxConcurrency: 4, maxPerCallback: 2, pollIntervalMs: 10, batchSize: 100, dnsCacheMs: 1000, routingMemoMs: 5 },
+    { retryDelaysMs: [10], timeoutMs: 1000, maxConcurrency: 4, maxPerCallback: 2, pollIntervalMs: 10, safetyPollMs: 1000, batchSize: 100, dnsCacheMs: 1000, routingMemoMs: 5 },
   );
   const at = new Date().toISOString();
   store.db.transaction(() => store.outbox.appendInTransaction([outboxEvent('order.created', { patientId: null, organizationId: ORG, operationId: 'op-1', occurredAt: at, data: { order: { id: 'o-1' } } })]))();

@@ -21,7 +21,14 @@ export interface DispatcherOptions {
   maxConcurrency: number;
   /** Requests in flight per callback origin, so one slow receiver cannot take every slot (see HANDED_AHEAD). */
   maxPerCallback: number;
+  /** The shortest time between two looks at the queue (also the idle poll where the database sends no notifications). */
   pollIntervalMs: number;
+  /**
+   * Where the database notifies every instance of new work (outbox.onNotified: PostgreSQL), how
+   * long an idle dispatcher waits between looks for work no notification announced (one missed
+   * while the listening connection was being made again, a retry coming due).
+   */
+  safetyPollMs: number;
   batchSize: number;
   /** How long an approved DNS answer is reused (it is re-checked after). */
   dnsCacheMs: number;
@@ -37,6 +44,7 @@ export const DEFAULT_DISPATCHER_OPTIONS: Omit<DispatcherOptions, 'retryDelaysMs'
   maxConcurrency: 128,
   maxPerCallback: 16,
   pollIntervalMs: 25,
+  safetyPollMs: 1000,
   batchSize: 500,
   dnsCacheMs: 5000,
   routingMemoMs: 5,
@@ -122,13 +130,25 @@ export class WebhookDispatcher {
     private readonly options: DispatcherOptions,
   ) {
     this.now = deps.now ?? Date.now;
+    this.idleMs = deps.outbox.onNotified ? options.safetyPollMs : options.pollIntervalMs;
   }
+
+  /** How long an idle loop sleeps unless woken: the safety poll where the database notifies, the poll interval otherwise. */
+  private readonly idleMs: number;
+  private stopNotified: (() => void) | undefined;
 
   start(): void {
     if (this.running) return;
     this.running = true;
     this.stopListening = this.deps.outbox.onAppended(() => {
       this.eventsAppended = true;
+      this.wake();
+    });
+    // Another instance appended events or queued messages (or the notifications were away for a
+    // while): fan out and read the due list again now.
+    this.stopNotified = this.deps.outbox.onNotified?.(() => {
+      this.eventsAppended = true;
+      this.dueListAt = 0;
       this.wake();
     });
     this.loopDone = this.loop();
@@ -143,6 +163,7 @@ export class WebhookDispatcher {
     if (!this.running) return;
     this.running = false;
     this.stopListening?.();
+    this.stopNotified?.();
     this.wake();
     await this.loopDone;
     let timer: NodeJS.Timeout | undefined;
@@ -172,6 +193,7 @@ export class WebhookDispatcher {
     while (this.running) {
       this.wakeRequested = false;
       try {
+        await this.renewLeases();
         await this.flushResults();
         // New events are looked for once per poll interval, or when this process committed some
         // (see FAN_OUT_GAP_MS); freed slots are refilled at once.
@@ -205,6 +227,25 @@ export class WebhookDispatcher {
     for (const result of results) this.release(result.attempt.subscriptionId, result.attempt.messageId);
   }
 
+  /**
+   * Where claims are leases (several instances on one queue), the messages this process still holds
+   * are leased again every third of the lease: a message waiting behind the per-callback limit, or
+   * in flight for longer than the lease, is not sent by another instance while this one lives.
+   * Run in the loop only, before outcomes are written, so it never moves a message already finished.
+   */
+  private async renewLeases(): Promise<void> {
+    const { claimLeaseMs, renewClaims } = this.deps.webhooks;
+    if (claimLeaseMs === undefined || !renewClaims || this.held.size === 0) return;
+    const now = this.now();
+    if (now - this.renewedAt < claimLeaseMs / 3) return;
+    this.renewedAt = now;
+    const messages: Array<{ subscriptionId: string; id: string }> = [];
+    for (const [subscriptionId, ids] of this.held) for (const id of ids) messages.push({ subscriptionId, id });
+    await renewClaims.call(this.deps.webhooks, messages, now);
+  }
+
+  private renewedAt = 0;
+
   private hold(message: WebhookMessageRecord): void {
     const set = this.held.get(message.subscriptionId) ?? new Set<string>();
     set.add(message.id);
@@ -225,7 +266,7 @@ export class WebhookDispatcher {
   /** Milliseconds until the next fan-out is due (zero or less: now). */
   private fanOutDueIn(): number {
     const since = this.now() - this.lastFanOutAt;
-    return Math.min(this.options.pollIntervalMs, this.eventsAppended ? FAN_OUT_GAP_MS : Infinity) - since;
+    return Math.min(this.idleMs, this.eventsAppended ? FAN_OUT_GAP_MS : Infinity) - since;
   }
 
   private idle(): Promise<void> {
@@ -237,9 +278,14 @@ export class WebhookDispatcher {
           this.wakeUp = undefined;
           resolve();
         },
-        Math.max(1, Math.min(this.options.pollIntervalMs, this.fanOutDueIn())),
+        Math.max(1, Math.min(this.busy() ? this.options.pollIntervalMs : this.idleMs, this.fanOutDueIn())),
       );
     });
+  }
+
+  /** Work this process holds (due, claimed, in flight, outcomes to write): the loop keeps looking at the poll interval. */
+  private busy(): boolean {
+    return this.dueList.length > 0 || this.readyCount > 0 || this.inFlight.size > 0 || this.results.length > 0;
   }
 
   // --- fan-out -------------------------------------------------------------------------------

@@ -7,8 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll } from 'vitest';
-import { loadConfig } from '../../server/config.js';
-import { startServer, type RunningServer } from '../../server/start.js';
+import { loadConfig, type ServerConfig } from '../../server/config.js';
+import { startServer, type RunningServer, type StartOptions } from '../../server/start.js';
 import { startPostgres, type TestPostgres } from './postgres.js';
 
 /** The database the test servers of this run use: `sqlite` (the default) or `postgres`. */
@@ -58,9 +58,15 @@ export function tempDir(prefix: string): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), `patient-docs-${prefix}-`));
 }
 
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+/** What a test sets beyond the environment: configuration no variable sets, and the server's start options. */
+export interface TestServerOptions {
+  config?: Partial<ServerConfig>;
+  start?: StartOptions;
+}
+
+export async function startTestServer(env: Record<string, string> = {}, options: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = tempDir('server');
-  const config = loadConfig({
+  const loaded = loadConfig({
     PORT: '0',
     PATIENT_DOCS_DATA_DIR: dataDir,
     PATIENT_DOCS_SEED: SEED_FILE,
@@ -69,7 +75,8 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     ...(await testDatabaseEnv()),
     ...env,
   });
-  const server = await startServer(config, { logger: false });
+  const config = { ...loaded, ...options.config };
+  const server = await startServer(config, { logger: false, ...options.start });
   const expected = config.databaseUrl?.startsWith('postgres') ? 'postgres' : 'sqlite';
   if (server.context.store.kind !== expected) throw new Error(`the test server runs on ${server.context.store.kind}, not ${expected}`);
   const tokens = new Map<string, string>();

@@ -93,6 +93,9 @@ function queryable(target: pg.Pool | pg.PoolClient): Queryable {
   };
 }
 
+/** Pool connections given their own 'error' listener (once each: see connect). */
+const GUARDED = new WeakSet<pg.PoolClient>();
+
 export class PostgresDatabase implements Queryable {
   readonly pool: pg.Pool;
   private readonly direct: Queryable;
@@ -134,11 +137,20 @@ export class PostgresDatabase implements Queryable {
   }
 
   private async connect(): Promise<pg.PoolClient> {
+    let client: pg.PoolClient;
     try {
-      return await this.pool.connect();
+      client = await this.pool.connect();
     } catch (error) {
       throw unavailable(error);
     }
+    // A connection the database server ends (a restart) while it is checked out between two
+    // statements emits 'error' on the client, which the pool listens for only while it is idle: the
+    // next statement fails with it anyway (503), so the event itself is taken and dropped here.
+    if (!GUARDED.has(client)) {
+      GUARDED.add(client);
+      client.on('error', () => undefined);
+    }
+    return client;
   }
 
   /**

@@ -302,6 +302,16 @@ export const POSTGRES_MIGRATIONS: PostgresMigration[] = [
       ALTER TABLE document_versions ADD COLUMN scanned_at ${C};
     `,
   },
+  {
+    // The token endpoint's limits, counted for every instance together (token-limits.ts).
+    name: '004-token-limits',
+    sql: `CREATE TABLE token_limits (key ${C} PRIMARY KEY, window_start bigint NOT NULL, count integer NOT NULL);`,
+  },
+  {
+    // Work one instance of several does at a time: clean-up, thumbnail renders, a resumable upload's writes (leases.ts).
+    name: '005-work-leases',
+    sql: `CREATE TABLE work_leases (key ${C} PRIMARY KEY, holder ${C} NOT NULL, until bigint NOT NULL);`,
+  },
 ];
 
 /** The database as a label for messages: its URL without the password. */

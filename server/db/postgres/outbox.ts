@@ -5,17 +5,21 @@
  * fanned out. So every append first takes OUTBOX_LOCK, a transaction-scoped advisory lock held
  * until commit: appends commit one after the other in sequence order, and every reader sees a
  * prefix of the outbox. Writers append last in their transaction, so the lock is held for the
- * commit alone.
+ * commit alone. The same transaction notifies the other instances (notifications.ts).
  */
 import type { OutboxEvent, OutboxEventHead, OutboxRepository } from '../types.js';
 import type { PostgresDatabase, Queryable } from './database.js';
 import { outboxEventFromRow, type OutboxRow } from '../webhook-rows.js';
+import { notifyWork, type WorkNotifications } from './notifications.js';
 
 /** "PDOUTBOX" (an arbitrary constant). */
 const OUTBOX_LOCK = 0x50444f42;
 
 export class PostgresOutbox implements OutboxRepository {
-  constructor(private readonly db: PostgresDatabase) {}
+  constructor(
+    private readonly db: PostgresDatabase,
+    private readonly notifications: WorkNotifications,
+  ) {}
 
   /** Call only inside the transaction of the change that caused the events, as its last write. */
   async appendInTransaction(tx: Queryable, events: OutboxEvent[]): Promise<void> {
@@ -34,6 +38,9 @@ export class PostgresOutbox implements OutboxRepository {
         events.map((event) => JSON.stringify(event.data)),
       ],
     );
+    // Delivered at commit: the other instances fan these events out without waiting for a poll.
+    const notify = notifyWork(this.notifications.origin);
+    await tx.run(notify.sql, notify.params);
   }
 
   private readonly listeners = new Set<() => void>();
@@ -47,6 +54,10 @@ export class PostgresOutbox implements OutboxRepository {
   onAppended(listener: () => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  onNotified(listener: () => void): () => void {
+    return this.notifications.subscribe(listener);
   }
 
   async headsAfter(sequence: number, limit: number): Promise<OutboxEventHead[]> {

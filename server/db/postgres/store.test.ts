@@ -10,7 +10,9 @@ import { storageFault } from '../../errors.js';
 import { prepareStore } from '../../prepare-store.js';
 import type { OutboxEvent } from '../types.js';
 import { DatabaseUnavailableError } from './database.js';
+import { POSTGRES_MIGRATIONS } from './migrations.js';
 import { PostgresStore } from './store.js';
+import { PostgresTokenLimiter } from './token-limits.js';
 
 let cluster: TestPostgres;
 const opened: PostgresStore[] = [];
@@ -44,7 +46,7 @@ describe('PostgreSQL store, several instances', () => {
     const url = await cluster.createDatabase();
     const stores = await Promise.all(Array.from({ length: 5 }, () => open(url)));
     const migrations = await stores[0]!.db.rows<{ name: string }>('SELECT name FROM schema_migrations');
-    expect(migrations.map((row) => row.name)).toEqual(['001-schema']);
+    expect(migrations.map((row) => row.name)).toEqual(POSTGRES_MIGRATIONS.map((migration) => migration.name));
     const prepared = await Promise.all(stores.map((store) => prepareStore(store)));
     expect(new Set(prepared.map((one) => one.tenantId)).size).toBe(1);
     expect(new Set(prepared.map((one) => one.linkKey.toString('hex'))).size).toBe(1);
@@ -126,6 +128,33 @@ describe('PostgreSQL store, several instances', () => {
     await Promise.all([slow, fast]);
     seen.push(...(await reader.outbox.headsAfter(cursor, 10)));
     expect(seen.map((head) => head.id)).toEqual([first.id, second.id]);
+  });
+});
+
+describe('PostgreSQL token limits', () => {
+  it('counts in fixed windows shared by every limiter on the database, and deletes the windows that are over', async () => {
+    const url = await cluster.createDatabase();
+    const [one, two] = await Promise.all([open(url), open(url)]);
+    let now = 1_000_000;
+    const limits = { requestsPerClientAndSource: 100, failuresPerSource: 3, failuresPerClient: 100 };
+    const first = one.sharedTokenLimiter(limits);
+    const second = new PostgresTokenLimiter(two.db, limits, () => now);
+    const limiter = new PostgresTokenLimiter(one.db, limits, () => now);
+    expect(first).toBeInstanceOf(PostgresTokenLimiter);
+    const attempt = (index: number) => ({ client: `client-${index}`, source: '203.0.113.9' });
+    for (let index = 0; index < 3; index += 1) {
+      expect(await (index % 2 === 0 ? limiter : second).admit(attempt(index))).toBe(0);
+      await (index % 2 === 0 ? second : limiter).settle(attempt(index), 'failure');
+    }
+    expect(await second.admit(attempt(9))).toBe(60);
+    now += 30_000;
+    expect(await limiter.admit(attempt(9))).toBe(30);
+    now += 30_000;
+    expect(await limiter.admit(attempt(9))).toBe(0);
+    // The next window's first admit sweeps what ended: only the rows of this window stay.
+    now += 60_000;
+    expect(await second.admit(attempt(10))).toBe(0);
+    await expect.poll(async () => (await one.db.rows<{ key: string }>('SELECT key FROM token_limits')).length).toBe(1);
   });
 });
 

@@ -4,6 +4,7 @@
  * read goes to the database (the search-page cache above it is proven current by the patient's
  * change counter, which lives in the database).
  */
+import type { TokenLimits } from '../../identity/rate-limit.js';
 import type { Store } from '../types.js';
 import { PostgresAudit } from './audit.js';
 import { PostgresDocumentContent } from './content-repository.js';
@@ -11,7 +12,10 @@ import { PostgresDatabase, type PostgresOptions } from './database.js';
 import { PostgresClients, PostgresMeta, PostgresOrders, PostgresOrganizations, PostgresPatients, PostgresSigningKeys } from './directory.js';
 import { PostgresDocuments } from './document-repository.js';
 import { migrate } from './migrations.js';
+import { PostgresWorkLeases } from './leases.js';
+import { WorkNotifications } from './notifications.js';
 import { PostgresOutbox } from './outbox.js';
+import { PostgresTokenLimiter } from './token-limits.js';
 import { PostgresWebhooks } from './webhooks.js';
 
 /** "PDSTART": the first steps of a start (keys, secrets, the seed file), one instance at a time. */
@@ -35,12 +39,16 @@ export class PostgresStore implements Store {
   readonly meta;
   readonly webhooks;
   readonly audit;
+  readonly leases;
+  /** The one listening connection of this instance (NOTIFY between instances). */
+  readonly notifications;
 
   constructor(
     readonly db: PostgresDatabase,
     options: PostgresStoreOptions = {},
   ) {
-    this.outbox = new PostgresOutbox(db);
+    this.notifications = new WorkNotifications(db.url, options.connectTimeoutMs ?? 5000);
+    this.outbox = new PostgresOutbox(db, this.notifications);
     this.organizations = new PostgresOrganizations(db);
     this.patients = new PostgresPatients(db, this.outbox);
     this.clients = new PostgresClients(db);
@@ -50,7 +58,8 @@ export class PostgresStore implements Store {
     this.orders = new PostgresOrders(db, this.outbox);
     this.signingKeys = new PostgresSigningKeys(db);
     this.meta = new PostgresMeta(db);
-    this.webhooks = new PostgresWebhooks(db, { leaseMs: options.webhookLeaseMs ?? 60_000 });
+    this.webhooks = new PostgresWebhooks(db, { leaseMs: options.webhookLeaseMs ?? 60_000 }, this.notifications);
+    this.leases = new PostgresWorkLeases(db, this.notifications.origin);
   }
 
   /** Connects and applies pending migrations (once across instances starting together). */
@@ -65,11 +74,16 @@ export class PostgresStore implements Store {
     }
   }
 
+  sharedTokenLimiter(limits: TokenLimits): PostgresTokenLimiter {
+    return new PostgresTokenLimiter(this.db, limits);
+  }
+
   exclusively<T>(work: () => Promise<T>): Promise<T> {
     return this.db.withLock(START_LOCK, work);
   }
 
   async close(): Promise<void> {
+    this.notifications.close();
     await this.db.close();
   }
 }

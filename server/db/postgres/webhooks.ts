@@ -7,7 +7,9 @@
  *   claim's own short transaction (rows another instance is claiming at that moment are skipped,
  *   FOR UPDATE SKIP LOCKED). Recording the attempt sets its real next attempt; an instance that
  *   dies holding a claim leaves the message due again once the lease has passed (at-least-once,
- *   same messageId). The row stays `pending` throughout, as in SQLite.
+ *   same messageId). The row stays `pending` throughout, as in SQLite. While the instance lives, it
+ *   renews the leases of what it holds (renewClaims: messages waiting behind its per-callback
+ *   limit, in flight, or with outcomes not yet written), so no other instance sends them meanwhile.
  */
 import type { EventType } from '../../../shared/events.js';
 import type {
@@ -22,6 +24,7 @@ import type {
 } from '../types.js';
 import { attemptFromRow, LIVE, subscriptionFromRow, type AttemptRow, type SubscriptionRow } from '../webhook-rows.js';
 import type { PostgresDatabase, Queryable } from './database.js';
+import { notifyWork, type WorkNotifications } from './notifications.js';
 
 
 
@@ -78,7 +81,14 @@ export class PostgresWebhooks implements WebhookRepository {
   constructor(
     private readonly db: PostgresDatabase,
     private readonly options: PostgresWebhookOptions,
+    private readonly notifications: WorkNotifications,
   ) {}
+
+  /** At commit, the other instances look for due messages (notifications.ts). */
+  private async notify(tx: Queryable): Promise<void> {
+    const notify = notifyWork(this.notifications.origin);
+    await tx.run(notify.sql, notify.params);
+  }
 
   async createSubscription(subscription: Omit<WebhookSubscriptionRecord, 'fromSequence'>): Promise<WebhookSubscriptionRecord> {
     return this.db.transaction(async (tx) => {
@@ -143,6 +153,7 @@ export class PostgresWebhooks implements WebhookRepository {
             messages.map((m) => m.createdAt),
           ],
         );
+        await this.notify(tx);
       }
       // Another instance may have fanned out further already: the cursor never moves back.
       await tx.run('INSERT INTO webhook_cursor (id, sequence) VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET sequence = GREATEST(webhook_cursor.sequence, excluded.sequence)', [cursor]);
@@ -195,6 +206,19 @@ export class PostgresWebhooks implements WebhookRepository {
       }
       return claimed;
     });
+  }
+
+  get claimLeaseMs(): number {
+    return this.options.leaseMs;
+  }
+
+  async renewClaims(messages: ReadonlyArray<{ subscriptionId: string; id: string }>, now: number): Promise<void> {
+    if (messages.length === 0) return;
+    await this.db.run(
+      `UPDATE webhook_messages m SET next_attempt_at = $3 FROM unnest($1::text[], $2::text[]) AS held(subscription_id, id)
+       WHERE m.subscription_id = held.subscription_id AND m.id = held.id AND m.state = 'pending'`,
+      [messages.map((message) => message.subscriptionId), messages.map((message) => message.id), now + this.options.leaseMs],
+    );
   }
 
   async recordAttempts(results: WebhookAttemptResult[]): Promise<void> {
@@ -250,12 +274,16 @@ export class PostgresWebhooks implements WebhookRepository {
 
   async redeliver(subscriptionId: string, messageId: string, now: number, at: string): Promise<boolean> {
     // Only onto an active subscription: a message queued on any other would never be sent or cancelled.
-    const changed = await this.db.run(
-      `UPDATE webhook_messages SET state = 'pending', attempts = 0, next_attempt_at = $1, updated_at = $2
-       WHERE subscription_id = $3 AND state = 'dead' AND id = $4
-         AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = webhook_messages.subscription_id AND s.status = 'active' AND s.${LIVE})`,
-      [now, at, subscriptionId, messageId],
-    );
+    const changed = await this.db.transaction(async (tx) => {
+      const count = await tx.run(
+        `UPDATE webhook_messages SET state = 'pending', attempts = 0, next_attempt_at = $1, updated_at = $2
+         WHERE subscription_id = $3 AND state = 'dead' AND id = $4
+           AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.id = webhook_messages.subscription_id AND s.status = 'active' AND s.${LIVE})`,
+        [now, at, subscriptionId, messageId],
+      );
+      if (count > 0) await this.notify(tx);
+      return count;
+    });
     return changed > 0;
   }
 

@@ -135,33 +135,41 @@ function isMissing(error: unknown): boolean {
  */
 export async function verifyContent(databaseFile: string, storage: ContentStorage, options: { hashes: boolean }): Promise<VerifyReport> {
   const db = new Database(databaseFile, { readonly: true, fileMustExist: true });
-  const report: VerifyReport = { versions: 0, bytes: 0, problems: [], markedLost: [], restorable: [], folderHasFiles: await storage.hasObjects(), auditEntries: auditEntries(db) };
   try {
-    for (const row of versionRows(db)) {
-      report.versions += 1;
-      const where = { documentId: row.document_id, version: row.version, key: row.content_key };
-      // Known lost: listed apart, so that a verify after --mark-lost says what is new.
-      const lost = row.content_lost_at !== null;
-      const found = lost ? report.markedLost : report.problems;
-      try {
-        // A file marked lost is hashed always: only the very bytes recorded may count as content again.
-        const read = options.hashes || lost ? await hashCopy(storage, row.content_key, undefined) : { size: await sizeOf(storage, row.content_key), sha256: row.sha256 };
-        if (read.size !== row.file_size) {
-          found.push({ ...where, problem: `the file has ${read.size} of its ${row.file_size} bytes` });
-          continue;
-        }
-        if (read.sha256 !== row.sha256) {
-          found.push({ ...where, problem: 'the file does not match its sha256' });
-          continue;
-        }
-        report.bytes += read.size;
-        if (lost) report.restorable.push({ ...where, sha256: row.sha256, fileSize: row.file_size });
-      } catch (error) {
-        found.push({ ...where, problem: errorText(error), ...(isMissing(error) ? { missing: true } : { unreadable: true }) });
-      }
-    }
+    return await checkVersions(versionRows(db), auditEntries(db), storage, options);
   } finally {
     db.close();
+  }
+}
+
+/** What verify reads of each stored version, whichever database holds it. */
+export type VerifiedVersion = Omit<VersionRow, 'thumbnail_key'>;
+
+/** The check of verifyContent over versions read from any database (PostgreSQL pages them: db/postgres/verify.ts). */
+export async function checkVersions(rows: Iterable<VerifiedVersion> | AsyncIterable<VerifiedVersion>, auditCount: number, storage: ContentStorage, options: { hashes: boolean }): Promise<VerifyReport> {
+  const report: VerifyReport = { versions: 0, bytes: 0, problems: [], markedLost: [], restorable: [], folderHasFiles: await storage.hasObjects(), auditEntries: auditCount };
+  for await (const row of rows) {
+    report.versions += 1;
+    const where = { documentId: row.document_id, version: row.version, key: row.content_key };
+    // Known lost: listed apart, so that a verify after --mark-lost says what is new.
+    const lost = row.content_lost_at !== null;
+    const found = lost ? report.markedLost : report.problems;
+    try {
+      // A file marked lost is hashed always: only the very bytes recorded may count as content again.
+      const read = options.hashes || lost ? await hashCopy(storage, row.content_key, undefined) : { size: await sizeOf(storage, row.content_key), sha256: row.sha256 };
+      if (read.size !== row.file_size) {
+        found.push({ ...where, problem: `the file has ${read.size} of its ${row.file_size} bytes` });
+        continue;
+      }
+      if (read.sha256 !== row.sha256) {
+        found.push({ ...where, problem: 'the file does not match its sha256' });
+        continue;
+      }
+      report.bytes += read.size;
+      if (lost) report.restorable.push({ ...where, sha256: row.sha256, fileSize: row.file_size });
+    } catch (error) {
+      found.push({ ...where, problem: errorText(error), ...(isMissing(error) ? { missing: true } : { unreadable: true }) });
+    }
   }
   return report;
 }
