@@ -154,6 +154,8 @@ export async function startServer(requested: ServerConfig, options: { logger?: b
   let app: FastifyInstance | undefined;
   let webhookDelivery: WebhookDelivery | undefined;
   try {
+    // An object store must take a write, a read and a delete before anything is served (one line names what failed).
+    await context.content.storage.check();
     if (config.seedFile) {
       const seed = readSeedFile(config.seedFile);
       // Instances starting together on one database apply it one after the other: the first
