@@ -12,6 +12,7 @@ import path from 'node:path';
 import { afterAll } from 'vitest';
 import { loadConfig } from '../../server/config.js';
 import { startServer, type RunningServer } from '../../server/start.js';
+import { S3ContentStorage } from '../../server/storage/s3.js';
 import { startPostgres, type TestPostgres } from './postgres.js';
 import { startS3, type TestS3 } from './s3.js';
 
@@ -140,6 +141,20 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * What a test server holds in one area of its content storage: `tmp` (received, not committed) or
+ * `uploads` (resumable uploads) — files in the data dir, or object keys under the bucket prefix.
+ */
+export async function storedIn(t: TestServer, area: 'tmp' | 'uploads'): Promise<string[]> {
+  const storage = t.server.context.content.storage;
+  if (storage instanceof S3ContentStorage) {
+    const keys: string[] = [];
+    for await (const object of storage.list(`${area}/`)) keys.push(object.Key!);
+    return keys;
+  }
+  return fs.readdirSync(path.join(t.dataDir, 'content', area));
 }
 
 /** Asserts the SPEC §7 problem shape and returns it. */
