@@ -33,14 +33,16 @@ export async function startS3(bucket = 'patient-docs'): Promise<TestS3> {
   // The server under test runs in this process and reads its credentials from here, as the SDK does.
   Object.assign(process.env, TEST_S3_CREDENTIALS);
   const endpoint = `http://127.0.0.1:${address.port}`;
+  let closing: Promise<void> | undefined;
   return {
     endpoint,
     bucket,
     directory,
     env: (prefix = '') => ({ PATIENT_DOCS_STORAGE_URL: `s3://${bucket}${prefix ? `/${prefix}` : ''}`, PATIENT_DOCS_S3_ENDPOINT: endpoint, ...TEST_S3_CREDENTIALS }),
     close: async () => {
-      await server.close();
-      fs.rmSync(directory, { recursive: true, force: true });
+      // Idempotent: a test that takes the store away closes it before the file's clean-up does.
+      closing ??= server.close().then(() => fs.rmSync(directory, { recursive: true, force: true }));
+      await closing;
     },
   };
 }
