@@ -25,6 +25,15 @@ const WORKERS = 2;
  */
 const ON_POSTGRES = ['test/server-core.test.ts', 'test/auth-matrix.test.ts', 'test/every-route.property.test.ts', 'test/audit-patients.e2e.test.ts', 'test/audit-links.e2e.test.ts', 'test/hostile-input.property.test.ts', 'test/patient-identifiers.test.ts'];
 
+/**
+ * Files that exercise content storage through real routes (one-shot and tus uploads, downloads,
+ * versions, thumbnails), run a second time with content in an S3-compatible server (s3rver on
+ * loopback, test/helpers/s3.ts): the test server helper takes its storage from
+ * PATIENT_DOCS_TEST_STORAGE. They run after the others, one at a time, as on disk (timed renders).
+ * The S3 kill -9 test and the backend's own tests start their s3rver themselves.
+ */
+const ON_S3 = ['test/content.e2e.test.ts'];
+
 const common = { testTimeout: 60_000, hookTimeout: 120_000, pool: 'forks' } as const;
 
 export default defineConfig({
@@ -38,6 +47,7 @@ export default defineConfig({
         test: { ...common, name: 'postgres', include: ON_POSTGRES, maxWorkers: WORKERS, sequence: { groupOrder: 0 }, env: { PATIENT_DOCS_TEST_DATABASE: 'postgres' } },
       },
       { test: { ...common, name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+      { test: { ...common, name: 's3', include: ON_S3, maxWorkers: 1, sequence: { groupOrder: 1 }, env: { PATIENT_DOCS_TEST_STORAGE: 's3' } } },
     ],
   },
 });

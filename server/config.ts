@@ -18,6 +18,10 @@ export interface ServerConfig {
   publicUrlExplicit: boolean;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** PATIENT_DOCS_STORAGE_URL: s3://bucket[/prefix] keeps content in an object store; unset, on the local disk in the data dir. */
+  storageUrl: string | undefined;
+  /** PATIENT_DOCS_S3_ENDPOINT: an S3-compatible store's endpoint (path-style addressing); unset, AWS. */
+  s3Endpoint: string | undefined;
   seedFile: string | undefined;
   adminToken: string | undefined;
   /** PATIENT_DOCS_METRICS_TOKEN: the bearer token /metrics asks for; unset, /metrics is off (404). */
@@ -209,6 +213,11 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
   if (databaseUrl?.startsWith('sqlite:') && databaseUrl.slice('sqlite:'.length).trim() === '') {
     throw new ConfigError(`PATIENT_DOCS_DATABASE_URL=${JSON.stringify(databaseUrl)} names no file; use sqlite:<file> (relative to PATIENT_DOCS_DATA_DIR) or unset it for patient-docs.sqlite there`);
   }
+  const storageUrl = env.PATIENT_DOCS_STORAGE_URL?.trim() || undefined;
+  if (storageUrl !== undefined && !/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?$/.test(storageUrl)) {
+    throw new ConfigError(`PATIENT_DOCS_STORAGE_URL must be s3://bucket or s3://bucket/prefix (got ${JSON.stringify(storageUrl.slice(0, 80))})`);
+  }
+  const s3Endpoint = env.PATIENT_DOCS_S3_ENDPOINT?.trim() ? parseUrl('PATIENT_DOCS_S3_ENDPOINT', env.PATIENT_DOCS_S3_ENDPOINT.trim()) : undefined;
   const retryRaw = env.PATIENT_DOCS_WEBHOOK_RETRY_DELAYS ?? '15m,15m,15m';
   const webhookRetryDelaysMs =
     retryRaw.trim() === '' ? [] : retryRaw.split(',').map((part) => parseDuration('PATIENT_DOCS_WEBHOOK_RETRY_DELAYS', part));
@@ -228,6 +237,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
     publicUrlExplicit: Boolean(env.PATIENT_DOCS_PUBLIC_URL),
     dataDir: path.resolve(cwd, env.PATIENT_DOCS_DATA_DIR?.trim() || './data'),
     databaseUrl,
+    storageUrl,
+    s3Endpoint,
     seedFile: env.PATIENT_DOCS_SEED?.trim() ? path.resolve(cwd, env.PATIENT_DOCS_SEED.trim()) : undefined,
     adminToken: env.PATIENT_DOCS_ADMIN_TOKEN?.trim() || undefined,
     metricsToken: parseMetricsToken(env.PATIENT_DOCS_METRICS_TOKEN),

@@ -54,9 +54,14 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return CODE_OF(error) === 'PATIENT_DOCS_DATABASE_UNAVAILABLE';
 }
 
+/** The object store cannot be reached or fails (storage/s3.ts StoreUnavailableError). */
+export function isStoreUnavailable(error: unknown): boolean {
+  return CODE_OF(error) === 'PATIENT_DOCS_STORE_UNAVAILABLE';
+}
+
 /** Faults of this machine that pass by themselves or when IT acts: retry later, and the work is not lost. */
 export function isTransientStorageFault(error: unknown): boolean {
-  return isDiskFull(error) || isReadOnly(error) || isDatabaseBusy(error) || isDatabaseUnavailable(error);
+  return isDiskFull(error) || isReadOnly(error) || isDatabaseBusy(error) || isDatabaseUnavailable(error) || isStoreUnavailable(error);
 }
 
 /**
@@ -82,6 +87,9 @@ export function storageFault(error: unknown): ApiError | undefined {
   }
   if (isDatabaseUnavailable(error)) {
     return serviceUnavailable('the server cannot reach its database right now, so nothing of this request was stored; retry in a few seconds', BUSY_RETRY_AFTER_SECONDS);
+  }
+  if (isStoreUnavailable(error)) {
+    return serviceUnavailable('the server cannot reach its object store right now, so nothing of this request was stored; retry in a few seconds', BUSY_RETRY_AFTER_SECONDS);
   }
   return undefined;
 }

@@ -163,6 +163,8 @@ export async function startServer(requested: ServerConfig, options: StartOptions
   let app: FastifyInstance | undefined;
   let webhookDelivery: WebhookDelivery | undefined;
   try {
+    // An object store must take a write, a read and a delete before anything is served (one line names what failed).
+    await context.content.storage.check();
     if (config.seedFile) {
       const seed = readSeedFile(config.seedFile);
       // Instances starting together on one database apply it one after the other: the first

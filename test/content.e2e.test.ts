@@ -11,7 +11,7 @@ import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Links } from '../server/domain/links.js';
 import { lyingCountStl, makeArchStl, makePdf, pdfBomb, truncatedStl } from './fixtures/scans.js';
-import { ADMIN_TOKEN, CLIENT, expectProblem, ORG, PATIENT, startTestServer, type TestServer } from './helpers/server.js';
+import { ADMIN_TOKEN, CLIENT, expectProblem, ORG, PATIENT, startTestServer, storedIn, type TestServer } from './helpers/server.js';
 import * as tus from 'tus-js-client';
 
 const OTHER_ORG_CLIENT = { id: 'other-clinic-pc', secret: 'other-clinic-pc-secret-0123456789' };
@@ -58,11 +58,11 @@ async function upload(document: { id: string; storageUrl: string }, bytes: Buffe
 }
 
 /**
- * Nothing of a refused upload stays in the server's temp folder. Polled: a thumbnail rendered in the
+ * Nothing of a refused upload stays in the server's temp area (folder or bucket prefix). Polled: a thumbnail rendered in the
  * background for an earlier upload passes through that folder too, for the moment of its write.
  */
 async function expectNoTempFiles(): Promise<void> {
-  await expect.poll(() => fs.readdirSync(path.join(t.dataDir, 'content', 'tmp')), { timeout: 5000, interval: 50 }).toEqual([]);
+  await expect.poll(() => storedIn(t, 'tmp'), { timeout: 5000, interval: 50 }).toEqual([]);
 }
 
 /** SPEC §4.3 rule 4: search by id with hasContent true and limit 1, then fileSize and a download that hashes right. */
@@ -538,12 +538,11 @@ describe('resumable upload (tus 1.0)', () => {
 
     const abandoned = await fetch(`${document.storageUrl}/uploads`, { method: 'POST', headers: { ...headers, 'upload-length': '10' } });
     const abandonedAt = abandoned.headers.get('location')!;
-    const uploadsDir = path.join(t.dataDir, 'content', 'uploads');
-    expect(fs.readdirSync(uploadsDir).length).toBeGreaterThan(0);
+    expect((await storedIn(t, 'uploads')).length).toBeGreaterThan(0);
     const removed = await t.server.context.content.resumable.removeExpired(new Date(Date.now() + 25 * 3_600_000));
     expect(removed).toBeGreaterThanOrEqual(1);
     expect((await fetch(abandonedAt, { method: 'HEAD', headers })).status).toBe(404);
-    expect(fs.readdirSync(uploadsDir)).toEqual([]);
+    expect(await storedIn(t, 'uploads')).toEqual([]);
   });
 
   it('needs If-Match at creation to replace content, like the one-shot upload', async () => {

@@ -16,8 +16,8 @@ import { openStore, sqliteFile, usesPostgres } from '../open-store.js';
 import { prepareContentFolders, prepareStore } from '../prepare-store.js';
 import { waitForWriteLock } from '../db/sqlite/write-wait.js';
 import { backupDataDir, verifyContent, type ContentProblem, type VerifyReport } from '../db/sqlite/backup.js';
-import { LocalDiskStorage } from '../storage/local-disk.js';
 import type { ContentStorage } from '../storage/types.js';
+import { contentStorageFor } from '../storage/open.js';
 import { looksUnmounted, markContentLost, markContentRestored, type MarkRestoredReport, type MarkRun } from '../domain/lost-content.js';
 import { ContentProblems, InputError, UsageError, type ParsedValues } from './cli-common.js';
 
@@ -214,7 +214,7 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
     // Read-only on the database: no write lock to wait for, no migration, works beside the server.
     const postgres = usesPostgres(config);
     if (!postgres && !fs.existsSync(file)) throw new InputError(`there is no database at ${file}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
-    const storage = new LocalDiskStorage(path.join(config.dataDir, 'content'), { create: false });
+    const storage = await contentStorageFor(config, { create: false });
     if (command === 'verify') {
       if (values.force === true && values['mark-lost'] !== true) throw new UsageError('--force goes with --mark-lost');
       const report = postgres ? await verifyOnPostgres(config, storage, values.hashes === true) : await verifyContent(file, storage, { hashes: values.hashes === true });

@@ -12,7 +12,7 @@ import { DocumentSchema, ProblemSchema, Uuid } from '../../shared/schemas.js';
 import type { AccessFacts, ContentService, UploadForm } from '../domain/content-service.js';
 import { holdEntry } from '../audit/http.js';
 import type { DocumentService } from '../domain/document-service.js';
-import { ApiError, badRequest, payloadTooLarge } from '../errors.js';
+import { ApiError, badRequest, isStoreUnavailable, payloadTooLarge } from '../errors.js';
 import { principalOf } from '../plugins/auth.js';
 import { SizeLimitError, type ContentStorage, type ReceivedContent } from '../storage/types.js';
 
@@ -39,6 +39,8 @@ export function classifyBodyError(error: unknown, maxBytes: number): unknown {
     return payloadTooLarge(`the file is larger than the upload limit of ${maxBytes} bytes`);
   }
   if (error instanceof ApiError) return error;
+  // The object store failing (storage/s3.ts) is the server's fault, not the body's: 503 (errors.ts).
+  if (isStoreUnavailable(error)) return error;
   const failure = error as { code?: string; syscall?: string };
   if (typeof failure.syscall === 'string' && failure.code !== 'ECONNRESET' && failure.code !== 'EPIPE') return error;
   const message = error instanceof Error ? error.message.split('\n')[0] : 'malformed body';

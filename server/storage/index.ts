@@ -1,5 +1,5 @@
 /** Builds the content side of the server (storage, resumable uploads, thumbnails, GC) from configuration. */
-import type { Store } from '../db/types.js';
+import type { Store, WorkLeases } from '../db/types.js';
 import type { AccessGuard } from '../domain/access.js';
 import { ContentService } from '../domain/content-service.js';
 import type { DocumentService } from '../domain/document-service.js';
@@ -8,7 +8,10 @@ import { DEFAULT_THUMBNAIL_OPTIONS, ThumbnailJobs, type ThumbnailRenderer } from
 import { RESUMABLE_LIFETIME_MS } from '../routes/tus.js';
 import { StorageJanitor } from './janitor.js';
 import { contentFolders, renderScratch } from './folders.js';
+import type { StorageConfig } from './open.js';
 import { DiskResumableStore } from './resumable-disk.js';
+import { createS3Client, parseStorageUrl, S3ContentStorage } from './s3.js';
+import { S3ResumableStore } from './s3-resumable.js';
 import type { ContentStorage, ResumableStore } from './types.js';
 
 export interface ContentParts {
@@ -19,11 +22,20 @@ export interface ContentParts {
   service: ContentService;
 }
 
-export function createContentParts(dataDir: string, store: Store, collaborators: { documents: DocumentService; access: AccessGuard; links: Links; renderer: ThumbnailRenderer | undefined }): ContentParts {
-  const { storage, uploads } = contentFolders(dataDir);
+function storageAndUploads(config: StorageConfig, leases: WorkLeases | undefined): { storage: ContentStorage; resumable: ResumableStore } {
+  if (config.storageUrl) {
+    const storage = new S3ContentStorage(createS3Client(config.s3Endpoint), parseStorageUrl(config.storageUrl), config.s3Endpoint);
+    return { storage, resumable: new S3ResumableStore(storage, RESUMABLE_LIFETIME_MS) };
+  }
+  const { storage, uploads } = contentFolders(config.dataDir);
   // Same file system as tmp/, so a finished upload becomes a temp object by rename.
   // Instances sharing the folder (PostgreSQL) coordinate by leases in the database (store.leases).
-  const resumable = new DiskResumableStore(uploads, storage, RESUMABLE_LIFETIME_MS, undefined, store.leases);
+  return { storage, resumable: new DiskResumableStore(uploads, storage, RESUMABLE_LIFETIME_MS, undefined, leases) };
+}
+
+export function createContentParts(config: StorageConfig, store: Store, collaborators: { documents: DocumentService; access: AccessGuard; links: Links; renderer: ThumbnailRenderer | undefined }): ContentParts {
+  const dataDir = config.dataDir;
+  const { storage, resumable } = storageAndUploads(config, store.leases);
   const thumbnails = new ThumbnailJobs(store, storage, collaborators.renderer, { ...DEFAULT_THUMBNAIL_OPTIONS, scratchDir: renderScratch(dataDir) }, store.leases);
   const janitor = new StorageJanitor(storage, resumable, (key) => store.content.isKeyReferenced(key), undefined, undefined, store.leases);
   const service = new ContentService(store, storage, collaborators.documents, collaborators.access, collaborators.links, thumbnails);

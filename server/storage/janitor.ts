@@ -17,12 +17,18 @@ export interface JanitorOptions {
   tempMaxAgeMs: number;
   /** An unreferenced object this old is not a commit in progress. */
   orphanMaxAgeMs: number;
+  /**
+   * On a storage instances share (a bucket), the search for unreferenced objects lists every object
+   * and asks the database about each: it runs this often, not at every sweep.
+   */
+  sharedOrphanScanMs?: number;
 }
 
-export const DEFAULT_JANITOR_OPTIONS: JanitorOptions = { intervalMs: 10 * 60_000, tempMaxAgeMs: 6 * 3_600_000, orphanMaxAgeMs: 3_600_000 };
+export const DEFAULT_JANITOR_OPTIONS: JanitorOptions = { intervalMs: 10 * 60_000, tempMaxAgeMs: 6 * 3_600_000, orphanMaxAgeMs: 3_600_000, sharedOrphanScanMs: 6 * 3_600_000 };
 
 export class StorageJanitor {
   private timer: NodeJS.Timeout | undefined;
+  private lastOrphanScan = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly storage: ContentStorage,
@@ -44,9 +50,11 @@ export class StorageJanitor {
     }
     const expiredUploads = await this.resumable.removeExpired(this.now());
     const nothingInFlight = atStart && !this.storage.shared;
+    const scanOrphans = !this.storage.shared || this.now().getTime() - this.lastOrphanScan >= (this.options.sharedOrphanScanMs ?? 0);
+    if (scanOrphans) this.lastOrphanScan = this.now().getTime();
     const report = await this.storage.collectGarbage({
       tempOlderThanMs: nothingInFlight ? 0 : this.options.tempMaxAgeMs,
-      isReferenced: this.isReferenced,
+      ...(scanOrphans ? { isReferenced: this.isReferenced } : {}),
       orphanOlderThanMs: nothingInFlight ? 0 : this.options.orphanMaxAgeMs,
     });
     return { ...report, expiredUploads };

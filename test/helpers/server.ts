@@ -2,19 +2,40 @@
  * Starts a real server (in-process, real socket) for tests, on real SQLite in a temp dir, or on a
  * real PostgreSQL when PATIENT_DOCS_TEST_DATABASE=postgres (the `postgres` project of
  * vitest.config.ts runs the store-heavy files so): one cluster per test file, one database per server.
+ * Content goes to the local disk in the data dir, or to an S3-compatible server (s3rver, one per
+ * test file, a prefix of its own per server) when PATIENT_DOCS_TEST_STORAGE=s3 (the `s3` project).
  */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll } from 'vitest';
 import { loadConfig, type ServerConfig } from '../../server/config.js';
 import { startServer, type RunningServer, type StartOptions } from '../../server/start.js';
+import { S3ContentStorage } from '../../server/storage/s3.js';
 import { startPostgres, type TestPostgres } from './postgres.js';
+import { startS3, type TestS3 } from './s3.js';
 
 /** The database the test servers of this run use: `sqlite` (the default) or `postgres`. */
 export const TEST_DATABASE: 'sqlite' | 'postgres' = process.env.PATIENT_DOCS_TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite';
 
+/** Where the test servers of this run keep content: `disk` (the default) or `s3`. */
+export const TEST_STORAGE: 'disk' | 's3' = process.env.PATIENT_DOCS_TEST_STORAGE === 's3' ? 's3' : 'disk';
+
 let cluster: Promise<TestPostgres> | undefined;
+let objectStore: Promise<TestS3> | undefined;
+
+/** This file's S3-compatible server, started on first use and stopped when the file ends. */
+export function testS3(): Promise<TestS3> {
+  objectStore ??= startS3();
+  return objectStore;
+}
+
+/** What a test server's environment adds for the run's storage: a bucket prefix of its own, or nothing (the local disk). */
+export async function testStorageEnv(): Promise<Record<string, string>> {
+  if (TEST_STORAGE !== 's3') return {};
+  return (await testS3()).env(`server-${randomUUID().slice(0, 8)}`);
+}
 
 /** This file's PostgreSQL cluster, started on first use and removed when the file ends. */
 export function testPostgres(): Promise<TestPostgres> {
@@ -24,6 +45,7 @@ export function testPostgres(): Promise<TestPostgres> {
 
 afterAll(async () => {
   if (cluster) (await cluster).remove();
+  if (objectStore) await (await objectStore).close();
 });
 
 /** What a test server's environment adds for the run's database: a new PostgreSQL database each, or nothing (SQLite in its data dir). */
@@ -73,10 +95,12 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN,
     PATIENT_DOCS_LOG_LEVEL: 'silent',
     ...(await testDatabaseEnv()),
+    ...(await testStorageEnv()),
     ...env,
   });
   const config = { ...loaded, ...options.config };
   const server = await startServer(config, { logger: false, ...options.start });
+  if ((server.context.content.storage.shared ? 's3' : 'disk') !== TEST_STORAGE && !env.PATIENT_DOCS_STORAGE_URL) throw new Error(`the test server keeps content in ${server.context.content.storage.location}, not on ${TEST_STORAGE}`);
   const expected = config.databaseUrl?.startsWith('postgres') ? 'postgres' : 'sqlite';
   if (server.context.store.kind !== expected) throw new Error(`the test server runs on ${server.context.store.kind}, not ${expected}`);
   const tokens = new Map<string, string>();
@@ -124,6 +148,20 @@ export async function startTestServer(env: Record<string, string> = {}, options:
       fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * What a test server holds in one area of its content storage: `tmp` (received, not committed) or
+ * `uploads` (resumable uploads) — files in the data dir, or object keys under the bucket prefix.
+ */
+export async function storedIn(t: TestServer, area: 'tmp' | 'uploads'): Promise<string[]> {
+  const storage = t.server.context.content.storage;
+  if (storage instanceof S3ContentStorage) {
+    const keys: string[] = [];
+    for await (const object of storage.list(`${area}/`)) keys.push(object.Key!);
+    return keys;
+  }
+  return fs.readdirSync(path.join(t.dataDir, 'content', area));
 }
 
 /** Asserts the SPEC §7 problem shape and returns it. */

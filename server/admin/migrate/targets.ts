@@ -79,5 +79,14 @@ export async function openTargetStorage(url: string, currentRoot: string): Promi
     if (folder === path.resolve(currentRoot)) throw new InputError(`--to-storage ${url} is the content folder the files are in now; name another folder`);
     return checked(new LocalDiskStorage(folder), url);
   }
-  throw new InputError(`--to-storage ${url}: this build has no S3 content backend yet; only file:// targets can be used`);
+  // The object store the server reaches with PATIENT_DOCS_STORAGE_URL (the same endpoint and credentials variables).
+  const { createS3Client, parseStorageUrl, S3ContentStorage } = await import('../../storage/s3.js');
+  let where;
+  try {
+    where = parseStorageUrl(url);
+  } catch (error) {
+    throw new InputError(`--to-storage ${url}: ${(error as Error).message}`);
+  }
+  const endpoint = process.env.PATIENT_DOCS_S3_ENDPOINT?.trim() || undefined;
+  return checked(new S3ContentStorage(createS3Client(endpoint), where, endpoint), url);
 }

@@ -1,0 +1,162 @@
+// Content in an S3-compatible store (issue 26), each figure beside its baseline from the same run,
+// against the same s3rver (its own process, loopback, objects in a temp folder):
+//   one-shot upload of 1 GiB through the server   vs the AWS SDK alone (lib-storage Upload, same part size) (+ server RSS growth)
+//   download of 1 GiB through a signed link        vs the AWS SDK alone (GetObject streamed)
+// Every figure is the best of --runs (default 2).
+//   node bench/s3.mjs [--quick] [--runs N]      (--quick: 256 MiB)
+import { spawn } from 'node:child_process';
+import { createReadStream } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { freePort } from './lib/server.mjs';
+import { rssBytes as rss } from './lib/proc.mjs';
+
+const MiB = 1024 * 1024;
+const ROOT = path.resolve(import.meta.dirname, '..');
+const BUCKET = 'bench';
+const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
+const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
+const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
+const CLIENT = { id: 'scanner-pc-1', secret: 'scanner-pc-1-secret-0123456789' };
+
+if (process.argv[2] === '--s3rver') {
+  // The store, in a process of its own: neither client shares its CPU.
+  const { default: S3rver } = await import('s3rver');
+  const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: process.argv[3], configureBuckets: [{ name: BUCKET, configs: [] }] });
+  const { port } = await server.run();
+  console.log(`s3rver on http://127.0.0.1:${port}`);
+} else {
+  await main();
+}
+
+async function main() {
+  const quick = process.argv.includes('--quick');
+  const runsAt = process.argv.indexOf('--runs');
+  const RUNS = runsAt >= 0 ? Math.max(1, Number(process.argv[runsAt + 1])) : 2;
+  const SIZE = (quick ? 256 : 1024) * MiB;
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bench-s3-'));
+  const source = path.join(work, 'source.bin');
+  const children = [];
+  try {
+    const out = fs.createWriteStream(source);
+    const block = randomBytes(4 * MiB);
+    for (let written = 0; written < SIZE; written += block.length) {
+      block.writeUInt32LE(written, 0);
+      if (!out.write(Buffer.from(block))) await new Promise((resolve) => out.once('drain', resolve));
+    }
+    await new Promise((resolve) => out.end(resolve));
+
+    const store = spawn(process.execPath, [import.meta.filename, '--s3rver', path.join(work, 's3')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(store);
+    const endpoint = await new Promise((resolve, reject) => {
+      store.stdout.on('data', (chunk) => {
+        const match = /s3rver on (\S+)/.exec(String(chunk));
+        if (match) resolve(match[1]);
+      });
+      store.once('exit', (code) => reject(new Error(`s3rver exited ${code}`)));
+    });
+    fs.mkdirSync(path.join(work, 's3'), { recursive: true });
+    const client = new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' });
+
+    const port = await freePort();
+    const server = spawn(process.execPath, ['dist/server/main.js'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        ...CREDENTIALS,
+        PORT: String(port),
+        PATIENT_DOCS_DATA_DIR: path.join(work, 'data'),
+        PATIENT_DOCS_STORAGE_URL: `s3://${BUCKET}/server`,
+        PATIENT_DOCS_S3_ENDPOINT: endpoint,
+        PATIENT_DOCS_SEED: path.join(ROOT, 'test/fixtures/seed.json'),
+        PATIENT_DOCS_ADMIN_TOKEN: 'bench-admin-token-0123456789',
+        PATIENT_DOCS_LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(server);
+    let output = '';
+    server.stdout.on('data', (chunk) => (output += chunk));
+    server.stderr.on('data', (chunk) => (output += chunk));
+    while (!output.includes('listening on')) {
+      if (server.exitCode !== null) throw new Error(output);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const url = `http://127.0.0.1:${port}`;
+    const { access_token: token } = await (await fetch(`${url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) })).json();
+
+    console.log(`file: ${SIZE / MiB} MiB on ${os.cpus().length} CPUs, s3rver ${endpoint}`);
+    const rate = (seconds) => `${(SIZE / MiB / seconds).toFixed(1)} MiB/s`;
+    const up = { ours: [], sdk: [] };
+    const down = { ours: [], sdk: [] };
+    let growth = 0;
+    let link;
+    for (let run = 0; run < RUNS; run += 1) {
+      let started = performance.now();
+      await new Upload({ client, params: { Bucket: BUCKET, Key: `sdk/run-${run}`, Body: createReadStream(source, { highWaterMark: MiB }) }, partSize: 8 * MiB, queueSize: 4 }).done();
+      up.sdk.push((performance.now() - started) / 1000);
+
+      const document = await (
+        await fetch(`${url}/v1/patients/${PATIENT}/documents`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'organization-id': ORG, 'content-type': 'application/json' },
+          body: JSON.stringify({ fileName: `bench-${run}.bin`, path: '/bench' }),
+        })
+      ).json();
+      const boundary = '----patient-docs-bench';
+      const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="bench.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+      const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+      const baseline = rss(server.pid);
+      let peak = baseline;
+      const sampler = setInterval(() => (peak = Math.max(peak, rss(server.pid))), 20);
+      started = performance.now();
+      const answer = await new Promise((resolve, reject) => {
+        const request = http.request(`${document.storageUrl}/file`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + SIZE + tail.length) } });
+        request.on('error', reject);
+        request.on('response', (response) => {
+          const chunks = [];
+          response.on('data', (chunk) => chunks.push(chunk));
+          response.on('end', () => resolve({ status: response.statusCode, body: JSON.parse(Buffer.concat(chunks).toString()) }));
+        });
+        request.write(head);
+        const file = createReadStream(source, { highWaterMark: MiB });
+        file.pipe(request, { end: false });
+        file.on('end', () => request.end(tail));
+      });
+      up.ours.push((performance.now() - started) / 1000);
+      clearInterval(sampler);
+      growth = Math.max(growth, peak - baseline);
+      if (answer.status !== 201) throw new Error(`upload: ${answer.status} ${JSON.stringify(answer.body)}`);
+      link = answer.body.storageDownloadUri;
+
+      started = performance.now();
+      const got = await client.send(new GetObjectCommand({ Bucket: BUCKET, Key: `sdk/run-${run}` }));
+      let bytes = 0;
+      for await (const chunk of got.Body) bytes += chunk.length;
+      if (bytes !== SIZE) throw new Error(`sdk download: ${bytes} bytes`);
+      down.sdk.push((performance.now() - started) / 1000);
+
+      started = performance.now();
+      const response = await fetch(link);
+      bytes = 0;
+      for await (const chunk of response.body) bytes += chunk.length;
+      if (bytes !== SIZE) throw new Error(`download: ${bytes} bytes`);
+      down.ours.push((performance.now() - started) / 1000);
+    }
+    const best = (list) => Math.min(...list);
+    const all = (list) => list.map(rate).join(', ');
+    console.log(`one-shot upload:  patient-docs ${rate(best(up.ours))}  |  AWS SDK alone ${rate(best(up.sdk))}  →  ${((100 * best(up.sdk)) / best(up.ours)).toFixed(0)}% of baseline (target ≥ 80%)`);
+    console.log(`  runs: patient-docs ${all(up.ours)}  |  AWS SDK ${all(up.sdk)}`);
+    console.log(`server RSS growth during upload: max ${(growth / MiB).toFixed(1)} MiB over ${RUNS} runs (target < 100 MB)`);
+    console.log(`download:         patient-docs ${rate(best(down.ours))}  |  AWS SDK alone ${rate(best(down.sdk))}  →  ${((100 * best(down.sdk)) / best(down.ours)).toFixed(0)}% of baseline (target ≥ 80%)`);
+    console.log(`  runs: patient-docs ${all(down.ours)}  |  AWS SDK ${all(down.sdk)}`);
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}

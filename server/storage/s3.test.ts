@@ -1,0 +1,171 @@
+/**
+ * The S3 backend against a real S3-compatible server on loopback (s3rver): the bytes stored are
+ * the bytes sent, the size limit leaves nothing behind, commit and clean-up, the start-up check's
+ * one-line reasons, and tus uploads continued by another instance across S3's 5 MiB part minimum.
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startS3, type TestS3 } from '../../test/helpers/s3.js';
+import { createS3Client, PART_BYTES, S3ContentStorage } from './s3.js';
+import { S3ResumableStore } from './s3-resumable.js';
+import { ChecksumMismatchError, SizeLimitError } from './types.js';
+
+let s3: TestS3;
+let storage: S3ContentStorage;
+
+beforeAll(async () => {
+  s3 = await startS3();
+});
+
+afterAll(async () => {
+  await s3?.close();
+});
+
+const fresh = (): S3ContentStorage => new S3ContentStorage(createS3Client(s3.endpoint), { bucket: s3.bucket, prefix: `t-${randomUUID().slice(0, 8)}/` }, s3.endpoint);
+const sha = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex');
+
+async function collect(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Every key in the bucket under the storage's prefix. (s3rver can neither list nor abort multipart
+ * uploads: their parts are not checked here; on S3 the bucket's lifecycle rule removes them.)
+ */
+async function leftovers(target: S3ContentStorage): Promise<{ keys: string[] }> {
+  const listed = await target.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: target.where.prefix }));
+  return { keys: (listed.Contents ?? []).map((object) => object.Key!.slice(target.where.prefix.length)).sort() };
+}
+
+function chunked(bytes: Buffer, size: number): Readable {
+  const chunks: Buffer[] = [];
+  for (let at = 0; at < bytes.length; at += size) chunks.push(bytes.subarray(at, at + size));
+  return Readable.from(chunks);
+}
+
+describe('S3ContentStorage', () => {
+  beforeAll(() => {
+    storage = fresh();
+  });
+
+  it('stores exactly the bytes sent, small (one PUT) and streamed in parts, with their sha256 and head', async () => {
+    for (const size of [1000, 2 * PART_BYTES + 12345]) {
+      const bytes = randomBytes(size);
+      const received = await storage.receive(chunked(bytes, 64 * 1024), size);
+      expect(received).toMatchObject({ size, sha256: sha(bytes) });
+      expect(Buffer.from(received.head)).toEqual(bytes.subarray(0, 132));
+      const key = `documents/${randomUUID()}/v1-${received.temp.id}`;
+      await storage.commit(received.temp, key);
+      // Read back raw, without the storage: no aws-chunked framing, no trailing checksum kept.
+      const raw = await storage.client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: storage.objectKey(key) }));
+      expect(Buffer.from(await raw.Body!.transformToByteArray()).equals(bytes)).toBe(true);
+      expect(await storage.size(key)).toBe(size);
+      expect((await collect(storage.read(key, { start: 10, end: 19 }))).equals(bytes.subarray(10, 20))).toBe(true);
+    }
+    expect((await leftovers(storage)).keys.filter((key) => key.startsWith('tmp/'))).toEqual([]);
+  });
+
+  it('refuses content past the limit while streaming and leaves nothing in the bucket', async () => {
+    const target = fresh();
+    await expect(target.receive(chunked(randomBytes(PART_BYTES + 10), 64 * 1024), PART_BYTES)).rejects.toBeInstanceOf(SizeLimitError);
+    await expect(target.receive(chunked(randomBytes(100), 10), 99)).rejects.toBeInstanceOf(SizeLimitError);
+    expect(await leftovers(target)).toEqual({ keys: [] });
+  });
+
+  it('a missing object has no size and its read fails; uncommit gives the temp object back', async () => {
+    expect(await storage.size('documents/none/v1')).toBeUndefined();
+    await expect(collect(storage.read('documents/none/v1'))).rejects.toMatchObject({ name: 'NoSuchKey' });
+    const received = await storage.receive(Readable.from([Buffer.from('abc')]), 10);
+    await storage.commit(received.temp, 'documents/u/v1');
+    await storage.uncommit('documents/u/v1', received.temp);
+    expect(await storage.size('documents/u/v1')).toBeUndefined();
+    await storage.commit(received.temp, 'documents/u/v1');
+    expect((await collect(storage.read('documents/u/v1'))).toString()).toBe('abc');
+  });
+
+  it('clean-up removes temp objects and unreferenced objects old enough, keeps referenced ones', async () => {
+    const target = fresh();
+    await target.put('documents/kept/v1', Buffer.from('kept'));
+    await target.put('documents/orphan/v1', Buffer.from('orphan'));
+    const received = await target.receive(Readable.from([Buffer.from('temp')]), 10);
+    // Young: nothing goes.
+    expect(await target.collectGarbage({ tempOlderThanMs: 60_000, orphanOlderThanMs: 60_000, isReferenced: async (key) => key.includes('kept') })).toEqual({ tempFiles: 0, orphanObjects: 0 });
+    expect(await target.collectGarbage({ tempOlderThanMs: -1000, orphanOlderThanMs: -1000, isReferenced: async (key) => key.includes('kept') })).toEqual({ tempFiles: 1, orphanObjects: 1 });
+    expect((await leftovers(target)).keys).toEqual(['objects/documents/kept/v1']);
+    expect(await target.hasObjects()).toBe(true);
+    expect(received.size).toBe(4);
+  });
+
+  it('the start-up check passes, and says in one line what failed: no bucket, endpoint unreachable', async () => {
+    await storage.check();
+    const noBucket = new S3ContentStorage(createS3Client(s3.endpoint), { bucket: 'no-such-bucket', prefix: '' }, s3.endpoint);
+    await expect(noBucket.check()).rejects.toThrow(/^the bucket of s3:\/\/no-such-bucket does not exist at http:\/\/127\.0\.0\.1:\d+; create it first$/);
+    const closed = 'http://127.0.0.1:9';
+    const unreachable = new S3ContentStorage(createS3Client(closed), { bucket: s3.bucket, prefix: '' }, closed);
+    await expect(unreachable.check()).rejects.toThrow(/^the object store at http:\/\/127\.0\.0\.1:9 is unreachable \(ECONNREFUSED\)/);
+    expect((await leftovers(storage)).keys.filter((key) => key.startsWith('probe/'))).toEqual([]);
+  });
+});
+
+describe('S3ResumableStore', () => {
+  const upload = (length: number) => ({
+    id: randomUUID(),
+    documentId: randomUUID(),
+    length,
+    metadata: {},
+    ifMatch: null,
+    createdBy: 'scanner-pc-1',
+    createdAt: new Date().toISOString(),
+    expiresAt: new Date(Date.now() + 60_000).toISOString(),
+  });
+
+  it('small PATCHes and large ones on two instances make one object, its sha256 kept across them; a bad checksum keeps the offset', async () => {
+    const target = fresh();
+    const one = new S3ResumableStore(target, 60_000);
+    const two = new S3ResumableStore(new S3ContentStorage(createS3Client(s3.endpoint), target.where, s3.endpoint), 60_000);
+    const bytes = randomBytes(PART_BYTES * 2 + 300_000);
+    const created = await one.create(upload(bytes.length));
+    let offset = 0;
+    // 64 KiB PATCHes alternating between the instances until past the first part, then large ones.
+    for (let index = 0; offset < PART_BYTES + 100_000; index += 1) {
+      const chunk = bytes.subarray(offset, offset + 64 * 1024);
+      offset = (await (index % 2 === 0 ? one : two).append(created.id, offset, Readable.from([chunk]))).offset;
+    }
+    const wrong = createHash('sha256').update('other').digest();
+    await expect(two.append(created.id, offset, Readable.from([bytes.subarray(offset, offset + 1000)]), wrong)).rejects.toBeInstanceOf(ChecksumMismatchError);
+    expect((await one.get(created.id))!.offset).toBe(offset);
+    const next = bytes.subarray(offset, offset + PART_BYTES);
+    offset = (await two.append(created.id, offset, chunked(next, 256 * 1024), createHash('sha256').update(next).digest())).offset;
+    offset = (await one.append(created.id, offset, chunked(bytes.subarray(offset), 1024 * 1024))).offset;
+    expect(offset).toBe(bytes.length);
+    const done = await two.complete(created.id);
+    expect(done).toMatchObject({ size: bytes.length, sha256: sha(bytes) });
+    await target.commit(done.temp, 'documents/tus/v1');
+    expect((await collect(target.read('documents/tus/v1'))).equals(bytes)).toBe(true);
+    expect(await leftovers(target)).toEqual({ keys: ['objects/documents/tus/v1'] });
+  });
+
+  it('a reopened upload takes its last byte again and completes with the same bytes; an expired one is removed with its parts', async () => {
+    const target = fresh();
+    const store = new S3ResumableStore(target, 60_000);
+    const bytes = randomBytes(PART_BYTES + 5000);
+    const created = await store.create(upload(bytes.length));
+    await store.append(created.id, 0, chunked(bytes, 1024 * 1024));
+    const done = await store.complete(created.id);
+    await store.reopen({ ...created, offset: bytes.length }, done);
+    expect((await store.get(created.id))!.offset).toBe(bytes.length - 1);
+    await store.append(created.id, bytes.length - 1, Readable.from([bytes.subarray(bytes.length - 1)]));
+    const again = await store.complete(created.id);
+    expect(again).toMatchObject({ size: bytes.length, sha256: sha(bytes) });
+    await target.discard(again.temp);
+
+    const expiring = await store.create(upload(PART_BYTES * 2));
+    await store.append(expiring.id, 0, chunked(randomBytes(PART_BYTES + 10), 1024 * 1024));
+    expect(await store.removeExpired(new Date(Date.now() + 120_000))).toBe(1);
+    expect(await leftovers(target)).toEqual({ keys: [] });
+  });
+});

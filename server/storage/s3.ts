@@ -1,0 +1,362 @@
+/**
+ * Content storage in an S3-compatible object store (PATIENT_DOCS_STORAGE_URL=s3://bucket[/prefix]),
+ * shared by every instance. Under the prefix:
+ *   tmp/<id>        bytes received but not committed (a one-shot upload, a finished tus upload)
+ *   objects/<key>   committed objects, written only by a server-side copy of a complete temp object
+ *   uploads/<id>/   resumable uploads (s3-resumable.ts)
+ *   probe/<uuid>    the start-up check's object, deleted at once
+ * An object becomes visible to readers only through the database row that names its key, written
+ * after the copy: a crash leaves at worst a temp object or an object no row names, which clean-up
+ * removes once it is older than any upload still running could make it.
+ *
+ * Uploads stream (lib-storage's multipart Upload, parts of PART_BYTES, a few in flight), hashed
+ * and counted on the way; the body is never held whole in memory nor on the local disk.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { PassThrough, Transform, type Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CopyObjectCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+  UploadPartCopyCommand,
+  type _Object,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import { HEAD_BYTES, isMissingObject, SizeLimitError, type ByteRange, type ContentStorage, type ReceivedContent, type TempObject } from './types.js';
+
+const KEY_PATTERN = /^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)*$/;
+/** A temp object's id: a UUID, `tus-` before it for a resumable upload's (s3-resumable.ts). */
+const ID_PATTERN = /^(tus-)?[a-f0-9-]{36}$/;
+/** Part size of streamed uploads: 4 in flight bound an upload's memory to ~32 MiB. */
+export const PART_BYTES = 8 * 1024 * 1024;
+const QUEUE_SIZE = 4;
+/** Largest object one CopyObject copies; larger ones are copied part by part. */
+const COPY_LIMIT = 5 * 1024 * 1024 * 1024;
+const COPY_PART_BYTES = 1024 * 1024 * 1024;
+
+export interface S3Location {
+  bucket: string;
+  /** '' or ending in '/'. */
+  prefix: string;
+}
+
+/** `s3://bucket[/prefix]` → bucket and prefix; throws with one line for anything else. */
+export function parseStorageUrl(url: string): S3Location {
+  const match = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(\/.*)?$/.exec(url.trim());
+  if (!match) throw new Error(`PATIENT_DOCS_STORAGE_URL=${JSON.stringify(url)} must be s3://bucket or s3://bucket/prefix (a bucket name of 3-63 lowercase letters, digits, dots and hyphens)`);
+  const prefix = (match[2] ?? '').replace(/^\/+|\/+$/g, '');
+  if (prefix !== '' && !KEY_PATTERN.test(prefix)) throw new Error(`the prefix of PATIENT_DOCS_STORAGE_URL (${JSON.stringify(prefix)}) may hold lowercase letters, digits, '.', '_', '-' and '/' only`);
+  return { bucket: match[1]!, prefix: prefix === '' ? '' : `${prefix}/` };
+}
+
+/**
+ * The client every part of the S3 backend uses. A custom endpoint (MinIO, Ceph RGW, a test server)
+ * is addressed path-style. Checksums only where S3 requires them: with the SDK's default, bodies
+ * are sent aws-chunked with trailing checksums, which some S3-compatible stores keep verbatim.
+ */
+export function createS3Client(endpoint: string | undefined): S3Client {
+  return new S3Client({
+    ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
+    region: process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
+    maxAttempts: 3,
+  });
+}
+
+/** The error an unreachable or failing object store becomes: a 503 with Retry-After (errors.ts), nothing stored. */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError';
+  readonly code = 'PATIENT_DOCS_STORE_UNAVAILABLE';
+}
+
+/** Faults of the store (not of the request): unreachable, timed out, 5xx, throttled. */
+export function storeUnavailable(error: unknown): boolean {
+  const fault = error as { code?: string; name?: string; $metadata?: { httpStatusCode?: number }; $retryable?: unknown } | null;
+  if (!fault) return false;
+  if (fault instanceof StoreUnavailableError) return true;
+  const status = fault.$metadata?.httpStatusCode;
+  if (status !== undefined && (status >= 500 || status === 429)) return true;
+  const code = fault.code ?? '';
+  return ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE'].includes(code) || fault.name === 'TimeoutError';
+}
+
+/** Rethrows a store fault as StoreUnavailableError (keeping anything else as it is). */
+export function asStoreFault(error: unknown): unknown {
+  if (error instanceof StoreUnavailableError || !storeUnavailable(error)) return error;
+  return new StoreUnavailableError(`the object store is unreachable or failing (${(error as Error).message?.split('\n')[0] || (error as Error).name})`, { cause: error });
+}
+
+/** The store's own faults of `sending` become StoreUnavailableError. */
+export async function guarded<T>(sending: Promise<T>): Promise<T> {
+  try {
+    return await sending;
+  } catch (error) {
+    throw asStoreFault(error);
+  }
+}
+
+/** What the start-up check says in one line about a failed probe. */
+export function probeFailure(error: unknown, location: string, endpoint: string | undefined): string {
+  const fault = error as { name?: string; code?: string; $metadata?: { httpStatusCode?: number }; message?: string };
+  const status = fault.$metadata?.httpStatusCode;
+  const where = endpoint ? ` at ${endpoint}` : '';
+  if (fault.name === 'NoSuchBucket' || (status === 404 && fault.name !== 'NoSuchKey')) return `the bucket of ${location} does not exist${where}; create it first`;
+  if (['InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AccessDenied', 'InvalidToken', 'ExpiredToken', 'CredentialsProviderError'].includes(fault.name ?? '') || status === 403 || status === 401) {
+    return `the object store${where} refused the credentials for ${location} (${fault.name ?? status}): check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the bucket's policy`;
+  }
+  if (storeUnavailable(error) || status === undefined) return `the object store${where} is unreachable (${fault.code ?? fault.name ?? fault.message?.split('\n')[0]}): check PATIENT_DOCS_S3_ENDPOINT and the network`;
+  return `the object store${where} failed the write, read and delete of a probe object in ${location} (${fault.name ?? status})`;
+}
+
+/** Counts, hashes and keeps the head of the bytes passing through; fails past `maxBytes`. */
+class MeasuringStream extends Transform {
+  readonly hash = createHash('sha256');
+  bytes = 0;
+  head = Buffer.alloc(0);
+
+  constructor(private readonly maxBytes: number) {
+    super({ highWaterMark: PART_BYTES });
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null, data?: Buffer) => void): void {
+    if (this.bytes + chunk.length > this.maxBytes) {
+      callback(new SizeLimitError(this.maxBytes));
+      return;
+    }
+    this.bytes += chunk.length;
+    this.hash.update(chunk);
+    if (this.head.length < HEAD_BYTES) this.head = Buffer.concat([this.head, chunk.subarray(0, HEAD_BYTES - this.head.length)]);
+    callback(null, chunk);
+  }
+}
+
+export class S3ContentStorage implements ContentStorage {
+  readonly shared = true;
+  readonly location: string;
+
+  constructor(
+    readonly client: S3Client,
+    readonly where: S3Location,
+    private readonly endpoint?: string,
+  ) {
+    this.location = `s3://${where.bucket}/${where.prefix}`.replace(/\/$/, '');
+  }
+
+  get bucket(): string {
+    return this.where.bucket;
+  }
+
+  /** The object key of a committed object. */
+  objectKey(key: string): string {
+    if (!KEY_PATTERN.test(key) || key.split('/').some((segment) => segment === '.' || segment === '..')) throw new Error(`invalid storage key ${JSON.stringify(key)}`);
+    return `${this.where.prefix}objects/${key}`;
+  }
+
+  /** The object key of a temp object. */
+  tempKey(temp: TempObject): string {
+    if (!ID_PATTERN.test(temp.id)) throw new Error(`invalid temp object id ${JSON.stringify(temp.id)}`);
+    return `${this.where.prefix}tmp/${temp.id}`;
+  }
+
+  async check(): Promise<void> {
+    const key = `${this.where.prefix}probe/${randomUUID()}`;
+    const body = Buffer.from(`patient-docs probe ${new Date().toISOString()}`);
+    try {
+      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.length }));
+      const got = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }));
+      const read = Buffer.from(await got.Body!.transformToByteArray());
+      if (!read.equals(body)) throw new Error(`the object store${this.endpoint ? ` at ${this.endpoint}` : ''} gave back other bytes than were written to ${this.location}`);
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+    } catch (error) {
+      if (error instanceof Error && error.message.includes('gave back other bytes')) throw error;
+      throw new Error(probeFailure(error, this.location, this.endpoint), { cause: error });
+    }
+  }
+
+  async receive(source: Readable, maxBytes: number): Promise<ReceivedContent> {
+    const temp: TempObject = { id: randomUUID() };
+    const measured = new MeasuringStream(maxBytes);
+    let failure: unknown;
+    const fail = (error: unknown) => {
+      failure ??= error;
+      measured.destroy(error as Error);
+    };
+    source.once('error', fail);
+    measured.once('error', (error) => (failure ??= error));
+    source.pipe(measured);
+    const upload = new Upload({
+      client: this.client,
+      params: { Bucket: this.bucket, Key: this.tempKey(temp), Body: measured },
+      partSize: PART_BYTES,
+      queueSize: QUEUE_SIZE,
+      leavePartsOnError: false,
+    });
+    try {
+      await upload.done();
+      if (failure !== undefined) throw failure;
+    } catch (error) {
+      source.unpipe(measured);
+      await upload.abort().catch(() => undefined);
+      await this.discard(temp).catch(() => undefined);
+      throw asStoreFault(failure ?? error);
+    } finally {
+      source.off('error', fail);
+    }
+    return { temp, size: measured.bytes, sha256: measured.hash.digest('hex'), head: measured.head };
+  }
+
+  /** A server-side copy of the whole temp object under its key (a crash leaves it whole or absent), then the temp object goes. */
+  async commit(temp: TempObject, key: string): Promise<void> {
+    await this.copy(this.tempKey(temp), this.objectKey(key));
+    await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.tempKey(temp) })).catch(() => undefined);
+  }
+
+  async uncommit(key: string, temp: TempObject): Promise<void> {
+    await this.copy(this.objectKey(key), this.tempKey(temp));
+    await guarded(this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) })));
+  }
+
+  async discard(temp: TempObject): Promise<void> {
+    await guarded(this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.tempKey(temp) })));
+  }
+
+  async put(key: string, bytes: Buffer): Promise<void> {
+    await guarded(this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key), Body: bytes, ContentLength: bytes.length })));
+  }
+
+  async size(key: string): Promise<number | undefined> {
+    try {
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) }));
+      return head.ContentLength;
+    } catch (error) {
+      if (isMissingObject(error)) return undefined;
+      throw asStoreFault(error);
+    }
+  }
+
+  read(key: string, range?: ByteRange): Readable {
+    return this.readObject(this.objectKey(key), range);
+  }
+
+  /** A stream of the object's bytes, opened at once; its errors (missing, unreachable) arrive as the stream's. */
+  readObject(objectKey: string, range?: ByteRange): Readable {
+    const out = new PassThrough({ highWaterMark: PART_BYTES });
+    const abort = new AbortController();
+    out.once('close', () => abort.abort());
+    this.client
+      .send(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }), { abortSignal: abort.signal })
+      .then((got) => {
+        const body = got.Body as Readable;
+        body.once('error', (error) => out.destroy(asStoreFault(error) as Error));
+        body.pipe(out);
+      })
+      .catch((error: unknown) => out.destroy(asStoreFault(error) as Error));
+    return out;
+  }
+
+  async remove(key: string): Promise<void> {
+    await guarded(this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) })));
+  }
+
+  async hasObjects(): Promise<boolean> {
+    const listed = await guarded(this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: `${this.where.prefix}objects/`, MaxKeys: 1 })));
+    return (listed.KeyCount ?? listed.Contents?.length ?? 0) > 0;
+  }
+
+  /** Every object under `prefix` (below the storage prefix), page by page. */
+  async *list(prefix: string): AsyncGenerator<_Object> {
+    let token: string | undefined;
+    do {
+      const page = await guarded(this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: `${this.where.prefix}${prefix}`, ContinuationToken: token })));
+      for (const object of page.Contents ?? []) yield object;
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
+  }
+
+  /** Incomplete multipart uploads under `prefix` (below the storage prefix); none where the store cannot list them. */
+  async *multipartUploads(prefix: string): AsyncGenerator<{ key: string; uploadId: string; initiated: Date | undefined }> {
+    let keyMarker: string | undefined;
+    let idMarker: string | undefined;
+    do {
+      let page;
+      try {
+        page = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.bucket, Prefix: `${this.where.prefix}${prefix}`, KeyMarker: keyMarker, UploadIdMarker: idMarker }));
+      } catch (error) {
+        // Some S3-compatible stores (s3rver) cannot list them: the bucket's lifecycle rule
+        // (AbortIncompleteMultipartUpload, docs/several-instances.md) removes their parts there.
+        if ((error as { name?: string }).name === 'NotImplemented') return;
+        throw asStoreFault(error);
+      }
+      for (const upload of page.Uploads ?? []) if (upload.Key && upload.UploadId) yield { key: upload.Key, uploadId: upload.UploadId, initiated: upload.Initiated };
+      keyMarker = page.IsTruncated ? page.NextKeyMarker : undefined;
+      idMarker = page.IsTruncated ? page.NextUploadIdMarker : undefined;
+    } while (keyMarker);
+  }
+
+  /**
+   * Temp objects and one-shot multipart uploads older than `tempOlderThanMs`, and committed objects
+   * no row names older than `orphanOlderThanMs`. Every instance may run it: each removal is of an
+   * object older than any upload still running could make it, and removing twice is harmless.
+   */
+  async collectGarbage(options: { tempOlderThanMs: number; isReferenced?: (key: string) => Promise<boolean>; orphanOlderThanMs?: number }): Promise<{ tempFiles: number; orphanObjects: number }> {
+    const tempCutoff = Date.now() - options.tempOlderThanMs;
+    let tempFiles = 0;
+    for await (const object of this.list('tmp/')) {
+      if (!object.Key || (object.LastModified?.getTime() ?? 0) > tempCutoff) continue;
+      await guarded(this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: object.Key })));
+      tempFiles += 1;
+    }
+    for await (const upload of this.multipartUploads('tmp/')) {
+      // A resumable upload's lives as long as the upload does: its store removes it (s3-resumable.ts).
+      if (upload.key.startsWith(`${this.where.prefix}tmp/tus-`) || (upload.initiated?.getTime() ?? 0) > tempCutoff) continue;
+      await guarded(this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: upload.key, UploadId: upload.uploadId }))).catch(() => undefined);
+      tempFiles += 1;
+    }
+    let orphanObjects = 0;
+    if (options.isReferenced) {
+      const cutoff = Date.now() - (options.orphanOlderThanMs ?? 60 * 60_000);
+      const base = `${this.where.prefix}objects/`;
+      for await (const object of this.list('objects/')) {
+        if (!object.Key || (object.LastModified?.getTime() ?? 0) > cutoff) continue;
+        if (!(await options.isReferenced(object.Key.slice(base.length)))) {
+          await guarded(this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: object.Key })));
+          orphanObjects += 1;
+        }
+      }
+    }
+    return { tempFiles, orphanObjects };
+  }
+
+  /** Copies one object to another key inside the bucket, whole (CopyObject) or part by part above 5 GiB. */
+  async copy(from: string, to: string): Promise<void> {
+    const source = `${this.bucket}/${from.split('/').map(encodeURIComponent).join('/')}`;
+    const head = await guarded(this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: from })));
+    const size = head.ContentLength ?? 0;
+    if (size <= COPY_LIMIT) {
+      await guarded(this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: to, CopySource: source })));
+      return;
+    }
+    const created = await guarded(this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: to })));
+    try {
+      const parts: Array<{ PartNumber: number; ETag: string }> = [];
+      for (let start = 0, number = 1; start < size; start += COPY_PART_BYTES, number += 1) {
+        const end = Math.min(size, start + COPY_PART_BYTES) - 1;
+        const part = await guarded(this.client.send(new UploadPartCopyCommand({ Bucket: this.bucket, Key: to, UploadId: created.UploadId, PartNumber: number, CopySource: source, CopySourceRange: `bytes=${start}-${end}` })));
+        parts.push({ PartNumber: number, ETag: part.CopyPartResult!.ETag! });
+      }
+      await guarded(this.client.send(new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: to, UploadId: created.UploadId, MultipartUpload: { Parts: parts } })));
+    } catch (error) {
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: to, UploadId: created.UploadId })).catch(() => undefined);
+      throw error;
+    }
+  }
+}
