@@ -87,6 +87,30 @@ describe('patient-docs-admin', () => {
     expect(admin('patient', 'show', '--id', PATIENT).json()).toMatchObject({ id: PATIENT, name: 'Jane Roe' });
   });
 
+  it('gives patients identifiers and a birth date, finds them by both, refuses a clash (exit 1) and removes them with none', () => {
+    const smith = admin('patient', 'add', '--name', 'Smith, John', '--organization', ORG, '--consent', ORG, '--identifier', 'chart|10231', '--identifier', 'itero|ORD|7', '--birth-date', '1984-03-02');
+    expect(smith.code).toBe(0);
+    expect(smith.json()).toMatchObject({ identifiers: [{ system: 'chart', value: '10231' }, { system: 'itero', value: 'ORD|7' }], birthDate: '1984-03-02' });
+    expect(admin('patient', 'list', '--identifier', 'chart|10231').json()).toEqual([expect.objectContaining({ id: smith.json().id })]);
+    expect(admin('patient', 'list', '--birth-date', '1984-03-02', '--name', 'smith').json()).toEqual([expect.objectContaining({ id: smith.json().id })]);
+    const clash = admin('patient', 'add', '--name', 'Smith, Jon', '--organization', ORG, '--identifier', 'chart|10231');
+    expect(clash.code).toBe(1);
+    expect(clash.stderr.trim()).toBe(`patient-docs-admin: identifier chart|10231 already belongs to patient ${smith.json().id} in organization ${ORG}; an identifier is unique per organization and system`);
+    const updated = admin('patient', 'update', '--id', smith.json().id, '--identifier', 'none', '--birth-date', 'none');
+    expect(updated.json()).toMatchObject({ identifiers: [], birthDate: null });
+  });
+
+  it('refuses a malformed --identifier or --birth-date in one line (exit 2)', () => {
+    for (const [args, message] of [
+      [['--identifier', 'chart'], `--identifier "chart" must be system|value (e.g. 'chart|10231', quoted for the shell), or none`],
+      [['--birth-date', '1984-02-30'], '--birth-date "1984-02-30" must be a date YYYY-MM-DD that exists, from 1850-01-01 to today'],
+    ] as const) {
+      const refused = admin('patient', 'add', '--name', 'Bad Input', ...args);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr.trim()).toBe(`patient-docs-admin: ${message}`);
+    }
+  });
+
   it('prints usage with exit code 2 for a missing flag or an unknown command', () => {
     for (const args of [['patient', 'add'], ['bogus']]) {
       const result = admin(...args);

@@ -179,7 +179,7 @@ describe('seed file (built server and admin CLI)', () => {
     const typo = writeSeed('typo.json', { patients: [{ id: NEW_PATIENT, name: 'John Doe', organizations: [ORG], consent: [ORG] }] });
     const cli = admin('seed', '--file', typo);
     expect(cli.code).toBe(2);
-    expect(cli.stderr.trim()).toBe(`patient-docs-admin: --file=${typo} is invalid: /patients/0/consent is not a known key (known: id, name, organizations, consents)`);
+    expect(cli.stderr.trim()).toBe(`patient-docs-admin: --file=${typo} is invalid: /patients/0/consent is not a known key (known: id, name, organizations, consents, identifiers, birthDate)`);
     const secret = writeSeed('secret.json', { ...SEED, clients: [{ ...SEED.clients[0], clientSecret: '12345678' }] });
     expect(admin('seed', '--file', secret).stderr.trim()).toBe(`patient-docs-admin: --file=${secret} is invalid: /clients/0/clientSecret must NOT have fewer than 16 characters`);
     expect(admin('patient', 'show', '--id', NEW_PATIENT).code).toBe(1);
@@ -195,5 +195,27 @@ describe('seed file (built server and admin CLI)', () => {
       await server.stop();
     }
     expect(await patientEvents()).toEqual([...before, `patient.updated ${PATIENT}`]);
+  });
+
+  it('applies identifiers and birth dates from the file once, and refuses a file where two patients of an organization share one (exit 2, nothing applied)', () => {
+    const charted = writeSeed('charted.json', {
+      organizations: SEED.organizations,
+      patients: [
+        { id: NEW_PATIENT, name: 'Smith, John', organizations: [ORG], consents: [ORG], identifiers: [{ system: 'chart', value: '10231' }], birthDate: '1984-03-02' },
+      ],
+    });
+    expect(JSON.parse(admin('seed', '--file', charted).stdout)).toEqual({ created: 1, updated: 0 });
+    expect(JSON.parse(admin('seed', '--file', charted).stdout)).toEqual({ created: 0, updated: 0 });
+    expect(JSON.parse(admin('patient', 'show', '--id', NEW_PATIENT).stdout)).toMatchObject({ identifiers: [{ system: 'chart', value: '10231' }], birthDate: '1984-03-02' });
+
+    const clash = writeSeed('clash.json', {
+      patients: [{ id: PATIENT, name: 'Jane Roe', organizations: [ORG, OTHER_ORG], consents: [ORG], identifiers: [{ system: 'chart', value: '10231' }] }],
+    });
+    const refused = admin('seed', '--file', clash);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim()).toBe(
+      `patient-docs-admin: --file=${clash}: patients[0] (id ${PATIENT}) has identifier chart|10231, which belongs to patient ${NEW_PATIENT} in organization ${ORG}; an identifier is unique per organization and system`,
+    );
+    expect(JSON.parse(admin('patient', 'show', '--id', PATIENT).stdout)).toMatchObject({ identifiers: [] });
   });
 });

@@ -115,6 +115,9 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
     await page.getByRole('button', { name: 'Connect', exact: true }).click();
     await page.getByRole('heading', { name: 'Sync', exact: true }).waitFor();
     await page.getByText('No folders are synced yet').waitFor();
+    // The clinic by the name the server gives (GET /v1/organizations/{id}), never as a raw id.
+    await page.locator('.connection-organization', { hasText: 'Smile Clinic' }).waitFor();
+    expect(await page.locator('.connection-summary').innerText()).not.toContain(ORG.slice(0, 8));
     await screenshot(page, 'sync-empty');
   });
 
@@ -127,6 +130,8 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
     await page.getByText('Saved').waitFor();
     expect(headless.app.limiter.limit).toBe(500_000);
     expect(await page.locator('.masked-secret').innerText()).not.toContain(CLIENT.secret);
+    const organization = page.locator('.field.read-only', { has: page.locator('.field-label', { hasText: /^Organization$/ }) });
+    expect(await organization.locator('.field-value').innerText()).toBe('Smile Clinic');
     await screenshot(page, 'settings');
   });
 

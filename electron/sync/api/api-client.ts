@@ -8,7 +8,7 @@ import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import got, { type Got, type Method, type Response } from 'got';
-import type { CreateDocumentResponse, DocumentDto, DocumentVersionDto, PatientListResponse, SearchBody, SearchResponse } from '../../../shared/schemas.js';
+import type { CreateDocumentResponse, DocumentDto, DocumentVersionDto, OrganizationSummaryDto, PatientListResponse, SearchBody, SearchResponse } from '../../../shared/schemas.js';
 import { ApiProblemError, problemFromResponse, toNetworkError, AbortedError, FileChangedDuringUploadError } from './api-errors.js';
 import { fileChunks, type BandwidthLimiter } from '../upload/bandwidth.js';
 import type { DocumentApi, UploadRequest } from './document-api.js';
@@ -90,9 +90,12 @@ export class ApiClient implements DocumentApi {
     return answer.versions;
   }
 
-  listPatients(query: { name?: string | undefined; offset?: number | undefined; limit?: number | undefined }): Promise<PatientListResponse> {
+  /** GET /v1/patients; `identifier` is `system|value` (exact), `birthDate` YYYY-MM-DD; every filter given must hold. */
+  listPatients(query: { name?: string | undefined; identifier?: string | undefined; birthDate?: string | undefined; offset?: number | undefined; limit?: number | undefined }): Promise<PatientListResponse> {
     const searchParams: Record<string, string | number> = {};
     if (query.name) searchParams.name = query.name;
+    if (query.identifier) searchParams.identifier = query.identifier;
+    if (query.birthDate) searchParams.birthDate = query.birthDate;
     if (query.offset !== undefined) searchParams.offset = query.offset;
     if (query.limit !== undefined) searchParams.limit = query.limit;
     return this.json<PatientListResponse>({ method: 'GET', url: `${this.serverUrl}/v1/patients`, searchParams, organization: true });
@@ -107,6 +110,11 @@ export class ApiClient implements DocumentApi {
     const searchParams: Record<string, string | number> = {};
     for (const [key, value] of Object.entries(query)) if (value !== undefined && value !== '') searchParams[key] = value;
     return this.json<PatientPage>({ method: 'GET', url: `${this.serverUrl}/v1/patients`, searchParams, organization: true });
+  }
+
+  /** The connected organization's id and name (GET /v1/organizations/{id}). */
+  organization(): Promise<OrganizationSummaryDto> {
+    return this.json<OrganizationSummaryDto>({ method: 'GET', url: `${this.serverUrl}/v1/organizations/${encodeURIComponent(this.options.organizationId)}` });
   }
 
   async upload(request: UploadRequest): Promise<DocumentDto | null> {

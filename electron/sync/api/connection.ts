@@ -135,7 +135,12 @@ export async function testConnection(input: RemoteSetupInput, storedCa: TrustedC
     }
     return refused('reach', 'UNREACHABLE', describe(error));
   }
-  return { ok: true, step: null, error: null, organizationName: null };
+  // The organization's name, when the server tells it (a server without the route leaves it out).
+  const organizationName = await api.organization().then(
+    (organization) => organization.name,
+    () => null,
+  );
+  return { ok: true, step: null, error: null, organizationName };
 }
 
 /**

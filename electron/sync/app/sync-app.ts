@@ -13,6 +13,7 @@ import type { ApiClient } from '../api/api-client.js';
 import { BandwidthLimiter } from '../upload/bandwidth.js';
 import { ApiProblemError } from '../api/api-errors.js';
 import { BridgeError, toCodedError } from './bridge-error.js';
+import { OrganizationName } from './organization-name.js';
 import { caFor, CLIENT_SECRET_ACCOUNT, connectionFrom, createApiClient, insecureAddress, testConnection, type ConnectionSettings } from '../api/connection.js';
 import { SyncEngine, type EngineOptions } from '../engine/engine.js';
 import type { EngineEvent } from '../engine/publisher.js';
@@ -87,6 +88,7 @@ export class SyncApp {
   private api: ApiClient | null = null;
   private clientSecretMissing = false;
   private embeddedInfo: EmbeddedServerInfo | null = null;
+  private readonly organizationName = new OrganizationName();
   private started = false;
   private stopForwarding: (() => void) | undefined;
   /** Repairs made at start (a damaged journal or settings file), in plain words: told once, this run. */
@@ -236,7 +238,10 @@ export class SyncApp {
             tokenUrl: connection.tokenUrl,
             clientId: connection.clientId,
             organizationId: connection.organizationId,
-            organizationName: this.embeddedInfo?.organizationId === connection.organizationId ? this.embeddedInfo.organizationName : null,
+            organizationName:
+              this.embeddedInfo?.organizationId === connection.organizationId
+                ? this.embeddedInfo.organizationName
+                : this.organizationName.nameFor(this.api, connection.organizationId, () => this.emitStatus()),
             trustedCertificates: (readTrustedCa(this.options.home)?.certificates ?? []).map(({ subject, fingerprint, validTo }) => ({ subject, fingerprint, validTo })),
           }
         : null,

@@ -53,7 +53,8 @@ export function Sidebar({ status, current, onNavigate, attention = 0 }: { status
 
 function ConnectionSummary({ status }: { status: AppStatus }) {
   const server = status.server;
-  // The server does not tell a client its organization's name: show a short id, the whole one on hover.
+  // The organization by name once the server has told it (GET /v1/organizations/{id}); until then, or
+  // from a server without that route, a short id with the whole one on hover.
   const organization = server?.organizationName ?? (server ? 'Clinic server' : 'No server');
   const where = status.mode === 'embedded' ? 'Server on this computer' : server ? hostOf(server.url) : '';
   return (
