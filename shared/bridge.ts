@@ -277,6 +277,9 @@ export const FileListInput = Type.Object({
 });
 export const PatientQuery = Type.Object({
   name: Type.Optional(Type.String({ maxLength: 256 })),
+  /** `system|value`, exact (GET /v1/patients' filter). */
+  identifier: Type.Optional(Type.String({ maxLength: 1024, format: 'identifier-filter' })),
+  birthDate: Type.Optional(Type.String({ maxLength: 10, format: 'birth-date' })),
   offset: Type.Optional(Type.Integer({ minimum: 0 })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
 });

@@ -95,3 +95,57 @@ export function isBirthDate(value: string, now: Date = new Date()): boolean {
 export function distinguishingIdentifier(identifiers: readonly PatientIdentifier[] | undefined): PatientIdentifier | undefined {
   return identifiers?.find((identifier) => identifier.system === CHART_SYSTEM) ?? identifiers?.[0];
 }
+
+/** Whether a patient passes GET /v1/patients' filters (the server's rule, for the app's demo and scripted engines). */
+export function matchesPatientFilter(
+  patient: { name: string; identifiers?: readonly PatientIdentifier[] | undefined; birthDate?: string | null | undefined },
+  filter: { name?: string | undefined; identifier?: string | undefined; birthDate?: string | undefined },
+  nameMatchesQuery: (name: string, query: string) => boolean,
+): boolean {
+  if (filter.name !== undefined && !nameMatchesQuery(patient.name, filter.name)) return false;
+  if (filter.birthDate !== undefined && patient.birthDate !== filter.birthDate) return false;
+  if (filter.identifier !== undefined) {
+    const wanted = parseIdentifierFilter(filter.identifier);
+    if (!wanted || !(patient.identifiers ?? []).some((identifier) => identifier.system === wanted.system && identifier.value === wanted.value)) return false;
+  }
+  return true;
+}
+
+/**
+ * What staff typed into a patient search box, read as GET /v1/patients' filters: a birth date
+ * (1984-03-02, or 02.03.1984 / 02/03/1984 in the order of the computer's locale) anywhere among the
+ * words; the other words are the name; a single word with a digit may also be a chart number.
+ */
+export interface PatientSearch {
+  /** The words that are not the birth date; undefined when none. */
+  name: string | undefined;
+  birthDate: string | undefined;
+  /** The word to try as a chart number (`chart|word`), when the name is one word with a digit in it. */
+  chart: string | undefined;
+}
+
+const LOCAL_DATE = /^(\d{1,2})[./-](\d{1,2})[./-](\d{4})$/;
+
+export function readPatientSearch(text: string, options: { dayFirst: boolean; now?: Date }): PatientSearch {
+  let birthDate: string | undefined;
+  const words: string[] = [];
+  for (const word of text.trim().split(/\s+/u).filter(Boolean)) {
+    const date = birthDate === undefined ? asBirthDate(word.replace(/[,;]$/u, ''), options) : undefined;
+    if (date !== undefined) birthDate = date;
+    else words.push(word);
+  }
+  const name = words.length > 0 ? words.join(' ') : undefined;
+  const single = words.length === 1 ? words[0]!.replace(/^#/u, '') : undefined;
+  const chart = single !== undefined && /\d/u.test(single) && isIdentifierValue(single) ? single : undefined;
+  return { name, birthDate, chart };
+}
+
+function asBirthDate(word: string, options: { dayFirst: boolean; now?: Date }): string | undefined {
+  let iso = word;
+  const local = LOCAL_DATE.exec(word);
+  if (local) {
+    const [first, second, year] = [local[1]!.padStart(2, '0'), local[2]!.padStart(2, '0'), local[3]!];
+    iso = options.dayFirst ? `${year}-${second}-${first}` : `${year}-${first}-${second}`;
+  }
+  return isBirthDate(iso, options.now) ? iso : undefined;
+}

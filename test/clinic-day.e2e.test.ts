@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FileView } from '../shared/bridge.js';
 import { PLAIN_MESSAGES } from '../shared/bridge-errors.js';
 import { nameMatchesQuery } from '../shared/name-search.js';
+import { matchesPatientFilter } from '../shared/patient-identifiers.js';
 import type { DocumentDto, PatientDto, SearchBody } from '../shared/schemas.js';
 import { makeArchStl } from './fixtures/scans.js';
 import { counts, documentDto, fileView, launchBrowser, openRenderer, ORIGIN_URL, pairView, patient, type Handlers, type RendererPage } from './helpers/renderer-page.js';
@@ -39,15 +40,19 @@ afterAll(async () => {
 
 // --- The day ------------------------------------------------------------------------------------
 
+const chart = (value: string) => ({ system: 'chart', value });
 const PATIENTS: PatientDto[] = [
   patient('Jane Pearson', 1),
-  { ...patient('Jane Pearson', 2), birthDate: '1980-03-12', identifiers: [{ value: 'C-20417' }] } as PatientDto,
+  { ...patient('Jane Pearson', 2), birthDate: '1980-03-12', identifiers: [chart('C-20417')] },
   patient('John Pearson', 3),
   patient('Anna Müller', 4),
   patient('José García', 5),
   patient("Siobhán O'Brien", 6),
-  patient('Smith, John', 7),
-  patient('Smith, Jon', 8),
+  // Same birth date, names one letter apart: the chart number tells them apart.
+  { ...patient('Smith, John', 7), birthDate: '1984-03-02', identifiers: [{ system: 'itero', value: 'ORD-55' }, chart('10231')] },
+  { ...patient('Smith, Jon', 8), birthDate: '1984-03-02', identifiers: [chart('10232')] },
+  { ...patient('Pearson, Johanna Elisabeth Margarethe', 9), birthDate: '1991-07-23', identifiers: [chart('20031')] },
+  { ...patient('Pearson, Johanna Elisabeth Margarete', 10), birthDate: '1991-07-23', identifiers: [chart('20032')] },
 ];
 
 function chairOneFiles(): FileView[] {
@@ -136,7 +141,7 @@ function day(): Handlers {
       return { files, total: files.length };
     },
     listPatients: (query) => {
-      const found = PATIENTS.filter((entry) => nameMatchesQuery(entry.name, query.name ?? ''));
+      const found = PATIENTS.filter((entry) => matchesPatientFilter(entry, query, nameMatchesQuery));
       return { patients: found, total: found.length, offset: 0, limit: query.limit ?? 100 };
     },
     searchDocuments: (patientId, body: SearchBody) => {
@@ -201,6 +206,20 @@ function shownName(name: Locator): Promise<{ full: string; shown: string; tailIn
       tailInView: tailBox.width > 0 && tailBox.left >= left - 0.5 && tailBox.right <= right + 0.5 && onTop !== null && tail.contains(onTop),
     };
   });
+}
+
+/** The listed patients' second lines, each drawn whole inside the list (not cut, not hidden). */
+async function expectWholeDetails(column: Locator, expected: string[]): Promise<void> {
+  const details = column.locator('.patient-option-detail');
+  expect(await details.allInnerTexts()).toEqual(expected);
+  for (const detail of await details.all()) {
+    const drawn = await detail.evaluate((element) => {
+      const box = element.getBoundingClientRect();
+      const list = element.closest('.patient-options')!.getBoundingClientRect();
+      return { whole: element.scrollWidth <= element.clientWidth + 0.5, inside: box.left >= list.left - 0.5 && box.right <= list.right + 0.5 };
+    });
+    expect(drawn, await detail.innerText()).toEqual({ whole: true, inside: true });
+  }
 }
 
 async function expectTellable(names: Locator[]): Promise<void> {
@@ -281,6 +300,20 @@ for (const size of SIZES) {
       expect(details).toEqual(['ID …00000001', 'Born 12 Mar 1980 · Chart C-20417']);
       expect(await column.locator('.patient-option[tabindex="0"]').count()).toBe(1);
       await screenshot(page, `patients-search-${size.label}`);
+
+      // Smith, John and Smith, Jon (one birth date), and two long Pearson, Johanna … names whose
+      // ends are cut: the second lines differ and are shown whole (wrapped, never cut).
+      await searchFor('smith', ['Smith, John', 'Smith, Jon']);
+      await expectWholeDetails(column, ['Born 2 Mar 1984 · Chart 10231', 'Born 2 Mar 1984 · Chart 10232']);
+      await searchFor('pearson johanna', ['Pearson, Johanna Elisabeth Margarethe', 'Pearson, Johanna Elisabeth Margarete']);
+      await expectWholeDetails(column, ['Born 23 Jul 1991 · Chart 20031', 'Born 23 Jul 1991 · Chart 20032']);
+      await screenshot(page, `patients-similar-${size.label}`);
+      // The search box finds by chart number and by birth date (ISO or as this computer writes dates), alone or with a name.
+      await searchFor('10232', ['Smith, Jon']);
+      await searchFor('1984-03-02', ['Smith, John', 'Smith, Jon']);
+      await searchFor('02/03/1984 jon', ['Smith, Jon']);
+      await searchFor('20031', ['Pearson, Johanna Elisabeth Margarethe']);
+      await searchFor('jane pearson', ['Jane Pearson', 'Jane Pearson']);
 
       await column.locator('.patient-option').first().click();
       await page.getByTestId('document-count').filter({ hasText: /^315 files$/ }).waitFor();

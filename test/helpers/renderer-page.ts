@@ -181,7 +181,7 @@ export function fileView(partial: Partial<FileView> & Pick<FileView, 'relativePa
 }
 
 export function patient(name: string, index: number): PatientDto {
-  return { id: `5f0e8a3c-1d2b-4c3d-8e9f-${index.toString(16).padStart(12, '0')}`, name, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z' } as PatientDto;
+  return { id: `5f0e8a3c-1d2b-4c3d-8e9f-${index.toString(16).padStart(12, '0')}`, name, identifiers: [], birthDate: null, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z' };
 }
 
 export function documentDto(partial: Partial<DocumentDto> & Pick<DocumentDto, 'fileName' | 'path'>, index: number): DocumentDto {

@@ -133,7 +133,7 @@ export class BridgeService implements BridgeApi {
     return this.shell.chooseFolder ? this.shell.chooseFolder() : null;
   }
 
-  listPatients(query: { name?: string; offset?: number; limit?: number }): Promise<PatientListResponse> {
+  listPatients(query: { name?: string; identifier?: string; birthDate?: string; offset?: number; limit?: number }): Promise<PatientListResponse> {
     return this.app.apiClient().listPatients(query);
   }
 

@@ -3,7 +3,8 @@
  * It follows the server's search rules (DESIGN §3) so paging and the tree behave as in production.
  * The end-to-end tests never use it; they drive the real headless app.
  */
-import { nameMatches, searchWords } from '../../../shared/name-search.js';
+import { nameMatchesQuery } from '../../../shared/name-search.js';
+import { matchesPatientFilter } from '../../../shared/patient-identifiers.js';
 import type {
   AppStatus,
   BridgeClient,
@@ -426,8 +427,7 @@ export function createDemoBridge(options: DemoOptions): BridgeClient {
     openFolder: async (pairId) => pairMeta[pairId]?.folder ?? '',
     chooseFolder: async () => null,
     listPatients: async (query) => {
-      const words = searchWords(query.name ?? '');
-      const matching = patients.filter((patient) => nameMatches(patient.name, words));
+      const matching = patients.filter((patient) => matchesPatientFilter(patient, query, nameMatchesQuery));
       return wait({ patients: matching, offset: 0, limit: query.limit ?? 50, total: matching.length });
     },
     searchDocuments: async (patientId, wireBody) => {

@@ -1,6 +1,8 @@
 import { useEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { visibleName } from '../../../shared/names.js';
-import type { PatientDto } from '../../../shared/schemas.js';
+import { CHART_SYSTEM, distinguishingIdentifier, readPatientSearch } from '../../../shared/patient-identifiers.js';
+import type { BridgeClient } from '../../../shared/bridge.js';
+import type { PatientDto, PatientListResponse } from '../../../shared/schemas.js';
 import { useBridgeQuery } from '../bridge/context.js';
 import { ErrorNotice } from './ErrorNotice.js';
 import { Icon } from './Icon.js';
@@ -17,11 +19,31 @@ function useDebounced<T>(value: T, delay: number): T {
   return debounced;
 }
 
-/** Search by name and pick one patient; the server decides which patients this clinic may see. */
+/** Whether this computer writes a date day first (02.03.1984, 02/03/1984) rather than month first. */
+const DAY_FIRST = (() => {
+  const parts = new Intl.DateTimeFormat(undefined).formatToParts(new Date(Date.UTC(2000, 10, 22, 12)));
+  return parts.findIndex((part) => part.type === 'day') < parts.findIndex((part) => part.type === 'month');
+})();
+
+/**
+ * The patients a search box's text finds: by name (any word order), narrowed by a birth date typed
+ * among the words; a lone word with a digit is also looked up as a chart number, and the patient
+ * with that chart comes first.
+ */
+async function findPatients(client: BridgeClient, text: string, limit: number): Promise<PatientListResponse> {
+  const search = readPatientSearch(text, { dayFirst: DAY_FIRST });
+  const byName = client.listPatients({ name: search.name, birthDate: search.birthDate, limit });
+  if (search.chart === undefined) return byName;
+  const [byChart, named] = await Promise.all([client.listPatients({ identifier: `${CHART_SYSTEM}|${search.chart}`, birthDate: search.birthDate, limit }), byName]);
+  const patients = [...byChart.patients, ...named.patients.filter((patient) => !byChart.patients.some((charted) => charted.id === patient.id))];
+  return { ...named, patients, total: patients.length };
+}
+
+/** Search by name, chart number or birth date and pick one patient; the server decides which patients this clinic may see. */
 export function PatientList({ selectedId, onSelect, label = 'Find a patient', compact, autoFocus }: { selectedId: string | null; onSelect: (patient: PatientDto) => void; label?: string; compact?: boolean; autoFocus?: boolean }) {
   const [name, setName] = useState('');
   const query = useDebounced(name.trim(), SEARCH_DELAY_MS);
-  const patients = useBridgeQuery((client) => client.listPatients({ name: query || undefined, limit: 100 }), [query]);
+  const patients = useBridgeQuery((client) => findPatients(client, query, 100), [query]);
   const inputId = `patient-search-${compact ? 'compact' : 'full'}`;
   const listRef = useRef<HTMLUListElement>(null);
   const shown = patients.data?.patients ?? [];
@@ -48,7 +70,7 @@ export function PatientList({ selectedId, onSelect, label = 'Find a patient', co
       </label>
       <div className="search-input">
         <Icon name="search" size={16} />
-        <input id={inputId} type="search" placeholder={label} value={name} onChange={(event) => setName(event.target.value)} onKeyDown={(event) => moveFocus(event, 'search')} autoComplete="off" data-autofocus={autoFocus ? '' : undefined} />
+        <input id={inputId} type="search" placeholder={label} title="A name (any word order), a chart number or a birth date" value={name} onChange={(event) => setName(event.target.value)} onKeyDown={(event) => moveFocus(event, 'search')} autoComplete="off" data-autofocus={autoFocus ? '' : undefined} />
       </div>
       {patients.error ? <ErrorNotice error={patients.error} /> : null}
       {/* A list of buttons (not a listbox: an option may not hold a button); the one chosen is aria-current. */}
@@ -90,18 +112,15 @@ export function initials(name: string): string {
   return ((words[0]?.[0] ?? '') + (words.length > 1 ? (words[words.length - 1]?.[0] ?? '') : '')).toUpperCase() || '?';
 }
 
-/** What a server may tell of a patient besides the name (newer servers): a birth date, chart numbers. */
-type PatientExtras = { birthDate?: string | null; identifiers?: Array<string | { type?: string; system?: string; value?: string }> | null };
-
 /**
  * The second line that tells two patients of the same name apart: the birth date and the chart
- * number when the server gives them, else the short form of the id.
+ * number (or the first identifier) when the server gives them, else the short form of the id.
  */
-export function patientDetail(patient: PatientDto & PatientExtras, shortIds: ReadonlyMap<string, string>): string {
+export function patientDetail(patient: PatientDto, shortIds: ReadonlyMap<string, string>): string {
   const parts: string[] = [];
   if (patient.birthDate) parts.push(`Born ${formatDate(patient.birthDate)}`);
-  const chart = patient.identifiers?.map((identifier) => (typeof identifier === 'string' ? identifier : identifier.value)).find((value): value is string => typeof value === 'string' && value.trim() !== '');
-  if (chart) parts.push(`Chart ${visibleName(chart)}`);
+  const identifier = distinguishingIdentifier(patient.identifiers);
+  if (identifier) parts.push(identifier.system === CHART_SYSTEM ? `Chart ${visibleName(identifier.value)}` : `${visibleName(identifier.system)} ${visibleName(identifier.value)}`);
   return parts.length > 0 ? parts.join(' · ') : `ID ${shortIds.get(patient.id) ?? patient.id}`;
 }
 

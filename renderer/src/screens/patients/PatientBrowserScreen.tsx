@@ -62,7 +62,7 @@ export function PatientBrowserScreen({ initialPatientId }: { initialPatientId?: 
       ) : (
         <div className="browser-empty">
           <EmptyState icon="patients" title="Choose a patient">
-            Search by name on the left to see the patient’s folders and files.
+            Search by name, chart number or birth date on the left to see the patient’s folders and files.
           </EmptyState>
         </div>
       )}
