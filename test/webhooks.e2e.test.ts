@@ -298,7 +298,7 @@ describe('webhook deliveries', () => {
     expect(body.timestamp).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(body.timestamp).toBe(patched.body.updatedAt);
     expect(body.operationId).toEqual(expect.any(String));
-    expect(body.data).toEqual({ patient: { id: PATIENT, name: 'Jane Roe-Signed', createdAt: patched.body.createdAt, updatedAt: patched.body.updatedAt } });
+    expect(body.data).toEqual({ patient: { id: PATIENT, name: 'Jane Roe-Signed', identifiers: [], birthDate: null, createdAt: patched.body.createdAt, updatedAt: patched.body.updatedAt } });
 
     const headers = message!.headers;
     expect(headers['content-type']).toBe('application/json');

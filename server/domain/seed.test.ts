@@ -148,7 +148,7 @@ describe('seed file', () => {
     secret.clients![0]!.clientSecret = '12345678';
     expect(await refusal(secret)).toContain('is invalid: /clients/0/clientSecret must NOT have fewer than 16 characters');
     const typo = { patients: [{ id: PATIENT, name: 'Jane Roe', consent: [ORG] }] };
-    expect(await refusal(typo)).toContain('is invalid: /patients/0/consent is not a known key (known: id, name, organizations, consents)');
+    expect(await refusal(typo)).toContain('is invalid: /patients/0/consent is not a known key (known: id, name, organizations, consents, identifiers, birthDate)');
     expect(await refusal({ patient: [] })).toContain('is invalid: /patient is not a known key (known: organizations, patients, clients)');
     expect(await refusal({ patients: [{ id: 'nope', name: 'X' }] })).toContain('is invalid: /patients/0/id must be a UUID');
     expect(await store.patients.get(PATIENT)).toBeUndefined();
