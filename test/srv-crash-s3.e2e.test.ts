@@ -4,7 +4,7 @@
  * bucket lacks, a tus upload continues from its offset on the new process, and clean-up (once the
  * ages of abandoned uploads have passed) leaves nothing in the bucket that no row names.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -13,9 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../server/db/sqlite/store.js';
 import { createS3Client, parseStorageUrl, S3ContentStorage } from '../server/storage/s3.js';
 import { S3ResumableStore } from '../server/storage/s3-resumable.js';
-import { freePort, ROOT, SERVER_MAIN } from './helpers/processes.js';
+import { freePort, startKillableServer, type KillableServer } from './helpers/processes.js';
 import { startS3, type TestS3 } from './helpers/s3.js';
-import { ADMIN_TOKEN, CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
+import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
 const children: ChildProcess[] = [];
@@ -32,32 +32,8 @@ afterAll(async () => {
   await s3?.close();
 });
 
-async function start(port: number): Promise<{ url: string; child: ChildProcess; kill(): Promise<void> }> {
-  const child = spawn(process.execPath, [SERVER_MAIN], {
-    cwd: ROOT,
-    env: { ...process.env, ...s3.env('crash'), PORT: String(port), PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN, PATIENT_DOCS_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString();
-      if (output.includes('listening on')) resolve();
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`server exited (${code}):\n${output}`)));
-  });
-  return {
-    url: `http://127.0.0.1:${port}`,
-    child,
-    kill: async () => {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
-    },
-  };
+function start(port: number): Promise<KillableServer> {
+  return startKillableServer(port, { ...s3.env('crash'), PATIENT_DOCS_DATA_DIR: dataDir }, children);
 }
 
 async function token(url: string): Promise<string> {

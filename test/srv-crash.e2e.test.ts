@@ -5,15 +5,15 @@
  * (The one-shot upload and webhook deliveries have their own kill -9 tests: content-process,
  * webhooks.)
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeArchStl } from './fixtures/scans.js';
-import { freePort, ROOT, SERVER_MAIN } from './helpers/processes.js';
-import { ADMIN_TOKEN, CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
+import { freePort, startKillableServer, type KillableServer } from './helpers/processes.js';
+import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
 const children: ChildProcess[] = [];
@@ -24,32 +24,8 @@ afterAll(() => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-async function start(port: number): Promise<{ url: string; child: ChildProcess; kill(): Promise<void> }> {
-  const child = spawn(process.execPath, [SERVER_MAIN], {
-    cwd: ROOT,
-    env: { ...process.env, PORT: String(port), PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN, PATIENT_DOCS_LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  await new Promise<void>((resolve, reject) => {
-    const onData = (chunk: Buffer): void => {
-      output += chunk.toString();
-      if (output.includes('listening on')) resolve();
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`server exited (${code}):\n${output}`)));
-  });
-  return {
-    url: `http://127.0.0.1:${port}`,
-    child,
-    kill: async () => {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
-    },
-  };
+function start(port: number): Promise<KillableServer> {
+  return startKillableServer(port, { PATIENT_DOCS_DATA_DIR: dataDir }, children);
 }
 
 async function token(url: string): Promise<string> {

@@ -200,3 +200,43 @@ export function outboxEvents(dataDir: string, eventType: string): Array<{ data: 
     db.close();
   }
 }
+
+/** A server process on `port` that a crash test kills with SIGKILL (a power-cycled box) and starts again on the same data. */
+export interface KillableServer {
+  url: string;
+  child: ChildProcess;
+  /** SIGKILL, resolved once the process has exited. */
+  kill(): Promise<void>;
+}
+
+/**
+ * Starts the built server on `port` with the test seed and `env` (the data folder among it), adds
+ * it to `children` (for the file's afterAll to kill), and resolves once it listens.
+ */
+export async function startKillableServer(port: number, env: Record<string, string>, children: ChildProcess[]): Promise<KillableServer> {
+  const child = spawn(process.execPath, [SERVER_MAIN], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: String(port), PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN, PATIENT_DOCS_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString();
+      if (output.includes('listening on')) resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`server exited (${code}):\n${output}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    child,
+    kill: async () => {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
