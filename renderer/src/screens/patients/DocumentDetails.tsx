@@ -17,6 +17,20 @@ export function previewKindOf(document: DocumentDto): PreviewKind | null {
   return null;
 }
 
+interface DetailsProps {
+  patientId: string;
+  document: DocumentDto;
+  /** Changes when the patient's files were read again: the versions are read again with them. */
+  refreshKey: number;
+  /** The versions show the file's content other than the list did (lost or restored since): read the list again. */
+  onStale: () => void;
+  onClose: () => void;
+  onDownload: () => void;
+  onPreview: (kind: PreviewKind) => void;
+  downloading: boolean;
+  downloadNote: string | null;
+}
+
 /** The side panel for one file: what it is, whether its content arrived, and what can be done with it. */
 export function DocumentDetails({
   patientId,
@@ -30,18 +44,7 @@ export function DocumentDetails({
   downloadNote,
   collapsed = false,
   onToggleCollapsed,
-}: {
-  patientId: string;
-  document: DocumentDto;
-  /** Changes when the patient's files were read again: the versions are read again with them. */
-  refreshKey: number;
-  /** The versions show the file's content other than the list did (lost or restored since): read the list again. */
-  onStale: () => void;
-  onClose: () => void;
-  onDownload: () => void;
-  onPreview: (kind: PreviewKind) => void;
-  downloading: boolean;
-  downloadNote: string | null;
+}: DetailsProps & {
   /** Folded to a strip beside the files (kept on this computer); a small window, where the panel covers the files, always shows it whole. */
   collapsed?: boolean;
   onToggleCollapsed?: () => void;
@@ -115,16 +118,7 @@ function OpenDetails({
   downloading,
   downloadNote,
   onFold,
-}: {
-  patientId: string;
-  document: DocumentDto;
-  refreshKey: number;
-  onStale: () => void;
-  onClose: () => void;
-  onDownload: () => void;
-  onPreview: (kind: PreviewKind) => void;
-  downloading: boolean;
-  downloadNote: string | null;
+}: DetailsProps & {
   onFold: (() => void) | undefined;
 }) {
   const preview = previewKindOf(document);
