@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DocumentDto, SearchBody } from '../shared/schemas.js';
-import { documentDto, launchBrowser, openRenderer, patient, type RendererPage } from './helpers/renderer-page.js';
+import { documentDto, launchBrowser, openRenderer, paintedScreenshot, patient, type RendererPage } from './helpers/renderer-page.js';
 
 const SCREENS = path.resolve(import.meta.dirname, 'artifacts/screens');
 const SIZES = [
@@ -57,9 +57,8 @@ afterAll(async () => {
   await browser?.close();
 });
 
-async function screenshot(page: Page, name: string): Promise<void> {
-  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
-  await page.screenshot({ path: path.join(SCREENS, `scan-dates-${name}.png`) });
+function screenshot(page: Page, name: string): Promise<void> {
+  return paintedScreenshot(page, path.join(SCREENS, `scan-dates-${name}.png`));
 }
 
 /** The Scanned cell of a file: its text, and whether it is wholly in view and not cut. */

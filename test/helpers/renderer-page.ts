@@ -41,6 +41,12 @@ export interface RendererPage {
   close(): Promise<void>;
 }
 
+/** Saves a screenshot once two frames have been painted (layout and fonts settled). */
+export async function paintedScreenshot(page: Page, file: string): Promise<void> {
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  await page.screenshot({ path: file });
+}
+
 export function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
 }
