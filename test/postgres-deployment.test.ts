@@ -17,6 +17,7 @@ import type { Sender } from '../server/webhooks/sender.js';
 import { PatientFiles } from './helpers/patient-files.js';
 import { ThumbnailJobs } from '../server/domain/thumbnail-jobs.js';
 import type { PostgresStore } from '../server/db/postgres/store.js';
+import { PostgresWorkLeases } from '../server/db/postgres/leases.js';
 import { runAdmin } from './helpers/processes.js';
 import type { RunningServer } from '../server/start.js';
 
@@ -361,5 +362,37 @@ describe('background work and uploads on a content folder both instances share',
     expect(rendered).toHaveLength(pending);
     const statuses = await db(a).rows<{ thumbnail_status: string }>('SELECT thumbnail_status FROM document_versions WHERE document_id = ANY($1::text[])', [uploaded.map((document) => document.id)]);
     expect(statuses.map((row) => row.thumbnail_status)).toEqual(uploaded.map(() => 'ready'));
+  });
+
+  it("renders a thumbnail a dead instance left pending, holding its lease, once the lease has ended: by one of the live instances", async () => {
+    const files = await PatientFiles.connect(a.url, '/thumbnails');
+    const document = await files.uploaded('left-pending.bin', randomBytes(1000));
+    await db(a).run("UPDATE document_versions SET thumbnail_status = 'pending' WHERE document_id = $1", [document.id]);
+    // Short times: a render lease is three render timeouts; the live instances look twice as often.
+    const options = { size: 64, timeoutMs: 400, concurrency: 1, retryDelayMs: 100, sweepIntervalMs: 100 };
+    const leaseMs = options.timeoutMs * 3;
+    // Instance A took the render's lease, as its render does first, and died before rendering.
+    expect(await a.server.context.store.leases!.take(`thumbnail:${document.id}/1`, leaseMs)).toBe(true);
+    const leasedAt = Date.now();
+    const rendered: string[] = [];
+    const renderer = (name: string) => ({ hasThumbnail: () => true, renderThumbnail: async () => (rendered.push(name), Buffer.from('png')) });
+    // Two live instances: B, and C (a holder of its own on the same database).
+    const live = [
+      new ThumbnailJobs(b.server.context.store, b.server.context.content.storage, renderer('b'), options, b.server.context.store.leases),
+      new ThumbnailJobs(b.server.context.store, b.server.context.content.storage, renderer('c'), options, new PostgresWorkLeases(db(b), 'instance-c')),
+    ];
+    try {
+      const status = async () => (await db(a).row<{ thumbnail_status: string }>('SELECT thumbnail_status FROM document_versions WHERE document_id = $1', [document.id]))!.thumbnail_status;
+      // Started after the upload: resuming at their start finds it, but A's lease keeps them off.
+      await Promise.all(live.map((one) => one.resumePending()));
+      await new Promise((resolve) => setTimeout(resolve, leaseMs / 2));
+      expect(Date.now() - leasedAt).toBeLessThan(leaseMs);
+      expect(await status()).toBe('pending');
+      await expect.poll(status, { timeout: leaseMs + options.sweepIntervalMs + 10_000, interval: 50 }).toBe('ready');
+      await Promise.all(live.map((one) => one.idle()));
+      expect(rendered).toHaveLength(1);
+    } finally {
+      await Promise.all(live.map((one) => one.close()));
+    }
   });
 });

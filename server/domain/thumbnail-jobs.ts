@@ -2,7 +2,9 @@
  * Renders thumbnails in the background after a commit. An upload never waits for its thumbnail
  * and never fails because of it: a file the renderer refuses (malformed, too large, too slow)
  * marks that version's thumbnail as failed and nothing else. Pending jobs are in the database,
- * so a restart resumes them.
+ * so a restart resumes them. Where several instances share the database (PostgreSQL), each render
+ * is leased, and the live instances look now and then for versions still pending after a lease
+ * would have ended (their instance died): whoever takes the lease renders them.
  *
  * The renderer reads a file it owns: each render streams the content from storage (the local disk
  * or an object store alike) into a private scratch file, removed when the render ends.
@@ -34,14 +36,22 @@ export interface ThumbnailJobOptions {
   retryDelayMs: number;
   /** Where each render's copy of the content is written (private; default: a folder in the system's temp directory). */
   scratchDir?: string;
+  /**
+   * Where several instances share the database: how often an instance looks for versions a dead
+   * instance left pending (still pending a whole render lease after their upload).
+   */
+  sweepIntervalMs?: number;
 }
 
 /** Content larger than this is not copied for a render: the renderer refuses it unread (server/thumbnails). */
 export const RENDER_INPUT_LIMIT = 256 * 1024 * 1024;
 /** A scratch file this old belongs to no render still running (a crash left it). */
 const SCRATCH_MAX_AGE_MS = 3_600_000;
+const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
+/** The oldest pending versions one sweep looks at (an index range of the pending ones; the next sweep reads it again). */
+const SWEEP_BATCH = 100;
 
-export const DEFAULT_THUMBNAIL_OPTIONS: ThumbnailJobOptions = { size: 256, timeoutMs: 20_000, concurrency: 2, retryDelayMs: 30_000 };
+export const DEFAULT_THUMBNAIL_OPTIONS: ThumbnailJobOptions = { size: 256, timeoutMs: 20_000, concurrency: 2, retryDelayMs: 30_000, sweepIntervalMs: DEFAULT_SWEEP_INTERVAL_MS };
 
 function jobId(documentId: string, version: number): string {
   return `${documentId}/${version}`;
@@ -57,6 +67,7 @@ export class ThumbnailJobs {
   /** Renders that could not be stored for a passing reason (disk full): still pending, tried again later. */
   private deferred: DocumentVersionRecord[] = [];
   private retryTimer: NodeJS.Timeout | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly store: Store,
@@ -72,13 +83,24 @@ export class ThumbnailJobs {
   }
 
   enqueue(version: DocumentVersionRecord): void {
-    const id = jobId(version.documentId, version.version);
-    if (this.closed || this.queued.has(id)) return;
-    this.queued.set(id, []);
-    this.queue.push(version);
+    if (!this.add(version)) return;
     // A new commit means the disk took bytes again: the renders a full disk deferred go too.
     this.retryDeferred();
     this.pump();
+  }
+
+  /** Queues the version unless it is queued or rendering here already; false when it was not added. */
+  private add(version: DocumentVersionRecord): boolean {
+    const id = jobId(version.documentId, version.version);
+    if (this.closed || this.queued.has(id)) return false;
+    this.queued.set(id, []);
+    this.queue.push(version);
+    return true;
+  }
+
+  /** How long a render's lease lasts: held past the render, so three render timeouts. */
+  private get leaseMs(): number {
+    return this.options.timeoutMs * 3;
   }
 
   /** Renders deferred by a full or read-only disk, queued again (on a timer, and after each new commit). */
@@ -116,7 +138,30 @@ export class ThumbnailJobs {
     }
     const pending = await this.store.content.pendingThumbnails(1000);
     for (const version of pending) this.enqueue(version);
+    if (this.shared && !this.closed && !this.sweepTimer) {
+      this.sweepTimer = setInterval(() => void this.sweepAbandoned().catch(() => undefined), this.options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
+      this.sweepTimer.unref();
+    }
     return pending.length;
+  }
+
+  /**
+   * Several instances on one database: queues the versions still pending a whole lease after their
+   * upload (the instance that committed them died, or never got to them). Each is rendered by the
+   * instance that takes its lease, so by one of them; a live holder's lease keeps the others off.
+   * Returns how many it queued here.
+   */
+  async sweepAbandoned(): Promise<number> {
+    if (!this.shared || this.closed || !this.renderer) return 0;
+    const cutoff = Date.now() - this.leaseMs;
+    let queued = 0;
+    // Oldest first: the versions past the cutoff are a prefix of the list.
+    for (const version of await this.store.content.pendingThumbnails(SWEEP_BATCH)) {
+      if (Date.parse(version.uploadedAt) > cutoff) break;
+      if (this.add(version)) queued += 1;
+    }
+    if (queued > 0) this.pump();
+    return queued;
   }
 
   /**
@@ -146,6 +191,8 @@ export class ThumbnailJobs {
     this.closed = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+    this.sweepTimer = undefined;
     this.deferred = [];
     for (const version of this.queue.splice(0)) this.finished(version);
     await this.idle();
@@ -174,7 +221,7 @@ export class ThumbnailJobs {
     if (this.shared) {
       // Held past the render (not released): an instance that read the version as pending before
       // its status changed does not render it again. The database away: tried again later.
-      const mine = await this.shared.take(`thumbnail:${jobId(version.documentId, version.version)}`, this.options.timeoutMs * 3).catch(() => undefined);
+      const mine = await this.shared.take(`thumbnail:${jobId(version.documentId, version.version)}`, this.leaseMs).catch(() => undefined);
       if (mine === undefined) this.defer(version);
       if (mine !== true) return;
     }
