@@ -224,6 +224,15 @@ export class ThumbnailJobs {
       const mine = await this.shared.take(`thumbnail:${jobId(version.documentId, version.version)}`, this.leaseMs).catch(() => undefined);
       if (mine === undefined) this.defer(version);
       if (mine !== true) return;
+      // Read as pending a while ago (a sweep, a start, a long queue): another instance may have
+      // rendered it since, and its lease ended. Rendered once: only while still pending.
+      const current = await this.store.content.version(version.documentId, version.version).then(
+        (stored) => stored?.thumbnailStatus,
+        () => 'unknown' as const,
+      );
+      // The database away: tried again later.
+      if (current === 'unknown') this.defer(version);
+      if (current !== 'pending') return;
     }
     try {
       const png = await this.renderFromStore(this.renderer, version);
