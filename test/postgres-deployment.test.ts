@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, ORG, PATIENT, startTestServer, tempDir, testPostgres, type TestServer } from './helpers/server.js';
 import { DEFAULT_DISPATCHER_OPTIONS, WebhookDispatcher, type DispatcherOptions } from '../server/webhooks/dispatcher.js';
@@ -18,6 +19,7 @@ import { PatientFiles } from './helpers/patient-files.js';
 import { ThumbnailJobs } from '../server/domain/thumbnail-jobs.js';
 import type { PostgresStore } from '../server/db/postgres/store.js';
 import { PostgresWorkLeases } from '../server/db/postgres/leases.js';
+import type { LocalDiskStorage } from '../server/storage/local-disk.js';
 import { runAdmin } from './helpers/processes.js';
 import type { RunningServer } from '../server/start.js';
 
@@ -313,6 +315,81 @@ describe('background work and uploads on a content folder both instances share',
     expect((await patch(a, 200_000, bytes.subarray(200_000))).status).toBe(204);
     const stored = (await b.api('POST', `/v1/patients/${PATIENT}/documents/search`, { token, body: { id: [document.id], hasContent: true } })).body.documents;
     expect(stored).toMatchObject([{ id: document.id, fileSize: bytes.length, sha256: sha256(bytes) }]);
+  });
+
+  /** A tus upload of `length` bytes through `server`: its route and id. */
+  const tusUpload = async (server: TestServer, fileName: string, length: number) => {
+    const token = await server.token();
+    const document = (await server.api('POST', `/v1/patients/${PATIENT}/documents`, { token, body: { fileName, path: '/tus-races' } })).body;
+    const headers = { authorization: `Bearer ${token}`, 'tus-resumable': '1.0.0' };
+    const created = await fetch(`${server.url}/storage/v1/documents/${document.id}/uploads`, { method: 'POST', headers: { ...headers, 'upload-length': String(length) } });
+    expect(created.status).toBe(201);
+    const route = new URL(created.headers.get('location')!).pathname;
+    return { document, headers, route, uploadId: route.split('/').at(-1)! };
+  };
+  /** A PATCH through `server` whose bytes are sent only at `end`: it holds the upload meanwhile. */
+  const heldPatch = async (server: TestServer, upload: Awaited<ReturnType<typeof tusUpload>>, offset: number, length: number) => {
+    const request = http.request(`${server.url}${upload.route}`, {
+      method: 'PATCH',
+      headers: { ...upload.headers, 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset), 'content-length': String(length) },
+    });
+    const answer = new Promise<number>((resolve, reject) => {
+      request.once('response', (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      });
+      request.once('error', reject);
+    });
+    request.flushHeaders();
+    await expect.poll(() => leaseHeld(`tus:${upload.uploadId}`), { timeout: 10_000, interval: 50 }).toBe(true);
+    return { end: (bytes: Buffer) => (request.end(bytes), answer) };
+  };
+  const uploadsDir = () => path.join(shared, 'content', 'uploads');
+
+  it('refuses a termination through one instance while the other writes to the upload, and terminates it once the write is over', async () => {
+    const bytes = randomBytes(200_000);
+    const upload = await tusUpload(a, 'terminated.stl', bytes.length);
+    const writing = await heldPatch(a, upload, 0, 100_000);
+    const terminate = () => fetch(`${b.url}${upload.route}`, { method: 'DELETE', headers: upload.headers });
+    const refused = await terminate();
+    expect(refused.status).toBe(409);
+    expect(await writing.end(bytes.subarray(0, 100_000))).toBe(204);
+    const head = await fetch(`${b.url}${upload.route}`, { method: 'HEAD', headers: upload.headers });
+    expect(head.headers.get('upload-offset')).toBe('100000');
+    expect((await terminate()).status).toBe(204);
+    expect((await fetch(`${a.url}${upload.route}`, { method: 'HEAD', headers: upload.headers })).status).toBe(404);
+    expect(fs.readdirSync(uploadsDir()).filter((name) => name.startsWith(upload.uploadId))).toEqual([]);
+  });
+
+  it("leaves an expired upload alone in one instance's clean-up while the other writes its last bytes, and the upload is stored", async () => {
+    const bytes = randomBytes(150_000);
+    const upload = await tusUpload(a, 'expiring.stl', bytes.length);
+    const writing = await heldPatch(a, upload, 0, bytes.length);
+    // Its expiry passes while the last bytes are on their way (a slow line).
+    const info = path.join(uploadsDir(), `${upload.uploadId}.json`);
+    fs.writeFileSync(info, JSON.stringify({ ...JSON.parse(fs.readFileSync(info, 'utf8')), expiresAt: new Date(Date.now() - 1000).toISOString() }));
+    await b.server.context.content.resumable.removeExpired(new Date());
+    expect(fs.readdirSync(uploadsDir()).filter((name) => name.startsWith(upload.uploadId)).sort()).toEqual([`${upload.uploadId}.bin`, `${upload.uploadId}.json`]);
+    expect(await writing.end(bytes)).toBe(204);
+    const stored = (await b.api('POST', `/v1/patients/${PATIENT}/documents/search`, { body: { id: [upload.document.id], hasContent: true } })).body.documents;
+    expect(stored).toMatchObject([{ id: upload.document.id, fileSize: bytes.length, sha256: sha256(bytes) }]);
+  });
+
+  it('completes an upload or terminates it, never both, when one instance completes it as the other terminates it', async () => {
+    for (let round = 0; round < 4; round += 1) {
+      const upload = await tusUpload(a, `raced-${round}.stl`, 1000);
+      const completing = a.server.context.content.resumable;
+      await completing.append(upload.uploadId, 0, Readable.from([randomBytes(1000)]));
+      const [completed, terminated] = await Promise.allSettled([completing.complete(upload.uploadId), b.server.context.content.resumable.remove(upload.uploadId)]);
+      // Exactly one wins; the other is told the upload is held or gone.
+      expect([completed.status, terminated.status].sort()).toEqual(['fulfilled', 'rejected']);
+      const loser = completed.status === 'rejected' ? completed : (terminated as PromiseRejectedResult);
+      expect((loser.reason as Error).name).toBe('OffsetMismatchError');
+      const temp = (a.server.context.content.storage as LocalDiskStorage).tempPath({ id: upload.uploadId });
+      expect(fs.existsSync(temp)).toBe(completed.status === 'fulfilled');
+      fs.rmSync(temp, { force: true });
+      expect(fs.readdirSync(uploadsDir()).filter((name) => name.startsWith(upload.uploadId))).toEqual([]);
+    }
   });
 
   it("leaves an upload another instance is receiving alone when an instance starts and sweeps the folder", async () => {

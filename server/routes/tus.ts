@@ -80,6 +80,16 @@ function nonNegativeInteger(header: string | string[] | undefined, name: string)
   return Number(value);
 }
 
+/** An upload another request holds, or one completed or removed meanwhile: 409 with the store's reason. */
+async function conflictOnMismatch<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof OffsetMismatchError) throw new ApiError(409, error.message);
+    throw error;
+  }
+}
+
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
@@ -129,7 +139,7 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
     content.checkPrecondition(document, upload.ifMatch === null ? undefined : `"${upload.ifMatch}"`);
     const release = content.claim(document.id);
     try {
-      const received = await resumable.complete(upload.id);
+      const received = await conflictOnMismatch(() => resumable.complete(upload.id));
       try {
         const updated = await content.commit(
           document,
@@ -266,7 +276,7 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
     async (request, reply) => {
       await content.authorizeWrite(principalOf(request), request.params.documentId, facts(request));
       const upload = await loadUpload(request.params.documentId, request.params.uploadId);
-      await resumable.remove(upload.id);
+      await conflictOnMismatch(() => resumable.remove(upload.id));
       return reply.code(204).send();
     },
   );
