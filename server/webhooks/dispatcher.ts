@@ -117,6 +117,12 @@ export class WebhookDispatcher {
   /** Messages claimed and not yet written back (ready, in flight or awaiting the group commit), by subscription. */
   private readonly held = new Map<string, Set<string>>();
   private lastFanOutAt = 0;
+  /**
+   * The earliest retry this process scheduled (an attempt it recorded as failed), not yet looked
+   * for: no notification announces a retry coming due, so an idle loop wakes for it rather than at
+   * the next safety poll.
+   */
+  private nextRetryAt = Number.POSITIVE_INFINITY;
   private wakeRequested = false;
   private wakeUp: (() => void) | undefined;
   private sleepTimer: NodeJS.Timeout | undefined;
@@ -192,6 +198,11 @@ export class WebhookDispatcher {
     }
     while (this.running) {
       this.wakeRequested = false;
+      if (this.now() >= this.nextRetryAt) {
+        // A retry came due: the due list is read again now.
+        this.nextRetryAt = Number.POSITIVE_INFINITY;
+        this.dueListAt = 0;
+      }
       try {
         await this.renewLeases();
         await this.flushResults();
@@ -224,7 +235,10 @@ export class WebhookDispatcher {
       this.results = [...results, ...this.results];
       throw error;
     }
-    for (const result of results) this.release(result.attempt.subscriptionId, result.attempt.messageId);
+    for (const result of results) {
+      this.release(result.attempt.subscriptionId, result.attempt.messageId);
+      if (result.state === 'pending') this.nextRetryAt = Math.min(this.nextRetryAt, result.nextAttemptAt);
+    }
   }
 
   /**
@@ -278,7 +292,7 @@ export class WebhookDispatcher {
           this.wakeUp = undefined;
           resolve();
         },
-        Math.max(1, Math.min(this.busy() ? this.options.pollIntervalMs : this.idleMs, this.fanOutDueIn())),
+        Math.max(1, Math.min(this.busy() ? this.options.pollIntervalMs : this.idleMs, this.fanOutDueIn(), this.nextRetryAt - this.now())),
       );
     });
   }
