@@ -186,7 +186,7 @@ export class PostgresWebhooks implements WebhookRepository {
 
   async claimDue(claims: Array<{ subscriptionId: string; limit: number; skip: ReadonlySet<string> }>, now: number): Promise<WebhookMessageRecord[]> {
     if (claims.length === 0) return [];
-    return this.db.transaction(async (tx) => {
+    const claimAll = async (tx: Queryable): Promise<WebhookMessageRecord[]> => {
       const claimed: WebhookMessageRecord[] = [];
       for (const claim of claims) {
         const rows = await tx.rows<MessageRow & { due_at: number }>(
@@ -205,7 +205,10 @@ export class PostgresWebhooks implements WebhookRepository {
         for (const row of rows) claimed.push(messageFromRow({ ...row, next_attempt_at: row.due_at }));
       }
       return claimed;
-    });
+    };
+    // One claim is one statement, atomic by itself (a retry coming due, one busy subscription):
+    // no transaction around it, two round trips fewer.
+    return claims.length === 1 ? claimAll(this.db) : this.db.transaction(claimAll);
   }
 
   get claimLeaseMs(): number {
