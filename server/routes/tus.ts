@@ -195,7 +195,7 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
           createdAt: createdAt.toISOString(),
           expiresAt: new Date(createdAt.getTime() + RESUMABLE_LIFETIME_MS).toISOString(),
         });
-        if (length === 0) await finish(request, upload);
+        if (length === 0) await resumable.exclusively(upload.id, () => finish(request, upload));
         return reply
           .code(201)
           .header('Location', `${links.storageUrl(document.id)}/uploads/${upload.id}`)
@@ -240,7 +240,13 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
         if (Number.isFinite(declared) && offset + declared > upload.length) throw payloadTooLarge(`the chunk would end past Upload-Length ${upload.length}`);
         let updated: ResumableUpload;
         try {
-          updated = await resumable.append(upload.id, offset, request.raw, checksum);
+          // The upload's only writer, on every instance, from the first byte to the database commit
+          // at the last: a second PATCH, a DELETE or the clean-up meanwhile gets a 409 or waits.
+          updated = await resumable.exclusively(upload.id, async () => {
+            const appended = await resumable.append(upload.id, offset, request.raw, checksum);
+            if (appended.offset === appended.length) await finish(request, appended);
+            return appended;
+          });
         } catch (error) {
           if (error instanceof OffsetMismatchError) throw new ApiError(409, error.message);
           if (error instanceof SizeLimitError) throw payloadTooLarge(`the chunk would end past Upload-Length ${upload.length}`);
@@ -251,7 +257,6 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
           }
           throw error;
         }
-        if (updated.offset === updated.length) await finish(request, updated);
         uploadHeaders(reply, updated);
         return reply.code(204).send();
       } finally {
@@ -266,7 +271,12 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
     async (request, reply) => {
       await content.authorizeWrite(principalOf(request), request.params.documentId, facts(request));
       const upload = await loadUpload(request.params.documentId, request.params.uploadId);
-      await resumable.remove(upload.id);
+      try {
+        await resumable.exclusively(upload.id, () => resumable.remove(upload.id));
+      } catch (error) {
+        if (error instanceof OffsetMismatchError) throw new ApiError(409, error.message);
+        throw error;
+      }
       return reply.code(204).send();
     },
   );

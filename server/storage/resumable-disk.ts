@@ -13,12 +13,10 @@ import { pipeline } from 'node:stream/promises';
 import { PRIVATE_FILE, privateDirectory } from '../private-files.js';
 import { DurableFileWriter, readFileHead, WRITE_HIGH_WATER_MARK, type LocalDiskStorage } from './local-disk.js';
 import type { WorkLeases } from '../db/types.js';
+import { UploadWriters } from './upload-writers.js';
 import { ChecksumMismatchError, OffsetMismatchError, type ReceivedContent, type ResumableStore, type ResumableUpload } from './types.js';
 
 const ID_PATTERN = /^[a-f0-9-]{36}$/;
-
-/** A write's lease on its upload (instances sharing the folder), renewed every third of it; a dead instance's ends after this. */
-const WRITE_LEASE_MS = 30_000;
 
 interface RunningHash {
   hash: Hash;
@@ -28,7 +26,7 @@ interface RunningHash {
 
 export class DiskResumableStore implements ResumableStore {
   private readonly hashes = new Map<string, RunningHash>();
-  private readonly busy = new Set<string>();
+  private readonly writers: UploadWriters;
 
   constructor(
     readonly directory: string,
@@ -37,29 +35,14 @@ export class DiskResumableStore implements ResumableStore {
     private readonly lifetimeMs: number,
     private readonly now: () => Date = () => new Date(),
     /** Where instances share this folder (PostgreSQL): one request at a time writes to an upload, whichever instance it reached. */
-    private readonly shared?: WorkLeases,
+    shared?: WorkLeases,
   ) {
     privateDirectory(directory);
+    this.writers = new UploadWriters(shared);
   }
 
-  /**
-   * The upload's writes, for this request only, across every instance sharing the folder: a lease
-   * renewed while the bytes arrive (a slow clinic upload takes minutes); undefined when another
-   * request holds it.
-   */
-  private async writeLease(id: string): Promise<{ end(): Promise<void> } | undefined> {
-    const shared = this.shared;
-    if (!shared) return { end: async () => undefined };
-    const key = `tus:${id}`;
-    if (!(await shared.take(key, WRITE_LEASE_MS))) return undefined;
-    const renew = setInterval(() => void shared.take(key, WRITE_LEASE_MS).catch(() => undefined), WRITE_LEASE_MS / 3);
-    renew.unref();
-    return {
-      end: async () => {
-        clearInterval(renew);
-        await shared.release(key).catch(() => undefined);
-      },
-    };
+  exclusively<T>(id: string, work: () => Promise<T>): Promise<T> {
+    return this.writers.exclusively(id, work);
   }
 
   private dataPath(id: string): string {
@@ -106,47 +89,37 @@ export class DiskResumableStore implements ResumableStore {
     }
   }
 
+  /** Called inside `exclusively` (one writer per upload, whichever instance). */
   async append(id: string, offset: number, source: Readable, checksum?: Buffer): Promise<ResumableUpload> {
-    if (this.busy.has(id)) throw new OffsetMismatchError('another request is writing to this upload');
-    this.busy.add(id);
-    let lease: { end(): Promise<void> } | undefined;
+    const upload = await this.get(id);
+    if (!upload) throw new OffsetMismatchError('the upload does not exist or has expired');
+    if (upload.offset !== offset) throw new OffsetMismatchError(`Upload-Offset ${offset} does not match the upload's offset ${upload.offset}`);
+    const running = this.hashes.get(id);
+    // The running hash continues only if it covers exactly the bytes before this chunk.
+    const trusted = running && running.bytes === offset ? running : undefined;
+    const snapshot = trusted?.hash.copy();
+    let writer: DurableFileWriter | undefined;
+    let failure: unknown;
     try {
-      lease = await this.writeLease(id);
-      if (!lease) throw new OffsetMismatchError('another request is writing to this upload');
-      const upload = await this.get(id);
-      if (!upload) throw new OffsetMismatchError('the upload does not exist or has expired');
-      if (upload.offset !== offset) throw new OffsetMismatchError(`Upload-Offset ${offset} does not match the upload's offset ${upload.offset}`);
-      const running = this.hashes.get(id);
-      // The running hash continues only if it covers exactly the bytes before this chunk.
-      const trusted = running && running.bytes === offset ? running : undefined;
-      const snapshot = trusted?.hash.copy();
-      let writer: DurableFileWriter | undefined;
-      let failure: unknown;
-      try {
-        // Durable before the offset is reported: a client never resumes past bytes a power cut lost.
-        writer = new DurableFileWriter(await fsp.open(this.dataPath(id), 'a'), { maxBytes: upload.length - offset, alsoFeed: trusted?.hash, ownHash: checksum !== undefined });
-        await pipeline(source, writer);
-      } catch (error) {
-        failure = error;
-      }
-      let size = (await fsp.stat(this.dataPath(id))).size;
-      if (checksum && (failure !== undefined || !writer || !writer.hash.digest().equals(checksum))) {
-        // A checksummed chunk is all or nothing: keep none of it.
-        await fsp.truncate(this.dataPath(id), offset);
-        size = offset;
-        if (trusted && snapshot) this.hashes.set(id, { hash: snapshot, bytes: offset });
-        if (failure === undefined) throw new ChecksumMismatchError('the chunk does not match its Upload-Checksum');
-        throw failure;
-      }
-      if (trusted && writer && !writer.tainted && size === offset + writer.bytes) trusted.bytes = size;
-      else this.hashes.delete(id);
-      await this.writeInfo({ ...info(upload), expiresAt: new Date(this.now().getTime() + this.lifetimeMs).toISOString() });
-      if (failure !== undefined) throw failure;
-      return { ...upload, offset: size };
-    } finally {
-      await lease?.end();
-      this.busy.delete(id);
+      // Durable before the offset is reported: a client never resumes past bytes a power cut lost.
+      writer = new DurableFileWriter(await fsp.open(this.dataPath(id), 'a'), { maxBytes: upload.length - offset, alsoFeed: trusted?.hash, ownHash: checksum !== undefined });
+      await pipeline(source, writer);
+    } catch (error) {
+      failure = error;
     }
+    const size = (await fsp.stat(this.dataPath(id))).size;
+    if (checksum && (failure !== undefined || !writer || !writer.hash.digest().equals(checksum))) {
+      // A checksummed chunk is all or nothing: keep none of it.
+      await fsp.truncate(this.dataPath(id), offset);
+      if (trusted && snapshot) this.hashes.set(id, { hash: snapshot, bytes: offset });
+      if (failure === undefined) throw new ChecksumMismatchError('the chunk does not match its Upload-Checksum');
+      throw failure;
+    }
+    if (trusted && writer && !writer.tainted && size === offset + writer.bytes) trusted.bytes = size;
+    else this.hashes.delete(id);
+    await this.writeInfo({ ...info(upload), expiresAt: new Date(this.now().getTime() + this.lifetimeMs).toISOString() });
+    if (failure !== undefined) throw failure;
+    return { ...upload, offset: size };
   }
 
   async complete(id: string): Promise<ReceivedContent> {
@@ -180,15 +153,18 @@ export class DiskResumableStore implements ResumableStore {
     let removed = 0;
     for (const name of await fsp.readdir(this.directory).catch(() => [] as string[])) {
       const id = name.replace(/\.(json|bin)$/, '');
-      if (!name.endsWith('.json') || !ID_PATTERN.test(id) || this.busy.has(id)) continue;
-      const info = await fsp
-        .readFile(path.join(this.directory, name), 'utf8')
-        .then((text) => JSON.parse(text) as { expiresAt?: string })
-        .catch(() => ({ expiresAt: undefined }));
-      if (!info.expiresAt || Date.parse(info.expiresAt) <= now.getTime()) {
+      if (!name.endsWith('.json') || !ID_PATTERN.test(id)) continue;
+      // An upload a request is writing (here or on another instance) is not abandoned.
+      const gone = await this.writers.ifFree(id, async () => {
+        const info = await fsp
+          .readFile(path.join(this.directory, name), 'utf8')
+          .then((text) => JSON.parse(text) as { expiresAt?: string })
+          .catch(() => ({ expiresAt: undefined }));
+        if (info.expiresAt && Date.parse(info.expiresAt) > now.getTime()) return false;
         await this.remove(id);
-        removed += 1;
-      }
+        return true;
+      });
+      if (gone) removed += 1;
     }
     // Data files whose description never got written (a crash inside create).
     for (const name of await fsp.readdir(this.directory).catch(() => [] as string[])) {
