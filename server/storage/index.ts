@@ -22,8 +22,12 @@ export interface ContentParts {
   service: ContentService;
 }
 
-/** Instances sharing the content (PostgreSQL) coordinate each upload's writes by leases in the database (store.leases). */
-function storageAndUploads(config: StorageConfig, leases: WorkLeases | undefined): { storage: ContentStorage; resumable: ResumableStore } {
+/**
+ * The content storage and its resumable uploads the configuration names (also what a test's
+ * clean-up after a crash runs on). Instances sharing the content (PostgreSQL) coordinate each
+ * upload's writes by leases in the database (store.leases).
+ */
+export function storageAndUploads(config: StorageConfig, leases: WorkLeases | undefined): { storage: ContentStorage; resumable: ResumableStore } {
   if (config.storageUrl) {
     const storage = new S3ContentStorage(createS3Client(config.s3Endpoint), parseStorageUrl(config.storageUrl), config.s3Endpoint);
     return { storage, resumable: new S3ResumableStore(storage, RESUMABLE_LIFETIME_MS, undefined, leases) };
