@@ -241,7 +241,7 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
         let updated: ResumableUpload;
         try {
           // The upload's only writer, on every instance, from the first byte to the database commit
-          // at the last: a second PATCH, a DELETE or the clean-up meanwhile gets a 409 or waits.
+          // at the last: a second PATCH or a DELETE meanwhile gets a 409, the clean-up passes it by.
           updated = await resumable.exclusively(upload.id, async () => {
             const appended = await resumable.append(upload.id, offset, request.raw, checksum);
             if (appended.offset === appended.length) await finish(request, appended);
