@@ -27,12 +27,14 @@ const ON_POSTGRES = ['test/server-core.test.ts', 'test/auth-matrix.test.ts', 'te
 
 /**
  * Files that exercise content storage through real routes (one-shot and tus uploads, downloads,
- * versions, thumbnails), run a second time with content in an S3-compatible server (s3rver on
- * loopback, test/helpers/s3.ts): the test server helper takes its storage from
- * PATIENT_DOCS_TEST_STORAGE. They run after the others, one at a time, as on disk (timed renders).
- * The S3 kill -9 test and the backend's own tests start their s3rver themselves.
+ * Range/ETag, versions, thumbnails, damaged and missing content, kill -9 with uploads in flight),
+ * run a second time with content in an S3-compatible server (s3rver on loopback,
+ * test/helpers/s3.ts): the test server helpers (in-process and server processes, the admin CLI)
+ * take their storage from PATIENT_DOCS_TEST_STORAGE. They run after the others, one at a time, as on
+ * disk (timed renders). Picked for the S3 code paths they reach, not every route again. The
+ * backend's own tests and the two-instance S3 test start their s3rver themselves.
  */
-const ON_S3 = ['test/content.e2e.test.ts'];
+const ON_S3 = ['test/content.e2e.test.ts', 'test/srv-crash.e2e.test.ts', 'test/srv-content-missing.e2e.test.ts'];
 
 const common = { testTimeout: 60_000, hookTimeout: 120_000, pool: 'forks' } as const;
 

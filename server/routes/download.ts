@@ -85,7 +85,7 @@ async function serveLink(request: FastifyRequest, reply: FastifyReply, content: 
   const body = target.sha256
     ? verifiedContent(storage.read(target.key), target.sha256, () => {
         request.log.error({ documentId: params.documentId, key: target.key }, 'stored content does not match its sha256; the download was refused or cut off');
-        // Answered as such when nothing was sent yet (a file of one chunk); otherwise the connection is cut.
+        // Answered as such when nothing was sent yet (a file of up to VERIFY_HOLD_BYTES); otherwise the connection is cut.
         return notFound(
           `the stored file of document ${params.documentId} is damaged on the server (its bytes no longer match its sha256); the server administrator must restore it from a backup, or the file must be uploaded again`,
         );
@@ -95,27 +95,44 @@ async function serveLink(request: FastifyRequest, reply: FastifyReply, content: 
 }
 
 /**
- * The whole file as stored, checked against the sha256 its record holds: the last chunk is held
- * back until the hash is known, and a file whose bytes changed on the disk (bit rot, a bad
- * restore, an edit in place) is cut off one chunk short of its Content-Length, so the client sees
- * an incomplete download instead of a wrong file that looks complete.
+ * Bytes of a download held back until the whole file's sha256 is known: a file this small (a
+ * typical PDF, a small scan) is checked whole before its first byte leaves, so damage is answered
+ * as a 404 problem whatever size of chunks the storage reads in (a disk's large reads, an object
+ * store's network-sized ones).
+ */
+export const VERIFY_HOLD_BYTES = 1024 * 1024;
+
+/**
+ * The whole file as stored, checked against the sha256 its record holds: its last
+ * VERIFY_HOLD_BYTES or more (whole chunks) are held back until the hash is known, and a file whose
+ * bytes changed in the storage (bit rot, a bad restore, an edit in place) is cut off short of its
+ * Content-Length, so the client sees an incomplete download instead of a wrong file that looks
+ * complete.
  */
 export function verifiedContent(source: Readable, sha256: string, onMismatch: () => Error): Readable {
   const hash = createHash('sha256');
-  let held: Buffer | undefined;
+  const held: Buffer[] = [];
+  let heldBytes = 0;
   const checker = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       hash.update(chunk);
-      const previous = held;
-      held = chunk;
-      callback(null, previous);
+      held.push(chunk);
+      heldBytes += chunk.length;
+      // Chunks go out from the front while what stays held is still at least VERIFY_HOLD_BYTES.
+      while (held.length > 1 && heldBytes - held[0]!.length >= VERIFY_HOLD_BYTES) {
+        const sent = held.shift()!;
+        heldBytes -= sent.length;
+        this.push(sent);
+      }
+      callback();
     },
     flush(callback) {
       if (hash.digest('hex') !== sha256) {
         callback(onMismatch());
         return;
       }
-      callback(null, held);
+      for (const chunk of held) this.push(chunk);
+      callback();
     },
   });
   source.once('error', (error) => checker.destroy(error));

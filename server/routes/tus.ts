@@ -80,16 +80,6 @@ function nonNegativeInteger(header: string | string[] | undefined, name: string)
   return Number(value);
 }
 
-/** An upload another request holds, or one completed or removed meanwhile: 409 with the store's reason. */
-async function conflictOnMismatch<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (error) {
-    if (error instanceof OffsetMismatchError) throw new ApiError(409, error.message);
-    throw error;
-  }
-}
-
 function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
@@ -139,7 +129,7 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
     content.checkPrecondition(document, upload.ifMatch === null ? undefined : `"${upload.ifMatch}"`);
     const release = content.claim(document.id);
     try {
-      const received = await conflictOnMismatch(() => resumable.complete(upload.id));
+      const received = await resumable.complete(upload.id);
       try {
         const updated = await content.commit(
           document,
@@ -205,7 +195,7 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
           createdAt: createdAt.toISOString(),
           expiresAt: new Date(createdAt.getTime() + RESUMABLE_LIFETIME_MS).toISOString(),
         });
-        if (length === 0) await finish(request, upload);
+        if (length === 0) await resumable.exclusively(upload.id, () => finish(request, upload));
         return reply
           .code(201)
           .header('Location', `${links.storageUrl(document.id)}/uploads/${upload.id}`)
@@ -250,7 +240,13 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
         if (Number.isFinite(declared) && offset + declared > upload.length) throw payloadTooLarge(`the chunk would end past Upload-Length ${upload.length}`);
         let updated: ResumableUpload;
         try {
-          updated = await resumable.append(upload.id, offset, request.raw, checksum);
+          // The upload's only writer, on every instance, from the first byte to the database commit
+          // at the last: a second PATCH or a DELETE meanwhile gets a 409, the clean-up passes it by.
+          updated = await resumable.exclusively(upload.id, async () => {
+            const appended = await resumable.append(upload.id, offset, request.raw, checksum);
+            if (appended.offset === appended.length) await finish(request, appended);
+            return appended;
+          });
         } catch (error) {
           if (error instanceof OffsetMismatchError) throw new ApiError(409, error.message);
           if (error instanceof SizeLimitError) throw payloadTooLarge(`the chunk would end past Upload-Length ${upload.length}`);
@@ -261,7 +257,6 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
           }
           throw error;
         }
-        if (updated.offset === updated.length) await finish(request, updated);
         uploadHeaders(reply, updated);
         return reply.code(204).send();
       } finally {
@@ -276,7 +271,12 @@ export async function tusRoutes(appBase: FastifyInstance, options: TusRouteOptio
     async (request, reply) => {
       await content.authorizeWrite(principalOf(request), request.params.documentId, facts(request));
       const upload = await loadUpload(request.params.documentId, request.params.uploadId);
-      await conflictOnMismatch(() => resumable.remove(upload.id));
+      try {
+        await resumable.exclusively(upload.id, () => resumable.remove(upload.id));
+      } catch (error) {
+        if (error instanceof OffsetMismatchError) throw new ApiError(409, error.message);
+        throw error;
+      }
       return reply.code(204).send();
     },
   );

@@ -22,14 +22,18 @@ export interface ContentParts {
   service: ContentService;
 }
 
-function storageAndUploads(config: StorageConfig, leases: WorkLeases | undefined): { storage: ContentStorage; resumable: ResumableStore } {
+/**
+ * The content storage and its resumable uploads the configuration names (also what a test's
+ * clean-up after a crash runs on). Instances sharing the content (PostgreSQL) coordinate each
+ * upload's writes by leases in the database (store.leases).
+ */
+export function storageAndUploads(config: StorageConfig, leases: WorkLeases | undefined): { storage: ContentStorage; resumable: ResumableStore } {
   if (config.storageUrl) {
     const storage = new S3ContentStorage(createS3Client(config.s3Endpoint), parseStorageUrl(config.storageUrl), config.s3Endpoint);
-    return { storage, resumable: new S3ResumableStore(storage, RESUMABLE_LIFETIME_MS) };
+    return { storage, resumable: new S3ResumableStore(storage, RESUMABLE_LIFETIME_MS, undefined, leases) };
   }
   const { storage, uploads } = contentFolders(config.dataDir);
   // Same file system as tmp/, so a finished upload becomes a temp object by rename.
-  // Instances sharing the folder (PostgreSQL) coordinate by leases in the database (store.leases).
   return { storage, resumable: new DiskResumableStore(uploads, storage, RESUMABLE_LIFETIME_MS, undefined, leases) };
 }
 

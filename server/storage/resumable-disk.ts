@@ -3,11 +3,6 @@
  * (its size is the offset, so a restart loses nothing that reached the disk) and `<id>.json`
  * the upload's description. The running SHA-256 is kept in memory while the server runs; when it
  * cannot be trusted (a restart, a chunk cut mid-write) completion hashes the file again.
- *
- * Every change to an upload's files (create, a PATCH's write, completion, termination, the
- * clean-up of an expired or half-created upload) is made under the upload's hold: one at a time in
- * this process, and where instances share the folder (PostgreSQL) under the upload's lease in the
- * database, so no instance removes bytes another is writing or commits an upload another removed.
  */
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import fs from 'node:fs';
@@ -18,17 +13,10 @@ import { pipeline } from 'node:stream/promises';
 import { PRIVATE_FILE, privateDirectory } from '../private-files.js';
 import { DurableFileWriter, readFileHead, WRITE_HIGH_WATER_MARK, type LocalDiskStorage } from './local-disk.js';
 import type { WorkLeases } from '../db/types.js';
+import { UploadWriters } from './upload-writers.js';
 import { ChecksumMismatchError, OffsetMismatchError, type ReceivedContent, type ResumableStore, type ResumableUpload } from './types.js';
 
 const ID_PATTERN = /^[a-f0-9-]{36}$/;
-
-/** An upload's lease (instances sharing the folder), renewed every third of it while held; a dead instance's ends after this. */
-const WRITE_LEASE_MS = 30_000;
-const BUSY = 'another request is writing to this upload';
-
-interface Hold {
-  end(): Promise<void>;
-}
 
 interface RunningHash {
   hash: Hash;
@@ -38,7 +26,7 @@ interface RunningHash {
 
 export class DiskResumableStore implements ResumableStore {
   private readonly hashes = new Map<string, RunningHash>();
-  private readonly busy = new Set<string>();
+  private readonly writers: UploadWriters;
 
   constructor(
     readonly directory: string,
@@ -47,61 +35,14 @@ export class DiskResumableStore implements ResumableStore {
     private readonly lifetimeMs: number,
     private readonly now: () => Date = () => new Date(),
     /** Where instances share this folder (PostgreSQL): one request at a time writes to an upload, whichever instance it reached. */
-    private readonly shared?: WorkLeases,
+    shared?: WorkLeases,
   ) {
     privateDirectory(directory);
+    this.writers = new UploadWriters(shared);
   }
 
-  /**
-   * The upload's files, for this request (or clean-up) only: taken in this process, then across
-   * every instance sharing the folder by a lease renewed while held (a slow clinic upload takes
-   * minutes); undefined when another request holds it.
-   */
-  private async hold(id: string): Promise<Hold | undefined> {
-    if (this.busy.has(id)) return undefined;
-    this.busy.add(id);
-    try {
-      const lease = await this.lease(id);
-      if (!lease) {
-        this.busy.delete(id);
-        return undefined;
-      }
-      return {
-        end: async () => {
-          await lease.end();
-          this.busy.delete(id);
-        },
-      };
-    } catch (error) {
-      this.busy.delete(id);
-      throw error;
-    }
-  }
-
-  private async lease(id: string): Promise<Hold | undefined> {
-    const shared = this.shared;
-    if (!shared) return { end: async () => undefined };
-    const key = `tus:${id}`;
-    if (!(await shared.take(key, WRITE_LEASE_MS))) return undefined;
-    const renew = setInterval(() => void shared.take(key, WRITE_LEASE_MS).catch(() => undefined), WRITE_LEASE_MS / 3);
-    renew.unref();
-    return {
-      end: async () => {
-        clearInterval(renew);
-        await shared.release(key).catch(() => undefined);
-      },
-    };
-  }
-
-  /** Runs `work` under the upload's hold; OffsetMismatchError when another request holds it. */
-  private async holding<T>(id: string, work: () => Promise<T>): Promise<T> {
-    const hold = await this.hold(id);
-    if (!hold) throw new OffsetMismatchError(BUSY);
-    try {
-      return await work();
-    } finally {
-      await hold.end();
-    }
+  exclusively<T>(id: string, work: () => Promise<T>): Promise<T> {
+    return this.writers.exclusively(id, work);
   }
 
   private dataPath(id: string): string {
@@ -125,18 +66,15 @@ export class DiskResumableStore implements ResumableStore {
   }
 
   async create(upload: Omit<ResumableUpload, 'offset'>): Promise<ResumableUpload> {
-    // Held: another instance's clean-up takes a data file without its description for a crash's.
-    return this.holding(upload.id, async () => {
-      await fsp.writeFile(this.dataPath(upload.id), Buffer.alloc(0), { flag: 'wx', mode: PRIVATE_FILE });
-      try {
-        await this.writeInfo(upload);
-      } catch (error) {
-        await fsp.rm(this.dataPath(upload.id), { force: true });
-        throw error;
-      }
-      this.hashes.set(upload.id, { hash: createHash('sha256'), bytes: 0 });
-      return { ...upload, offset: 0 };
-    });
+    await fsp.writeFile(this.dataPath(upload.id), Buffer.alloc(0), { flag: 'wx', mode: PRIVATE_FILE });
+    try {
+      await this.writeInfo(upload);
+    } catch (error) {
+      await fsp.rm(this.dataPath(upload.id), { force: true });
+      throw error;
+    }
+    this.hashes.set(upload.id, { hash: createHash('sha256'), bytes: 0 });
+    return { ...upload, offset: 0 };
   }
 
   async get(id: string): Promise<ResumableUpload | undefined> {
@@ -151,122 +89,88 @@ export class DiskResumableStore implements ResumableStore {
     }
   }
 
+  /** Called inside `exclusively` (one writer per upload, whichever instance). */
   async append(id: string, offset: number, source: Readable, checksum?: Buffer): Promise<ResumableUpload> {
-    return this.holding(id, async () => {
-      const upload = await this.get(id);
-      if (!upload) throw new OffsetMismatchError('the upload does not exist or has expired');
-      if (upload.offset !== offset) throw new OffsetMismatchError(`Upload-Offset ${offset} does not match the upload's offset ${upload.offset}`);
-      const running = this.hashes.get(id);
-      // The running hash continues only if it covers exactly the bytes before this chunk.
-      const trusted = running && running.bytes === offset ? running : undefined;
-      const snapshot = trusted?.hash.copy();
-      let writer: DurableFileWriter | undefined;
-      let failure: unknown;
-      try {
-        // Durable before the offset is reported: a client never resumes past bytes a power cut lost.
-        writer = new DurableFileWriter(await fsp.open(this.dataPath(id), 'a'), { maxBytes: upload.length - offset, alsoFeed: trusted?.hash, ownHash: checksum !== undefined });
-        await pipeline(source, writer);
-      } catch (error) {
-        failure = error;
-      }
-      const size = (await fsp.stat(this.dataPath(id))).size;
-      if (checksum && (failure !== undefined || !writer || !writer.hash.digest().equals(checksum))) {
-        // A checksummed chunk is all or nothing: keep none of it.
-        await fsp.truncate(this.dataPath(id), offset);
-        if (trusted && snapshot) this.hashes.set(id, { hash: snapshot, bytes: offset });
-        if (failure === undefined) throw new ChecksumMismatchError('the chunk does not match its Upload-Checksum');
-        throw failure;
-      }
-      if (trusted && writer && !writer.tainted && size === offset + writer.bytes) trusted.bytes = size;
-      else this.hashes.delete(id);
-      await this.writeInfo({ ...info(upload), expiresAt: new Date(this.now().getTime() + this.lifetimeMs).toISOString() });
-      if (failure !== undefined) throw failure;
-      return { ...upload, offset: size };
-    });
+    const upload = await this.get(id);
+    if (!upload) throw new OffsetMismatchError('the upload does not exist or has expired');
+    if (upload.offset !== offset) throw new OffsetMismatchError(`Upload-Offset ${offset} does not match the upload's offset ${upload.offset}`);
+    const running = this.hashes.get(id);
+    // The running hash continues only if it covers exactly the bytes before this chunk.
+    const trusted = running && running.bytes === offset ? running : undefined;
+    const snapshot = trusted?.hash.copy();
+    let writer: DurableFileWriter | undefined;
+    let failure: unknown;
+    try {
+      // Durable before the offset is reported: a client never resumes past bytes a power cut lost.
+      writer = new DurableFileWriter(await fsp.open(this.dataPath(id), 'a'), { maxBytes: upload.length - offset, alsoFeed: trusted?.hash, ownHash: checksum !== undefined });
+      await pipeline(source, writer);
+    } catch (error) {
+      failure = error;
+    }
+    const size = (await fsp.stat(this.dataPath(id))).size;
+    if (checksum && (failure !== undefined || !writer || !writer.hash.digest().equals(checksum))) {
+      // A checksummed chunk is all or nothing: keep none of it.
+      await fsp.truncate(this.dataPath(id), offset);
+      if (trusted && snapshot) this.hashes.set(id, { hash: snapshot, bytes: offset });
+      if (failure === undefined) throw new ChecksumMismatchError('the chunk does not match its Upload-Checksum');
+      throw failure;
+    }
+    if (trusted && writer && !writer.tainted && size === offset + writer.bytes) trusted.bytes = size;
+    else this.hashes.delete(id);
+    await this.writeInfo({ ...info(upload), expiresAt: new Date(this.now().getTime() + this.lifetimeMs).toISOString() });
+    if (failure !== undefined) throw failure;
+    return { ...upload, offset: size };
   }
 
-  /** Held: an upload terminated or cleaned up meanwhile is not committed (OffsetMismatchError: it no longer exists). */
   async complete(id: string): Promise<ReceivedContent> {
-    return this.holding(id, async () => {
-      const upload = await this.get(id);
-      if (!upload) throw new OffsetMismatchError('the upload does not exist or has expired');
-      if (upload.offset !== upload.length) throw new OffsetMismatchError('the upload is not complete');
-      const running = this.hashes.get(id);
-      const sha256 = running && running.bytes === upload.length ? running.hash.digest('hex') : await hashFile(this.dataPath(id));
-      const head = await readFileHead(this.dataPath(id));
-      const temp = { id };
-      await fsp.rename(this.dataPath(id), this.storage.tempPath(temp));
-      await fsp.rm(this.infoPath(id), { force: true });
-      this.hashes.delete(id);
-      return { temp, size: upload.length, sha256, head };
-    });
+    const upload = await this.get(id);
+    if (!upload || upload.offset !== upload.length) throw new OffsetMismatchError('the upload is not complete');
+    const running = this.hashes.get(id);
+    const sha256 = running && running.bytes === upload.length ? running.hash.digest('hex') : await hashFile(this.dataPath(id));
+    const head = await readFileHead(this.dataPath(id));
+    const temp = { id };
+    await fsp.rename(this.dataPath(id), this.storage.tempPath(temp));
+    await fsp.rm(this.infoPath(id), { force: true });
+    this.hashes.delete(id);
+    return { temp, size: upload.length, sha256, head };
   }
 
   async reopen(upload: ResumableUpload, received: ReceivedContent): Promise<void> {
-    await this.holding(upload.id, async () => {
-      await fsp.rename(this.storage.tempPath(received.temp), this.dataPath(upload.id));
-      if (upload.length > 0) await fsp.truncate(this.dataPath(upload.id), upload.length - 1);
-      this.hashes.delete(upload.id);
-      await this.writeInfo({ ...info(upload), expiresAt: new Date(this.now().getTime() + this.lifetimeMs).toISOString() });
-    });
+    await fsp.rename(this.storage.tempPath(received.temp), this.dataPath(upload.id));
+    if (upload.length > 0) await fsp.truncate(this.dataPath(upload.id), upload.length - 1);
+    this.hashes.delete(upload.id);
+    await this.writeInfo({ ...info(upload), expiresAt: new Date(this.now().getTime() + this.lifetimeMs).toISOString() });
   }
 
-  /**
-   * Termination, held: refused (OffsetMismatchError) while a request writes to or completes the
-   * upload, and when it was completed or removed meanwhile.
-   */
   async remove(id: string): Promise<void> {
     if (!ID_PATTERN.test(id)) return;
-    await this.holding(id, async () => {
-      if (!(await this.get(id))) throw new OffsetMismatchError('the upload does not exist, has expired or was completed');
-      await this.removeFiles(id);
-    });
-  }
-
-  private async removeFiles(id: string): Promise<void> {
     this.hashes.delete(id);
     await fsp.rm(this.dataPath(id), { force: true });
     await fsp.rm(this.infoPath(id), { force: true });
   }
 
-  /** Removes the upload's files when `abandoned` still says so under its hold; skips an upload a request holds. */
-  private async removeIfAbandoned(id: string, abandoned: () => Promise<boolean>): Promise<boolean> {
-    const hold = await this.hold(id);
-    if (!hold) return false;
-    try {
-      if (!(await abandoned())) return false;
-      await this.removeFiles(id);
-      return true;
-    } finally {
-      await hold.end();
-    }
-  }
-
   async removeExpired(now: Date): Promise<number> {
     let removed = 0;
-    const expired = async (id: string): Promise<boolean> => {
-      const info = await fsp
-        .readFile(this.infoPath(id), 'utf8')
-        .then((text) => JSON.parse(text) as { expiresAt?: string })
-        .catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? undefined : { expiresAt: undefined }));
-      // Gone meanwhile (completed or terminated): nothing to remove.
-      if (info === undefined) return false;
-      return !info.expiresAt || Date.parse(info.expiresAt) <= now.getTime();
-    };
     for (const name of await fsp.readdir(this.directory).catch(() => [] as string[])) {
       const id = name.replace(/\.(json|bin)$/, '');
-      if (!name.endsWith('.json') || !ID_PATTERN.test(id) || this.busy.has(id)) continue;
-      // Looked at first without the hold (most uploads are live), then again under it: a write that
-      // ended meanwhile moved the expiry on.
-      if ((await expired(id)) && (await this.removeIfAbandoned(id, () => expired(id)))) removed += 1;
+      if (!name.endsWith('.json') || !ID_PATTERN.test(id)) continue;
+      // An upload a request is writing (here or on another instance) is not abandoned.
+      const gone = await this.writers.ifFree(id, async () => {
+        const info = await fsp
+          .readFile(path.join(this.directory, name), 'utf8')
+          .then((text) => JSON.parse(text) as { expiresAt?: string })
+          .catch(() => ({ expiresAt: undefined }));
+        if (info.expiresAt && Date.parse(info.expiresAt) > now.getTime()) return false;
+        await this.remove(id);
+        return true;
+      });
+      if (gone) removed += 1;
     }
     // Data files whose description never got written (a crash inside create).
-    const described = (id: string) => fs.existsSync(this.infoPath(id));
     for (const name of await fsp.readdir(this.directory).catch(() => [] as string[])) {
-      const id = name.replace(/\.bin$/, '');
-      if (!name.endsWith('.bin') || described(id)) continue;
-      if (ID_PATTERN.test(id)) await this.removeIfAbandoned(id, async () => !described(id) && fs.existsSync(this.dataPath(id)));
-      else await fsp.rm(path.join(this.directory, name), { force: true });
+      if (name.endsWith('.bin') && !fs.existsSync(path.join(this.directory, name.replace(/\.bin$/, '.json')))) {
+        await fsp.rm(path.join(this.directory, name), { force: true });
+      }
     }
     return removed;
   }

@@ -20,6 +20,8 @@ import type { Readable } from 'node:stream';
 import { AbortMultipartUploadCommand, CompleteMultipartUploadCommand, CopyObjectCommand, CreateMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
 import { createSHA256, type IHasher } from 'hash-wasm';
 import { asStoreFault, guarded, PART_BYTES, type S3ContentStorage } from './s3.js';
+import type { WorkLeases } from '../db/types.js';
+import { UploadWriters } from './upload-writers.js';
 import { ChecksumMismatchError, HEAD_BYTES, isMissingObject, OffsetMismatchError, SizeLimitError, type ReceivedContent, type ResumableStore, type ResumableUpload } from './types.js';
 
 const ID_PATTERN = /^[a-f0-9-]{36}$/;
@@ -50,14 +52,24 @@ interface UploadState {
 const offsetOf = (state: UploadState): number => state.parts.reduce((sum, part) => sum + part.size, 0) + state.pending.reduce((sum, chunk) => sum + chunk.size, 0);
 
 export class S3ResumableStore implements ResumableStore {
-  /** Requests writing an upload on this instance (tus clients send one PATCH at a time). */
-  private readonly busy = new Set<string>();
+  private readonly writers: UploadWriters;
 
   constructor(
     private readonly storage: S3ContentStorage,
     private readonly lifetimeMs: number,
     private readonly now: () => Date = () => new Date(),
-  ) {}
+    /**
+     * Where several instances share the bucket (PostgreSQL): one request at a time writes to an
+     * upload, whichever instance it reached, or two PATCHes would both write state.json.
+     */
+    shared?: WorkLeases,
+  ) {
+    this.writers = new UploadWriters(shared);
+  }
+
+  exclusively<T>(id: string, work: () => Promise<T>): Promise<T> {
+    return this.writers.exclusively(id, work);
+  }
 
   private base(id: string): string {
     return `${this.storage.where.prefix}uploads/${id}/`;
@@ -113,72 +125,67 @@ export class S3ResumableStore implements ResumableStore {
     return { ...state.info, offset: offsetOf(state) };
   }
 
+  /** Called inside `exclusively` (one writer per upload, whichever instance). */
   async append(id: string, offset: number, source: Readable, checksum?: Buffer): Promise<ResumableUpload> {
-    if (this.busy.has(id)) throw new OffsetMismatchError('another request is writing to this upload');
-    this.busy.add(id);
+    const state = await this.readState(id);
+    if (!state || Date.parse(state.info.expiresAt) <= this.now().getTime()) throw new OffsetMismatchError('the upload does not exist or has expired');
+    const at = offsetOf(state);
+    if (at !== offset) throw new OffsetMismatchError(`Upload-Offset ${offset} does not match the upload's offset ${at}`);
+    const next: UploadState = { ...state, parts: [...state.parts], pending: [...state.pending] };
+    const hasher = await this.hasherOf(state);
+    const own = checksum ? createHash('sha256') : undefined;
+    const consumed: Pending[] = [];
+    const written: string[] = [];
+    const room = state.info.length - offset;
+    let received = 0;
+    let buffered: Buffer[] = [];
+    let bufferedBytes = 0;
+    let failure: unknown;
+    const pendingBytes = () => next.pending.reduce((sum, chunk) => sum + chunk.size, 0);
     try {
-      const state = await this.readState(id);
-      if (!state || Date.parse(state.info.expiresAt) <= this.now().getTime()) throw new OffsetMismatchError('the upload does not exist or has expired');
-      const at = offsetOf(state);
-      if (at !== offset) throw new OffsetMismatchError(`Upload-Offset ${offset} does not match the upload's offset ${at}`);
-      const next: UploadState = { ...state, parts: [...state.parts], pending: [...state.pending] };
-      const hasher = await this.hasherOf(state);
-      const own = checksum ? createHash('sha256') : undefined;
-      const consumed: Pending[] = [];
-      const written: string[] = [];
-      const room = state.info.length - offset;
-      let received = 0;
-      let buffered: Buffer[] = [];
-      let bufferedBytes = 0;
-      let failure: unknown;
-      const pendingBytes = () => next.pending.reduce((sum, chunk) => sum + chunk.size, 0);
-      try {
-        for await (const data of source as AsyncIterable<Buffer>) {
-          let chunk = data;
-          if (received + chunk.length > room) {
-            chunk = chunk.subarray(0, room - received);
-            failure = new SizeLimitError(room);
-          }
-          received += chunk.length;
-          hasher?.update(chunk);
-          own?.update(chunk);
-          buffered.push(chunk);
-          bufferedBytes += chunk.length;
-          if (pendingBytes() + bufferedBytes >= PART_BYTES) {
-            consumed.push(...next.pending);
-            await this.uploadPart(next, next.pending, Buffer.concat(buffered));
-            next.pending = [];
-            buffered = [];
-            bufferedBytes = 0;
-          }
-          if (failure) break;
+      for await (const data of source as AsyncIterable<Buffer>) {
+        let chunk = data;
+        if (received + chunk.length > room) {
+          chunk = chunk.subarray(0, room - received);
+          failure = new SizeLimitError(room);
         }
-      } catch (error) {
-        failure ??= error;
+        received += chunk.length;
+        hasher?.update(chunk);
+        own?.update(chunk);
+        buffered.push(chunk);
+        bufferedBytes += chunk.length;
+        if (pendingBytes() + bufferedBytes >= PART_BYTES) {
+          consumed.push(...next.pending);
+          await this.uploadPart(next, next.pending, Buffer.concat(buffered));
+          next.pending = [];
+          buffered = [];
+          bufferedBytes = 0;
+        }
+        if (failure) break;
       }
-      if (checksum && (failure !== undefined || !own!.digest().equals(checksum))) {
-        // A checksummed chunk is all or nothing: the state stays as it was, the chunks it names too.
-        await this.removeKeys(written);
-        if (failure === undefined) throw new ChecksumMismatchError('the chunk does not match its Upload-Checksum');
-        throw failure;
-      }
-      if (bufferedBytes > 0) {
-        const chunkOffset = offset + received - bufferedBytes;
-        const key = `${this.base(id)}chunk-${chunkOffset}`;
-        const body = Buffer.concat(buffered);
-        await guarded(this.storage.client.send(new PutObjectCommand({ Bucket: this.storage.bucket, Key: key, Body: body, ContentLength: body.length })));
-        written.push(key);
-        next.pending.push({ offset: chunkOffset, size: body.length, key });
-      }
-      next.hash = hasher ? Buffer.from(hasher.save()).toString('base64') : null;
-      next.info = { ...next.info, expiresAt: this.expiry() };
-      await this.writeState(next);
-      await this.removeKeys(consumed.map((chunk) => chunk.key).filter((key) => !next.pending.some((chunk) => chunk.key === key)));
-      if (failure !== undefined) throw failure;
-      return { ...next.info, offset: offsetOf(next) };
-    } finally {
-      this.busy.delete(id);
+    } catch (error) {
+      failure ??= error;
     }
+    if (checksum && (failure !== undefined || !own!.digest().equals(checksum))) {
+      // A checksummed chunk is all or nothing: the state stays as it was, the chunks it names too.
+      await this.removeKeys(written);
+      if (failure === undefined) throw new ChecksumMismatchError('the chunk does not match its Upload-Checksum');
+      throw failure;
+    }
+    if (bufferedBytes > 0) {
+      const chunkOffset = offset + received - bufferedBytes;
+      const key = `${this.base(id)}chunk-${chunkOffset}`;
+      const body = Buffer.concat(buffered);
+      await guarded(this.storage.client.send(new PutObjectCommand({ Bucket: this.storage.bucket, Key: key, Body: body, ContentLength: body.length })));
+      written.push(key);
+      next.pending.push({ offset: chunkOffset, size: body.length, key });
+    }
+    next.hash = hasher ? Buffer.from(hasher.save()).toString('base64') : null;
+    next.info = { ...next.info, expiresAt: this.expiry() };
+    await this.writeState(next);
+    await this.removeKeys(consumed.map((chunk) => chunk.key).filter((key) => !next.pending.some((chunk) => chunk.key === key)));
+    if (failure !== undefined) throw failure;
+    return { ...next.info, offset: offsetOf(next) };
   }
 
   private async hasherOf(state: UploadState): Promise<IHasher | undefined> {
@@ -302,15 +309,16 @@ export class S3ResumableStore implements ResumableStore {
       if (!match) continue;
       const [, id, name] = match as unknown as [string, string, string];
       if (name === 'state.json') {
-        if (this.busy.has(id)) {
-          described.add(id);
-          continue;
-        }
-        const state = await this.readState(id).catch(() => undefined);
-        if (state && Date.parse(state.info.expiresAt) <= now.getTime()) {
+        // An upload a request is writing (here or on another instance) is not abandoned.
+        const outcome = await this.writers.ifFree(id, async () => {
+          const state = await this.readState(id).catch(() => undefined);
+          if (!state) return 'gone';
+          if (Date.parse(state.info.expiresAt) > now.getTime()) return 'live';
           await this.removeAll(id, state, true);
-          removed += 1;
-        } else if (state) described.add(id);
+          return 'removed';
+        });
+        if (outcome === 'removed') removed += 1;
+        else if (outcome !== 'gone') described.add(id);
       } else if ((object.LastModified?.getTime() ?? 0) <= cutoff) {
         leftovers.set(id, [...(leftovers.get(id) ?? []), object.Key!]);
       }

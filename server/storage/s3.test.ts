@@ -32,10 +32,7 @@ async function collect(stream: Readable): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-/**
- * Every key in the bucket under the storage's prefix. (s3rver can neither list nor abort multipart
- * uploads: their parts are not checked here; on S3 the bucket's lifecycle rule removes them.)
- */
+/** Every key in the bucket under the storage's prefix (incomplete multipart uploads: s3.multipartUploads). */
 async function leftovers(target: S3ContentStorage): Promise<{ keys: string[] }> {
   const listed = await target.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: target.where.prefix }));
   return { keys: (listed.Contents ?? []).map((object) => object.Key!.slice(target.where.prefix.length)).sort() };
@@ -167,5 +164,6 @@ describe('S3ResumableStore', () => {
     await store.append(expiring.id, 0, chunked(randomBytes(PART_BYTES + 10), 1024 * 1024));
     expect(await store.removeExpired(new Date(Date.now() + 120_000))).toBe(1);
     expect(await leftovers(target)).toEqual({ keys: [] });
+    expect(await s3.multipartUploads(target.where.prefix)).toEqual([]);
   });
 });

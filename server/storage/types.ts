@@ -106,6 +106,13 @@ export class ChecksumMismatchError extends Error {
 }
 
 export interface ResumableStore {
+  /**
+   * Runs one request's writes to an upload as its only writer, on every instance: a PATCH's
+   * `append` and, at the last byte, `complete` and the database commit after it; a DELETE's
+   * `remove`. OffsetMismatchError when another request holds the upload. `append`, `complete`,
+   * `reopen` and `remove` are called inside it; clean-up (`removeExpired`) passes held uploads by.
+   */
+  exclusively<T>(id: string, work: () => Promise<T>): Promise<T>;
   create(upload: Omit<ResumableUpload, 'offset'>): Promise<ResumableUpload>;
   /** Undefined for unknown and expired uploads. */
   get(id: string): Promise<ResumableUpload | undefined>;

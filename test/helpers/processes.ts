@@ -4,13 +4,23 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { ADMIN_TOKEN, SEED_FILE, tempDir } from './server.js';
+import { createHash } from 'node:crypto';
+import { ADMIN_TOKEN, SEED_FILE, tempDir, testStorageEnv } from './server.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 /** The built entry points (test/global-setup.ts builds them before any test): what IT and the installed app run. */
 export const SERVER_MAIN = path.join(ROOT, 'dist/server/main.js');
 export const ADMIN_CLI = path.join(ROOT, 'dist/server/admin/cli.js');
 export const SYNC_CLI = path.join(ROOT, 'dist/electron/sync/cli/cli.js');
+
+/**
+ * The run's storage for a server process on `dataDir` (PATIENT_DOCS_TEST_STORAGE, as the in-process
+ * test server takes it): nothing on the local disk; in S3 a bucket prefix named after the data
+ * directory, so a restart on the same data finds the same objects, and the admin CLI too.
+ */
+export function processStorageEnv(dataDir: string): Promise<Record<string, string>> {
+  return testStorageEnv(`server-${createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 12)}`);
+}
 
 export interface ServerProcess {
   url: string;
@@ -72,9 +82,10 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
     if (owned) fs.rmSync(dataDir, { recursive: true, force: true });
   };
   const port = env.PORT ?? String(await freePort());
+  const storage = await processStorageEnv(dataDir);
   const child = spawn(process.execPath, [SERVER_MAIN], {
     cwd: ROOT,
-    env: { ...process.env, PORT: port, PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN, PATIENT_DOCS_LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, PORT: port, PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN, PATIENT_DOCS_LOG_LEVEL: 'warn', ...storage, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -181,9 +192,10 @@ export function runCli(home: string, args: string[], env: Record<string, string>
   return spawnCli(home, args, env, stdin, wrapper).done;
 }
 
-/** `npm run admin -- <args>` (built) on a server's data directory, as IT runs it. */
-export function runAdmin(dataDir: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  const child = spawn(process.execPath, [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `npm run admin -- <args>` (built) on a server's data directory (and the run's storage of it), as IT runs it. */
+export async function runAdmin(dataDir: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  const storage = await processStorageEnv(dataDir);
+  const child = spawn(process.execPath, [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir, ...storage, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -210,13 +222,14 @@ export interface KillableServer {
 }
 
 /**
- * Starts the built server on `port` with the test seed and `env` (the data folder among it), adds
+ * Starts the built server on `port` with the test seed, the run's storage and `env` (the data folder among it), adds
  * it to `children` (for the file's afterAll to kill), and resolves once it listens.
  */
 export async function startKillableServer(port: number, env: Record<string, string>, children: ChildProcess[]): Promise<KillableServer> {
+  const storage = env.PATIENT_DOCS_DATA_DIR ? await processStorageEnv(env.PATIENT_DOCS_DATA_DIR) : {};
   const child = spawn(process.execPath, [SERVER_MAIN], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN, PATIENT_DOCS_LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, PORT: String(port), PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN, PATIENT_DOCS_LOG_LEVEL: 'warn', ...storage, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);

@@ -5,12 +5,16 @@
  * PATIENT_DOCS_TEST_STORAGE=s3 (the `s3` project of vitest.config.ts).
  *
  * s3rver checks no request signature: it never catches a signing bug, only what the bytes become.
+ * It keeps incomplete multipart uploads but has no ListMultipartUploads nor AbortMultipartUpload
+ * (NotImplemented, 405): the two are added here over s3rver's own upload folders, as S3 answers
+ * them, so the server's clean-up of abandoned multipart uploads is exercised and checked.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import S3rver from 's3rver';
+import { ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
 
 export interface TestS3 {
   /** http://127.0.0.1:<port> */
@@ -20,6 +24,10 @@ export interface TestS3 {
   directory: string;
   /** The environment a server needs to keep its content there (under `prefix`). */
   env(prefix?: string): Record<string, string>;
+  /** The key of each multipart upload aborted so far (AbortMultipartUpload answered 204), in order. */
+  readonly aborted: string[];
+  /** The keys of the bucket's incomplete multipart uploads under `prefix` (ListMultipartUploads). */
+  multipartUploads(prefix?: string): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -29,6 +37,8 @@ export const TEST_S3_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACC
 export async function startS3(bucket = 'patient-docs'): Promise<TestS3> {
   const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-s3-'));
   const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: bucket, configs: [] }] });
+  const aborted: string[] = [];
+  server.middleware.unshift(multipartUploadRoutes(directory, aborted));
   const address = (await server.run()) as AddressInfo;
   // The server under test runs in this process and reads its credentials from here, as the SDK does.
   Object.assign(process.env, TEST_S3_CREDENTIALS);
@@ -38,11 +48,70 @@ export async function startS3(bucket = 'patient-docs'): Promise<TestS3> {
     endpoint,
     bucket,
     directory,
+    aborted,
     env: (prefix = '') => ({ PATIENT_DOCS_STORAGE_URL: `s3://${bucket}${prefix ? `/${prefix}` : ''}`, PATIENT_DOCS_S3_ENDPOINT: endpoint, ...TEST_S3_CREDENTIALS }),
+    multipartUploads: async (prefix = '') => {
+      const client = new S3Client({ endpoint, forcePathStyle: true, region: TEST_S3_CREDENTIALS.AWS_REGION, credentials: { accessKeyId: TEST_S3_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: TEST_S3_CREDENTIALS.AWS_SECRET_ACCESS_KEY } });
+      try {
+        const listed = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix }));
+        return (listed.Uploads ?? []).map((upload) => upload.Key!).sort();
+      } finally {
+        client.destroy();
+      }
+    },
     close: async () => {
       // Idempotent: a test that takes the store away closes it before the file's clean-up does.
       closing ??= server.close().then(() => fs.rmSync(directory, { recursive: true, force: true }));
       await closing;
     },
+  };
+}
+
+/** Where s3rver (3.x, file system store) keeps a bucket's incomplete multipart uploads: one folder each, the key in a file `key`. */
+const uploadsFolder = (directory: string, bucket: string): string => path.join(directory, bucket, '._S3rver_uploads');
+
+const xmlEscape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/**
+ * ListMultipartUploads (GET /bucket?uploads, one page, Prefix honoured) and AbortMultipartUpload
+ * (DELETE /bucket/key?uploadId=…: 204, or 404 NoSuchUpload) over s3rver's upload folders, answered
+ * as S3 answers them (path-style requests, as the server under test sends with an endpoint).
+ */
+function multipartUploadRoutes(directory: string, aborted: string[]): S3rver['middleware'][number] {
+  return async (ctx, next) => {
+    // Path-style: /bucket[/] for the bucket, /bucket/key for an object.
+    const [bucket, ...keyParts] = ctx.path.replace(/^\/|\/$/g, '').split('/');
+    const folder = uploadsFolder(directory, decodeURIComponent(bucket ?? ''));
+    if (ctx.method === 'GET' && keyParts.length === 0 && 'uploads' in ctx.query) {
+      const prefix = typeof ctx.query.prefix === 'string' ? ctx.query.prefix : '';
+      const uploads: string[] = [];
+      for (const uploadId of fs.existsSync(folder) ? fs.readdirSync(folder).sort() : []) {
+        const keyFile = path.join(folder, uploadId, 'key');
+        if (!fs.existsSync(keyFile)) continue;
+        const key = fs.readFileSync(keyFile, 'utf8');
+        if (!key.startsWith(prefix)) continue;
+        const initiated = fs.statSync(keyFile).mtime.toISOString();
+        uploads.push(`<Upload><Key>${xmlEscape(key)}</Key><UploadId>${xmlEscape(uploadId)}</UploadId><Initiated>${initiated}</Initiated><StorageClass>STANDARD</StorageClass></Upload>`);
+      }
+      ctx.type = 'application/xml';
+      ctx.body = `<?xml version="1.0" encoding="UTF-8"?><ListMultipartUploadsResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Bucket>${xmlEscape(bucket ?? '')}</Bucket><Prefix>${xmlEscape(prefix)}</Prefix><MaxUploads>1000</MaxUploads><IsTruncated>false</IsTruncated>${uploads.join('')}</ListMultipartUploadsResult>`;
+      return;
+    }
+    const uploadId = ctx.query.uploadId;
+    if (ctx.method === 'DELETE' && keyParts.length > 0 && typeof uploadId === 'string') {
+      const upload = path.join(folder, path.basename(uploadId));
+      const key = keyParts.map(decodeURIComponent).join('/');
+      if (!fs.existsSync(path.join(upload, 'key')) || fs.readFileSync(path.join(upload, 'key'), 'utf8') !== key) {
+        ctx.status = 404;
+        ctx.type = 'application/xml';
+        ctx.body = `<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchUpload</Code><Message>The specified upload does not exist.</Message><UploadId>${xmlEscape(uploadId)}</UploadId></Error>`;
+        return;
+      }
+      fs.rmSync(upload, { recursive: true, force: true });
+      aborted.push(key);
+      ctx.status = 204;
+      return;
+    }
+    await next();
   };
 }

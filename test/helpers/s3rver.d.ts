@@ -10,8 +10,22 @@ declare module 's3rver' {
     configureBuckets?: Array<{ name: string; configs: Array<string | Buffer> }>;
   }
 
+  /** The part of a Koa context the multipart-upload routes of test/helpers/s3.ts use. */
+  interface KoaContext {
+    method: string;
+    path: string;
+    query: Record<string, string | string[] | undefined>;
+    status: number;
+    body: unknown;
+    type: string;
+  }
+
+  type Middleware = (ctx: KoaContext, next: () => Promise<void>) => Promise<void>;
+
   export default class S3rver {
     constructor(options: S3rverOptions);
+    /** Koa's middleware list (s3rver is a Koa application), composed when the server starts. */
+    middleware: Middleware[];
     run(): Promise<AddressInfo>;
     close(): Promise<void>;
   }

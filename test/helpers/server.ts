@@ -12,7 +12,9 @@ import path from 'node:path';
 import { afterAll } from 'vitest';
 import { loadConfig, type ServerConfig } from '../../server/config.js';
 import { startServer, type RunningServer, type StartOptions } from '../../server/start.js';
+import type { LocalDiskStorage } from '../../server/storage/local-disk.js';
 import { S3ContentStorage } from '../../server/storage/s3.js';
+import type { ContentStorage } from '../../server/storage/types.js';
 import { startPostgres, type TestPostgres } from './postgres.js';
 import { startS3, type TestS3 } from './s3.js';
 
@@ -31,10 +33,13 @@ export function testS3(): Promise<TestS3> {
   return objectStore;
 }
 
-/** What a test server's environment adds for the run's storage: a bucket prefix of its own, or nothing (the local disk). */
-export async function testStorageEnv(): Promise<Record<string, string>> {
+/**
+ * What a test server's environment adds for the run's storage: a bucket prefix of its own, or
+ * nothing (the local disk). A server started again on the same data names the same `prefix`.
+ */
+export async function testStorageEnv(prefix = `server-${randomUUID().slice(0, 8)}`): Promise<Record<string, string>> {
   if (TEST_STORAGE !== 's3') return {};
-  return (await testS3()).env(`server-${randomUUID().slice(0, 8)}`);
+  return (await testS3()).env(prefix);
 }
 
 /** This file's PostgreSQL cluster, started on first use and removed when the file ends. */
@@ -155,13 +160,25 @@ export async function startTestServer(env: Record<string, string> = {}, options:
  * `uploads` (resumable uploads) — files in the data dir, or object keys under the bucket prefix.
  */
 export async function storedIn(t: TestServer, area: 'tmp' | 'uploads'): Promise<string[]> {
-  const storage = t.server.context.content.storage;
+  return storedKeys(t.server.context.content.storage, area);
+}
+
+/**
+ * What a content storage holds in one area: `tmp`, `uploads`, or `objects` (committed objects, as
+ * the keys rows name them) — files under its folder, or object keys under its bucket prefix.
+ */
+export async function storedKeys(storage: ContentStorage, area: 'tmp' | 'uploads' | 'objects'): Promise<string[]> {
   if (storage instanceof S3ContentStorage) {
     const keys: string[] = [];
-    for await (const object of storage.list(`${area}/`)) keys.push(object.Key!);
-    return keys;
+    for await (const object of storage.list(`${area}/`)) keys.push(area === 'objects' ? object.Key!.slice(`${storage.where.prefix}objects/`.length) : object.Key!);
+    return keys.sort();
   }
-  return fs.readdirSync(path.join(t.dataDir, 'content', area));
+  const root = path.join((storage as LocalDiskStorage).root, area);
+  if (area !== 'objects') return fs.readdirSync(root).sort();
+  return (fs.readdirSync(root, { recursive: true, withFileTypes: true }) as fs.Dirent[])
+    .filter((entry) => entry.isFile())
+    .map((entry) => path.relative(root, path.join(entry.parentPath, entry.name)).split(path.sep).join('/'))
+    .sort();
 }
 
 /** Asserts the SPEC §7 problem shape and returns it. */
