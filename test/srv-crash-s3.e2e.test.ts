@@ -2,13 +2,16 @@
  * kill -9 of a server keeping content in an S3-compatible store (s3rver on loopback) while 20
  * uploads are in flight, 10 one-shot and 10 tus: after the restart no document claims content the
  * bucket lacks, a tus upload continues from its offset on the new process, and clean-up (once the
- * ages of abandoned uploads have passed) leaves nothing in the bucket that no row names.
+ * ages of abandoned uploads have passed) leaves nothing in the bucket that no row names. And a kill -9
+ * in the moment between an upload's object complete in the bucket and the row that would name it:
+ * no document claims it, and clean-up takes the object.
  */
 import type { ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../server/db/sqlite/store.js';
 import { createS3Client, parseStorageUrl, S3ContentStorage } from '../server/storage/s3.js';
@@ -20,6 +23,7 @@ import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 const MiB = 1024 * 1024;
 const children: ChildProcess[] = [];
 const dataDir = tempDir('srv-crash-s3');
+const betweenDir = tempDir('srv-crash-s3-between');
 let s3: TestS3;
 
 beforeAll(async () => {
@@ -29,11 +33,12 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const child of children) child.kill('SIGKILL');
   fs.rmSync(dataDir, { recursive: true, force: true });
+  fs.rmSync(betweenDir, { recursive: true, force: true });
   await s3?.close();
 });
 
-function start(port: number): Promise<KillableServer> {
-  return startKillableServer(port, { ...s3.env('crash'), PATIENT_DOCS_DATA_DIR: dataDir }, children);
+function start(port: number, dir = dataDir, prefix = 'crash'): Promise<KillableServer> {
+  return startKillableServer(port, { ...s3.env(prefix), PATIENT_DOCS_DATA_DIR: dir }, children);
 }
 
 async function token(url: string): Promise<string> {
@@ -153,4 +158,55 @@ describe('kill -9 with 20 uploads in flight, content in S3', () => {
       await store.close();
     }
   }, 180_000);
+
+  it('a kill -9 after the upload is in the bucket and before its row: no document claims it, and clean-up removes it', async () => {
+    const port = await freePort();
+    const first = await start(port, betweenDir, 'between');
+    const bearer = await token(first.url);
+    const document = await createDocument(first.url, bearer, 'between.bin');
+    const storage = new S3ContentStorage(createS3Client(s3.endpoint), parseStorageUrl('s3://patient-docs/between'), s3.endpoint);
+    const received = async (): Promise<string[]> => {
+      const keys: string[] = [];
+      for await (const object of storage.list('objects/received/')) keys.push(object.Key!);
+      return keys;
+    };
+    // Another process holds the database's write lock: the upload's row waits for it (up to
+    // 10 seconds) while its bytes are complete in the bucket, and the server dies then.
+    const holder = new Database(path.join(betweenDir, 'patient-docs.sqlite'));
+    holder.exec('BEGIN IMMEDIATE');
+    try {
+      const form = new FormData();
+      form.append('file', new Blob([new Uint8Array(randomBytes(3 * MiB))]), 'between.bin');
+      const upload = fetch(`${document.storageUrl}/file`, { method: 'POST', headers: { authorization: `Bearer ${bearer}` }, body: form }).catch(() => undefined);
+      const deadline = Date.now() + 30_000;
+      while ((await received()).length === 0) {
+        expect(Date.now()).toBeLessThan(deadline);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await first.kill();
+      await upload;
+    } finally {
+      holder.exec('COMMIT');
+      holder.close();
+    }
+    expect(await received()).toHaveLength(1);
+
+    const second = await start(port, betweenDir, 'between');
+    const fresh = await token(second.url);
+    const got = await fetch(`${second.url}/v1/patients/${PATIENT}/documents/${document.id}`, { headers: { authorization: `Bearer ${fresh}`, 'organization-id': ORG } });
+    expect(await got.json()).toMatchObject({ id: document.id, hasContent: false, sha256: null });
+    // The object is young: the janitor of the instance that started leaves it to a later sweep.
+    expect(await received()).toHaveLength(1);
+    const stopped = new Promise((resolve) => second.child.once('exit', resolve));
+    second.child.kill('SIGTERM');
+    await stopped;
+
+    const store = SqliteStore.open(path.join(betweenDir, 'patient-docs.sqlite'));
+    try {
+      expect(await storage.collectGarbage({ tempOlderThanMs: 0, orphanOlderThanMs: 0, isReferenced: (key) => store.content.isKeyReferenced(key) })).toEqual({ tempFiles: 1, orphanObjects: 0 });
+    } finally {
+      await store.close();
+    }
+    expect(await received()).toEqual([]);
+  }, 120_000);
 });
