@@ -83,39 +83,65 @@ async function serveLink(request: FastifyRequest, reply: FastifyReply, content: 
       .send(counted(storage.read(target.key, range), facts));
   }
   const body = target.sha256
-    ? verifiedContent(storage.read(target.key), target.sha256, () => {
-        request.log.error({ documentId: params.documentId, key: target.key }, 'stored content does not match its sha256; the download was refused or cut off');
-        // Answered as such when nothing was sent yet (a file of one chunk); otherwise the connection is cut.
-        return notFound(
-          `the stored file of document ${params.documentId} is damaged on the server (its bytes no longer match its sha256); the server administrator must restore it from a backup, or the file must be uploaded again`,
-        );
-      })
-    : storage.read(target.key);
-  return reply.code(200).header('Content-Length', String(target.size)).send(counted(body, facts));
+    ? verifiedContent(
+        storage.read(target.key),
+        target.sha256,
+        () => {
+          request.log.error({ documentId: params.documentId, key: target.key }, 'stored content does not match its sha256; the download was refused or cut off');
+          // Answered as such when nothing was sent yet (a file of one chunk); otherwise the connection is cut.
+          return notFound(
+            `the stored file of document ${params.documentId} is damaged on the server (its bytes no longer match its sha256); the server administrator must restore it from a backup, or the file must be uploaded again`,
+          );
+        },
+        facts,
+      )
+    : counted(storage.read(target.key), facts);
+  return reply.code(200).header('Content-Length', String(target.size)).send(body);
 }
+
+/**
+ * Bytes the check gathers before passing them on: written to the client together (one writev for
+ * many of the socket's 64 KiB chunks) instead of one write each.
+ */
+const VERIFY_BATCH_BYTES = 1024 * 1024;
 
 /**
  * The whole file as stored, checked against the sha256 its record holds: the last chunk is held
  * back until the hash is known, and a file whose bytes changed on the disk (bit rot, a bad
  * restore, an edit in place) is cut off one chunk short of its Content-Length, so the client sees
- * an incomplete download instead of a wrong file that looks complete.
+ * an incomplete download instead of a wrong file that looks complete. `facts` counts the bytes
+ * passed on (what the audit log says was sent).
  */
-export function verifiedContent(source: Readable, sha256: string, onMismatch: () => Error): Readable {
+export function verifiedContent(source: Readable, sha256: string, onMismatch: () => Error, facts?: AccessFacts): Readable {
   const hash = createHash('sha256');
-  let held: Buffer | undefined;
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  if (facts) facts.detail.bytes = 0;
+  /** Passes on what was gathered, all of it or all but the last chunk. */
+  const release = (stream: Transform, holdLast: boolean): void => {
+    const out = holdLast ? pending.slice(0, -1) : pending;
+    pending = holdLast ? pending.slice(-1) : [];
+    pendingBytes = pending.length === 1 ? pending[0]!.length : 0;
+    for (const chunk of out) {
+      if (facts) (facts.detail.bytes as number) += chunk.length;
+      stream.push(chunk);
+    }
+  };
   const checker = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       hash.update(chunk);
-      const previous = held;
-      held = chunk;
-      callback(null, previous);
+      pending.push(chunk);
+      pendingBytes += chunk.length;
+      if (pendingBytes >= VERIFY_BATCH_BYTES) release(this, true);
+      callback();
     },
     flush(callback) {
       if (hash.digest('hex') !== sha256) {
         callback(onMismatch());
         return;
       }
-      callback(null, held);
+      release(this, false);
+      callback();
     },
   });
   source.once('error', (error) => checker.destroy(error));
