@@ -17,11 +17,12 @@
  * fresh object (S3 dates an object assembled from parts by the start of its multipart upload: a tus
  * upload begun hours before).
  *
- * Uploads stream (lib-storage's multipart Upload, parts of PART_BYTES, a few in flight), hashed
- * and counted on the way; the body is never held whole in memory nor on the local disk.
+ * Uploads stream (a multipart upload, parts of PART_BYTES, a few in flight, in buffers used again
+ * from part to part), hashed and counted on the way; the body is never held whole in memory nor on
+ * the local disk.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { PassThrough, Transform, type Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
@@ -34,18 +35,20 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
+  UploadPartCommand,
   UploadPartCopyCommand,
   type _Object,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { HEAD_BYTES, isMissingObject, SizeLimitError, type ByteRange, type ContentStorage, type ReceivedContent, type TempObject } from './types.js';
 
 const KEY_PATTERN = /^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)*$/;
 /** A temp object's id: a UUID, `tus-` before it for a resumable upload's (s3-resumable.ts). */
 const ID_PATTERN = /^(tus-)?[a-f0-9-]{36}$/;
-/** Part size of streamed uploads: 4 in flight bound an upload's memory to ~32 MiB. */
+/** Part size of streamed uploads: 4 in flight and 1 filling bound an upload's memory to 40 MiB. */
 export const PART_BYTES = 8 * 1024 * 1024;
 const QUEUE_SIZE = 4;
+/** What a read keeps buffered ahead of its reader. */
+const READ_AHEAD_BYTES = 2 * 1024 * 1024;
 /** Where received objects go, below objects/: their key as a row names it once kept. */
 const RECEIVED = 'received/';
 /**
@@ -140,7 +143,8 @@ class MeasuringStream extends Transform {
   head = Buffer.alloc(0);
 
   constructor(private readonly maxBytes: number) {
-    super({ highWaterMark: PART_BYTES });
+    // Little ahead of the uploader: the part it fills is where the bytes wait (its memory bound).
+    super({ highWaterMark: READ_AHEAD_BYTES });
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null, data?: Buffer) => void): void {
@@ -216,25 +220,73 @@ export class S3ContentStorage implements ContentStorage {
     source.once('error', fail);
     measured.once('error', (error) => (failure ??= error));
     source.pipe(measured);
-    const upload = new Upload({
-      client: this.client,
-      params: { Bucket: this.bucket, Key: this.tempKey(temp), Body: measured },
-      partSize: PART_BYTES,
-      queueSize: QUEUE_SIZE,
-      leavePartsOnError: false,
-    });
     try {
-      await upload.done();
+      await this.streamUpload(this.tempKey(temp), measured);
       if (failure !== undefined) throw failure;
     } catch (error) {
       source.unpipe(measured);
-      await upload.abort().catch(() => undefined);
       await this.discard(temp).catch(() => undefined);
       throw asStoreFault(failure ?? error);
     } finally {
       source.off('error', fail);
     }
     return { temp, size: measured.bytes, sha256: measured.hash.digest('hex'), head: measured.head };
+  }
+
+  /**
+   * Streams `body` into the object `objectKey`: one PutObject for less than a part, else a
+   * multipart upload of PART_BYTES parts, QUEUE_SIZE in flight. Each part is filled in one of
+   * QUEUE_SIZE + 1 buffers used again from part to part, so an upload holds that much memory
+   * whatever its size, and leaves no part-sized garbage behind it. A failure aborts the multipart
+   * upload (its parts go) and rejects.
+   */
+  private async streamUpload(objectKey: string, body: AsyncIterable<Buffer>): Promise<void> {
+    const target = { Bucket: this.bucket, Key: objectKey };
+    const spare: Buffer[] = [];
+    const parts: Array<{ PartNumber: number; ETag: string }> = [];
+    const inFlight = new Set<Promise<void>>();
+    let uploadId: string | undefined;
+    let current: Buffer = Buffer.allocUnsafe(PART_BYTES);
+    let filled = 0;
+    let partNumber = 0;
+    const sendPart = async (buffer: Buffer, length: number, number: number): Promise<void> => {
+      const sent = await this.client.send(new UploadPartCommand({ ...target, UploadId: uploadId, PartNumber: number, Body: buffer.subarray(0, length), ContentLength: length }));
+      parts.push({ PartNumber: number, ETag: sent.ETag! });
+      spare.push(buffer);
+    };
+    const startPart = async (): Promise<void> => {
+      uploadId ??= (await this.client.send(new CreateMultipartUploadCommand(target))).UploadId!;
+      while (inFlight.size >= QUEUE_SIZE) await Promise.race(inFlight);
+      partNumber += 1;
+      const sending: Promise<void> = sendPart(current, filled, partNumber).finally(() => inFlight.delete(sending));
+      // Rejections are seen by the race above or the wait below; none goes unhandled meanwhile.
+      sending.catch(() => undefined);
+      inFlight.add(sending);
+      current = spare.pop() ?? Buffer.allocUnsafe(PART_BYTES);
+      filled = 0;
+    };
+    try {
+      for await (const chunk of body) {
+        for (let at = 0; at < chunk.length; ) {
+          const copied = chunk.copy(current, filled, at, Math.min(chunk.length, at + PART_BYTES - filled));
+          filled += copied;
+          at += copied;
+          if (filled === PART_BYTES) await startPart();
+        }
+      }
+      if (uploadId === undefined) {
+        await this.client.send(new PutObjectCommand({ ...target, Body: current.subarray(0, filled), ContentLength: filled }));
+        return;
+      }
+      if (filled > 0) await startPart();
+      await Promise.all(inFlight);
+      parts.sort((one, other) => one.PartNumber - other.PartNumber);
+      await this.client.send(new CompleteMultipartUploadCommand({ ...target, UploadId: uploadId, MultipartUpload: { Parts: parts } }));
+    } catch (error) {
+      await Promise.allSettled(inFlight);
+      if (uploadId !== undefined) await this.client.send(new AbortMultipartUploadCommand({ ...target, UploadId: uploadId })).catch(() => undefined);
+      throw error;
+    }
   }
 
   /** A server-side copy of the whole temp object under its key (a crash leaves it whole or absent), then the temp object goes. */
@@ -283,17 +335,36 @@ export class S3ContentStorage implements ContentStorage {
     return this.readObject(this.objectKey(key), range);
   }
 
-  /** A stream of the object's bytes, opened at once; its errors (missing, unreachable) arrive as the stream's. */
+  /**
+   * A stream of the object's bytes, opened at once; its errors (missing, unreachable) arrive as the
+   * stream's. The response's chunks are handed on as they come (no stage between), and the
+   * response is paused while READ_AHEAD_BYTES wait unread.
+   */
   readObject(objectKey: string, range?: ByteRange): Readable {
-    const out = new PassThrough({ highWaterMark: PART_BYTES });
+    let body: Readable | undefined;
     const abort = new AbortController();
-    out.once('close', () => abort.abort());
+    const out = new Readable({
+      highWaterMark: READ_AHEAD_BYTES,
+      read: () => body?.resume(),
+      destroy: (error, callback) => {
+        abort.abort();
+        body?.destroy();
+        callback(error);
+      },
+    });
     this.client
       .send(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }), { abortSignal: abort.signal })
       .then((got) => {
-        const body = got.Body as Readable;
+        body = got.Body as Readable;
+        if (out.destroyed) {
+          body.destroy();
+          return;
+        }
         body.once('error', (error) => out.destroy(asStoreFault(error) as Error));
-        body.pipe(out);
+        body.once('end', () => out.push(null));
+        body.on('data', (chunk: Buffer) => {
+          if (!out.push(chunk)) body!.pause();
+        });
       })
       .catch((error: unknown) => out.destroy(asStoreFault(error) as Error));
     return out;
