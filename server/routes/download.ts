@@ -100,39 +100,26 @@ async function serveLink(request: FastifyRequest, reply: FastifyReply, content: 
 }
 
 /**
- * Bytes the check gathers before passing them on: written to the client together (one writev for
- * many of the socket's 64 KiB chunks) instead of one write each.
- */
-const VERIFY_BATCH_BYTES = 1024 * 1024;
-
-/**
  * The whole file as stored, checked against the sha256 its record holds: the last chunk is held
  * back until the hash is known, and a file whose bytes changed on the disk (bit rot, a bad
  * restore, an edit in place) is cut off one chunk short of its Content-Length, so the client sees
  * an incomplete download instead of a wrong file that looks complete. `facts` counts the bytes
- * passed on (what the audit log says was sent).
+ * passed on (what the audit log says was sent) in the same stage.
  */
 export function verifiedContent(source: Readable, sha256: string, onMismatch: () => Error, facts?: AccessFacts): Readable {
   const hash = createHash('sha256');
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
+  let held: Buffer | undefined;
   if (facts) facts.detail.bytes = 0;
-  /** Passes on what was gathered, all of it or all but the last chunk. */
-  const release = (stream: Transform, holdLast: boolean): void => {
-    const out = holdLast ? pending.slice(0, -1) : pending;
-    pending = holdLast ? pending.slice(-1) : [];
-    pendingBytes = pending.length === 1 ? pending[0]!.length : 0;
-    for (const chunk of out) {
-      if (facts) (facts.detail.bytes as number) += chunk.length;
-      stream.push(chunk);
-    }
+  const passOn = (stream: Transform, chunk: Buffer | undefined): void => {
+    if (!chunk) return;
+    if (facts) (facts.detail.bytes as number) += chunk.length;
+    stream.push(chunk);
   };
   const checker = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       hash.update(chunk);
-      pending.push(chunk);
-      pendingBytes += chunk.length;
-      if (pendingBytes >= VERIFY_BATCH_BYTES) release(this, true);
+      passOn(this, held);
+      held = chunk;
       callback();
     },
     flush(callback) {
@@ -140,7 +127,7 @@ export function verifiedContent(source: Readable, sha256: string, onMismatch: ()
         callback(onMismatch());
         return;
       }
-      release(this, false);
+      passOn(this, held);
       callback();
     },
   });
