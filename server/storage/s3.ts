@@ -365,6 +365,8 @@ export class S3ContentStorage implements ContentStorage {
         body.on('data', (chunk: Buffer) => {
           if (!out.push(chunk)) body!.pause();
         });
+        // Flowing even if the client paused it before handing it over (the reader asked already).
+        body.resume();
       })
       .catch((error: unknown) => out.destroy(asStoreFault(error) as Error));
     return out;
