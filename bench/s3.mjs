@@ -2,8 +2,16 @@
 // against the same s3rver (its own process, loopback, objects in a temp folder):
 //   one-shot upload of 1 GiB through the server   vs the AWS SDK alone (lib-storage Upload, same part size) (+ server RSS growth)
 //   download of 1 GiB through a signed link        vs the AWS SDK alone (GetObject streamed)
+// Both downloads are read by Node's http client (the SDK's is http.request): the same reader on
+// both sides, so the difference is the server's hop. The server's CPU seconds per GiB (all its
+// threads, from /proc) are printed too: on a machine shared with other work that figure holds
+// still when the rates do not.
 // Every figure is the best of --runs (default 2).
 //   node bench/s3.mjs [--quick] [--runs N]      (--quick: 256 MiB)
+// BENCH_SERVER_NODE_ARGS adds node options to the server's process, for example a CPU profile of
+// it written when the bench ends: BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
+// The monotonic times (ms, the profile's clock) at which each download starts and ends are printed
+// then, to find the download in the profile.
 import { spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -14,7 +22,7 @@ import path from 'node:path';
 import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { freePort } from './lib/server.mjs';
-import { rssBytes as rss } from './lib/proc.mjs';
+import { cpuSeconds, rssBytes as rss } from './lib/proc.mjs';
 
 const MiB = 1024 * 1024;
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -64,7 +72,8 @@ async function main() {
     const client = new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' });
 
     const port = await freePort();
-    const server = spawn(process.execPath, ['dist/server/main.js'], {
+    const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+    const server = spawn(process.execPath, [...nodeArgs, 'dist/server/main.js'], {
       cwd: ROOT,
       env: {
         ...process.env,
@@ -92,8 +101,8 @@ async function main() {
 
     console.log(`file: ${SIZE / MiB} MiB on ${os.cpus().length} CPUs, s3rver ${endpoint}`);
     const rate = (seconds) => `${(SIZE / MiB / seconds).toFixed(1)} MiB/s`;
-    const up = { ours: [], sdk: [] };
-    const down = { ours: [], sdk: [] };
+    const up = { ours: [], sdk: [], cpu: [] };
+    const down = { ours: [], sdk: [], cpu: [] };
     let growth = 0;
     let link;
     for (let run = 0; run < RUNS; run += 1) {
@@ -114,6 +123,7 @@ async function main() {
       const baseline = rss(server.pid);
       let peak = baseline;
       const sampler = setInterval(() => (peak = Math.max(peak, rss(server.pid))), 20);
+      let cpu = cpuSeconds(server.pid);
       started = performance.now();
       const answer = await new Promise((resolve, reject) => {
         const request = http.request(`${document.storageUrl}/file`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': `multipart/form-data; boundary=${boundary}`, 'content-length': String(head.length + SIZE + tail.length) } });
@@ -129,6 +139,7 @@ async function main() {
         file.on('end', () => request.end(tail));
       });
       up.ours.push((performance.now() - started) / 1000);
+      up.cpu.push(cpuSeconds(server.pid) - cpu);
       clearInterval(sampler);
       growth = Math.max(growth, peak - baseline);
       if (answer.status !== 201) throw new Error(`upload: ${answer.status} ${JSON.stringify(answer.body)}`);
@@ -142,11 +153,17 @@ async function main() {
       down.sdk.push((performance.now() - started) / 1000);
 
       started = performance.now();
-      const response = await fetch(link);
+      const monotonic = () => (Number(process.hrtime.bigint() / 1000n) / 1000).toFixed(0);
+      const from = monotonic();
+      cpu = cpuSeconds(server.pid);
+      const response = await new Promise((resolve, reject) => http.get(link, resolve).once('error', reject));
+      if (response.statusCode !== 200) throw new Error(`download: ${response.statusCode}`);
       bytes = 0;
-      for await (const chunk of response.body) bytes += chunk.length;
+      for await (const chunk of response) bytes += chunk.length;
       if (bytes !== SIZE) throw new Error(`download: ${bytes} bytes`);
       down.ours.push((performance.now() - started) / 1000);
+      down.cpu.push(cpuSeconds(server.pid) - cpu);
+      if (nodeArgs.length > 0) console.log(`download ${run + 1} through the server: monotonic ${from}-${monotonic()} ms`);
     }
     const best = (list) => Math.min(...list);
     const all = (list) => list.map(rate).join(', ');
@@ -155,8 +172,11 @@ async function main() {
     console.log(`server RSS growth during upload: max ${(growth / MiB).toFixed(1)} MiB over ${RUNS} runs (target < 100 MB)`);
     console.log(`download:         patient-docs ${rate(best(down.ours))}  |  AWS SDK alone ${rate(best(down.sdk))}  →  ${((100 * best(down.sdk)) / best(down.ours)).toFixed(0)}% of baseline (target ≥ 80%)`);
     console.log(`  runs: patient-docs ${all(down.ours)}  |  AWS SDK ${all(down.sdk)}`);
+    const perGiB = (list) => ((Math.min(...list) * 1024 * MiB) / SIZE).toFixed(2);
+    console.log(`server CPU per GiB (least of ${RUNS} runs, every thread): upload ${perGiB(up.cpu)} s, download ${perGiB(down.cpu)} s`);
   } finally {
-    for (const child of children) child.kill('SIGTERM');
+    // Each exits before its folder goes (a server's CPU profile is written as it exits).
+    await Promise.all(children.map((child) => (child.exitCode !== null || child.signalCode !== null ? undefined : new Promise((resolve) => (child.once('exit', resolve), child.kill('SIGTERM'), setTimeout(resolve, 20_000).unref())))));
     fs.rmSync(work, { recursive: true, force: true });
   }
 }

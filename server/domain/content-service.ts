@@ -3,8 +3,9 @@
  * that both upload routes end in, versions, deletion and what signed links serve.
  *
  * The commit order is what keeps a document from ever claiming bytes it lacks: bytes land in a
- * temp object, are made durable under a key of their own (storage's commit), and only then does one
- * transaction make the version current and record `document.uploaded`. A crash before that
+ * temp object, are made durable under a key of their own (storage's keep: a rename on the local
+ * disk, the received object itself in an object store), and only then does one transaction make
+ * the version current, naming that key, and record `document.uploaded`. A crash before that
  * transaction leaves an unreferenced object, which garbage collection removes.
  */
 import { typeFromNameAndHead } from '../../shared/dicom.js';
@@ -182,6 +183,18 @@ export class ContentService {
     const uploadedAt = this.now().toISOString();
     const version = document.version + 1;
     const fileType = typeFromNameAndHead(form.fileType ?? document.fileType, received.head);
+    // A resumable upload keeps its bytes through a passing fault (see keepOnFault): they are its
+    // client's hours of upload, and the temp object goes back to it.
+    const keep = (error: unknown): boolean => options.keepOnFault === true && isTransientStorageFault(error);
+    let contentKey: string;
+    try {
+      // Unique per attempt, so a losing racer can never overwrite the winner's bytes; the storage
+      // may keep them under a key of its own instead (where they were received), which the record names.
+      contentKey = await this.storage.keep(received.temp, `documents/${document.id}/v${version}-${received.temp.id}`);
+    } catch (error) {
+      if (!keep(error)) await this.storage.discard(received.temp);
+      throw error;
+    }
     const record: DocumentVersionRecord = {
       documentId: document.id,
       version,
@@ -189,8 +202,7 @@ export class ContentService {
       originalFileName: form.fileName ?? null,
       fileSize: received.size,
       sha256: received.sha256,
-      // Unique per attempt, so a losing racer can never overwrite the winner's bytes.
-      contentKey: `documents/${document.id}/v${version}-${received.temp.id}`,
+      contentKey,
       contentType: mediaTypeOf(fileType),
       thumbnailKey: null,
       thumbnailStatus: this.thumbnails.supports(fileType) ? 'pending' : 'none',
@@ -220,15 +232,6 @@ export class ContentService {
       occurredAt: uploadedAt,
       data: { document: this.documents.toEventData(updated), fileSize: received.size, sha256: received.sha256, version },
     });
-    // A resumable upload keeps its bytes through a passing fault (see keepOnFault): they are its
-    // client's hours of upload, and the temp object goes back to it.
-    const keep = (error: unknown): boolean => options.keepOnFault === true && isTransientStorageFault(error);
-    try {
-      await this.storage.commit(received.temp, record.contentKey);
-    } catch (error) {
-      if (!keep(error)) await this.storage.discard(received.temp);
-      throw error;
-    }
     let committed: boolean;
     try {
       // Whole scans were received for this write: a database held for a moment by another process

@@ -83,15 +83,20 @@ async function serveLink(request: FastifyRequest, reply: FastifyReply, content: 
       .send(counted(storage.read(target.key, range), facts));
   }
   const body = target.sha256
-    ? verifiedContent(storage.read(target.key), target.sha256, () => {
-        request.log.error({ documentId: params.documentId, key: target.key }, 'stored content does not match its sha256; the download was refused or cut off');
-        // Answered as such when nothing was sent yet (a file of up to VERIFY_HOLD_BYTES); otherwise the connection is cut.
-        return notFound(
-          `the stored file of document ${params.documentId} is damaged on the server (its bytes no longer match its sha256); the server administrator must restore it from a backup, or the file must be uploaded again`,
-        );
-      })
-    : storage.read(target.key);
-  return reply.code(200).header('Content-Length', String(target.size)).send(counted(body, facts));
+    ? verifiedContent(
+        storage.read(target.key),
+        target.sha256,
+        () => {
+          request.log.error({ documentId: params.documentId, key: target.key }, 'stored content does not match its sha256; the download was refused or cut off');
+          // Answered as such when nothing was sent yet (a file of up to VERIFY_HOLD_BYTES); otherwise the connection is cut.
+          return notFound(
+            `the stored file of document ${params.documentId} is damaged on the server (its bytes no longer match its sha256); the server administrator must restore it from a backup, or the file must be uploaded again`,
+          );
+        },
+        facts,
+      )
+    : counted(storage.read(target.key), facts);
+  return reply.code(200).header('Content-Length', String(target.size)).send(body);
 }
 
 /**
@@ -107,12 +112,17 @@ export const VERIFY_HOLD_BYTES = 1024 * 1024;
  * VERIFY_HOLD_BYTES or more (whole chunks) are held back until the hash is known, and a file whose
  * bytes changed in the storage (bit rot, a bad restore, an edit in place) is cut off short of its
  * Content-Length, so the client sees an incomplete download instead of a wrong file that looks
- * complete.
+ * complete. `facts` counts the bytes passed on (what the audit log says was sent) in the same stage.
  */
-export function verifiedContent(source: Readable, sha256: string, onMismatch: () => Error): Readable {
+export function verifiedContent(source: Readable, sha256: string, onMismatch: () => Error, facts?: AccessFacts): Readable {
   const hash = createHash('sha256');
   const held: Buffer[] = [];
   let heldBytes = 0;
+  if (facts) facts.detail.bytes = 0;
+  const passOn = (stream: Transform, chunk: Buffer): void => {
+    if (facts) (facts.detail.bytes as number) += chunk.length;
+    stream.push(chunk);
+  };
   const checker = new Transform({
     transform(chunk: Buffer, _encoding, callback) {
       hash.update(chunk);
@@ -122,7 +132,7 @@ export function verifiedContent(source: Readable, sha256: string, onMismatch: ()
       while (held.length > 1 && heldBytes - held[0]!.length >= VERIFY_HOLD_BYTES) {
         const sent = held.shift()!;
         heldBytes -= sent.length;
-        this.push(sent);
+        passOn(this, sent);
       }
       callback();
     },
@@ -131,7 +141,7 @@ export function verifiedContent(source: Readable, sha256: string, onMismatch: ()
         callback(onMismatch());
         return;
       }
-      for (const chunk of held) this.push(chunk);
+      for (const chunk of held) passOn(this, chunk);
       callback();
     },
   });

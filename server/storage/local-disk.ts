@@ -262,6 +262,12 @@ export class LocalDiskStorage implements ContentStorage {
     await syncPath(path.dirname(target));
   }
 
+  /** A rename costs nothing here: the bytes always go under `key`. */
+  async keep(temp: TempObject, key: string): Promise<string> {
+    await this.commit(temp, key);
+    return key;
+  }
+
   async uncommit(key: string, temp: TempObject): Promise<void> {
     await fsp.rename(this.localPath(key), this.tempPath(temp));
   }

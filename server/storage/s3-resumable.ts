@@ -3,7 +3,7 @@
  * instance. Under the storage prefix:
  *   uploads/<id>/state.json       the upload's description, its parts and its running SHA-256 state
  *   uploads/<id>/chunk-<offset>   bytes received but not yet in a part (S3 parts are 5 MiB at least)
- *   tmp/tus-<id>                  the S3 multipart upload the parts go to; completed, the temp object
+ *   objects/received/tus-<id>     the S3 multipart upload the parts go to; completed, the temp object
  *
  * A PATCH reads its body, cuts whole parts of PART_BYTES (with the chunks before it) as they fill,
  * keeps the rest as a chunk object, and writes state.json last: the state is what says which bytes
@@ -324,7 +324,7 @@ export class S3ResumableStore implements ResumableStore {
       }
     }
     for (const [id, keys] of leftovers) if (!described.has(id)) await this.removeKeys(keys);
-    for await (const upload of this.storage.multipartUploads('tmp/tus-')) {
+    for await (const upload of this.storage.multipartUploads('objects/received/tus-')) {
       const id = upload.key.slice(upload.key.lastIndexOf('tus-') + 4);
       if (described.has(id) || (upload.initiated?.getTime() ?? 0) > cutoff) continue;
       await this.storage.client.send(new AbortMultipartUploadCommand({ Bucket: this.storage.bucket, Key: upload.key, UploadId: upload.uploadId })).catch(() => undefined);

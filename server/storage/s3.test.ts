@@ -63,7 +63,29 @@ describe('S3ContentStorage', () => {
       expect(await storage.size(key)).toBe(size);
       expect((await collect(storage.read(key, { start: 10, end: 19 }))).equals(bytes.subarray(10, 20))).toBe(true);
     }
-    expect((await leftovers(storage)).keys.filter((key) => key.startsWith('tmp/'))).toEqual([]);
+    expect((await leftovers(storage)).keys.filter((key) => key.startsWith('objects/received/'))).toEqual([]);
+  });
+
+  it('keep adopts the received object where it lies (one object, no copy); one older than the adoption window is copied under the key', async () => {
+    const target = fresh();
+    const bytes = randomBytes(PART_BYTES + 1000);
+    const received = await target.receive(chunked(bytes, 64 * 1024), bytes.length);
+    const key = await target.keep(received.temp, 'documents/d/v1-x');
+    expect(key).toBe(`received/${received.temp.id}`);
+    expect((await leftovers(target)).keys).toEqual([`objects/received/${received.temp.id}`]);
+    expect((await collect(target.read(key))).equals(bytes)).toBe(true);
+    // Its row could not be written: uncommit leaves the temp object as it is, discard removes it.
+    await target.uncommit(key, received.temp);
+    expect(await target.size(key)).toBe(bytes.length);
+    await target.discard(received.temp);
+    expect(await leftovers(target)).toEqual({ keys: [] });
+
+    // A store whose adoption window has passed for every object (as for a tus upload begun hours before).
+    const late = new S3ContentStorage(target.client, target.where, s3.endpoint, -60_000);
+    const old = await late.receive(Readable.from([Buffer.from('old bytes')]), 100);
+    expect(await late.keep(old.temp, 'documents/d/v2-y')).toBe('documents/d/v2-y');
+    expect((await leftovers(target)).keys).toEqual(['objects/documents/d/v2-y']);
+    expect((await collect(target.read('documents/d/v2-y'))).toString()).toBe('old bytes');
   });
 
   it('refuses content past the limit while streaming and leaves nothing in the bucket', async () => {
@@ -91,6 +113,8 @@ describe('S3ContentStorage', () => {
     const received = await target.receive(Readable.from([Buffer.from('temp')]), 10);
     // Young: nothing goes.
     expect(await target.collectGarbage({ tempOlderThanMs: 60_000, orphanOlderThanMs: 60_000, isReferenced: async (key) => key.includes('kept') })).toEqual({ tempFiles: 0, orphanObjects: 0 });
+    // Without the database's word, a received object may be a row's: it stays.
+    expect(await target.collectGarbage({ tempOlderThanMs: -1000, orphanOlderThanMs: -1000 })).toEqual({ tempFiles: 0, orphanObjects: 0 });
     expect(await target.collectGarbage({ tempOlderThanMs: -1000, orphanOlderThanMs: -1000, isReferenced: async (key) => key.includes('kept') })).toEqual({ tempFiles: 1, orphanObjects: 1 });
     expect((await leftovers(target)).keys).toEqual(['objects/documents/kept/v1']);
     expect(await target.hasObjects()).toBe(true);

@@ -1,19 +1,28 @@
 /**
  * Content storage in an S3-compatible object store (PATIENT_DOCS_STORAGE_URL=s3://bucket[/prefix]),
  * shared by every instance. Under the prefix:
- *   tmp/<id>        bytes received but not committed (a one-shot upload, a finished tus upload)
- *   objects/<key>   committed objects, written only by a server-side copy of a complete temp object
- *   uploads/<id>/   resumable uploads (s3-resumable.ts)
- *   probe/<uuid>    the start-up check's object, deleted at once
- * An object becomes visible to readers only through the database row that names its key, written
- * after the copy: a crash leaves at worst a temp object or an object no row names, which clean-up
- * removes once it is older than any upload still running could make it.
+ *   objects/received/<id>  bytes a one-shot upload streamed in, or a finished tus upload assembled
+ *                          (received/tus-<id>, s3-resumable.ts): a temp object until a row names it
+ *   objects/<key>          what rows name: received objects kept where they are (key
+ *                          received/<id>), thumbnails, and objects committed under a key of the
+ *                          caller's (a migration keeps its rows' keys) by a server-side copy
+ *   uploads/<id>/          resumable uploads in progress (s3-resumable.ts)
+ *   probe/<uuid>           the start-up check's object, deleted at once
+ * An upload's bytes are written to the store once: `keep` hands the row the key of the object they
+ * were received into, and the database row that names it is what makes it visible. A crash leaves
+ * at worst a received object no row names, which clean-up removes once it is older than any upload
+ * still running could make it (collectGarbage's tempOlderThanMs, 6 hours by the janitor). So that a
+ * row is never written for an object clean-up may take meanwhile, `keep` adopts a received object
+ * only while it is younger than ADOPT_WITHIN_MS by its LastModified, and copies an older one to a
+ * fresh object (S3 dates an object assembled from parts by the start of its multipart upload: a tus
+ * upload begun hours before).
  *
- * Uploads stream (lib-storage's multipart Upload, parts of PART_BYTES, a few in flight), hashed
- * and counted on the way; the body is never held whole in memory nor on the local disk.
+ * Uploads stream (a multipart upload, parts of PART_BYTES, a few in flight, in buffers used again
+ * from part to part), hashed and counted on the way; the body is never held whole in memory nor on
+ * the local disk.
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { PassThrough, Transform, type Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
@@ -26,18 +35,28 @@ import {
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
+  UploadPartCommand,
   UploadPartCopyCommand,
   type _Object,
 } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
 import { HEAD_BYTES, isMissingObject, SizeLimitError, type ByteRange, type ContentStorage, type ReceivedContent, type TempObject } from './types.js';
 
 const KEY_PATTERN = /^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)*$/;
 /** A temp object's id: a UUID, `tus-` before it for a resumable upload's (s3-resumable.ts). */
 const ID_PATTERN = /^(tus-)?[a-f0-9-]{36}$/;
-/** Part size of streamed uploads: 4 in flight bound an upload's memory to ~32 MiB. */
+/** Part size of streamed uploads: 4 in flight and 1 filling bound an upload's memory to 40 MiB. */
 export const PART_BYTES = 8 * 1024 * 1024;
 const QUEUE_SIZE = 4;
+/** What a read keeps buffered ahead of its reader. */
+const READ_AHEAD_BYTES = 2 * 1024 * 1024;
+/** Where received objects go, below objects/: their key as a row names it once kept. */
+const RECEIVED = 'received/';
+/**
+ * `keep` adopts a received object at most this old (by the store's LastModified, against this
+ * instance's clock); clean-up takes one no row names only past tempOlderThanMs (6 hours by the
+ * janitor). The difference is what covers writing the row and the clocks of two instances.
+ */
+export const ADOPT_WITHIN_MS = 60 * 60_000;
 /** Largest object one CopyObject copies; larger ones are copied part by part. */
 const COPY_LIMIT = 5 * 1024 * 1024 * 1024;
 const COPY_PART_BYTES = 1024 * 1024 * 1024;
@@ -124,7 +143,8 @@ class MeasuringStream extends Transform {
   head = Buffer.alloc(0);
 
   constructor(private readonly maxBytes: number) {
-    super({ highWaterMark: PART_BYTES });
+    // Little ahead of the uploader: the part it fills is where the bytes wait (its memory bound).
+    super({ highWaterMark: READ_AHEAD_BYTES });
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null, data?: Buffer) => void): void {
@@ -147,6 +167,8 @@ export class S3ContentStorage implements ContentStorage {
     readonly client: S3Client,
     readonly where: S3Location,
     private readonly endpoint?: string,
+    /** ADOPT_WITHIN_MS, shorter only in tests of the copy a late keep makes. */
+    private readonly adoptWithinMs = ADOPT_WITHIN_MS,
   ) {
     this.location = `s3://${where.bucket}/${where.prefix}`.replace(/\/$/, '');
   }
@@ -161,10 +183,15 @@ export class S3ContentStorage implements ContentStorage {
     return `${this.where.prefix}objects/${key}`;
   }
 
-  /** The object key of a temp object. */
+  /** The object key of a temp object: a received object no row names yet. */
   tempKey(temp: TempObject): string {
+    return this.objectKey(this.receivedKey(temp));
+  }
+
+  /** The key (below objects/) a row names a temp object by once `keep` adopted it. */
+  receivedKey(temp: TempObject): string {
     if (!ID_PATTERN.test(temp.id)) throw new Error(`invalid temp object id ${JSON.stringify(temp.id)}`);
-    return `${this.where.prefix}tmp/${temp.id}`;
+    return `${RECEIVED}${temp.id}`;
   }
 
   async check(): Promise<void> {
@@ -193,19 +220,11 @@ export class S3ContentStorage implements ContentStorage {
     source.once('error', fail);
     measured.once('error', (error) => (failure ??= error));
     source.pipe(measured);
-    const upload = new Upload({
-      client: this.client,
-      params: { Bucket: this.bucket, Key: this.tempKey(temp), Body: measured },
-      partSize: PART_BYTES,
-      queueSize: QUEUE_SIZE,
-      leavePartsOnError: false,
-    });
     try {
-      await upload.done();
+      await this.streamUpload(this.tempKey(temp), measured);
       if (failure !== undefined) throw failure;
     } catch (error) {
       source.unpipe(measured);
-      await upload.abort().catch(() => undefined);
       await this.discard(temp).catch(() => undefined);
       throw asStoreFault(failure ?? error);
     } finally {
@@ -214,13 +233,82 @@ export class S3ContentStorage implements ContentStorage {
     return { temp, size: measured.bytes, sha256: measured.hash.digest('hex'), head: measured.head };
   }
 
+  /**
+   * Streams `body` into the object `objectKey`: one PutObject for less than a part, else a
+   * multipart upload of PART_BYTES parts, QUEUE_SIZE in flight. Each part is filled in one of
+   * QUEUE_SIZE + 1 buffers used again from part to part, so an upload holds that much memory
+   * whatever its size, and leaves no part-sized garbage behind it. A failure aborts the multipart
+   * upload (its parts go) and rejects.
+   */
+  private async streamUpload(objectKey: string, body: AsyncIterable<Buffer>): Promise<void> {
+    const target = { Bucket: this.bucket, Key: objectKey };
+    const spare: Buffer[] = [];
+    const parts: Array<{ PartNumber: number; ETag: string }> = [];
+    const inFlight = new Set<Promise<void>>();
+    let uploadId: string | undefined;
+    let current: Buffer = Buffer.allocUnsafe(PART_BYTES);
+    let filled = 0;
+    let partNumber = 0;
+    const sendPart = async (buffer: Buffer, length: number, number: number): Promise<void> => {
+      const sent = await this.client.send(new UploadPartCommand({ ...target, UploadId: uploadId, PartNumber: number, Body: buffer.subarray(0, length), ContentLength: length }));
+      parts.push({ PartNumber: number, ETag: sent.ETag! });
+      spare.push(buffer);
+    };
+    const startPart = async (): Promise<void> => {
+      uploadId ??= (await this.client.send(new CreateMultipartUploadCommand(target))).UploadId!;
+      while (inFlight.size >= QUEUE_SIZE) await Promise.race(inFlight);
+      partNumber += 1;
+      const sending: Promise<void> = sendPart(current, filled, partNumber).finally(() => inFlight.delete(sending));
+      // Rejections are seen by the race above or the wait below; none goes unhandled meanwhile.
+      sending.catch(() => undefined);
+      inFlight.add(sending);
+      current = spare.pop() ?? Buffer.allocUnsafe(PART_BYTES);
+      filled = 0;
+    };
+    try {
+      for await (const chunk of body) {
+        for (let at = 0; at < chunk.length; ) {
+          const copied = chunk.copy(current, filled, at, Math.min(chunk.length, at + PART_BYTES - filled));
+          filled += copied;
+          at += copied;
+          if (filled === PART_BYTES) await startPart();
+        }
+      }
+      if (uploadId === undefined) {
+        await this.client.send(new PutObjectCommand({ ...target, Body: current.subarray(0, filled), ContentLength: filled }));
+        return;
+      }
+      if (filled > 0) await startPart();
+      await Promise.all(inFlight);
+      parts.sort((one, other) => one.PartNumber - other.PartNumber);
+      await this.client.send(new CompleteMultipartUploadCommand({ ...target, UploadId: uploadId, MultipartUpload: { Parts: parts } }));
+    } catch (error) {
+      await Promise.allSettled(inFlight);
+      if (uploadId !== undefined) await this.client.send(new AbortMultipartUploadCommand({ ...target, UploadId: uploadId })).catch(() => undefined);
+      throw error;
+    }
+  }
+
   /** A server-side copy of the whole temp object under its key (a crash leaves it whole or absent), then the temp object goes. */
   async commit(temp: TempObject, key: string): Promise<void> {
     await this.copy(this.tempKey(temp), this.objectKey(key));
     await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.tempKey(temp) })).catch(() => undefined);
   }
 
+  /**
+   * The received object itself, its key for the row to name (nothing copied), while it is young
+   * enough that clean-up cannot take it before the row is written; else a copy under `key`.
+   */
+  async keep(temp: TempObject, key: string): Promise<string> {
+    const head = await guarded(this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.tempKey(temp) })));
+    if (Date.now() - (head.LastModified?.getTime() ?? 0) <= this.adoptWithinMs) return this.receivedKey(temp);
+    await this.commit(temp, key);
+    return key;
+  }
+
   async uncommit(key: string, temp: TempObject): Promise<void> {
+    // Kept where it was received: it is the temp object already.
+    if (key === this.receivedKey(temp)) return;
     await this.copy(this.objectKey(key), this.tempKey(temp));
     await guarded(this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: this.objectKey(key) })));
   }
@@ -247,17 +335,38 @@ export class S3ContentStorage implements ContentStorage {
     return this.readObject(this.objectKey(key), range);
   }
 
-  /** A stream of the object's bytes, opened at once; its errors (missing, unreachable) arrive as the stream's. */
+  /**
+   * A stream of the object's bytes, opened at once; its errors (missing, unreachable) arrive as the
+   * stream's. The response's chunks are handed on as they come (no stage between), and the
+   * response is paused while READ_AHEAD_BYTES wait unread.
+   */
   readObject(objectKey: string, range?: ByteRange): Readable {
-    const out = new PassThrough({ highWaterMark: PART_BYTES });
+    let body: Readable | undefined;
     const abort = new AbortController();
-    out.once('close', () => abort.abort());
+    const out = new Readable({
+      highWaterMark: READ_AHEAD_BYTES,
+      read: () => body?.resume(),
+      destroy: (error, callback) => {
+        abort.abort();
+        body?.destroy();
+        callback(error);
+      },
+    });
     this.client
       .send(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }), { abortSignal: abort.signal })
       .then((got) => {
-        const body = got.Body as Readable;
+        body = got.Body as Readable;
+        if (out.destroyed) {
+          body.destroy();
+          return;
+        }
         body.once('error', (error) => out.destroy(asStoreFault(error) as Error));
-        body.pipe(out);
+        body.once('end', () => out.push(null));
+        body.on('data', (chunk: Buffer) => {
+          if (!out.push(chunk)) body!.pause();
+        });
+        // Flowing even if the client paused it before handing it over (the reader asked already).
+        body.resume();
       })
       .catch((error: unknown) => out.destroy(asStoreFault(error) as Error));
     return out;
@@ -303,34 +412,33 @@ export class S3ContentStorage implements ContentStorage {
   }
 
   /**
-   * Temp objects and one-shot multipart uploads older than `tempOlderThanMs`, and committed objects
-   * no row names older than `orphanOlderThanMs`. Every instance may run it: each removal is of an
-   * object older than any upload still running could make it, and removing twice is harmless.
+   * One-shot multipart uploads and received objects no row names older than `tempOlderThanMs`,
+   * and other objects no row names older than `orphanOlderThanMs`. Without `isReferenced` only the
+   * multipart uploads: a received object may be a row's. Every instance may run it: each removal is
+   * of an object older than any upload still running could make it, and removing twice is harmless.
    */
   async collectGarbage(options: { tempOlderThanMs: number; isReferenced?: (key: string) => Promise<boolean>; orphanOlderThanMs?: number }): Promise<{ tempFiles: number; orphanObjects: number }> {
     const tempCutoff = Date.now() - options.tempOlderThanMs;
+    const base = `${this.where.prefix}objects/`;
     let tempFiles = 0;
-    for await (const object of this.list('tmp/')) {
-      if (!object.Key || (object.LastModified?.getTime() ?? 0) > tempCutoff) continue;
-      await guarded(this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: object.Key })));
-      tempFiles += 1;
-    }
-    for await (const upload of this.multipartUploads('tmp/')) {
+    for await (const upload of this.multipartUploads(`objects/${RECEIVED}`)) {
       // A resumable upload's lives as long as the upload does: its store removes it (s3-resumable.ts).
-      if (upload.key.startsWith(`${this.where.prefix}tmp/tus-`) || (upload.initiated?.getTime() ?? 0) > tempCutoff) continue;
+      if (upload.key.startsWith(`${base}${RECEIVED}tus-`) || (upload.initiated?.getTime() ?? 0) > tempCutoff) continue;
       await guarded(this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: upload.key, UploadId: upload.uploadId }))).catch(() => undefined);
       tempFiles += 1;
     }
     let orphanObjects = 0;
     if (options.isReferenced) {
-      const cutoff = Date.now() - (options.orphanOlderThanMs ?? 60 * 60_000);
-      const base = `${this.where.prefix}objects/`;
+      const orphanCutoff = Date.now() - (options.orphanOlderThanMs ?? 60 * 60_000);
       for await (const object of this.list('objects/')) {
-        if (!object.Key || (object.LastModified?.getTime() ?? 0) > cutoff) continue;
-        if (!(await options.isReferenced(object.Key.slice(base.length)))) {
-          await guarded(this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: object.Key })));
-          orphanObjects += 1;
-        }
+        if (!object.Key) continue;
+        const key = object.Key.slice(base.length);
+        const received = key.startsWith(RECEIVED);
+        if ((object.LastModified?.getTime() ?? 0) > (received ? tempCutoff : orphanCutoff)) continue;
+        if (await options.isReferenced(key)) continue;
+        await guarded(this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: object.Key })));
+        if (received) tempFiles += 1;
+        else orphanObjects += 1;
       }
     }
     return { tempFiles, orphanObjects };

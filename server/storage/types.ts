@@ -1,8 +1,9 @@
 /**
  * Where document bytes live, behind an interface: the local disk (local-disk.ts) or an
  * S3-compatible object store (s3.ts). Bytes arrive into a temp object (hashed and size-checked on
- * the way) and become visible under a key only by `commit`, which is atomic: a reader sees the
- * whole object or nothing. Nothing here names a local path: whoever needs the bytes reads them.
+ * the way) and become readable under a key only by `commit` or `keep`, which are atomic: a reader
+ * sees the whole object or nothing. A database record naming the key is what makes it visible.
+ * Nothing here names a local path: whoever needs the bytes reads them.
  */
 import type { Readable } from 'node:stream';
 import { DICOM_HEAD_BYTES } from '../../shared/dicom.js';
@@ -65,8 +66,16 @@ export interface ContentStorage {
   check(): Promise<void>;
   /** Streams `source` into a new temp object; rejects with SizeLimitError past `maxBytes`, leaving nothing behind. */
   receive(source: Readable, maxBytes: number): Promise<ReceivedContent>;
-  /** Makes a temp object durable and visible under `key`, whole or not at all; the temp object is gone after. */
+  /** Makes a temp object durable and visible under exactly `key`, whole or not at all; the temp object is gone after. */
   commit(temp: TempObject, key: string): Promise<void>;
+  /**
+   * Like `commit`, but the store may keep the bytes where they were received rather than move them
+   * under `key` (an object store, where a move copies every byte): resolves to the key that reads
+   * them, which the record must name. Either way the record is what makes them visible: an object
+   * no record names is collected (collectGarbage with isReferenced), and `uncommit`, `remove` and
+   * `discard` work on the returned key as on one `commit` made.
+   */
+  keep(temp: TempObject, key: string): Promise<string>;
   discard(temp: TempObject): Promise<void>;
   /** Undoes `commit` (its record could not be written): the object becomes the temp object again. */
   uncommit(key: string, temp: TempObject): Promise<void>;
@@ -78,7 +87,11 @@ export interface ContentStorage {
   remove(key: string): Promise<void>;
   /** Whether any committed object exists at all (a disk not mounted, a wrong bucket or prefix hold none). */
   hasObjects(): Promise<boolean>;
-  /** Removes temp files older than `tempOlderThanMs` and committed objects nothing refers to. */
+  /**
+   * Removes temp files older than `tempOlderThanMs` and committed objects nothing refers to older
+   * than `orphanOlderThanMs`. Bytes `keep` left where they were received count as temp files while
+   * no record names them: they go only with `isReferenced` given, once older than `tempOlderThanMs`.
+   */
   collectGarbage(options: { tempOlderThanMs: number; isReferenced?: (key: string) => Promise<boolean>; orphanOlderThanMs?: number }): Promise<Omit<GarbageReport, 'expiredUploads'>>;
 }
 
