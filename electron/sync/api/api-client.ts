@@ -78,7 +78,8 @@ export class ApiClient implements DocumentApi {
       http: this.http,
       send: (build) => this.authorized(build),
       sendFile: (request: FileRequest) => sendFileRequest(request, this.transport),
-      limiter: options.limiter, pieceProbe: options.pieceProbe,
+      limiter: options.limiter,
+      pieceProbe: options.pieceProbe,
       ...(options.now ? { now: options.now } : {}),
     });
   }
