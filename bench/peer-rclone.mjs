@@ -10,6 +10,8 @@
 // is idle again: thumbnails render after the uploads).
 //
 //   node bench/peer-rclone.mjs [--quick] [--only=mixed,small,big] [--runs=N]
+// BENCH_CLIENT_NODE_ARGS: extra node arguments for the engine's `run --once` (space-separated),
+// e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the client during its runs.
 // --quick: 200 files / 64 MiB (one 32 MiB STL), 1,000 small files, one 256 MiB file.
 // Skips itself (exit 0) where rclone is not installed. Runs on the build (`npm run bench` builds first).
 import { spawn, spawnSync } from 'node:child_process';
@@ -151,6 +153,8 @@ async function stopChild(child) {
 
 /** The product's command, as an operator runs it. */
 const SYNC_CLI = path.join(ROOT, 'bin/patient-docs-sync.js');
+/** Extra node arguments for the measured run only (a profiler), not for the set-up commands. */
+const CLIENT_NODE_ARGS = (process.env.BENCH_CLIENT_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
 async function patientDocsRun(workload) {
   const dataDir = temp('server');
@@ -171,7 +175,7 @@ async function patientDocsRun(workload) {
       await timedCommand(process.execPath, [SYNC_CLI, ...setup], env);
     }
     const serverCpuBefore = cpuSeconds(server.pid);
-    const client = await timedCommand(process.execPath, [SYNC_CLI, 'run', '--once', '--timeout', '3600'], env);
+    const client = await timedCommand(process.execPath, [...CLIENT_NODE_ARGS, SYNC_CLI, 'run', '--once', '--timeout', '3600'], env);
     const serverCpu = (await cpuWhenIdle(server.pid)) - serverCpuBefore;
     await stopChild(server);
     await checkPatientDocs(workload, dataDir);
@@ -240,6 +244,9 @@ async function waitForPort(port, child) {
 
 // ---- the comparison
 
+/** The machine's load average over the last 1, 5 and 15 minutes (other work on a shared machine moves every figure). */
+const loadAverage = () => os.loadavg().map((load) => load.toFixed(1)).join(' / ');
+
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = sorted.length >> 1;
@@ -269,11 +276,11 @@ async function compare(name) {
   };
   console.log(`  Patient Docs: ${line('engine')}`);
   console.log(`  rclone:       ${line('rclone')}`);
-  console.log(`  ratio Patient Docs / rclone per pair: ${ratios.map((ratio) => ratio.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)}×   (steal ${steal().toFixed(1)}%)`);
+  console.log(`  ratio Patient Docs / rclone per pair: ${ratios.map((ratio) => ratio.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)}×   (steal ${steal().toFixed(1)}%, load average ${loadAverage()})`);
 }
 
 try {
-  console.log(`peer-rclone: patient-docs-sync run --once vs ${rcloneVersion} (copy → serve webdav), ${TRANSFERS} transfers each, ${RUNS} alternating runs per side${quick ? ', quick workloads' : ''}`);
+  console.log(`peer-rclone: patient-docs-sync run --once vs ${rcloneVersion} (copy → serve webdav), ${TRANSFERS} transfers each, ${RUNS} alternating runs per side${quick ? ', quick workloads' : ''}; ${os.cpus().length} CPUs, load average ${loadAverage()}`);
   for (const name of ['mixed', 'small', 'big']) if (only.includes(name)) await compare(name);
 } finally {
   for (const step of cleanup.reverse()) await Promise.resolve().then(step).catch(() => undefined);

@@ -1,8 +1,9 @@
 /**
  * The HTTP client of the engine (got): typed on shared/schemas.ts, bearer tokens from the
  * TokenManager with one retry on 401, timeouts, problem details as ApiProblemError, network
- * failures as ApiNetworkError. Uploads stream from disk with progress; large files go through the
- * resumable (tus) route so a dropped connection resumes from the server's offset.
+ * failures as ApiNetworkError. Uploads stream from disk with progress (file-request.ts, with the same
+ * trust and timeouts); large files go through the resumable (tus) route so a dropped connection
+ * resumes from the server's offset.
  */
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
@@ -10,9 +11,10 @@ import { pipeline } from 'node:stream/promises';
 import got, { type Got, type Method, type Response } from 'got';
 import type { CreateDocumentResponse, DocumentDto, DocumentVersionDto, OrganizationSummaryDto, PatientListResponse, SearchBody, SearchResponse } from '../../../shared/schemas.js';
 import { ApiProblemError, problemFromResponse, toNetworkError, AbortedError, FileChangedDuringUploadError } from './api-errors.js';
-import { fileChunks, type BandwidthLimiter } from '../upload/bandwidth.js';
+import type { BandwidthLimiter } from '../upload/bandwidth.js';
 import type { DocumentApi, UploadRequest } from './document-api.js';
-import { multipartBody } from './multipart.js';
+import { sendFileRequest, type FileRequest, type FileRequestTransport, type HttpAnswer } from './file-request.js';
+import { multipartFraming } from './multipart.js';
 import { TokenManager, type Credentials } from './token-manager.js';
 import { DEFAULT_TUS_PATH, TUS_VERSION, TusUploader, type PieceProbe, type PieceState } from './tus-upload.js';
 import { unchangedSinceStart } from '../upload/upload-check.js';
@@ -57,10 +59,13 @@ export class ApiClient implements DocumentApi {
   readonly http: Got;
   readonly serverUrl: string;
   private readonly tus: TusUploader;
+  /** How upload requests reach the server: what `http` is configured with. */
+  private readonly transport: FileRequestTransport;
 
   constructor(private readonly options: ApiClientOptions) {
     this.serverUrl = options.serverUrl.replace(/\/$/, '');
     const connect = options.timeouts?.connectMs ?? 10_000;
+    this.transport = { certificateAuthority: options.certificateAuthority, connectMs: connect, idleMs: options.timeouts?.idleMs ?? 60_000 };
     this.http = got.extend({
       retry: { limit: 0 },
       throwHttpErrors: false,
@@ -69,7 +74,14 @@ export class ApiClient implements DocumentApi {
       ...(options.certificateAuthority ? { https: { certificateAuthority: options.certificateAuthority } } : {}),
     });
     this.tokens = new TokenManager({ http: this.http, credentials: options.credentials, ...(options.now ? { now: options.now } : {}) });
-    this.tus = new TusUploader({ http: this.http, send: (build) => this.authorized(build), limiter: options.limiter, pieceProbe: options.pieceProbe, ...(options.now ? { now: options.now } : {}) });
+    this.tus = new TusUploader({
+      http: this.http,
+      send: (build) => this.authorized(build),
+      sendFile: (request: FileRequest) => sendFileRequest(request, this.transport),
+      limiter: options.limiter,
+      pieceProbe: options.pieceProbe,
+      ...(options.now ? { now: options.now } : {}),
+    });
   }
 
   createDocument(patientId: string, fileName: string, path: string, scannedAt?: string): Promise<CreateDocumentResponse> {
@@ -264,10 +276,10 @@ export class ApiClient implements DocumentApi {
    * Runs a request with a token; on 401 drops that token and tries once more with a fresh one.
    * `build` is called again for the retry, so a streamed body is rebuilt rather than reused.
    */
-  async authorized(build: (token: string) => PromiseLike<Response<string>>): Promise<Response<string>> {
+  async authorized<Answer extends HttpAnswer>(build: (token: string) => PromiseLike<Answer>): Promise<Answer> {
     for (let attempt = 0; ; attempt += 1) {
       const token = await this.tokens.token();
-      let response: Response<string>;
+      let response: Answer;
       try {
         response = await build(token.accessToken);
       } catch (error) {
@@ -283,36 +295,34 @@ export class ApiClient implements DocumentApi {
     let sent = 0;
     const response = await this.authorized((token) => {
       sent = 0;
-      const chunks = exactly(
-        request.size,
-        fileChunks(request.filePath, {
-          end: request.size,
-          beforeLastChunk: unchangedSinceStart(request),
-          limiter: this.options.limiter,
-          signal: request.signal,
-          hash: request.hash,
-          onBytes: (bytes) => {
-            sent += bytes;
-            request.onProgress?.(sent);
-          },
-        }),
-      );
-      const multipart = multipartBody({
+      const multipart = multipartFraming({
         fields: { FileName: request.fileName, Type: request.fileType, Id: request.documentId, ...(request.scannedAt ? { ScannedAt: request.scannedAt } : {}) },
-        file: { field: 'file', fileName: request.fileName, contentType: 'application/octet-stream', size: request.size, chunks },
+        file: { field: 'file', fileName: request.fileName, contentType: 'application/octet-stream' },
       });
-      const headers: Record<string, string> = {
-        authorization: `Bearer ${token}`,
-        'content-type': multipart.contentType,
-        'content-length': String(multipart.length),
-      };
+      const headers: Record<string, string> = { authorization: `Bearer ${token}`, 'content-type': multipart.contentType };
       if (request.ifMatch) headers['if-match'] = `"${request.ifMatch}"`;
-      return this.http.post(`${request.storageUrl}/file`, {
-        headers,
-        body: multipart.body,
-        responseType: 'text',
-        ...(request.signal ? { signal: request.signal } : {}),
-      });
+      return sendFileRequest(
+        {
+          method: 'POST',
+          url: `${request.storageUrl}/file`,
+          headers,
+          head: multipart.head,
+          tail: multipart.tail,
+          file: {
+            filePath: request.filePath,
+            end: request.size,
+            beforeLastChunk: unchangedSinceStart(request),
+            limiter: this.options.limiter,
+            hash: request.hash,
+            onBytes: (bytes) => {
+              sent += bytes;
+              request.onProgress?.(sent);
+            },
+          },
+          signal: request.signal,
+        },
+        this.transport,
+      );
     }).catch((error: unknown) => {
       if (request.signal?.aborted) throw new AbortedError('the upload was stopped');
       throw error;
@@ -348,7 +358,7 @@ export class ApiClient implements DocumentApi {
   }
 }
 
-export function expectOk<T>(response: Response<string>, url: string): T {
+export function expectOk<T>(response: HttpAnswer, url: string): T {
   const body = parseBody(response.body);
   if (response.statusCode >= 200 && response.statusCode < 300) return body as T;
   throw problemFromResponse(response.statusCode, body, url, response.headers['retry-after'], response.headers.location);
@@ -361,14 +371,4 @@ function parseBody(text: string): unknown {
   } catch {
     return text;
   }
-}
-
-/** Passes the chunks through, and fails the upload when the file turned out shorter than announced. */
-async function* exactly(size: number, chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-  let total = 0;
-  for await (const chunk of chunks) {
-    total += chunk.length;
-    yield chunk;
-  }
-  if (total !== size) throw new FileChangedDuringUploadError(`the file has ${total} bytes, ${size} were announced`);
 }

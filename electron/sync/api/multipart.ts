@@ -1,22 +1,25 @@
 /**
- * A multipart/form-data body (SPEC §4.2) whose file part streams from disk. Its length is known
- * up front, so the request carries Content-Length and the server can refuse a too-large upload
- * (413) before reading it.
+ * A multipart/form-data body (SPEC §4.2) whose file part streams from disk between a head (the
+ * fields and the file part's header) and a tail (the closing boundary). Its length is known up
+ * front, so the request carries Content-Length and the server can refuse a too-large upload (413)
+ * before reading it.
  */
 import { randomBytes } from 'node:crypto';
 
-export interface MultipartBody {
+export interface MultipartFraming {
   contentType: string;
-  length: number;
-  body: AsyncGenerator<Buffer>;
+  /** Sent before the file's bytes. */
+  head: Buffer;
+  /** Sent after them. */
+  tail: Buffer;
 }
 
 export interface MultipartInput {
   fields: Record<string, string>;
-  file: { field: string; fileName: string; contentType: string; size: number; chunks: AsyncIterable<Buffer> };
+  file: { field: string; fileName: string; contentType: string };
 }
 
-export function multipartBody(input: MultipartInput): MultipartBody {
+export function multipartFraming(input: MultipartInput): MultipartFraming {
   const boundary = `----patient-docs-${randomBytes(16).toString('hex')}`;
   const fieldParts = Object.entries(input.fields).map(
     ([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${quote(name)}"\r\n\r\n${value}\r\n`,
@@ -26,12 +29,7 @@ export function multipartBody(input: MultipartInput): MultipartBody {
     'utf8',
   );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`, 'utf8');
-  async function* body(): AsyncGenerator<Buffer> {
-    yield head;
-    yield* input.file.chunks;
-    yield tail;
-  }
-  return { contentType: `multipart/form-data; boundary=${boundary}`, length: head.length + input.file.size + tail.length, body: body() };
+  return { contentType: `multipart/form-data; boundary=${boundary}`, head, tail };
 }
 
 /** Multipart header values are quoted strings: escape the quote and drop line breaks. */

@@ -6,7 +6,8 @@
 import type { Got, Response } from 'got';
 import type { DocumentDto } from '../../../shared/schemas.js';
 import { AbortedError, ApiNetworkError, ApiProblemError, FileChangedDuringUploadError, problemFromResponse } from './api-errors.js';
-import { fileChunks, type BandwidthLimiter } from '../upload/bandwidth.js';
+import type { BandwidthLimiter } from '../upload/bandwidth.js';
+import type { FileRequest, HttpAnswer } from './file-request.js';
 import type { UploadRequest } from './document-api.js';
 import { unchangedSinceStart } from '../upload/upload-check.js';
 
@@ -35,7 +36,9 @@ export interface TusUploaderOptions {
   /** The client's got instance (its trusted CAs, timeouts); every request goes through it. */
   http: Got;
   /** Sends a request with a bearer token (one retry on 401). */
-  send: (build: (token: string) => PromiseLike<Response<string>>) => Promise<Response<string>>;
+  send: <Answer extends HttpAnswer>(build: (token: string) => PromiseLike<Answer>) => Promise<Answer>;
+  /** Sends a request whose body is a range of a file (a PATCH's piece): file-request.ts. */
+  sendFile: (request: FileRequest) => Promise<HttpAnswer>;
   limiter?: BandwidthLimiter | undefined;
   tusPath?: string;
   /** When to try larger pieces again after a proxy's 413 (default DEFAULT_PIECE_PROBE). */
@@ -331,31 +334,28 @@ export class TusUploader {
     let sent = 0;
     const response = await this.options.send((token) => {
       sent = 0;
-      return this.options.http.patch(url, {
+      return this.options.sendFile({
+        method: 'PATCH',
+        url,
         headers: {
           authorization: `Bearer ${token}`,
           'tus-resumable': TUS_VERSION,
           'upload-offset': String(offset),
           'content-type': 'application/offset+octet-stream',
-          'content-length': String(end - offset),
         },
-        body: fileChunks(request.filePath, {
+        file: {
+          filePath: request.filePath,
           start: offset,
           end,
           beforeLastChunk: end === request.size ? unchangedSinceStart(request) : undefined,
           limiter: this.options.limiter,
-          signal: request.signal,
           hash: request.hash,
           onBytes: (bytes) => {
             sent += bytes;
             request.onProgress?.(offset + sent);
           },
-        }),
-        throwHttpErrors: false,
-        retry: { limit: 0 },
-        responseType: 'text',
-        timeout: { socket: 60_000 },
-        ...(request.signal ? { signal: request.signal } : {}),
+        },
+        signal: request.signal,
       });
     });
     if (response.statusCode === 409) return { offset: await this.offsetOf(url, request.signal), document: null };

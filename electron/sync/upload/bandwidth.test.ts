@@ -1,8 +1,11 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BandwidthLimiter, fileChunks, LARGE_CHUNK_BYTES } from './bandwidth.js';
+import { FileChangedDuringUploadError } from '../api/api-errors.js';
+import { BandwidthLimiter, LARGE_CHUNK_BYTES, sendFileRange, type ByteSink } from './bandwidth.js';
+import { SentBytesHash } from './hash.js';
 
 /** A limiter on a fake clock: sleeping moves the clock, so seconds of pacing take no time. */
 function fakeLimiter(bytesPerSecond: number) {
@@ -59,50 +62,85 @@ describe('BandwidthLimiter', () => {
   });
 });
 
-describe('fileChunks', () => {
+/**
+ * A sink that takes each chunk late (a few milliseconds on) and copies it only then, as a slow
+ * socket does: a buffer read into again before the sink called back would show as wrong bytes.
+ */
+function lateSink() {
+  const sizes: number[] = [];
+  const copies: Buffer[] = [];
+  const sink: ByteSink = {
+    write(chunk, callback) {
+      sizes.push(chunk.length);
+      setTimeout(() => {
+        copies.push(Buffer.from(chunk));
+        callback();
+      }, 5);
+      return false;
+    },
+  };
+  return { sink, sizes, bytes: () => Buffer.concat(copies) };
+}
+
+describe('sendFileRange', () => {
   let folder: string | undefined;
   afterEach(() => {
     if (folder) rmSync(folder, { recursive: true, force: true });
     folder = undefined;
   });
+  const scanFile = (name: string, bytes: Buffer) => {
+    folder ??= mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bandwidth-'));
+    const file = path.join(folder, name);
+    writeFileSync(file, bytes);
+    return file;
+  };
 
-  it('yields every byte of a file under a limit, in limit-sized chunks, reporting each', async () => {
-    folder = mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bandwidth-'));
-    const file = path.join(folder, 'scan.stl');
-    writeFileSync(file, Buffer.alloc(100_000, 3));
+  it('sends every byte of a file under a limit, in limit-sized chunks, reporting each', async () => {
+    const bytes = randomBytes(100_000);
+    const file = scanFile('scan.stl', bytes);
     const { limiter } = fakeLimiter(80_000);
-    const sizes: number[] = [];
+    const sink = lateSink();
     let reported = 0;
-    for await (const chunk of fileChunks(file, { limiter, onBytes: (bytes) => (reported += bytes) })) sizes.push(chunk.length);
-    expect(sizes.reduce((sum, size) => sum + size, 0)).toBe(100_000);
-    expect(Math.max(...sizes)).toBeLessThanOrEqual(10_000);
+    await sendFileRange(sink.sink, { filePath: file, end: bytes.length, limiter, onBytes: (count) => (reported += count) });
+    expect(sink.bytes().equals(bytes)).toBe(true);
+    expect(Math.max(...sink.sizes)).toBeLessThanOrEqual(10_000);
     expect(reported).toBe(100_000);
   });
 
-  it('reads a large range without a limit in 1 MiB chunks, a small file in 256 KiB ones, every byte once', async () => {
-    folder = mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bandwidth-'));
-    const file = path.join(folder, 'arch.stl');
+  it('sends a large range without a limit in 1 MiB chunks, a small one in 256 KiB ones, every byte once and as on disk, hashed as sent', async () => {
     const size = 17 * 1024 * 1024 + 5;
-    writeFileSync(file, Buffer.alloc(size, 7));
-    const read = async (options: { start?: number; end: number }) => {
-      const sizes: number[] = [];
-      for await (const chunk of fileChunks(file, { ...options, limiter: new BandwidthLimiter(0) })) sizes.push(chunk.length);
-      return sizes;
-    };
-    const large = await read({ end: size });
-    expect(large.reduce((sum, length) => sum + length, 0)).toBe(size);
-    expect(Math.max(...large)).toBe(LARGE_CHUNK_BYTES);
-    const small = await read({ start: size - 600_000, end: size });
-    expect(small.reduce((sum, length) => sum + length, 0)).toBe(600_000);
-    expect(Math.max(...small)).toBe(256 * 1024);
+    const bytes = randomBytes(size);
+    const file = scanFile('arch.stl', bytes);
+    const large = lateSink();
+    const hash = new SentBytesHash(size);
+    await sendFileRange(large.sink, { filePath: file, end: size, limiter: new BandwidthLimiter(0), hash });
+    expect(large.bytes().equals(bytes)).toBe(true);
+    expect(Math.max(...large.sizes)).toBe(LARGE_CHUNK_BYTES);
+    expect(hash.digest()).toBe(createHash('sha256').update(bytes).digest('hex'));
+    const small = lateSink();
+    await sendFileRange(small.sink, { filePath: file, start: size - 600_000, end: size });
+    expect(small.bytes().equals(bytes.subarray(size - 600_000))).toBe(true);
+    expect(Math.max(...small.sizes)).toBe(256 * 1024);
   });
 
-  it('yields nothing for an empty range (an empty file)', async () => {
-    folder = mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bandwidth-'));
-    const file = path.join(folder, 'empty.stl');
-    writeFileSync(file, '');
-    const chunks: Buffer[] = [];
-    for await (const chunk of fileChunks(file, { end: 0 })) chunks.push(chunk);
-    expect(chunks).toEqual([]);
+  it('sends nothing for an empty range (an empty file)', async () => {
+    const file = scanFile('empty.stl', Buffer.alloc(0));
+    const sink = lateSink();
+    await sendFileRange(sink.sink, { filePath: file, end: 0 });
+    expect(sink.sizes).toEqual([]);
+  });
+
+  it('fails as a change during the upload when the file ends before the bytes announced, and runs the last check before the last chunk', async () => {
+    const file = scanFile('short.stl', randomBytes(300_000));
+    await expect(sendFileRange(lateSink().sink, { filePath: file, end: 400_000 })).rejects.toBeInstanceOf(FileChangedDuringUploadError);
+    const sink = lateSink();
+    const refused = sendFileRange(sink.sink, {
+      filePath: file,
+      end: 300_000,
+      beforeLastChunk: () => Promise.reject(new FileChangedDuringUploadError('changed')),
+    });
+    await expect(refused).rejects.toBeInstanceOf(FileChangedDuringUploadError);
+    // Everything but the last chunk left; the last one never did.
+    expect(sink.sizes.reduce((sum, size) => sum + size, 0)).toBe(256 * 1024);
   });
 });
