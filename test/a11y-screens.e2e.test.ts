@@ -5,14 +5,14 @@
 // and the error banners — at 1440×900 and 360 px wide; the layout test checks 200% zoom of 1024×768 (512×384 CSS pixels) too.
 // A serious or critical violation fails the test, and so do the moderate ones fixed once (so they stay fixed).
 // Then what a screen reader hears when files sync or fail: one summary, not one line per file.
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLAIN_MESSAGES } from '../shared/bridge-errors.js';
 import type { CaseView, HistoryFileView, PairView, WebhookActivityView } from '../shared/bridge.js';
 import type { DocumentDto, SearchBody } from '../shared/schemas.js';
 import { makeArchStl, makePdf, makePng } from './fixtures/scans.js';
 import { axeFindings, describeFindings, type AxeFinding } from './helpers/axe.js';
-import { counts, documentDto, fileView, openRenderer, pairView, patient, Refusal, STATUS, type Handlers } from './helpers/renderer-page.js';
+import { counts, documentDto, fileView, launchBrowser, openRenderer, pairView, patient, Refusal, STATUS, type Handlers } from './helpers/renderer-page.js';
 
 const WIDE = { name: '1440×900', width: 1440, height: 900 } as const;
 const PHONE = { name: '360 wide', width: 360, height: 740 } as const;
@@ -22,7 +22,7 @@ const ZOOMED = { name: '200% of 1024×768', width: 512, height: 384 } as const;
 let browser: Browser;
 beforeAll(async () => {
   // SwiftShader: the 3D viewer needs WebGL without a GPU.
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--use-angle=swiftshader', '--enable-unsafe-swiftshader'] });
+  browser = await launchBrowser({ webgl: true });
 });
 afterAll(async () => {
   await browser?.close();

@@ -5,6 +5,7 @@
  * running `run` service — the waiting files go at once, not after their delay (or, for a running
  * `run`, never: it kept the old CA until restarted).
  */
+import Database from 'better-sqlite3';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -93,10 +94,13 @@ describe('files waiting on an untrusted certificate', () => {
     try {
       await waitFor('run to watch', () => output.includes('watching 1 folder'), 30_000);
       writeFile(folder, 'renewed.ply', 'ply\nformat ascii 1.0\nend_header\n');
-      await waitFor('the file to wait on the certificate', async () => {
-        const status = JSON.parse((await runCli(home, ['status', '--json'], env)).stdout) as { pairs: Array<{ files: Array<{ state: string; error: { code: string } | null }> }> };
-        return status.pairs[0]!.files.some((file) => file.state === 'waiting' && file.error?.code === 'CERT_UNTRUSTED');
-      }, 30_000, 500);
+      // Read straight from the journal `run` writes (what `status` shows), without a process per look.
+      const journal = new Database(path.join(home, 'journal.db'), { readonly: true });
+      try {
+        await waitFor('the file to wait on the certificate', () => journal.prepare("SELECT 1 FROM files WHERE state = 'waiting' AND error_code = 'CERT_UNTRUSTED'").get() !== undefined, 30_000);
+      } finally {
+        journal.close();
+      }
 
       const connected = await runCli(home, ['connect', '--server', proxy.url, '--client-id', CLIENT.id, '--organization', ORG, '--ca-file', newCa.caFile], env);
       expect(connected.code).toBe(0);

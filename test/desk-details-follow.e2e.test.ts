@@ -59,10 +59,11 @@ describe('the open details panel follows the re-check', () => {
     const panel = page.getByRole('complementary', { name: 'Details of lower.stl' });
     await panel.getByRole('button', { name: 'Download', exact: true }).waitFor();
 
-    // The scan is moved out of the folder (the list is read again when the app sees that: wait it out)…
+    // The scan is moved out of the folder (the list is read again when the app sees that: wait for that reading)…
+    const reread = page.waitForResponse((response) => new URL(response.url()).pathname === '/bridge/call/searchDocuments', { timeout: 15_000 });
     fs.rmSync(path.join(folder, 'lower.stl'));
     await waitFor('the app to see the scan gone from the folder', () => headless.app.journal.get(fileOf('lower.stl')!.id)?.deletedLocally, 10_000);
-    await new Promise((resolve) => setTimeout(resolve, 2500));
+    await (await reread).finished();
     // …and later a disk fault on the server takes its stored file.
     fs.rmSync(path.join(server.dataDir, 'content', 'objects', 'documents', lowerId), { recursive: true });
     const marked = await admin(['verify', '--mark-lost']);

@@ -33,6 +33,8 @@ describe('a folder card while this computer’s disk is full', () => {
   beforeAll(async () => {
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m,mode=0700', 'tmpfs', mountPoint]);
     mounted = true;
+    // Chromium starts meanwhile: it needs none of the rest.
+    const launching = launchBrowser().then((launched) => (browser = launched));
     server = await startServerProcess();
     const opened = await openSyncHome(home);
     const app = new SyncApp({ home, settings: opened.settings, secrets: opened.secrets, shell: 'headless', version: 'test', webhooks: false });
@@ -43,7 +45,7 @@ describe('a folder card while this computer’s disk is full', () => {
     } finally {
       await app.stop();
     }
-    browser = await launchBrowser();
+    await launching;
   });
   afterAll(async () => {
     if (filler) fs.rmSync(filler, { force: true });
@@ -56,7 +58,8 @@ describe('a folder card while this computer’s disk is full', () => {
   });
 
   it('says how many files wait for disk space, and goes back to all synced once there is space', async () => {
-    headless = await launchHeadless({ home, firstRun: 'choose', rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined });
+    // The journal is tried again every quarter second while the disk is full (the app's default: 2 s).
+    headless = await launchHeadless({ home, firstRun: 'choose', rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined, engine: { diskCheckMs: 250 } });
     const app = headless.app;
     const pairId = app.settings.get('pairs')[0]!.id;
     for (const name of ['upper.stl', 'lower.stl', 'bite.stl']) writeFile(folder, name, `solid ${name}`);

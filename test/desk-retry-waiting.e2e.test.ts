@@ -51,8 +51,7 @@ describe('files waiting for a server that is back', () => {
 
   beforeAll(async () => {
     servers = await restartableServer(dataDir);
-    serverUrl = await startServer();
-    browser = await launchBrowser();
+    [serverUrl, browser] = await Promise.all([startServer(), launchBrowser()]);
   });
   afterAll(async () => {
     await browser?.close();

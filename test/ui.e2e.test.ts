@@ -11,6 +11,7 @@ import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
 import { loadConfig } from '../server/config.js';
 import { startServer, type RunningServer } from '../server/start.js';
 import { makeArchStl, makePdf, garbageBytes } from './fixtures/scans.js';
+import { paintedScreenshot } from './helpers/renderer-page.js';
 import { ADMIN_TOKEN, CLIENT, ORG, SEED_FILE } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -40,9 +41,12 @@ async function startRealServer(dataDir: string, port: number, maxUpload: string)
   );
 }
 
+/** The picture a person sees: transitions run to their end, then two frames painted. */
 async function screenshot(page: Page, name: string): Promise<void> {
-  await page.waitForTimeout(300); // let transitions settle so the picture is what a person sees
-  await page.screenshot({ path: path.join(SCREENS, `${name}.png`) });
+  await page.evaluate(() => {
+    for (const animation of document.getAnimations()) animation.finish();
+  });
+  await paintedScreenshot(page, path.join(SCREENS, `${name}.png`));
 }
 
 /** Records every state each file row shows, in order, so fast transitions are not missed between polls. */
@@ -67,8 +71,16 @@ async function fileStates(page: Page): Promise<Record<string, string[]>> {
   return page.evaluate(() => (window as unknown as { __fileStates: Record<string, string[]> }).__fileStates);
 }
 
+/** One Chromium for the file; each describe opens its own page in it. */
+let browser: Browser;
+beforeAll(async () => {
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
 describe('UI end to end (headless twin, real server, real folders)', () => {
-  let browser: Browser;
   let server: RunningServer;
   let serverPort: number;
   const serverData = temp('server');
@@ -83,14 +95,14 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
     serverPort = Number(new URL(server.url).port);
     headless = await launchHeadless({ home: temp('home'), port: 0, firstRun: 'choose', rendererDir: RENDERER_DIR, log: () => undefined });
     // Any free port for the webhook listener: the default (8787) may be held by another app or test.
-    await headless.app.updateSettings({ webhook: { port: 0 } });
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+    // A new scan counts as written once it has not changed for 200 ms (a clinic's default: 2 s).
+    await headless.app.updateSettings({ webhook: { port: 0 }, settleMs: 200 });
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true, locale: 'en-GB' });
     page = await context.newPage();
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close();
+    await page?.context().close();
     await headless?.stop();
     await server?.close();
   });
@@ -337,9 +349,8 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
 describe('first run, "this computer runs the server"', () => {
   it('starts the bundled server with a demo clinic and lands on the sync view', async () => {
     const app = await launchHeadless({ home: temp('embedded-home'), port: 0, firstRun: 'choose', rendererDir: RENDERER_DIR, log: () => undefined });
-    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     try {
-      const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
       await page.goto(app.openUrl);
       await page.getByText('This computer runs the server').click();
       await screenshot(page, 'first-run-embedded');
@@ -348,7 +359,7 @@ describe('first run, "this computer runs the server"', () => {
       expect(await page.locator('.connection-summary').innerText()).toContain('Server on this computer');
       expect(app.app.mode()).toBe('embedded');
     } finally {
-      await browser.close();
+      await page.close();
       await app.stop();
     }
   }, 120_000);

@@ -27,9 +27,13 @@ export interface DeskOptions {
   page?: BrowserContextOptions;
 }
 
-/** Starts everything, in the order a clinic would; `home` is created if need be. */
+/**
+ * Starts everything, in the order a clinic would; `home` is created if need be. Chromium starts
+ * meanwhile (it needs none of the rest), so its start-up is not waited for on its own.
+ */
 export async function openDesk(home: string, options: DeskOptions = {}): Promise<Desk> {
   const desk: Partial<Desk> = {};
+  const browser = launchBrowser().then((launched) => (desk.browser = launched));
   try {
     desk.server = await startServerProcess();
     await prepareSyncHome(home, {
@@ -37,10 +41,10 @@ export async function openDesk(home: string, options: DeskOptions = {}): Promise
       ...(options.folder ? { folder: options.folder.path, remoteBasePath: options.folder.remoteBasePath, patientName: options.folder.patientName } : {}),
     });
     desk.headless = await launchHeadless({ home, firstRun: 'choose', rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined, ...(options.engine ? { engine: options.engine } : {}) });
-    desk.browser = await launchBrowser();
-    desk.page = await desk.browser.newPage({ viewport: { width: 1440, height: 900 }, locale: 'en-GB', acceptDownloads: true, ...options.page });
+    desk.page = await (await browser).newPage({ viewport: { width: 1440, height: 900 }, locale: 'en-GB', acceptDownloads: true, ...options.page });
     return desk as Desk;
   } catch (error) {
+    await browser.catch(() => undefined);
     await stopDesk(desk);
     throw error;
   }
