@@ -10,12 +10,25 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openJournal } from '../electron/sync/journal/open-journal.js';
 import { openSettings } from '../electron/sync/home/settings.js';
-import { ADMIN_CLI, ROOT, SYNC_CLI } from './helpers/processes.js';
+import { ADMIN_CLI, ROOT, startServerProcess, SYNC_CLI } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
 
 const TRACE_HOOK = path.join(ROOT, 'test/helpers/module-trace.mjs');
 const scratch = tempDir('cli-start');
 let traces = 0;
+
+/** The modules a traced process loaded, from its trace file: paths under the project, or package names. */
+function tracedModules(traceFile: string): string[] {
+  const urls = fs.existsSync(traceFile) ? fs.readFileSync(traceFile, 'utf8').split('\n').filter(Boolean) : [];
+  const modules = urls
+    .filter((url) => url.startsWith('file:'))
+    .map((url) => {
+      const file = new URL(url).pathname;
+      const inPackage = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file);
+      return inPackage ? inPackage[1]! : path.relative(ROOT, file);
+    });
+  return [...new Set(modules)];
+}
 
 /** Runs `node <cli> <args>` with the module trace; what it printed, its exit code and the modules it loaded (paths under the project, or package names). */
 async function traced(cli: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[] }> {
@@ -28,15 +41,7 @@ async function traced(cli: string, args: string[], env: Record<string, string>):
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const urls = fs.existsSync(traceFile) ? fs.readFileSync(traceFile, 'utf8').split('\n').filter(Boolean) : [];
-  const modules = urls
-    .filter((url) => url.startsWith('file:'))
-    .map((url) => {
-      const file = new URL(url).pathname;
-      const inPackage = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file);
-      return inPackage ? inPackage[1]! : path.relative(ROOT, file);
-    });
-  return { code, stdout, stderr, modules: [...new Set(modules)] };
+  return { code, stdout, stderr, modules: tracedModules(traceFile) };
 }
 
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
@@ -119,5 +124,25 @@ describe('patient-docs-sync', () => {
       // Nor the bridge's schemas (typebox, a third of a second).
       expect(result.modules).not.toContain('typebox');
     }
+  });
+});
+
+describe('the server', () => {
+  it('on the embedded default (SQLite, a local folder) starts and answers without the S3 client or the PostgreSQL driver', async () => {
+    const traceFile = path.join(scratch, 'trace-server.txt');
+    const server = await startServerProcess({ NODE_OPTIONS: `--import ${TRACE_HOOK}`, MODULE_TRACE_FILE: traceFile });
+    try {
+      // The content side (storage, resumable uploads) is built before the server listens.
+      const health = await fetch(`${server.url}/healthz`);
+      expect(health.status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+    const modules = tracedModules(traceFile);
+    expect(modules).toContain('dist/server/storage/index.js');
+    expect(modules).toContain('better-sqlite3');
+    // The AWS SDK alone is a quarter of a second of CPU at every start.
+    const unused = modules.filter((module) => /^(@aws-sdk\/|@smithy\/|pg$|pg-|hash-wasm$)/.test(module) || /^dist\/server\/(storage\/s3|db\/postgres\/)/.test(module));
+    expect(unused).toEqual([]);
   });
 });
