@@ -107,7 +107,7 @@ export async function createContext(config: ServerConfig, store?: Store): Promis
     }),
     secretVerifier: new SecretVerifier({ threads: config.secretVerifyThreads, queue: config.secretVerifyQueue }),
     tenantId,
-    content: createContentParts(config, opened, { documents, access, links, renderer: { hasThumbnail, renderThumbnail } }),
+    content: await createContentParts(config, opened, { documents, access, links, renderer: { hasThumbnail, renderThumbnail } }),
     webhooks: new WebhookService(opened.webhooks, webhookSecrets, callbackGuard),
     webhookSecrets,
     callbackGuard,

@@ -1,9 +1,10 @@
 /** `npm run server`: the bundled server, configured by environment variables (DESIGN §2). */
 import { ConfigError, loadConfig } from './config.js';
-import { startServer } from './start.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Loaded once the settings are read: a mistyped variable is told at once, without loading the server first.
+  const { startServer } = await import('./start.js');
   const server = await startServer(config);
   const { publicUrl } = server.context.config;
   const publicNote = publicUrl !== server.url ? ` (public URL ${publicUrl})` : '';

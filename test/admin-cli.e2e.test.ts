@@ -34,6 +34,10 @@ describe('patient-docs-admin', () => {
     expect(missing.status).toBe(2);
     expect(missing.stderr.trim()).toBe(`patient-docs-admin: there is no database at ${path.join(dataDir, 'typo', 'patient-docs.sqlite')}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
     expect(fs.existsSync(path.join(dataDir, 'typo', 'patient-docs.sqlite'))).toBe(false);
+    // A write refused for its flags is refused before anything is opened: no database made for it.
+    const refused = spawnSync('node', ['dist/server/admin/cli.js', 'patient', 'add', '--name', 'X', '--id', 'nope'], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: path.join(dataDir, 'typo') }, encoding: 'utf8' });
+    expect([refused.status, refused.stderr.trim()]).toEqual([2, 'patient-docs-admin: --id "nope" must be a UUID']);
+    expect(fs.existsSync(path.join(dataDir, 'typo', 'patient-docs.sqlite'))).toBe(false);
   });
 
   it('adds an organization, a patient with access and consent, a client (secret shown once) and an order', () => {

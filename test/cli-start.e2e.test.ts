@@ -10,12 +10,25 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openJournal } from '../electron/sync/journal/open-journal.js';
 import { openSettings } from '../electron/sync/home/settings.js';
-import { ADMIN_CLI, ROOT, SYNC_CLI } from './helpers/processes.js';
+import { ADMIN_CLI, ROOT, SERVER_MAIN, SYNC_CLI } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
 
 const TRACE_HOOK = path.join(ROOT, 'test/helpers/module-trace.mjs');
 const scratch = tempDir('cli-start');
 let traces = 0;
+
+/** The modules a traced process loaded, from its trace file: paths under the project, or package names. */
+function tracedModules(traceFile: string): string[] {
+  const urls = fs.existsSync(traceFile) ? fs.readFileSync(traceFile, 'utf8').split('\n').filter(Boolean) : [];
+  const modules = urls
+    .filter((url) => url.startsWith('file:'))
+    .map((url) => {
+      const file = new URL(url).pathname;
+      const inPackage = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file);
+      return inPackage ? inPackage[1]! : path.relative(ROOT, file);
+    });
+  return [...new Set(modules)];
+}
 
 /** Runs `node <cli> <args>` with the module trace; what it printed, its exit code and the modules it loaded (paths under the project, or package names). */
 async function traced(cli: string, args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string; modules: string[] }> {
@@ -28,15 +41,7 @@ async function traced(cli: string, args: string[], env: Record<string, string>):
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  const urls = fs.existsSync(traceFile) ? fs.readFileSync(traceFile, 'utf8').split('\n').filter(Boolean) : [];
-  const modules = urls
-    .filter((url) => url.startsWith('file:'))
-    .map((url) => {
-      const file = new URL(url).pathname;
-      const inPackage = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(file);
-      return inPackage ? inPackage[1]! : path.relative(ROOT, file);
-    });
-  return { code, stdout, stderr, modules: [...new Set(modules)] };
+  return { code, stdout, stderr, modules: tracedModules(traceFile) };
 }
 
 afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
@@ -120,4 +125,42 @@ describe('patient-docs-sync', () => {
       expect(result.modules).not.toContain('typebox');
     }
   });
+});
+
+describe('the server', () => {
+  it('on the embedded default (SQLite, a local folder) starts and answers without the S3 client or the PostgreSQL driver', async () => {
+    const traceFile = path.join(scratch, 'trace-server.txt');
+    const dataDir = path.join(scratch, 'server-data');
+    // Traced, every module load goes through the hook thread: the start takes several times its usual time.
+    const child = spawn(process.execPath, ['--import', TRACE_HOOK, SERVER_MAIN], {
+      cwd: ROOT,
+      env: { ...process.env, PORT: '0', PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: 'cli-start-admin-token-0123456789', PATIENT_DOCS_LOG_LEVEL: 'warn', MODULE_TRACE_FILE: traceFile },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      let output = '';
+      const url = await new Promise<string>((resolve, reject) => {
+        const onData = (chunk: Buffer): void => {
+          output += chunk.toString();
+          const match = /listening on (http:\/\/[^\s;]+)/.exec(output);
+          if (match) resolve(match[1]!);
+        };
+        child.stdout.on('data', onData);
+        child.stderr.on('data', onData);
+        child.once('exit', (code) => reject(new Error(`server exited (${code}):\n${output}`)));
+      });
+      // The content side (storage, resumable uploads) is built before the server listens.
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+    const modules = tracedModules(traceFile);
+    expect(modules).toContain('dist/server/storage/index.js');
+    expect(modules).toContain('better-sqlite3');
+    // The AWS SDK alone is a quarter of a second of CPU at every start.
+    const unused = modules.filter((module) => /^(@aws-sdk\/|@smithy\/|pg$|pg-|hash-wasm$)/.test(module) || /^dist\/server\/(storage\/s3|db\/postgres\/)/.test(module));
+    expect(unused).toEqual([]);
+  }, 120_000);
 });

@@ -41,10 +41,21 @@ describe('a scanner inbox files each case under the right patient, and never the
     return body;
   }
 
+  /**
+   * The workstation's token, asked for once: a token request checks the secret (scrypt, tens of ms
+   * of the server's CPU), and `filed` is polled while the sync under test needs the cores.
+   */
+  let token: string | undefined;
+  async function bearer(): Promise<string> {
+    if (token) return token;
+    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret });
+    token = ((await (await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: form })).json()) as { access_token: string }).access_token;
+    return token;
+  }
+
   /** A patient's documents on the server with content, as `path/fileName`. */
   async function filed(patient: Patient): Promise<string[]> {
-    const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret });
-    const { access_token: token } = (await (await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: form })).json()) as { access_token: string };
+    const token = await bearer();
     const response = await fetch(`${server.url}/v1/patients/${patient.id}/documents/search`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'organization-id': ORG, 'content-type': 'application/json' },

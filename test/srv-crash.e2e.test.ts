@@ -178,7 +178,7 @@ describe(`kill -9 with 20 uploads in flight and restart on the same data (conten
     // Clean-up once the abandoned uploads are old enough (a day and more later): what is left is
     // exactly the objects the database names.
     const env = await processStorageEnv(dataDir);
-    const { storage, resumable } = storageAndUploads({ dataDir, storageUrl: env.PATIENT_DOCS_STORAGE_URL, s3Endpoint: env.PATIENT_DOCS_S3_ENDPOINT }, undefined);
+    const { storage, resumable } = await storageAndUploads({ dataDir, storageUrl: env.PATIENT_DOCS_STORAGE_URL, s3Endpoint: env.PATIENT_DOCS_S3_ENDPOINT }, undefined);
     const store = SqliteStore.open(path.join(dataDir, 'patient-docs.sqlite'));
     try {
       const later = () => new Date(Date.now() + 2 * RESUMABLE_LIFETIME_MS);

@@ -39,10 +39,13 @@ describe('kill -9 during a 1,000-file sync', () => {
     expect((await runCli(home, ['connect', '--server', server.url, '--client-id', CLIENT.id, '--organization', ORG], env)).code).toBe(0);
     expect((await runCli(home, ['add-pair', '--folder', folder, '--patient', PATIENT, '--path', '/crash'], env)).code).toBe(0);
     expect((await runCli(home, ['config', '--concurrency', '12', '--settle-ms', '200'], env)).code).toBe(0);
+    // Read once: the settings file is checked against its schema at each open (tens of ms of CPU),
+    // and the loop below looks at the journal every 25 ms while the CLI and the server need the cores.
+    const pairId = openSettings(home).get('pairs')[0]!.id;
 
     const syncedAfterKill: number[] = [];
     for (let kill = 0; kill < KILLS; kill += 1) {
-      const before = countSynced(home);
+      const before = countSynced(home, pairId);
       const run = spawnCli(home, ['run', '--once'], env);
       let exited = false;
       void run.done.then(() => (exited = true));
@@ -50,12 +53,12 @@ describe('kill -9 during a 1,000-file sync', () => {
       // random handful of files (the kill then lands in a random step of the files under way).
       const progress = 10 + Math.floor(Math.random() * 60);
       const deadline = Date.now() + 60_000;
-      while (!exited && Date.now() < deadline && countSynced(home) < Math.min(before + progress, FILES - 1)) await delay(25);
+      while (!exited && Date.now() < deadline && countSynced(home, pairId) < Math.min(before + progress, FILES - 1)) await delay(25);
       await delay(Math.floor(Math.random() * 100));
       run.child.kill('SIGKILL');
       const result = await run.done;
       expect(result.signal).toBe('SIGKILL');
-      syncedAfterKill.push(countSynced(home));
+      syncedAfterKill.push(countSynced(home, pairId));
     }
     const finish = await runCli(home, ['run', '--once', '--timeout', '120'], env);
     expect(finish.stdout).toContain('every file is synced and verified');
@@ -72,7 +75,7 @@ describe('kill -9 during a 1,000-file sync', () => {
 
     const journal = openJournal(path.join(home, 'journal.db'));
     try {
-      const rows = journal.byPair(openSettings(home).get('pairs')[0]!.id);
+      const rows = journal.byPair(pairId);
       expect(rows).toHaveLength(FILES);
       for (const row of rows) {
         const document = byKey.get(`${row.remotePath}/${row.fileName}`);
@@ -89,11 +92,10 @@ describe('kill -9 during a 1,000-file sync', () => {
   }, 240_000);
 });
 
-function countSynced(home: string): number {
+function countSynced(home: string, pairId: string): number {
   const journal = openJournal(path.join(home, 'journal.db'));
   try {
-    const pair = openSettings(home).get('pairs')[0]!;
-    return journal.counts(pair.id).synced;
+    return journal.counts(pairId).synced;
   } finally {
     journal.close();
   }

@@ -194,13 +194,13 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
     return migrateCommand(config, values);
   }
   // A mistyped or missing data dir must not pass unnoticed: a command that only reads refuses it,
-  // and one that writes says it is creating a new database (IT may set things up before the server).
+  // and one that writes says it is creating a new database when it opens it (IT may set things up
+  // before the server).
   const file = sqliteFile(config);
   if (!usesPostgres(config) && !fs.existsSync(file)) {
     if (READ_ONLY.has(`${area} ${action ?? ''}`.trim())) {
       throw new InputError(`there is no database at ${file}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
     }
-    process.stderr.write(`patient-docs-admin: no database at ${file} yet; creating it\n`);
   }
   const command = `${area} ${action ?? ''}`.trim();
   if (command === 'backup' && usesPostgres(config)) {
@@ -248,109 +248,123 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
       back === 0 ? '' : `; ${back} of them ${back === 1 ? 'was' : 'were'} marked lost and ${back === 1 ? 'is' : 'are'} back intact (run verify --mark-restored on the server's data to count ${back === 1 ? 'it' : 'them'} as content again)`;
     return `backup written to ${report.directory}: the database and ${copied} stored files (${report.bytes} bytes), each checked against its sha256${restorable}${markedBefore(report)}; the audit log's ${report.auditEntries} entries are in the database copy`;
   }
-  if (!usesPostgres(config)) await waitForLock(file, values.wait);
-  const context = await openAdminContext(config);
-  const { directory, keys } = context;
+  // The flags are checked before the database is opened: a refused command waits for no lock,
+  // creates no database, and loads neither the driver nor the signing keys.
+  let context: Awaited<ReturnType<typeof openAdminContext>> | undefined;
+  const open = async (): Promise<Awaited<ReturnType<typeof openAdminContext>>> => {
+    if (!usesPostgres(config)) {
+      if (!fs.existsSync(file)) process.stderr.write(`patient-docs-admin: no database at ${file} yet; creating it\n`);
+      await waitForLock(file, values.wait);
+    }
+    context = await openAdminContext(config);
+    return context;
+  };
+  const directory = async (): Promise<DirectoryService> => (await open()).directory;
   try {
-    switch (`${area} ${action ?? ''}`.trim()) {
+    switch (command) {
       case 'organization add': {
         const { checked, AdminOrganizationBody } = await flagChecks();
-        return (await directory.upsertOrganization(checked(AdminOrganizationBody, { id: values.id, name: required(values.name, 'name') }))).organization;
+        const body = checked(AdminOrganizationBody, { id: values.id, name: required(values.name, 'name') });
+        return (await (await directory()).upsertOrganization(body)).organization;
       }
       case 'organization list':
-        return await directory.listOrganizations();
+        return await (await directory()).listOrganizations();
       case 'patient add': {
         const { checked, AdminPatientBody, identifierFlags } = await flagChecks();
-        return await directory.createPatient(
-          checked(AdminPatientBody, {
-            id: values.id,
-            name: required(values.name, 'name'),
-            organizations: values.organization,
-            consents: values.consent,
-            identifiers: identifierFlags(values.identifier),
-            birthDate: values['birth-date'],
-          }),
-        );
+        const body = checked(AdminPatientBody, {
+          id: values.id,
+          name: required(values.name, 'name'),
+          organizations: values.organization,
+          consents: values.consent,
+          identifiers: identifierFlags(values.identifier),
+          birthDate: values['birth-date'],
+        });
+        return await (await directory()).createPatient(body);
       }
       case 'patient list': {
         if ((values.identifier?.length ?? 0) > 1) throw new UsageError('patient list takes one --identifier');
-        return (await directory.listPatients({ name: values.name, identifier: values.identifier?.[0], birthDate: values['birth-date'], limit: 1000 })).patients;
+        return (await (await directory()).listPatients({ name: values.name, identifier: values.identifier?.[0], birthDate: values['birth-date'], limit: 1000 })).patients;
       }
       case 'patient show': {
         const { checked, IdFlags } = await flagChecks();
-        return await directory.getPatient(checked(IdFlags, { id: required(values.id, 'id') }).id);
+        const { id } = checked(IdFlags, { id: required(values.id, 'id') });
+        return await (await directory()).getPatient(id);
       }
       case 'patient update': {
         const { checked, IdFlags, AdminPatientPatch, identifierFlags } = await flagChecks();
         const birthDate = values['birth-date'] === 'none' ? null : values['birth-date'];
-        return await directory.updatePatient(
-          checked(IdFlags, { id: required(values.id, 'id') }).id,
-          checked(AdminPatientPatch, { name: values.name, organizations: values.organization, consents: values.consent, identifiers: identifierFlags(values.identifier), birthDate }),
-        );
+        const { id } = checked(IdFlags, { id: required(values.id, 'id') });
+        const patch = checked(AdminPatientPatch, { name: values.name, organizations: values.organization, consents: values.consent, identifiers: identifierFlags(values.identifier), birthDate });
+        return await (await directory()).updatePatient(id, patch);
       }
       case 'consent grant':
       case 'consent revoke': {
         const { checked, ConsentFlags } = await flagChecks();
         const consent = checked(ConsentFlags, { patientId: required(values.patient, 'patient'), organizationId: required(values.organization?.[0], 'organization') });
-        return await directory.setConsent(consent.patientId, consent.organizationId, action === 'grant');
+        return await (await directory()).setConsent(consent.patientId, consent.organizationId, action === 'grant');
       }
       case 'client add': {
         const { checked, AdminClientBody } = await flagChecks();
-        return await directory.createClient(
-          checked(AdminClientBody, {
-            clientId: values['client-id'],
-            name: required(values.name, 'name'),
-            scopes: values.scope ?? [],
-            organizations: values.organization ?? [],
-          }),
-        );
+        const body = checked(AdminClientBody, {
+          clientId: values['client-id'],
+          name: required(values.name, 'name'),
+          scopes: values.scope ?? [],
+          organizations: values.organization ?? [],
+        });
+        return await (await directory()).createClient(body);
       }
       case 'client list':
-        return await directory.listClients();
+        return await (await directory()).listClients();
       case 'client disable':
       case 'client enable': {
         const { checked, ClientFlags } = await flagChecks();
-        return await directory.updateClient(checked(ClientFlags, { clientId: required(values['client-id'], 'client-id') }).clientId, { disabled: action === 'disable' });
+        const { clientId } = checked(ClientFlags, { clientId: required(values['client-id'], 'client-id') });
+        return await (await directory()).updateClient(clientId, { disabled: action === 'disable' });
       }
       case 'client rotate-secret': {
         const { checked, ClientFlags } = await flagChecks();
-        return await directory.rotateClientSecret(checked(ClientFlags, { clientId: required(values['client-id'], 'client-id') }).clientId);
+        const { clientId } = checked(ClientFlags, { clientId: required(values['client-id'], 'client-id') });
+        return await (await directory()).rotateClientSecret(clientId);
       }
       case 'order add': {
         const { checked, AdminOrderBody } = await flagChecks();
-        return await directory.createOrder(
-          checked(AdminOrderBody, {
-            patientId: required(values.patient, 'patient'),
-            organizationId: required(values.organization?.[0], 'organization'),
-            status: required(values.status, 'status'),
-          }),
-        );
+        const body = checked(AdminOrderBody, {
+          patientId: required(values.patient, 'patient'),
+          organizationId: required(values.organization?.[0], 'organization'),
+          status: required(values.status, 'status'),
+        });
+        return await (await directory()).createOrder(body);
       }
       case 'order update': {
         const { checked, IdFlags, AdminOrderPatch } = await flagChecks();
-        return await directory.updateOrder(checked(IdFlags, { id: required(values.id, 'id') }).id, checked(AdminOrderPatch, { status: required(values.status, 'status') }).status);
+        const { id } = checked(IdFlags, { id: required(values.id, 'id') });
+        const { status } = checked(AdminOrderPatch, { status: required(values.status, 'status') });
+        return await (await directory()).updateOrder(id, status);
       }
       case 'seed': {
         const { readSeedFile } = await import('../domain/seed-file.js');
-        return await directory.applySeed(readSeedFile(required(values.file, 'file'), '--file'));
+        const seed = readSeedFile(required(values.file, 'file'), '--file');
+        return await (await directory()).applySeed(seed);
       }
       case 'keys rotate':
-        return { kid: await keys.rotate(), note: 'new tokens are signed with this key; tokens signed before keep verifying until `keys prune`' };
-      case 'keys prune':
-        return { removed: await keys.prune(overlapSeconds(values.overlap, config.tokenLifetimeSeconds)) };
+        return { kid: await (await open()).keys.rotate(), note: 'new tokens are signed with this key; tokens signed before keep verifying until `keys prune`' };
+      case 'keys prune': {
+        const overlap = overlapSeconds(values.overlap, config.tokenLifetimeSeconds);
+        return { removed: await (await open()).keys.prune(overlap) };
+      }
       case 'audit':
-        return await (await import('./audit.js')).auditCommand(context.store.audit, values);
+        return await (await import('./audit.js')).auditCommand((await open()).store.audit, values);
       case 'audit prune': {
         const { pruneCommand } = await import('./audit.js');
-        return await pruneCommand(context.store.audit, required(values.before, 'before'));
+        return await pruneCommand((await open()).store.audit, required(values.before, 'before'));
       }
       case 'keys list':
-        return (await context.store.signingKeys.list()).map(({ kid, createdAt, retiredAt }) => ({ kid, createdAt, retiredAt }));
+        return (await (await open()).store.signingKeys.list()).map(({ kid, createdAt, retiredAt }) => ({ kid, createdAt, retiredAt }));
       default:
         throw new UsageError(`unknown command: ${positionals.join(' ')}`);
     }
   } finally {
-    await context.store.close();
+    await context?.store.close();
   }
 }
 

@@ -10,8 +10,6 @@ import { StorageJanitor } from './janitor.js';
 import { contentFolders, renderScratch } from './folders.js';
 import type { StorageConfig } from './open.js';
 import { DiskResumableStore } from './resumable-disk.js';
-import { createS3Client, parseStorageUrl, S3ContentStorage } from './s3.js';
-import { S3ResumableStore } from './s3-resumable.js';
 import type { ContentStorage, ResumableStore } from './types.js';
 
 export interface ContentParts {
@@ -27,8 +25,10 @@ export interface ContentParts {
  * clean-up after a crash runs on). Instances sharing the content (PostgreSQL) coordinate each
  * upload's writes by leases in the database (store.leases).
  */
-export function storageAndUploads(config: StorageConfig, leases: WorkLeases | undefined): { storage: ContentStorage; resumable: ResumableStore } {
+export async function storageAndUploads(config: StorageConfig, leases: WorkLeases | undefined): Promise<{ storage: ContentStorage; resumable: ResumableStore }> {
   if (config.storageUrl) {
+    // Loaded only here: a server on the local folder does without the S3 client (the AWS SDK).
+    const [{ createS3Client, parseStorageUrl, S3ContentStorage }, { S3ResumableStore }] = await Promise.all([import('./s3.js'), import('./s3-resumable.js')]);
     const storage = new S3ContentStorage(createS3Client(config.s3Endpoint), parseStorageUrl(config.storageUrl), config.s3Endpoint);
     return { storage, resumable: new S3ResumableStore(storage, RESUMABLE_LIFETIME_MS, undefined, leases) };
   }
@@ -37,9 +37,9 @@ export function storageAndUploads(config: StorageConfig, leases: WorkLeases | un
   return { storage, resumable: new DiskResumableStore(uploads, storage, RESUMABLE_LIFETIME_MS, undefined, leases) };
 }
 
-export function createContentParts(config: StorageConfig, store: Store, collaborators: { documents: DocumentService; access: AccessGuard; links: Links; renderer: ThumbnailRenderer | undefined }): ContentParts {
+export async function createContentParts(config: StorageConfig, store: Store, collaborators: { documents: DocumentService; access: AccessGuard; links: Links; renderer: ThumbnailRenderer | undefined }): Promise<ContentParts> {
   const dataDir = config.dataDir;
-  const { storage, resumable } = storageAndUploads(config, store.leases);
+  const { storage, resumable } = await storageAndUploads(config, store.leases);
   const thumbnails = new ThumbnailJobs(store, storage, collaborators.renderer, { ...DEFAULT_THUMBNAIL_OPTIONS, scratchDir: renderScratch(dataDir) }, store.leases);
   const janitor = new StorageJanitor(storage, resumable, (key) => store.content.isKeyReferenced(key), undefined, undefined, store.leases);
   const service = new ContentService(store, storage, collaborators.documents, collaborators.access, collaborators.links, thumbnails);
