@@ -40,7 +40,7 @@ const ON_S3 = ['test/content.e2e.test.ts'];
  * round-robin over HTTPS (PATIENT_DOCS_TEST_DEPLOYMENT=nginx, test/helpers/deployment.ts), so each
  * request of a test may land on either instance.
  */
-const THROUGH_NGINX = ['test/server-core.test.ts', 'test/auth-matrix.test.ts', 'test/every-route.property.test.ts'];
+const THROUGH_NGINX = ['test/server-core.test.ts', 'test/auth-matrix.test.ts', 'test/every-route.property.test.ts', 'test/tus-across-instances.test.ts'];
 
 const common = { testTimeout: 60_000, hookTimeout: 120_000, pool: 'forks' } as const;
 

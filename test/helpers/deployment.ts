@@ -349,7 +349,7 @@ function trustedCertificates(): { certFile: string; keyFile: string } {
  * instance. Each instance has a data dir of its own when content is in the bucket, as on two
  * machines: nothing may pass between them through a local folder.
  */
-export async function startTestDeployment(env: Record<string, string>, options: TestServerOptions): Promise<Pick<TestServer, 'url' | 'server' | 'dataDir' | 'close'>> {
+export async function startTestDeployment(env: Record<string, string>, options: TestServerOptions): Promise<Pick<TestServer, 'url' | 'server' | 'instances' | 'dataDir' | 'close'>> {
   if (TEST_DATABASE !== 'postgres') throw new Error('PATIENT_DOCS_TEST_DEPLOYMENT=nginx needs PATIENT_DOCS_TEST_DATABASE=postgres: the instances share one database');
   const { certFile, keyFile } = trustedCertificates();
   const port = await nginxPort();
@@ -380,5 +380,5 @@ export async function startTestDeployment(env: Record<string, string>, options: 
     await close();
     throw error;
   }
-  return { url, server: instances[0]!.server, dataDir: instances[0]!.dataDir, close };
+  return { url, server: instances[0]!.server, instances: instances.map((instance) => instance.server), dataDir: instances[0]!.dataDir, close };
 }

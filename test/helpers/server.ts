@@ -76,6 +76,8 @@ export interface TestServer {
   url: string;
   /** The server (in a deployment, its first instance). */
   server: RunningServer;
+  /** Every instance serving it: the server alone, or a deployment's two (each reachable past nginx on its own `url`). */
+  instances: readonly RunningServer[];
   dataDir: string;
   token(client?: { id: string; secret: string }, scope?: string): Promise<string>;
   /** JSON request with a bearer token and the organization header. */
@@ -99,7 +101,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     return testClient(await startTestDeployment(env, options));
   }
   const one = await startTestInstance({ ...(await testDatabaseEnv()), ...(await testStorageEnv()), ...env }, options);
-  return testClient({ url: one.server.url, ...one });
+  return testClient({ url: one.server.url, instances: [one.server], ...one });
 }
 
 /** One server in this process on a temp data dir (the caller's env decides database and storage), checked to run on what the run asks for. */
@@ -131,7 +133,7 @@ export async function startTestInstance(env: Record<string, string>, options: Te
 }
 
 /** A test server's token and JSON helpers, on its `url`. */
-function testClient(running: Pick<TestServer, 'url' | 'server' | 'dataDir' | 'close'>): TestServer {
+function testClient(running: Pick<TestServer, 'url' | 'server' | 'instances' | 'dataDir' | 'close'>): TestServer {
   const { url } = running;
   const tokens = new Map<string, string>();
   const token = async (client = CLIENT, scope?: string): Promise<string> => {
