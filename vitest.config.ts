@@ -36,6 +36,14 @@ const ON_POSTGRES = ['test/server-core.test.ts', 'test/auth-matrix.test.ts', 'te
  */
 const ON_S3 = ['test/content.e2e.test.ts', 'test/srv-crash.e2e.test.ts', 'test/srv-content-missing.e2e.test.ts'];
 
+/**
+ * The route suites run a third time through a whole deployment (DESIGN §6): two instances on one
+ * PostgreSQL database and one bucket of the S3-compatible server, behind one nginx doing
+ * round-robin over HTTPS (PATIENT_DOCS_TEST_DEPLOYMENT=nginx, test/helpers/deployment.ts), so each
+ * request of a test may land on either instance.
+ */
+const THROUGH_NGINX = ['test/server-core.test.ts', 'test/auth-matrix.test.ts', 'test/every-route.property.test.ts', 'test/tus-across-instances.test.ts'];
+
 const common = { testTimeout: 60_000, hookTimeout: 120_000, pool: 'forks' } as const;
 
 export default defineConfig({
@@ -47,6 +55,16 @@ export default defineConfig({
       { test: { ...common, name: 'parallel', include: INCLUDE, exclude: [...configDefaults.exclude, ...ALONE], maxWorkers: WORKERS, sequence: { groupOrder: 0 } } },
       {
         test: { ...common, name: 'postgres', include: ON_POSTGRES, maxWorkers: WORKERS, sequence: { groupOrder: 0 }, env: { PATIENT_DOCS_TEST_DATABASE: 'postgres' } },
+      },
+      {
+        test: {
+          ...common,
+          name: 'deployment',
+          include: THROUGH_NGINX,
+          maxWorkers: WORKERS,
+          sequence: { groupOrder: 0 },
+          env: { PATIENT_DOCS_TEST_DEPLOYMENT: 'nginx', PATIENT_DOCS_TEST_DATABASE: 'postgres', PATIENT_DOCS_TEST_STORAGE: 's3' },
+        },
       },
       { test: { ...common, name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },
       { test: { ...common, name: 's3', include: ON_S3, maxWorkers: 1, sequence: { groupOrder: 1 }, env: { PATIENT_DOCS_TEST_STORAGE: 's3' } } },

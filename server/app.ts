@@ -61,8 +61,10 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     for (const stop of unwatch) stop();
   });
   // An answer before the whole body arrived (a 413, a 401) lets the sender finish instead of resetting it.
+  // Fastify answers a JSON body it refused unread (over PATIENT_DOCS_MAX_JSON_BYTES) with
+  // `Connection: close`, on which Node would close at once: the linger closes after the body instead.
   app.addHook('onSend', async (request, reply, payload) => {
-    lingerAfterEarlyAnswer(request.raw, reply.raw);
+    if (lingerAfterEarlyAnswer(request.raw, reply.raw)) reply.removeHeader('connection');
     return payload;
   });
 

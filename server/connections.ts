@@ -132,10 +132,11 @@ export const LINGER_AFTER_EARLY_ANSWER_MS = 30_000;
  * client still sending: nginx with request buffering off then fails its write and answers 502 in
  * place of the server's answer, and its client takes a permanent refusal for a transient fault.
  * Called as the answer's headers go out; a body that stops moving is still cut off by
- * watchRequestBodies.
+ * watchRequestBodies. Returns whether it lingers: the answer must then not carry its own
+ * `Connection: close` (Node would close at once on it), the linger closes when the body is in.
  */
-export function lingerAfterEarlyAnswer(request: IncomingMessage, response: ServerResponse, lingerMs = LINGER_AFTER_EARLY_ANSWER_MS): void {
-  if (request.complete || response.headersSent || !hasBody(request)) return;
+export function lingerAfterEarlyAnswer(request: IncomingMessage, response: ServerResponse, lingerMs = LINGER_AFTER_EARLY_ANSWER_MS): boolean {
+  if (request.complete || response.headersSent || !hasBody(request)) return false;
   const socket = request.socket;
   const askedToClose = !response.shouldKeepAlive;
   // Node would close the connection as soon as the answer is out, with the body still arriving.
@@ -161,6 +162,7 @@ export function lingerAfterEarlyAnswer(request: IncomingMessage, response: Serve
     else request.resume();
     settle();
   });
+  return true;
 }
 
 function proxyList(entries: readonly string[]): BlockList {

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ADMIN_TOKEN, ORG, OTHER_ORG, PATIENT, PATIENT_WITHOUT_CONSENT, startTestServer, type TestServer } from './helpers/server.js';
+import { ADMIN_TOKEN, ORG, OTHER_ORG, PATIENT, PATIENT_WITHOUT_CONSENT, TEST_DEPLOYMENT, startTestServer, type TestServer } from './helpers/server.js';
 
 let server: TestServer;
 let operations: { method: string; template: string }[];
@@ -102,6 +102,9 @@ describe('every documented route under hostile input', () => {
         seen.add(`${operation.method} ${operation.template}`);
         expect(response.status, what).toBeLessThan(500);
         if (response.status < 400 || operation.method === 'HEAD') return;
+        // Behind nginx (the `deployment` project), a request line nginx refuses itself (a NUL in the
+        // path) gets nginx's own 400 page: no instance ever sees it.
+        if (TEST_DEPLOYMENT === 'nginx' && response.status === 400 && response.headers.get('content-type')?.startsWith('text/html') && /%00/i.test(route)) return;
         const body = JSON.parse(text) as Record<string, unknown>;
         if (route.startsWith('/oauth2/token')) {
           expect(typeof body.error, what).toBe('string');

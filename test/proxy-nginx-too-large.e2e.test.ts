@@ -137,4 +137,14 @@ describe('an upload over the limit through nginx', () => {
     }
     expectTooLarge(answers);
   }, 60_000);
+
+  it('answers 413 problem+json to a JSON body over PATIENT_DOCS_MAX_JSON_BYTES, with or without a Content-Length', async () => {
+    const json = Buffer.from(JSON.stringify({ fileName: 'padded.stl', padding: 'x'.repeat(2 * 1024 * 1024) }));
+    const answers: Answer[] = [];
+    for (let attempt = 0; attempt < TRIES; attempt += 1) {
+      const length: Record<string, string> = attempt % 2 === 0 ? { 'content-length': String(json.length) } : { 'transfer-encoding': 'chunked' };
+      answers.push(await send('POST', `/v1/patients/${PATIENT}/documents`, { 'content-type': 'application/json', ...length }, json));
+    }
+    expectTooLarge(answers);
+  }, 60_000);
 });

@@ -1,5 +1,6 @@
 /** Issue 2: token → create → search over real HTTP, every rule of SPEC §4.1/§4.3 and DESIGN §3. */
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +14,9 @@ beforeAll(async () => {
 afterAll(async () => server.close());
 
 const documentsRoute = `/v1/patients/${PATIENT}/documents`;
+/** Node's client for a URL: http, or https behind the deployment's nginx (test/helpers/deployment.ts). */
+const request = (url: string, options: http.RequestOptions, onResponse?: (response: http.IncomingMessage) => void): http.ClientRequest =>
+  (url.startsWith('https:') ? https : http).request(url, options, onResponse);
 const searchRoute = `${documentsRoute}/search`;
 
 describe('identity provider', () => {
@@ -200,7 +204,8 @@ describe('create document placeholder (SPEC §4.1)', () => {
   it('answers headers over the limit and bytes that are not HTTP with problem details (413, 400), then closes', async () => {
     const exchange = (raw: string) =>
       new Promise<string>((resolve, reject) => {
-        const socket = net.connect(Number(new URL(server.url).port), '127.0.0.1', () => socket.end(raw));
+        // The server's own socket (behind nginx, an instance's): what nginx makes of such bytes is nginx's own page.
+        const socket = net.connect(Number(new URL(server.server.url).port), '127.0.0.1', () => socket.end(raw));
         let text = '';
         socket.setEncoding('utf8').on('data', (chunk) => (text += chunk)).on('close', () => resolve(text)).on('error', reject);
       });
@@ -352,17 +357,17 @@ describe('search (SPEC §4.3, DESIGN §3)', () => {
     const token = await server.token();
     const ask = (acceptEncoding: string) =>
       new Promise<{ headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
-        const request = http.request(`${server.url}${patientRoute('/documents/search')}`, {
+        const sent = request(`${server.url}${patientRoute('/documents/search')}`, {
           method: 'POST',
           headers: { authorization: `Bearer ${token}`, 'organization-id': ORG, 'content-type': 'application/json', 'accept-encoding': acceptEncoding },
         });
-        request.on('response', (response) => {
+        sent.on('response', (response) => {
           const chunks: Buffer[] = [];
           response.on('data', (chunk: Buffer) => chunks.push(chunk));
           response.on('end', () => resolve({ headers: response.headers, body: Buffer.concat(chunks) }));
         });
-        request.on('error', reject);
-        request.end(JSON.stringify({ sortBy: 'fileName' }));
+        sent.on('error', reject);
+        sent.end(JSON.stringify({ sortBy: 'fileName' }));
       });
     // Asked for the first time, a page is sent as it is, even to a client that takes gzip.
     const first = await ask('gzip, deflate, br');
@@ -469,11 +474,11 @@ describe('operations', () => {
     const limited = await startTestServer({ PATIENT_DOCS_TOKEN_RATE_LIMIT: '3' });
     const post = (form: Record<string, string>, localAddress: string) =>
       new Promise<number>((resolve, reject) => {
-        const request = http.request(`${limited.url}/oauth2/token`, { method: 'POST', localAddress, headers: { 'content-type': 'application/x-www-form-urlencoded' } }, (response) => {
+        const sent = request(`${limited.url}/oauth2/token`, { method: 'POST', localAddress, headers: { 'content-type': 'application/x-www-form-urlencoded' } }, (response) => {
           response.resume();
           resolve(response.statusCode!);
         });
-        request.on('error', reject).end(new URLSearchParams(form).toString());
+        sent.on('error', reject).end(new URLSearchParams(form).toString());
       });
     try {
       const attacker: number[] = [];

@@ -239,9 +239,10 @@ describe('two instances behind nginx round-robin on one PostgreSQL and one data 
 
       // The workstation's real client, through nginx, uploads 20 scans slowly enough to be cut off mid-body.
       const files = Array.from({ length: 20 }, (_, index) => ({ name: `scan-${index}.stl`, bytes: Buffer.alloc(512 * 1024 + index, index + 1) }));
+      const limiter = new BandwidthLimiter(512 * 1024);
       const sut = await startEngine(deployment.url, {
         certificateAuthority: [fs.readFileSync(deployment.caFile, 'utf8')],
-        limiter: new BandwidthLimiter(512 * 1024),
+        limiter,
         tuning: { concurrency: 20, settleMs: 200 },
         backoffMs: 200,
         remoteBasePath: '/killed',
@@ -256,6 +257,8 @@ describe('two instances behind nginx round-robin on one PostgreSQL and one data 
         });
         await a!.kill();
         receiver.release();
+        // Cut off mid-body, the uploads now only have to finish: at full speed, not 10 MiB at 512 KiB/s.
+        limiter.setLimit(0);
 
         await waitFor('every scan synced', () => rows().length === 20 && rows().every((row) => row.state === 'synced'), 60_000);
         await waitFor('all 1,000 messages arrived', () => receiver.counts('/pending/').size >= 1000, 60_000);

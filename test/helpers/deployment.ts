@@ -4,17 +4,22 @@
  * nginx doing round-robin with TLS (the site of docs/nginx.conf.example, its `proxy_pass` pointed
  * at an upstream of the instances). Started once per test file; an instance can be killed (-9),
  * stopped and started again on its port, and PostgreSQL stopped and started under them.
+ *
+ * startTestDeployment is the lighter one startTestServer gives under PATIENT_DOCS_TEST_DEPLOYMENT=nginx
+ * (the `deployment` project): two instances in the test's own process, behind the same nginx site.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
+import tls from 'node:tls';
+import { Agent, setGlobalDispatcher } from 'undici';
 import { afterAll, beforeAll } from 'vitest';
 import { exampleSite, nginxPort, startNginx, type Nginx } from './nginx.js';
 import { startPostgres, type TestPostgres } from './postgres.js';
 import { freePort, ROOT, SERVER_MAIN } from './processes.js';
-import { ADMIN_TOKEN, CLIENT, ORG, SEED_FILE, tempDir } from './server.js';
+import { ADMIN_TOKEN, CLIENT, ORG, SEED_FILE, TEST_DATABASE, TEST_STORAGE, startTestInstance, tempDir, testDatabaseEnv, testStorageEnv, type TestServer, type TestServerOptions } from './server.js';
 import { makeTestCertificates } from './tls.js';
 
 type SiteChanges = Array<[from: string | RegExp, to: string]>;
@@ -310,4 +315,70 @@ export function useDeployment(options: DeploymentOptions = {}): Deployment {
   });
 
   return deployment;
+}
+
+// --- startTestServer's deployment (PATIENT_DOCS_TEST_DEPLOYMENT=nginx) ------------------------------
+
+let fileCertificates: { certFile: string; keyFile: string } | undefined;
+
+/**
+ * This test file's CA and nginx's certificate for 127.0.0.1 and localhost, made once. The file's
+ * own clients trust that CA on top of the system's, as a clinic's workstations trust the clinic's:
+ * fetch (undici's global dispatcher) and https.request (the global agent).
+ */
+function trustedCertificates(): { certFile: string; keyFile: string } {
+  if (fileCertificates) return fileCertificates;
+  const certs = makeTestCertificates('deployment', ['IP:127.0.0.1', 'DNS:localhost']);
+  const certFile = path.join(certs.dir, 'leaf.pem');
+  const keyFile = path.join(certs.dir, 'leaf.key');
+  fs.writeFileSync(certFile, certs.cert);
+  fs.writeFileSync(keyFile, certs.key);
+  const ca = [...tls.rootCertificates, fs.readFileSync(certs.caFile, 'utf8')];
+  setGlobalDispatcher(new Agent({ connect: { ca } }));
+  https.globalAgent.options.ca = ca;
+  process.once('exit', () => fs.rmSync(certs.dir, { recursive: true, force: true }));
+  fileCertificates = { certFile, keyFile };
+  return fileCertificates;
+}
+
+/**
+ * Two instances in this process on one PostgreSQL database and one bucket prefix (or one content
+ * folder when the run keeps content on disk), behind one nginx with the example site doing
+ * round-robin over HTTPS. `url` is nginx's, and every instance's PATIENT_DOCS_PUBLIC_URL (unless
+ * `env` names another), so signed links and token issuers work through it; `server` is the first
+ * instance. Each instance has a data dir of its own when content is in the bucket, as on two
+ * machines: nothing may pass between them through a local folder.
+ */
+export async function startTestDeployment(env: Record<string, string>, options: TestServerOptions): Promise<Pick<TestServer, 'url' | 'server' | 'instances' | 'dataDir' | 'close'>> {
+  if (TEST_DATABASE !== 'postgres') throw new Error('PATIENT_DOCS_TEST_DEPLOYMENT=nginx needs PATIENT_DOCS_TEST_DATABASE=postgres: the instances share one database');
+  const { certFile, keyFile } = trustedCertificates();
+  const port = await nginxPort();
+  const url = `https://127.0.0.1:${port}`;
+  const contentFolder = TEST_STORAGE === 's3' ? undefined : tempDir('deployment-content');
+  const shared = {
+    ...(await testDatabaseEnv()),
+    ...(await testStorageEnv()),
+    ...(contentFolder ? { PATIENT_DOCS_DATA_DIR: contentFolder } : {}),
+    PATIENT_DOCS_PUBLIC_URL: url,
+    PATIENT_DOCS_TRUSTED_PROXIES: '127.0.0.1',
+    ...env,
+  };
+  const started = await Promise.allSettled([startTestInstance(shared, options), startTestInstance(shared, options)]);
+  const instances = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+  let nginx: Nginx | undefined;
+  const close = async (): Promise<void> => {
+    await nginx?.close();
+    await Promise.all(instances.map((instance) => instance.close()));
+    if (contentFolder) fs.rmSync(contentFolder, { recursive: true, force: true });
+  };
+  try {
+    const failed = started.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
+    const ports = instances.map((instance) => Number(new URL(instance.server.url).port));
+    nginx = await startNginx(roundRobinSite(ports, { port, certFile, keyFile }), port);
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { url, server: instances[0]!.server, instances: instances.map((instance) => instance.server), dataDir: instances[0]!.dataDir, close };
 }

@@ -4,6 +4,8 @@
  * vitest.config.ts runs the store-heavy files so): one cluster per test file, one database per server.
  * Content goes to the local disk in the data dir, or to an S3-compatible server (s3rver, one per
  * test file, a prefix of its own per server) when PATIENT_DOCS_TEST_STORAGE=s3 (the `s3` project).
+ * With PATIENT_DOCS_TEST_DEPLOYMENT=nginx (the `deployment` project) a test server is a whole
+ * deployment: two instances on one database and one bucket prefix behind one nginx, `url` nginx's.
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -23,6 +25,9 @@ export const TEST_DATABASE: 'sqlite' | 'postgres' = process.env.PATIENT_DOCS_TES
 
 /** Where the test servers of this run keep content: `disk` (the default) or `s3`. */
 export const TEST_STORAGE: 'disk' | 's3' = process.env.PATIENT_DOCS_TEST_STORAGE === 's3' ? 's3' : 'disk';
+
+/** What a test server of this run is: one instance (the default), or `nginx`: two instances behind one nginx (test/helpers/deployment.ts). */
+export const TEST_DEPLOYMENT: 'single' | 'nginx' = process.env.PATIENT_DOCS_TEST_DEPLOYMENT === 'nginx' ? 'nginx' : 'single';
 
 let cluster: Promise<TestPostgres> | undefined;
 let objectStore: Promise<TestS3> | undefined;
@@ -72,8 +77,12 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 export const METRICS_TOKEN = 'test-metrics-token-0123456789';
 
 export interface TestServer {
+  /** Where clients reach it (in a deployment, nginx's address). */
   url: string;
+  /** The server (in a deployment, its first instance). */
   server: RunningServer;
+  /** Every instance serving it: the server alone, or a deployment's two (each reachable past nginx on its own `url`). */
+  instances: readonly RunningServer[];
   dataDir: string;
   token(client?: { id: string; secret: string }, scope?: string): Promise<string>;
   /** JSON request with a bearer token and the organization header. */
@@ -92,15 +101,25 @@ export interface TestServerOptions {
 }
 
 export async function startTestServer(env: Record<string, string> = {}, options: TestServerOptions = {}): Promise<TestServer> {
-  const dataDir = tempDir('server');
+  if (TEST_DEPLOYMENT === 'nginx') {
+    const { startTestDeployment } = await import('./deployment.js');
+    return testClient(await startTestDeployment(env, options));
+  }
+  const one = await startTestInstance({ ...(await testDatabaseEnv()), ...(await testStorageEnv()), ...env }, options);
+  return testClient({ url: one.server.url, instances: [one.server], ...one });
+}
+
+/** One server in this process on a temp data dir (the caller's env decides database and storage), checked to run on what the run asks for. */
+export async function startTestInstance(env: Record<string, string>, options: TestServerOptions = {}): Promise<Pick<TestServer, 'server' | 'dataDir' | 'close'>> {
+  // A data dir the caller names is the caller's to remove; one made here is removed here.
+  const owned = env.PATIENT_DOCS_DATA_DIR === undefined;
+  const dataDir = env.PATIENT_DOCS_DATA_DIR ?? tempDir('server');
   const loaded = loadConfig({
     PORT: '0',
     PATIENT_DOCS_DATA_DIR: dataDir,
     PATIENT_DOCS_SEED: SEED_FILE,
     PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN,
     PATIENT_DOCS_LOG_LEVEL: 'silent',
-    ...(await testDatabaseEnv()),
-    ...(await testStorageEnv()),
     ...env,
   });
   const config = { ...loaded, ...options.config };
@@ -108,6 +127,19 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   if ((server.context.content.storage.shared ? 's3' : 'disk') !== TEST_STORAGE && !env.PATIENT_DOCS_STORAGE_URL) throw new Error(`the test server keeps content in ${server.context.content.storage.location}, not on ${TEST_STORAGE}`);
   const expected = config.databaseUrl?.startsWith('postgres') ? 'postgres' : 'sqlite';
   if (server.context.store.kind !== expected) throw new Error(`the test server runs on ${server.context.store.kind}, not ${expected}`);
+  return {
+    server,
+    dataDir,
+    close: async () => {
+      await server.close();
+      if (owned) fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A test server's token and JSON helpers, on its `url`. */
+function testClient(running: Pick<TestServer, 'url' | 'server' | 'instances' | 'dataDir' | 'close'>): TestServer {
+  const { url } = running;
   const tokens = new Map<string, string>();
   const token = async (client = CLIENT, scope?: string): Promise<string> => {
     const key = `${client.id}|${scope ?? ''}`;
@@ -115,7 +147,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     if (cached) return cached;
     const form = new URLSearchParams({ grant_type: 'client_credentials', client_id: client.id, client_secret: client.secret });
     if (scope) form.set('scope', scope);
-    const response = await fetch(`${server.url}/oauth2/token`, { method: 'POST', body: form });
+    const response = await fetch(`${url}/oauth2/token`, { method: 'POST', body: form });
     const body = (await response.json()) as { access_token?: string };
     if (!body.access_token) throw new Error(`token request failed: ${response.status} ${JSON.stringify(body)}`);
     tokens.set(key, body.access_token);
@@ -132,7 +164,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
       headers['content-type'] ??= 'application/json';
       body = typeof options.body === 'string' ? options.body : Buffer.isBuffer(options.body) ? new Blob([new Uint8Array(options.body)]) : JSON.stringify(options.body);
     }
-    const response = await fetch(`${server.url}${route}`, { method, headers, body });
+    const response = await fetch(`${url}${route}`, { method, headers, body });
     const text = await response.text();
     let parsed: unknown = text;
     try {
@@ -142,17 +174,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     }
     return { status: response.status, body: parsed, headers: response.headers };
   };
-  return {
-    url: server.url,
-    server,
-    dataDir,
-    token,
-    api,
-    close: async () => {
-      await server.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
+  return { ...running, token, api };
 }
 
 /**
