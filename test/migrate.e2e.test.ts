@@ -506,7 +506,7 @@ describe('admin migrate from the embedded default', () => {
     } finally {
       await moved.stop();
     }
-  }, 120_000);
+  }, 240_000);
 
   it('refuses to copy again onto a database servers have used since', async () => {
     const stale = await migrate();
@@ -550,7 +550,7 @@ describe('admin migrate from the embedded default', () => {
       await s3.close();
       fs.rmSync(instanceDir, { recursive: true, force: true });
     }
-  }, 240_000);
+  }, 300_000);
 
   it('needs the master key that seals the installation\'s secrets, and carries them sealed', async () => {
     const masterKey = randomBytes(32).toString('base64');
