@@ -79,8 +79,16 @@ export interface ContentStorage {
   discard(temp: TempObject): Promise<void>;
   /** Undoes `commit` (its record could not be written): the object becomes the temp object again. */
   uncommit(key: string, temp: TempObject): Promise<void>;
-  /** Stores a small object atomically (thumbnails). */
-  put(key: string, bytes: Buffer): Promise<void>;
+  /**
+   * Stores a small object atomically (thumbnails). `durable: false` (admin migrate's batches of
+   * files) leaves making it survive a power cut to `sync`, once for the whole batch.
+   */
+  put(key: string, bytes: Buffer, options?: { durable?: boolean }): Promise<void>;
+  /**
+   * Makes the objects put with `durable: false` durable, all at once. Absent where every write is
+   * durable when it returns (an object store).
+   */
+  sync?(keys: readonly string[]): Promise<void>;
   /** Undefined when the object does not exist or cannot be read (read's error then says which). */
   size(key: string): Promise<number | undefined>;
   read(key: string, range?: ByteRange): Readable;

@@ -7,7 +7,8 @@
  * that stops a server from starting on it: a server on half the records would take the content it
  * does not see yet for orphans and remove it. The marker goes only when a run ends with every
  * record copied and every file checked; an interrupted run leaves it, and running the command again
- * resumes (rows are upserts, files already there intact are not copied again).
+ * resumes (rows are upserts; files already there intact, or recorded as copied by a batch that was
+ * made durable, are not copied again: copy-record.ts).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,6 +22,7 @@ import { openStore, sqliteFile } from '../../open-store.js';
 import { LocalDiskStorage } from '../../storage/local-disk.js';
 import { InputError, ContentProblems } from '../cli-common.js';
 import { checkContentInPlace, copyContent, listStoredContent, type ContentReport } from './content.js';
+import { CopyRecord } from './copy-record.js';
 import { formatBytes, type MigrationProgress } from './progress.js';
 import { copyRows, type RowCopyReport } from './rows.js';
 import { openTargetStorage, type MigrationTargets } from './targets.js';
@@ -112,7 +114,9 @@ export async function migrateInstallation(config: ServerConfig, targets: Migrati
       rows = await copyRows(source.db, target.db, progress);
     }
     const listed = listStoredContent(source.db);
-    const content = targetStorage ? await copyContent(currentContent, targetStorage, listed, progress) : await checkContentInPlace(currentContent, listed, progress);
+    const content = targetStorage
+      ? await copyContent(currentContent, targetStorage, listed, progress, { record: CopyRecord.open(config.dataDir, targetStorage.location) })
+      : await checkContentInPlace(currentContent, listed, progress);
     if (content.problems.length > 0) {
       throw new ContentProblems(
         `${content.problems.length} of ${content.files} stored files are missing or damaged in ${currentContent.root}, so the migration is not complete` +

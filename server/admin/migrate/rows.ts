@@ -51,8 +51,12 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
  */
 const DERIVED_TABLES = new Set(['patient_document_counts', 'patient_document_versions', 'schema_migrations', 'sqlite_sequence']);
 
-/** Rows per INSERT statement (its parameters stay far below PostgreSQL's 65,535). */
-const BATCH_ROWS = 500;
+/**
+ * Rows per INSERT statement. The rows go as one array per column (unnest), so a statement has as
+ * many parameters as the table has columns whatever the batch's size: PostgreSQL parses and plans a
+ * few dozen parameters instead of a VALUES list of ten thousand.
+ */
+const BATCH_ROWS = 2000;
 
 export class SchemaMismatchError extends Error {
   override name = 'SchemaMismatchError';
@@ -68,6 +72,8 @@ export interface RowCopyReport {
 interface TargetColumn {
   name: string;
   boolean: boolean;
+  /** Its type's name as PostgreSQL spells it (text, int8, bool…): the cast of its array parameter. */
+  type: string;
 }
 
 /** The embedded database's tables, checked against what this build knows how to copy. */
@@ -79,11 +85,11 @@ function checkSourceTables(source: Database.Database): void {
 }
 
 async function targetColumns(target: PostgresDatabase, table: string): Promise<Map<string, TargetColumn>> {
-  const rows = await target.rows<{ column_name: string; data_type: string }>(
-    'SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1',
+  const rows = await target.rows<{ column_name: string; data_type: string; udt_name: string }>(
+    'SELECT column_name, data_type, udt_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1',
     [table],
   );
-  return new Map(rows.map((row) => [row.column_name, { name: row.column_name, boolean: row.data_type === 'boolean' }]));
+  return new Map(rows.map((row) => [row.column_name, { name: row.column_name, boolean: row.data_type === 'boolean', type: row.udt_name }]));
 }
 
 function sourceColumns(source: Database.Database, table: string): string[] {
@@ -92,17 +98,18 @@ function sourceColumns(source: Database.Database, table: string): string[] {
 
 const quoted = (name: string): string => `"${name}"`;
 
-/** The upsert of `rows` rows: inserted when missing, updated only where a value differs. */
-function upsertSql(table: CopiedTable, columns: readonly string[], rows: number): string {
-  const values = Array.from({ length: rows }, (_, row) => `(${columns.map((_, column) => `$${row * columns.length + column + 1}`).join(', ')})`).join(', ');
+/** The upsert of the rows given as one array per column: inserted when missing, updated only where a value differs. */
+function upsertSql(table: CopiedTable, columns: readonly TargetColumn[]): string {
+  const arrays = columns.map((column, index) => `$${index + 1}::${quoted(column.type)}[]`).join(', ');
+  const names = columns.map((column) => column.name);
   const overriding = table.identity ? ' OVERRIDING SYSTEM VALUE' : '';
-  const rest = columns.filter((column) => !table.key.includes(column));
+  const rest = names.filter((column) => !table.key.includes(column));
   const onConflict =
     rest.length === 0
       ? 'DO NOTHING'
       : `DO UPDATE SET ${rest.map((column) => `${quoted(column)} = EXCLUDED.${quoted(column)}`).join(', ')} ` +
         `WHERE (${rest.map((column) => `${quoted(table.name)}.${quoted(column)}`).join(', ')}) IS DISTINCT FROM (${rest.map((column) => `EXCLUDED.${quoted(column)}`).join(', ')})`;
-  return `INSERT INTO ${quoted(table.name)} (${columns.map(quoted).join(', ')})${overriding} VALUES ${values} ON CONFLICT (${table.key.map(quoted).join(', ')}) ${onConflict}`;
+  return `INSERT INTO ${quoted(table.name)} (${names.map(quoted).join(', ')})${overriding} SELECT * FROM unnest(${arrays}) ON CONFLICT (${table.key.map(quoted).join(', ')}) ${onConflict}`;
 }
 
 async function copyTable(source: Database.Database, target: PostgresDatabase, table: CopiedTable, progress: MigrationProgress): Promise<{ rows: number; written: number }> {
@@ -112,7 +119,8 @@ async function copyTable(source: Database.Database, target: PostgresDatabase, ta
   if (known.size === 0 || missing.length > 0) {
     throw new SchemaMismatchError(`the PostgreSQL database lacks ${known.size === 0 ? `the table ${table.name}` : `${table.name}.${missing.join(`, ${table.name}.`)}`}; it must be migrated by this server version`);
   }
-  const booleans = columns.map((column) => known.get(column)!.boolean);
+  const targets = columns.map((column) => known.get(column)!);
+  const sql = upsertSql(table, targets);
   const total = source.prepare(`SELECT COUNT(*) FROM ${quoted(table.name)}`).pluck().get() as number;
   progress.begin(`copying ${table.name.replaceAll('_', ' ')}`, total);
   const statement = source.prepare(`SELECT ${columns.map(quoted).join(', ')} FROM ${quoted(table.name)} ORDER BY ${table.key.map(quoted).join(', ')}`).raw();
@@ -121,8 +129,8 @@ async function copyTable(source: Database.Database, target: PostgresDatabase, ta
   let batch: unknown[][] = [];
   const flush = async (): Promise<void> => {
     if (batch.length === 0) return;
-    const params = batch.flatMap((row) => row.map((value, index) => (booleans[index] && value !== null ? value !== 0 : value)));
-    written += await target.run(upsertSql(table, columns, batch.length), params);
+    const params = targets.map((column, index) => batch.map((row) => (column.boolean && row[index] !== null ? row[index] !== 0 : row[index])));
+    written += await target.run(sql, params);
     progress.advance(batch.length);
     batch = [];
   };
