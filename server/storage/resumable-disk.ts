@@ -78,10 +78,15 @@ export class DiskResumableStore implements ResumableStore {
   }
 
   async get(id: string): Promise<ResumableUpload | undefined> {
+    const upload = await this.read(id);
+    return upload && Date.parse(upload.expiresAt) > this.now().getTime() ? upload : undefined;
+  }
+
+  /** The upload as its files describe it, expired or not. */
+  private async read(id: string): Promise<ResumableUpload | undefined> {
     if (!ID_PATTERN.test(id)) return undefined;
     try {
       const info = JSON.parse(await fsp.readFile(this.infoPath(id), 'utf8')) as Omit<ResumableUpload, 'offset'>;
-      if (Date.parse(info.expiresAt) <= this.now().getTime()) return undefined;
       const stat = await fsp.stat(this.dataPath(id));
       return { ...info, offset: stat.size };
     } catch {
@@ -89,9 +94,13 @@ export class DiskResumableStore implements ResumableStore {
     }
   }
 
-  /** Called inside `exclusively` (one writer per upload, whichever instance). */
+  /**
+   * Called inside `exclusively` (one writer per upload, whichever instance), for an upload the
+   * request found live: an expiry that passes while the request holds the upload does not refuse
+   * it (the clean-up passes a held upload by, and this write renews the expiry).
+   */
   async append(id: string, offset: number, source: Readable, checksum?: Buffer): Promise<ResumableUpload> {
-    const upload = await this.get(id);
+    const upload = await this.read(id);
     if (!upload) throw new OffsetMismatchError('the upload does not exist or has expired');
     if (upload.offset !== offset) throw new OffsetMismatchError(`Upload-Offset ${offset} does not match the upload's offset ${upload.offset}`);
     const running = this.hashes.get(id);
