@@ -21,20 +21,24 @@ const WORKERS = 2;
 /**
  * Files that exercise the store through real routes, run a second time on PostgreSQL (a real
  * cluster each, test/helpers/postgres.ts): the test server helper takes its database from
- * PATIENT_DOCS_TEST_DATABASE. The store contract suite runs both databases by itself.
+ * PATIENT_DOCS_TEST_DATABASE. The store contract suite runs both databases by itself. The route
+ * suites themselves (server-core, auth-matrix, every-route) run on PostgreSQL in the deployment
+ * project below, through nginx, so they are not run a third time here.
  */
-const ON_POSTGRES = ['test/server-core.test.ts', 'test/auth-matrix.test.ts', 'test/every-route.property.test.ts', 'test/audit-patients.e2e.test.ts', 'test/audit-links.e2e.test.ts', 'test/hostile-input.property.test.ts', 'test/patient-identifiers.test.ts'];
+const ON_POSTGRES = ['test/audit-patients.e2e.test.ts', 'test/audit-links.e2e.test.ts', 'test/hostile-input.property.test.ts', 'test/patient-identifiers.test.ts'];
 
 /**
  * Files that exercise content storage through real routes (one-shot and tus uploads, downloads,
  * Range/ETag, versions, thumbnails, damaged and missing content, kill -9 with uploads in flight),
  * run a second time with content in an S3-compatible server (s3rver on loopback,
  * test/helpers/s3.ts): the test server helpers (in-process and server processes, the admin CLI)
- * take their storage from PATIENT_DOCS_TEST_STORAGE. They run after the others, one at a time, as on
- * disk (timed renders). Picked for the S3 code paths they reach, not every route again. The
- * backend's own tests and the two-instance S3 test start their s3rver themselves.
+ * take their storage from PATIENT_DOCS_TEST_STORAGE. content.e2e runs after the others, alone, as on
+ * disk (timed renders); the others two at a time. Picked for the S3 code paths they reach, not
+ * every route again. The backend's own tests and the two-instance S3 test start their s3rver
+ * themselves.
  */
-const ON_S3 = ['test/content.e2e.test.ts', 'test/srv-crash.e2e.test.ts', 'test/srv-content-missing.e2e.test.ts'];
+const ON_S3 = ['test/srv-crash.e2e.test.ts', 'test/srv-content-missing.e2e.test.ts'];
+const ON_S3_ALONE = ['test/content.e2e.test.ts'];
 
 /**
  * The route suites run a third time through a whole deployment (DESIGN §6): two instances on one
@@ -67,7 +71,8 @@ export default defineConfig({
         },
       },
       { test: { ...common, name: 'alone', include: ALONE, maxWorkers: 1, sequence: { groupOrder: 1 } } },
-      { test: { ...common, name: 's3', include: ON_S3, maxWorkers: 1, sequence: { groupOrder: 1 }, env: { PATIENT_DOCS_TEST_STORAGE: 's3' } } },
+      { test: { ...common, name: 's3', include: ON_S3, maxWorkers: WORKERS, sequence: { groupOrder: 0 }, env: { PATIENT_DOCS_TEST_STORAGE: 's3' } } },
+      { test: { ...common, name: 's3-alone', include: ON_S3_ALONE, maxWorkers: 1, sequence: { groupOrder: 1 }, env: { PATIENT_DOCS_TEST_STORAGE: 's3' } } },
     ],
   },
 });
