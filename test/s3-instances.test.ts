@@ -100,7 +100,7 @@ describe('tus on S3 with two instances', () => {
       body: new Uint8Array(randomBytes(9 * MiB)),
     });
     expect(answer.status).toBe(204);
-    const key = `${PREFIX}/tmp/tus-${abandoned.uploadId}`;
+    const key = `${PREFIX}/objects/received/tus-${abandoned.uploadId}`;
     expect(await s3.multipartUploads(`${PREFIX}/`)).toContain(key);
 
     // The servers' own sweeps at start took the clean-up's lease: it is free again, as an interval later.
