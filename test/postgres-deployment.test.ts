@@ -21,6 +21,7 @@ import type { PostgresStore } from '../server/db/postgres/store.js';
 import { PostgresWorkLeases } from '../server/db/postgres/leases.js';
 import type { LocalDiskStorage } from '../server/storage/local-disk.js';
 import { runAdmin } from './helpers/processes.js';
+import { holdPatch, type HeldPatch } from './helpers/tus.js';
 import type { RunningServer } from '../server/start.js';
 
 /** A webhook receiver on loopback: every delivery's messageId and body, in arrival order. */
@@ -294,20 +295,11 @@ describe('background work and uploads on a content folder both instances share',
 
     // A PATCH through A whose bytes have not arrived yet: it holds the upload's writes.
     const first = bytes.subarray(0, 100_000);
-    const held = http.request(`${a.url}${route}`, { method: 'PATCH', headers: { ...headers, 'content-type': 'application/offset+octet-stream', 'upload-offset': '0', 'content-length': String(first.length) } });
-    const heldAnswer = new Promise<number>((resolve, reject) => {
-      held.once('response', (response) => {
-        response.resume();
-        resolve(response.statusCode ?? 0);
-      });
-      held.once('error', reject);
-    });
-    held.flushHeaders();
+    const held = holdPatch(`${a.url}${route}`, headers, 0, first.length);
     await expect.poll(() => leaseHeld(`tus:${uploadId}`), { timeout: 10_000, interval: 50 }).toBe(true);
     const second = await patch(b, 0, first);
     expect(second.status).toBe(409);
-    held.end(first);
-    expect(await heldAnswer).toBe(204);
+    expect(await held.end(first)).toBe(204);
 
     const head = await fetch(`${b.url}${route}`, { method: 'HEAD', headers });
     expect(head.headers.get('upload-offset')).toBe('100000');
@@ -328,21 +320,10 @@ describe('background work and uploads on a content folder both instances share',
     return { document, headers, route, uploadId: route.split('/').at(-1)! };
   };
   /** A PATCH through `server` whose bytes are sent only at `end`: it holds the upload meanwhile. */
-  const heldPatch = async (server: TestServer, upload: Awaited<ReturnType<typeof tusUpload>>, offset: number, length: number) => {
-    const request = http.request(`${server.url}${upload.route}`, {
-      method: 'PATCH',
-      headers: { ...upload.headers, 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset), 'content-length': String(length) },
-    });
-    const answer = new Promise<number>((resolve, reject) => {
-      request.once('response', (response) => {
-        response.resume();
-        resolve(response.statusCode ?? 0);
-      });
-      request.once('error', reject);
-    });
-    request.flushHeaders();
+  const heldPatch = async (server: TestServer, upload: Awaited<ReturnType<typeof tusUpload>>, offset: number, length: number): Promise<HeldPatch> => {
+    const held = holdPatch(`${server.url}${upload.route}`, upload.headers, offset, length);
     await expect.poll(() => leaseHeld(`tus:${upload.uploadId}`), { timeout: 10_000, interval: 50 }).toBe(true);
-    return { end: (bytes: Buffer) => (request.end(bytes), answer) };
+    return held;
   };
   const uploadsDir = () => path.join(shared, 'content', 'uploads');
 

@@ -5,7 +5,6 @@
  * alone), and the clean-up aborts each abandoned multipart upload once, leaving none in the bucket.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PostgresStore } from '../server/db/postgres/store.js';
 import { RESUMABLE_LIFETIME_MS } from '../server/routes/tus.js';
@@ -13,6 +12,7 @@ import { StorageJanitor } from '../server/storage/janitor.js';
 import type { S3ContentStorage } from '../server/storage/s3.js';
 import { S3ResumableStore } from '../server/storage/s3-resumable.js';
 import { PATIENT, startTestServer, testPostgres, testS3, type TestServer } from './helpers/server.js';
+import { holdPatch } from './helpers/tus.js';
 
 const MiB = 1024 * 1024;
 const PREFIX = 'clinic';
@@ -59,15 +59,7 @@ describe('tus on S3 with two instances', () => {
 
     // A PATCH through A of 9 MiB (a whole part and a chunk), its first MiB sent: it holds the upload's writes.
     const first = bytes.subarray(0, 9 * MiB);
-    const held = http.request(`${a.url}${route}`, { method: 'PATCH', headers: { ...headers, 'content-type': 'application/offset+octet-stream', 'upload-offset': '0', 'content-length': String(first.length) } });
-    const heldAnswer = new Promise<number>((resolve, reject) => {
-      held.once('response', (response) => {
-        response.resume();
-        resolve(response.statusCode ?? 0);
-      });
-      held.once('error', reject);
-    });
-    held.write(first.subarray(0, MiB));
+    const held = holdPatch(`${a.url}${route}`, headers, 0, first.length, first.subarray(0, MiB));
     await expect.poll(() => leaseHeld(`tus:${uploadId}`), { timeout: 15_000, interval: 50 }).toBe(true);
 
     // Through B meanwhile: other bytes at the same offset, the termination, the clean-up of a day later.
@@ -77,8 +69,7 @@ describe('tus on S3 with two instances', () => {
     expect(terminated.status).toBe(409);
     expect((await laterJanitor(b).sweep()).expiredUploads).toBe(0);
 
-    held.end(first.subarray(MiB));
-    expect(await heldAnswer).toBe(204);
+    expect(await held.end(first.subarray(MiB))).toBe(204);
     const head = await fetch(`${b.url}${route}`, { method: 'HEAD', headers });
     expect(head.headers.get('upload-offset')).toBe(String(first.length));
     expect((await patch(b, first.length, bytes.subarray(first.length))).status).toBe(204);
