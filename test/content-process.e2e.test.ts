@@ -10,8 +10,8 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, ROOT, SERVER_MAIN } from './helpers/processes.js';
-import { CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
+import { clientToken, freePort, ROOT, SERVER_MAIN } from './helpers/processes.js';
+import { ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
 
@@ -52,11 +52,6 @@ async function startProcess(dataDir: string, port: number): Promise<ServerProces
   };
   cleanup.push(() => stop('SIGKILL'));
   return { child, url: `http://127.0.0.1:${port}`, output: () => output, stop };
-}
-
-async function token(url: string): Promise<string> {
-  const response = await fetch(`${url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) });
-  return ((await response.json()) as { access_token: string }).access_token;
 }
 
 async function createDocument(url: string, bearer: string, fileName: string): Promise<{ id: string; storageUrl: string }> {
@@ -124,7 +119,7 @@ describe('the server process', () => {
     const dataDir = tempDir('memory');
     cleanup.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
     const server = await startProcess(dataDir, await freePort());
-    const bearer = await token(server.url);
+    const bearer = await clientToken(server.url);
     const document = await createDocument(server.url, bearer, 'large-scan.stl');
     const file = path.join(dataDir, 'source.bin');
     const hash = createHash('sha256');
@@ -165,7 +160,7 @@ describe('the server process', () => {
     cleanup.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
     const port = await freePort();
     const first = await startProcess(dataDir, port);
-    const bearer = await token(first.url);
+    const bearer = await clientToken(first.url);
     const documents = await Promise.all(Array.from({ length: 20 }, (_, index) => createDocument(first.url, bearer, `crash-${index}.bin`)));
     // Five small uploads finish before the kill; fifteen large ones are cut mid-stream.
     const uploads = documents.map((document, index) => (index < 5 ? slowUpload(document, bearer, 64 * 1024, 64 * 1024, 0) : slowUpload(document, bearer, 64 * MiB, 256 * 1024, 20)));
@@ -179,7 +174,7 @@ describe('the server process', () => {
     expect(cut.every((status) => status === 0)).toBe(true);
 
     const second = await startProcess(dataDir, port);
-    const fresh = await token(second.url);
+    const fresh = await clientToken(second.url);
     expect(fs.readdirSync(tmpDir)).toEqual([]);
     const search = await fetch(`${second.url}/v1/patients/${PATIENT}/documents/search`, {
       method: 'POST',

@@ -7,8 +7,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
+import { clientToken, runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { ORG, PATIENT, tempDir } from './helpers/server.js';
 
 let server: ServerProcess;
 let bearer: string;
@@ -16,18 +16,13 @@ const cleanup: Array<() => Promise<void> | void> = [];
 
 beforeAll(async () => {
   server = await startServerProcess();
-  bearer = await token(server.url);
+  bearer = await clientToken(server.url);
 }, 60_000);
 
 afterAll(async () => {
   for (const step of cleanup.reverse()) await step();
   await server?.stop();
 });
-
-async function token(url: string): Promise<string> {
-  const response = await fetch(`${url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) });
-  return ((await response.json()) as { access_token: string }).access_token;
-}
 
 async function uploadScan(url: string, fileName: string, bytes: Buffer): Promise<{ id: string; sha256: string }> {
   const created = await fetch(`${url}/v1/patients/${PATIENT}/documents`, {
@@ -74,7 +69,7 @@ describe('backup while the server runs', () => {
     // The restore check that counts: a server on the copy serves the scans as they were.
     const restored = await startServerProcess({ PATIENT_DOCS_DATA_DIR: target });
     cleanup.push(() => restored.stop());
-    bearer = await token(restored.url);
+    bearer = await clientToken(restored.url);
     for (const scan of scans) {
       const document = await fetch(`${restored.url}/v1/patients/${PATIENT}/documents/${scan.id}`, { headers: { authorization: `Bearer ${bearer}`, 'organization-id': ORG } });
       const body = (await document.json()) as { sha256: string; storageDownloadUri: string };
@@ -82,7 +77,7 @@ describe('backup while the server runs', () => {
       const download = Buffer.from(await (await fetch(body.storageDownloadUri)).arrayBuffer());
       expect(createHash('sha256').update(download).digest('hex')).toBe(scan.sha256);
     }
-    bearer = await token(server.url);
+    bearer = await clientToken(server.url);
   }, 60_000);
 
   it('verify and backup name the documents whose files are missing or damaged, and a used folder is refused', async () => {

@@ -12,9 +12,9 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../server/db/sqlite/store.js';
 import { createS3Client, parseStorageUrl, S3ContentStorage } from '../server/storage/s3.js';
-import { freePort, startKillableServer, type KillableServer } from './helpers/processes.js';
+import { clientToken, freePort, startKillableServer, type KillableServer } from './helpers/processes.js';
 import { startS3, type TestS3 } from './helpers/s3.js';
-import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
+import { ORG, PATIENT, tempDir } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
 const children: ChildProcess[] = [];
@@ -35,11 +35,6 @@ function start(port: number, dir: string, prefix: string): Promise<KillableServe
   return startKillableServer(port, { ...s3.env(prefix), PATIENT_DOCS_DATA_DIR: dir }, children);
 }
 
-async function token(url: string): Promise<string> {
-  const response = await fetch(`${url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) });
-  return ((await response.json()) as { access_token: string }).access_token;
-}
-
 async function createDocument(url: string, bearer: string, fileName: string): Promise<{ id: string; storageUrl: string }> {
   const response = await fetch(`${url}/v1/patients/${PATIENT}/documents`, {
     method: 'POST',
@@ -53,7 +48,7 @@ describe('kill -9 between an upload complete in the bucket and its row', () => {
   it('a kill -9 after the upload is in the bucket and before its row: no document claims it, and clean-up removes it', async () => {
     const port = await freePort();
     const first = await start(port, betweenDir, 'between');
-    const bearer = await token(first.url);
+    const bearer = await clientToken(first.url);
     const document = await createDocument(first.url, bearer, 'between.bin');
     const storage = new S3ContentStorage(createS3Client(s3.endpoint), parseStorageUrl('s3://patient-docs/between'), s3.endpoint);
     const received = async (): Promise<string[]> => {
@@ -83,7 +78,7 @@ describe('kill -9 between an upload complete in the bucket and its row', () => {
     expect(await received()).toHaveLength(1);
 
     const second = await start(port, betweenDir, 'between');
-    const fresh = await token(second.url);
+    const fresh = await clientToken(second.url);
     const got = await fetch(`${second.url}/v1/patients/${PATIENT}/documents/${document.id}`, { headers: { authorization: `Bearer ${fresh}`, 'organization-id': ORG } });
     expect(await got.json()).toMatchObject({ id: document.id, hasContent: false, sha256: null });
     // The object is young: the janitor of the instance that started leaves it to a later sweep.

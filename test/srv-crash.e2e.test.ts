@@ -19,8 +19,8 @@ import { StorageJanitor } from '../server/storage/janitor.js';
 import { parseStorageUrl } from '../server/storage/s3.js';
 import { RESUMABLE_LIFETIME_MS } from '../server/routes/tus.js';
 import { makeArchStl } from './fixtures/scans.js';
-import { freePort, processStorageEnv, startKillableServer, type KillableServer } from './helpers/processes.js';
-import { CLIENT, ORG, PATIENT, storedKeys, tempDir, TEST_STORAGE, testS3 } from './helpers/server.js';
+import { clientToken, freePort, processStorageEnv, startKillableServer, type KillableServer } from './helpers/processes.js';
+import { ORG, PATIENT, storedKeys, tempDir, TEST_STORAGE, testS3 } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
 const children: ChildProcess[] = [];
@@ -33,11 +33,6 @@ afterAll(() => {
 
 function start(port: number): Promise<KillableServer> {
   return startKillableServer(port, { PATIENT_DOCS_DATA_DIR: dataDir }, children);
-}
-
-async function token(url: string): Promise<string> {
-  const response = await fetch(`${url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) });
-  return ((await response.json()) as { access_token: string }).access_token;
 }
 
 function api(url: string, bearer: string, method: string, route: string, body?: unknown): Promise<Response> {
@@ -75,7 +70,7 @@ describe(`kill -9 with 20 uploads in flight and restart on the same data (conten
   it('nothing claims content it lacks, a tus upload resumes, thumbnails are rendered, and clean-up leaves only what rows name', async () => {
     const port = await freePort();
     const first = await start(port);
-    const bearer = await token(first.url);
+    const bearer = await clientToken(first.url);
     const auth = { authorization: `Bearer ${bearer}` };
 
     // Uploads that finished before the kill, three of them scans whose thumbnails are still to render.
@@ -130,7 +125,7 @@ describe(`kill -9 with 20 uploads in flight and restart on the same data (conten
     await Promise.all(batch);
 
     const second = await start(port);
-    const fresh = await token(second.url);
+    const fresh = await clientToken(second.url);
     const search = async (folder: string) =>
       ((await (await api(second.url, fresh, 'POST', `/v1/patients/${PATIENT}/documents/search`, { path: folder, offset: 0, limit: 100 })).json()) as { documents: Array<{ id: string; hasContent: boolean; sha256: string | null; storageDownloadUri?: string }> })
         .documents;

@@ -11,8 +11,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
+import { clientToken, freePort, runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { ORG, PATIENT, tempDir } from './helpers/server.js';
 
 const scratch = tempDir('secrets-at-rest');
 /** Each test starts the server three or four times (a process each, up to 30 s apiece on a loaded machine). */
@@ -36,12 +36,6 @@ function storedSecrets(databaseFile: string): string[] {
   } finally {
     db.close();
   }
-}
-
-async function token(url: string): Promise<string> {
-  const response = await fetch(`${url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) });
-  expect(response.status).toBe(200);
-  return ((await response.json()) as { access_token: string }).access_token;
 }
 
 async function documentsStatus(url: string, accessToken: string): Promise<number> {
@@ -82,7 +76,7 @@ describe('secrets at rest', () => {
     const key = keyFile('master.key');
     const server = await startServerProcess({ PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_KEY_FILE: key });
     running.push(server);
-    const accessToken = await token(server.url);
+    const accessToken = await clientToken(server.url);
     expect(await documentsStatus(server.url, accessToken)).toBe(200);
 
     const backup = path.join(scratch, 'backup');
@@ -108,7 +102,7 @@ describe('secrets at rest', () => {
     const newKey = keyFile('new.key');
     const port = String(await freePort());
     const first = await startServerProcess({ PATIENT_DOCS_DATA_DIR: dataDir, PORT: port, PATIENT_DOCS_KEY_FILE: oldKey });
-    const issuedBefore = await token(first.url);
+    const issuedBefore = await clientToken(first.url);
     await first.stop();
 
     const rotated = await startServerProcess({ PATIENT_DOCS_DATA_DIR: dataDir, PORT: port, PATIENT_DOCS_KEY_FILE: newKey, PATIENT_DOCS_PREVIOUS_KEY_FILE: oldKey });
@@ -133,7 +127,7 @@ describe('secrets at rest', () => {
     expect(storedSecrets(path.join(dataDir, 'patient-docs.sqlite')).some((value) => value.startsWith('enc1:'))).toBe(false);
     const encrypted = await startServerProcess({ PATIENT_DOCS_DATA_DIR: dataDir, PORT: port, PATIENT_DOCS_MASTER_KEY: randomBytes(32).toString('base64') });
     running.push(encrypted);
-    expect(await documentsStatus(encrypted.url, await token(encrypted.url))).toBe(200);
+    expect(await documentsStatus(encrypted.url, await clientToken(encrypted.url))).toBe(200);
     expect(storedSecrets(path.join(dataDir, 'patient-docs.sqlite')).every((value) => value.startsWith('enc1:'))).toBe(true);
   }, START_BUDGET_MS);
 });

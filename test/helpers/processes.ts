@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { ADMIN_TOKEN, SEED_FILE, tempDir, testStorageEnv } from './server.js';
+import { ADMIN_TOKEN, CLIENT, SEED_FILE, tempDir, testStorageEnv } from './server.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 /** The built entry points (test/global-setup.ts builds them before any test): what IT and the installed app run. */
@@ -252,4 +252,12 @@ export async function startKillableServer(port: number, env: Record<string, stri
       await exited;
     },
   };
+}
+
+/** A client-credentials token from the server at `url` (the seed's scanner client by default); throws with the answer when refused. */
+export async function clientToken(url: string, client: { id: string; secret: string } = CLIENT): Promise<string> {
+  const response = await fetch(`${url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.id, client_secret: client.secret }) });
+  const body = (await response.json()) as { access_token?: string };
+  if (!body.access_token) throw new Error(`token request failed: ${response.status} ${JSON.stringify(body)}`);
+  return body.access_token;
 }
