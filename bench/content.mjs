@@ -10,7 +10,6 @@
 //   (--quick: 256 MiB; --tus-chunk: PATCH size of both tus clients, default the whole file in one PATCH;
 //    BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" passes node options to the patient-docs server)
 import { execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -19,6 +18,7 @@ import { freePort } from './lib/server.mjs';
 import { FileStore } from '@tus/file-store';
 import { Server as TusServer } from '@tus/server';
 import { cpuSeconds, rssBytes as rss } from './lib/proc.mjs';
+import { writeSourceFile } from './lib/source-file.mjs';
 
 const quick = process.argv.includes('--quick');
 const option = (name, fallback) => {
@@ -37,15 +37,6 @@ const CLIENT = { id: 'scanner-pc-1', secret: 'scanner-pc-1-secret-0123456789' };
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bench-content-'));
 const source = path.join(work, 'source.bin');
 
-async function writeSource() {
-  const out = fs.createWriteStream(source);
-  const block = randomBytes(4 * MiB);
-  for (let written = 0; written < SIZE; written += block.length) {
-    block.writeUInt32LE(written, 0);
-    if (!out.write(Buffer.from(block))) await new Promise((resolve) => out.once('drain', resolve));
-  }
-  await new Promise((resolve) => out.end(resolve));
-}
 
 function multipart(id) {
   const boundary = '----patient-docs-bench';
@@ -246,7 +237,7 @@ async function tusPeer(kind) {
 }
 
 async function main() {
-  await writeSource();
+  await writeSourceFile(source, SIZE);
   console.log(`file: ${SIZE / MiB} MiB on ${os.cpus().length} CPUs`);
 
   const patientDocs = await startPatientDocs();

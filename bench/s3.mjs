@@ -14,7 +14,6 @@
 // then, to find the download in the profile.
 import { spawn } from 'node:child_process';
 import { createReadStream } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -23,6 +22,7 @@ import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { freePort } from './lib/server.mjs';
 import { cpuSeconds, rssBytes as rss } from './lib/proc.mjs';
+import { writeSourceFile } from './lib/source-file.mjs';
 
 const MiB = 1024 * 1024;
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -51,13 +51,7 @@ async function main() {
   const source = path.join(work, 'source.bin');
   const children = [];
   try {
-    const out = fs.createWriteStream(source);
-    const block = randomBytes(4 * MiB);
-    for (let written = 0; written < SIZE; written += block.length) {
-      block.writeUInt32LE(written, 0);
-      if (!out.write(Buffer.from(block))) await new Promise((resolve) => out.once('drain', resolve));
-    }
-    await new Promise((resolve) => out.end(resolve));
+    await writeSourceFile(source, SIZE);
 
     const store = spawn(process.execPath, [import.meta.filename, '--s3rver', path.join(work, 's3')], { stdio: ['ignore', 'pipe', 'inherit'] });
     children.push(store);
