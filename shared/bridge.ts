@@ -160,7 +160,9 @@ export interface CaseSuggestionView {
   name: string;
   birthDate: string | null;
   chart: string | null;
+  /** Higher is likelier; only the order matters. */
   score: number;
+  /** The evidence lines that led to it ("name in iTero export: Armour, Theo"). */
   because: string[];
 }
 

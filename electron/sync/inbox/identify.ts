@@ -5,6 +5,7 @@
  * says disagrees; a name, with or without a birth date, is only a suggestion; evidence that points
  * at two patients is a conflict. Pure: the patients come in, a decision goes out.
  */
+import type { CaseSuggestionView } from '../../../shared/bridge.js';
 import { foldForSearch } from '../../../shared/name-search.js';
 import { describeEvidence, type Evidence, type IdentifierSystem } from './evidence.js';
 
@@ -15,16 +16,8 @@ export interface PatientCandidate {
   identifiers?: ReadonlyArray<{ system: string; value: string }>;
 }
 
-export interface Suggestion {
-  patientId: string;
-  name: string;
-  birthDate: string | null;
-  chart: string | null;
-  /** Higher is likelier; only the order matters. */
-  score: number;
-  /** The evidence lines that led to it ("name in iTero export: Armour, Theo"). */
-  because: string[];
-}
+/** A patient suggested for a case: what the bridge shows staff (shared/bridge.ts). */
+export type Suggestion = CaseSuggestionView;
 
 export type Decision =
   | { kind: 'auto'; patientId: string; because: string[] }
