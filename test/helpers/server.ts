@@ -11,12 +11,12 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll } from 'vitest';
 import { loadConfig, type ServerConfig } from '../../server/config.js';
 import { startServer, type RunningServer, type StartOptions } from '../../server/start.js';
 import type { LocalDiskStorage } from '../../server/storage/local-disk.js';
 import { S3ContentStorage } from '../../server/storage/s3.js';
 import type { ContentStorage } from '../../server/storage/types.js';
+import { afterThisFile } from './file-cleanup.js';
 import { startPostgres, type TestPostgres } from './postgres.js';
 import { startS3, type TestS3 } from './s3.js';
 
@@ -34,7 +34,14 @@ let objectStore: Promise<TestS3> | undefined;
 
 /** This file's S3-compatible server, started on first use and stopped when the file ends. */
 export function testS3(): Promise<TestS3> {
-  objectStore ??= startS3();
+  if (!objectStore) {
+    const started = startS3();
+    objectStore = started;
+    afterThisFile(async () => {
+      objectStore = undefined;
+      await (await started).close();
+    });
+  }
   return objectStore;
 }
 
@@ -49,14 +56,16 @@ export async function testStorageEnv(prefix = `server-${randomUUID().slice(0, 8)
 
 /** This file's PostgreSQL cluster, started on first use and removed when the file ends. */
 export function testPostgres(): Promise<TestPostgres> {
-  cluster ??= startPostgres();
+  if (!cluster) {
+    const started = startPostgres();
+    cluster = started;
+    afterThisFile(async () => {
+      cluster = undefined;
+      (await started).remove();
+    });
+  }
   return cluster;
 }
-
-afterAll(async () => {
-  if (cluster) (await cluster).remove();
-  if (objectStore) await (await objectStore).close();
-});
 
 /** What a test server's environment adds for the run's database: a new PostgreSQL database each, or nothing (SQLite in its data dir). */
 export async function testDatabaseEnv(): Promise<Record<string, string>> {
