@@ -4,12 +4,13 @@
 //  2. the server (child process) delivering to 50 subscriptions on the same receiver:
 //     deliveries per second, as a share of the baseline (target >= 50 %);
 //  3. event-to-delivery latency p50/p99 with no retries (one subscription, events spaced out).
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { cpuSeconds, measureSteal } from './lib/proc.mjs';
+import { startWebhookReceiver, subscribePatientUpdates, writePatientEvents } from './lib/webhook-receiver.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const MAIN = path.join(ROOT, 'dist/server/main.js');
@@ -30,38 +31,8 @@ if (!fs.existsSync(MAIN)) {
 }
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bench-webhooks-'));
-const ssl = (...args) => execFileSync('openssl', args, { cwd: work, stdio: 'pipe' });
-const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-ssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '1', '-subj', '/CN=bench CA');
-ssl('req', ...ec, '-keyout', 'leaf.key', '-out', 'leaf.csr', '-subj', '/CN=localhost');
-fs.writeFileSync(path.join(work, 'leaf.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
-ssl('x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'leaf.pem', '-days', '1', '-extfile', 'leaf.ext');
-const ca = fs.readFileSync(path.join(work, 'ca.pem'));
-
-// --- receiver ----------------------------------------------------------------------------------
-let received = 0;
-let onReceived = () => {};
-const latencies = [];
-const receiver = https.createServer({ key: fs.readFileSync(path.join(work, 'leaf.key')), cert: fs.readFileSync(path.join(work, 'leaf.pem')), keepAliveTimeout: 60_000 }, (request, response) => {
-  const chunks = [];
-  request.on('data', (chunk) => chunks.push(chunk));
-  request.on('end', () => {
-    const now = Date.now();
-    received += 1;
-    if (request.url.startsWith('/latency')) latencies.push(now - Date.parse(JSON.parse(Buffer.concat(chunks).toString()).timestamp));
-    response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
-    onReceived();
-  });
-});
-let connections = 0;
-receiver.on('secureConnection', () => (connections += 1));
-await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-const port = receiver.address().port;
-const waitForReceived = (count) =>
-  new Promise((resolve) => {
-    if (received >= count) return resolve();
-    onReceived = () => received >= count && resolve();
-  });
+const receiver = await startWebhookReceiver(work);
+const { port, ca } = receiver;
 
 // --- 1. baseline -------------------------------------------------------------------------------
 const sampleBody = JSON.stringify({
@@ -88,7 +59,7 @@ async function baseline(count = total) {
       request.end(sampleBody);
     });
   let sent = 0;
-  const connectionsBefore = connections;
+  const connectionsBefore = receiver.connections;
   const steal = measureSteal();
   const started = performance.now();
   await Promise.all(
@@ -101,7 +72,7 @@ async function baseline(count = total) {
   );
   const seconds = (performance.now() - started) / 1000;
   agent.destroy();
-  baselineConnections = connections - connectionsBefore;
+  baselineConnections = receiver.connections - connectionsBefore;
   return { rate: count / seconds, steal: steal() };
 }
 let baselineConnections = 0;
@@ -118,8 +89,7 @@ const child = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS?.s
     ...process.env,
     HOST: '127.0.0.1',
     PORT: '0',
-    NODE_EXTRA_CA_CERTS: path.join(work, 'ca.pem'),
-    PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS: 'true',
+    ...receiver.serverEnv,
     PATIENT_DOCS_DATA_DIR: dataDir,
     PATIENT_DOCS_SEED: SEED,
     PATIENT_DOCS_ADMIN_TOKEN: ADMIN,
@@ -145,43 +115,28 @@ const api = (route, body) =>
   fetch(`${baseUrl}${route}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'organization-id': ORG, 'content-type': 'application/json' }, body: JSON.stringify(body) });
 const admin = (method, route, body) => fetch(`${baseUrl}${route}`, { method, headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
-/** Writes `count` patient.updated events: PATCHes of the patient's name, four at a time. */
-async function writeEvents(count, label) {
-  let written = 0;
-  await Promise.all(
-    Array.from({ length: 4 }, async () => {
-      while (written < count) {
-        const index = written++;
-        const response = await admin('PATCH', `/admin/v1/patients/${PATIENT}`, { name: `Jane ${label} ${index}` });
-        await response.arrayBuffer();
-      }
-    }),
-  );
-}
+const writeEvents = (count, label) => writePatientEvents(baseUrl, ADMIN, PATIENT, count, label);
 
-for (let index = 0; index < SUBSCRIPTIONS; index += 1) {
-  const response = await api('/v1/webhooks/subscribe', { events: ['patient.updated'], callback: `https://127.0.0.1:${port}/hook/${index}`, hmac: `bench-secret-${index}` });
-  if (response.status !== 201) throw new Error(`subscribe failed: ${response.status} ${await response.text()}`);
-}
+await subscribePatientUpdates(baseUrl, { authorization: `Bearer ${token}`, 'organization-id': ORG }, port, SUBSCRIPTIONS);
 
 // Warm-up of the server side (JIT, connections to the receiver), not counted: as many deliveries as
 // the loop's warm-up had requests (WARM_UP), events written the way the measured run writes them.
-received = 0;
+receiver.reset();
 const warmUpEvents = Math.ceil(WARM_UP / SUBSCRIPTIONS);
 await writeEvents(warmUpEvents, 'warm-up');
-await waitForReceived(warmUpEvents * SUBSCRIPTIONS);
+await receiver.waitForReceived(warmUpEvents * SUBSCRIPTIONS);
 
 /** One measured run: EVENTS events written (four at a time), timed until all their deliveries arrived. */
 async function deliveryRun(label) {
-  received = 0;
-  const connectionsBefore = connections;
+  receiver.reset();
+  const connectionsBefore = receiver.connections;
   const cpuBefore = cpuSeconds(child.pid);
   const steal = measureSteal();
   const selfBefore = process.cpuUsage();
   const started = performance.now();
   await writeEvents(EVENTS, label);
   const eventsSeconds = (performance.now() - started) / 1000;
-  await waitForReceived(total);
+  await receiver.waitForReceived(total);
   const seconds = (performance.now() - started) / 1000;
   const self = process.cpuUsage(selfBefore);
   return {
@@ -191,7 +146,7 @@ async function deliveryRun(label) {
     serverCpuMs: (cpuSeconds(child.pid) - cpuBefore) * 1000,
     steal: steal(),
     receiverCpuMs: (self.user + self.system) / 1000,
-    connections: connections - connectionsBefore,
+    connections: receiver.connections - connectionsBefore,
   };
 }
 // Like the loop, the server side runs twice and the faster run counts (both are printed).
@@ -204,19 +159,19 @@ const baselineRate = Math.max(baselineBefore.rate, baselineAfter.rate);
 // --- 3. latency ---------------------------------------------------------------------------------
 const latencySubscription = await api('/v1/webhooks/subscribe', { events: ['order.created'], callback: `https://127.0.0.1:${port}/latency`, hmac: 'latency-secret' });
 if (latencySubscription.status !== 201) throw new Error('latency subscription failed');
-received = 0;
+receiver.reset();
 for (let index = 0; index < LATENCY_EVENTS; index += 1) {
   const response = await admin('POST', '/admin/v1/orders', { patientId: PATIENT, organizationId: ORG, status: `latency-${index}` });
   await response.arrayBuffer();
   await new Promise((resolve) => setTimeout(resolve, 5));
 }
-await waitForReceived(LATENCY_EVENTS);
+await receiver.waitForReceived(LATENCY_EVENTS);
+const latencies = receiver.latencies;
 latencies.sort((a, b) => a - b);
 const percentile = (p) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))];
 
 child.kill('SIGTERM');
 await new Promise((resolve) => child.once('exit', resolve));
-receiver.closeAllConnections();
 receiver.close();
 fs.rmSync(work, { recursive: true, force: true });
 
