@@ -1,25 +1,55 @@
 // SQLite and PostgreSQL side by side in one run, on the same population (1,000,000 documents,
 // 100,000 of them for one patient; --quick: 100,000 and 20,000): an uncached search page (a
 // different page each request), a repeated page, document create and token issue, each with req/s,
-// p50/p99 at 10 connections, the server's CPU per request and PostgreSQL's own (the postmaster and
-// its backends, from /proc). SQLite is the baseline of every PostgreSQL row; the no-op route of
-// each server is printed beside them.
-//   node bench/postgres.mjs [--quick]          (npm run bench runs it with every other bench)
+// p50/p99 at 10 connections; a one-shot upload of a 256 KiB file into a placeholder made for it, at
+// 4 connections; and webhook deliveries, patient.updated events fanned out to 50 subscriptions on a
+// local HTTPS receiver, in deliveries/s. Every run prints the server's CPU per request (upload,
+// delivery) and PostgreSQL's own (the postmaster and its backends, from /proc). SQLite is the
+// baseline of every PostgreSQL row; the no-op route of each server is printed beside them.
+//   node bench/postgres.mjs [--quick] [--cache <dir>]   (npm run bench runs it with every other bench)
+// --cache keeps each population in <dir> and uses a copy of it in later runs of the same size,
+// schema and filling code (the 1,000,000-document SQLite one takes minutes to fill).
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { cpuSeconds, measureSteal } from './lib/proc.mjs';
-import { CLIENT, clientHeaders, createRequests, ORG, PATIENT, populate, startServer, stopServer, writeSeed } from './lib/populated.mjs';
+import { CLIENT, clientHeaders, createRequests, databaseFile, ORG, PATIENT, populate, startServer, stopServer, writeSeed } from './lib/populated.mjs';
+import { cachedPostgres, cachedSqlite, populationName } from './lib/population-cache.mjs';
 import { processTree, startPostgres } from './lib/postgres.mjs';
+import { startWebhookReceiver, subscribePatientUpdates, writePatientEvents } from './lib/webhook-receiver.mjs';
 
 const quick = process.argv.includes('--quick');
+const cacheAt = process.argv.indexOf('--cache');
+/** Where populations are kept between runs (bench/lib/population-cache.mjs), if anywhere. */
+const CACHE = cacheAt >= 0 ? path.resolve(process.argv[cacheAt + 1]) : undefined;
 const MAIN_PATIENT_DOCS = quick ? 20_000 : 100_000;
 const TOTAL_DOCS = quick ? 100_000 : 1_000_000;
 const OTHER_PATIENTS = 99;
 const DURATION = quick ? 4 : 10;
 const CONNECTIONS = 10;
+/**
+ * The upload: a small scan-sized file (a DICOM slice, a one-page PDF report). A 20 MB mesh costs
+ * its bytes (hashing and writing, the same on both stores); a small file leaves visible the part an
+ * upload costs once whatever its size, where the stores differ: the commit of the content, its
+ * version row, audit entry and event. DCM has no thumbnail, so no render joins the server's CPU.
+ */
+const UPLOAD_BYTES = 256 * 1024;
+const UPLOAD_CONNECTIONS = 4;
+/**
+ * Uploads and deliveries are counted runs (each upload needs a placeholder made for it first): the
+ * warm-up's pace sizes the measured run to about DURATION seconds, and never fewer than these.
+ */
+const UPLOAD_WARM_UP = 100;
+/** Webhooks: events × subscriptions deliveries, as bench/webhooks.mjs makes them. */
+const SUBSCRIPTIONS = 50;
+const WARM_UP_EVENTS = quick ? 20 : 40;
+/** A delivery run that has not seen all its deliveries after this long reports what is missing. */
+const DELIVERY_TIMEOUT_MS = 300_000;
+const ADMIN_TOKEN = 'bench'; // startServer's PATIENT_DOCS_ADMIN_TOKEN
 
 /** CPU seconds of a process tree: the living processes, and what the root's ended children used. */
 function treeCpuSeconds(root) {
@@ -35,15 +65,17 @@ function treeCpuSeconds(root) {
   return total + (Number(fields[13]) + Number(fields[14])) / 100;
 }
 
-async function measure(options, serverPid, postgresPid) {
-  await autocannon({ connections: CONNECTIONS, pipelining: 1, ...options, duration: 1 }); // warm-up: JIT, caches, pool
+/** One autocannon run (DURATION seconds, or `options.amount` requests) after a warm-up of one second (JIT, caches, pool), unless `warmUp` is false. */
+async function measure(options, serverPid, postgresPid, warmUp = true) {
+  if (warmUp) await autocannon({ connections: CONNECTIONS, pipelining: 1, ...options, duration: 1 });
   const serverBefore = cpuSeconds(serverPid);
   const postgresBefore = postgresPid ? treeCpuSeconds(postgresPid) : 0;
   const steal = measureSteal();
   const result = await autocannon({ connections: CONNECTIONS, pipelining: 1, duration: DURATION, ...options });
   const requests = Math.max(1, result.requests.total);
   return {
-    requestsPerSecond: result.requests.average,
+    count: result.requests.total,
+    requestsPerSecond: result.requests.total / result.duration,
     p50: result.latency.p50,
     p99: result.latency.p99,
     failures: result.non2xx + result.errors + result.timeouts,
@@ -53,8 +85,106 @@ async function measure(options, serverPid, postgresPid) {
   };
 }
 
+/** A multipart body of UPLOAD_BYTES that do not compress, the file part alone (SPEC §4.2: only `file` is required). */
+function uploadBody() {
+  const boundary = '----patient-docs-bench';
+  const head = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="slice.dcm"\r\nContent-Type: application/octet-stream\r\n\r\n`;
+  return { contentType: `multipart/form-data; boundary=${boundary}`, body: Buffer.concat([Buffer.from(head), randomBytes(UPLOAD_BYTES), Buffer.from(`\r\n--${boundary}--\r\n`)]) };
+}
+
+let placeholderSerial = 0;
+/** `count` new placeholders (/uploads/slice-<n>.dcm of PATIENT, n never used before), ten requests at a time; their upload paths. */
+async function placeholders(url, headers, count) {
+  const paths = [];
+  let made = 0;
+  await Promise.all(
+    Array.from({ length: 10 }, async () => {
+      while (made < count) {
+        made += 1;
+        const response = await fetch(`${url}/v1/patients/${PATIENT}/documents`, { method: 'POST', headers, body: JSON.stringify({ fileName: `slice-${placeholderSerial++}.dcm`, path: '/uploads' }) });
+        if (response.status !== 201) throw new Error(`placeholder: ${response.status} ${await response.text()}`);
+        paths.push(`${new URL((await response.json()).storageUrl).pathname}/file`);
+      }
+    }),
+  );
+  return paths;
+}
+
+/** autocannon options for `amount` uploads of `upload` (uploadBody()), one into each of `paths` (placeholders()). */
+function uploadRequests(url, headers, upload, paths, amount) {
+  return {
+    url,
+    connections: UPLOAD_CONNECTIONS,
+    amount,
+    requests: [
+      {
+        method: 'POST',
+        headers: { authorization: headers.authorization, 'content-type': upload.contentType },
+        body: upload.body,
+        setupRequest: (request) => {
+          const next = paths.pop();
+          if (!next) throw new Error('the upload run used more placeholders than it made');
+          return { ...request, path: next };
+        },
+      },
+    ],
+  };
+}
+
+/** The upload run: each request the same body into a placeholder of its own; UPLOAD_WARM_UP first, then DURATION seconds' worth at the warm-up's pace. */
+async function uploads(url, headers, serverPid, postgresPid) {
+  const upload = uploadBody();
+  const warmUp = await autocannon(uploadRequests(url, headers, upload, await placeholders(url, headers, UPLOAD_WARM_UP), UPLOAD_WARM_UP));
+  const amount = Math.max(UPLOAD_WARM_UP, Math.round((warmUp.requests.total / warmUp.duration) * DURATION));
+  const paths = await placeholders(url, headers, amount);
+  return measure(uploadRequests(url, headers, upload, paths, amount), serverPid, postgresPid, false);
+}
+
+/** Resolves when the receiver has `count` deliveries, or after DELIVERY_TIMEOUT_MS; whether they all came. */
+async function allDelivered(receiver, count) {
+  let timer;
+  const timeout = new Promise((resolve) => (timer = setTimeout(() => resolve(false), DELIVERY_TIMEOUT_MS)));
+  const arrived = await Promise.race([receiver.waitForReceived(count).then(() => true), timeout]);
+  clearTimeout(timer);
+  return arrived;
+}
+
+/**
+ * The webhook run: SUBSCRIPTIONS callbacks on the receiver, WARM_UP_EVENTS events delivered first,
+ * then DURATION seconds' worth of events at the warm-up's pace written (four at a time, the admin
+ * API) and timed until every delivery came.
+ * The server's CPU includes writing the events (one PATCH per SUBSCRIPTIONS deliveries).
+ */
+async function deliveries(url, headers, receiver, serverPid, postgresPid) {
+  await subscribePatientUpdates(url, headers, receiver.port, SUBSCRIPTIONS);
+  receiver.reset();
+  const warmUpStarted = performance.now();
+  await writePatientEvents(url, ADMIN_TOKEN, PATIENT, WARM_UP_EVENTS, 'warm-up');
+  if (!(await allDelivered(receiver, WARM_UP_EVENTS * SUBSCRIPTIONS))) throw new Error(`webhook warm-up: ${receiver.received} of ${WARM_UP_EVENTS * SUBSCRIPTIONS} deliveries`);
+  const warmUpPace = (WARM_UP_EVENTS * SUBSCRIPTIONS) / ((performance.now() - warmUpStarted) / 1000);
+  const events = Math.max(WARM_UP_EVENTS, Math.round((warmUpPace * DURATION) / SUBSCRIPTIONS));
+  const total = events * SUBSCRIPTIONS;
+  receiver.reset();
+  const serverBefore = cpuSeconds(serverPid);
+  const postgresBefore = postgresPid ? treeCpuSeconds(postgresPid) : 0;
+  const steal = measureSteal();
+  const started = performance.now();
+  await writePatientEvents(url, ADMIN_TOKEN, PATIENT, events, 'run');
+  await allDelivered(receiver, total);
+  const seconds = (performance.now() - started) / 1000;
+  const delivered = Math.max(1, Math.min(receiver.received, total));
+  return {
+    count: total,
+    requestsPerSecond: delivered / seconds,
+    failures: total - Math.min(receiver.received, total),
+    serverCpuUs: ((cpuSeconds(serverPid) - serverBefore) / delivered) * 1e6,
+    postgresCpuUs: postgresPid ? ((treeCpuSeconds(postgresPid) - postgresBefore) / delivered) * 1e6 : undefined,
+    steal: steal(),
+  };
+}
+
 /** The runs of one server, in one order for both stores. */
-async function runs(url, serverPid, postgresPid) {
+async function runs(url, serverPid, postgresPid, receiver) {
   const headers = await clientHeaders(url);
   const searchUrl = `${url}/v1/patients/${PATIENT}/documents/search`;
   const caseFolders = MAIN_PATIENT_DOCS / 100;
@@ -85,6 +215,8 @@ async function runs(url, serverPid, postgresPid) {
   results.repeated = await measure({ url: searchUrl, method: 'POST', headers, body: JSON.stringify(repeated) }, serverPid, postgresPid);
   results.create = await measure(createRequests(url, headers, `bench-${process.pid}`), serverPid, postgresPid);
   results.token = await measure({ url: `${url}/oauth2/token`, method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: tokenForm }, serverPid, postgresPid);
+  results.upload = await uploads(url, headers, serverPid, postgresPid);
+  results.webhooks = await deliveries(url, headers, receiver, serverPid, postgresPid);
   return results;
 }
 
@@ -126,6 +258,26 @@ async function populatePostgres(databaseUrl) {
     for (const { indexdef } of indexes) await client.query(indexdef);
     await client.query('COMMIT');
     await client.query('VACUUM ANALYZE');
+  } finally {
+    await client.end();
+  }
+}
+
+/** Documents in a SQLite database file. */
+function count(file) {
+  const db = new Database(file, { readonly: true });
+  try {
+    return db.prepare('SELECT count(*) FROM documents').pluck().get();
+  } finally {
+    db.close();
+  }
+}
+
+/** Documents in a PostgreSQL database. */
+async function countPostgres(databaseUrl) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
     return Number((await client.query('SELECT count(*) AS n FROM documents')).rows[0].n);
   } finally {
     await client.end();
@@ -141,12 +293,15 @@ fs.mkdirSync(postgresDir);
 // As IT would run it, with the analogue of the embedded database's synchronous=NORMAL (commits not
 // each waited for on disk, the log flushed within a fraction of a second, fsync on).
 const cluster = await startPostgres(['shared_buffers=256MB', 'synchronous_commit=off']);
+const receiver = await startWebhookReceiver(temp);
 const results = {};
 try {
   console.log(`stores bench: ${TOTAL_DOCS.toLocaleString('en')} documents (${MAIN_PATIENT_DOCS.toLocaleString('en')} for one patient), ${CONNECTIONS} connections, ${DURATION} s a run`);
   let started = Date.now();
-  const sqlite = populate(sqliteDir, { mainPatientDocs: MAIN_PATIENT_DOCS, totalDocs: TOTAL_DOCS });
-  console.log(`  SQLite: ${sqlite.total.toLocaleString('en')} documents in ${seconds(started)} s`);
+  const sqliteSeed = writeSeed(sqliteDir);
+  const fillSqlite = () => populate(sqliteDir, { mainPatientDocs: MAIN_PATIENT_DOCS, totalDocs: TOTAL_DOCS });
+  const sqliteCached = CACHE ? await cachedSqlite(CACHE, populationName(`stores-sqlite-${TOTAL_DOCS}`, populate.toString()), databaseFile(sqliteDir), fillSqlite) : (fillSqlite(), false);
+  console.log(`  SQLite: ${count(databaseFile(sqliteDir)).toLocaleString('en')} documents in ${seconds(started)} s${sqliteCached ? ' (a copy of the cached population)' : ''}`);
 
   const admin = new pg.Client({ connectionString: cluster.url('postgres') });
   await admin.connect();
@@ -155,35 +310,49 @@ try {
   const env = { PATIENT_DOCS_DATABASE_URL: cluster.url('patient_docs') };
   const seed = writeSeed(postgresDir);
   // The server makes its schema and applies the seed; the documents then go in by bulk SQL.
+  const fillPostgres = async () => {
+    await stopServer((await startServer(postgresDir, seed, { env })).child);
+    await populatePostgres(env.PATIENT_DOCS_DATABASE_URL);
+  };
   started = Date.now();
-  await stopServer((await startServer(postgresDir, seed, { env })).child);
-  const postgresTotal = await populatePostgres(env.PATIENT_DOCS_DATABASE_URL);
-  console.log(`  PostgreSQL: ${postgresTotal.toLocaleString('en')} documents in ${seconds(started)} s`);
+  const postgresCached = CACHE ? await cachedPostgres(CACHE, populationName(`stores-postgres-${TOTAL_DOCS}`, populatePostgres.toString()), env.PATIENT_DOCS_DATABASE_URL, fillPostgres) : (await fillPostgres(), false);
+  console.log(`  PostgreSQL: ${(await countPostgres(env.PATIENT_DOCS_DATABASE_URL)).toLocaleString('en')} documents in ${seconds(started)} s${postgresCached ? ' (restored from the cached population)' : ''}`);
 
   for (const [store, start] of [
-    ['sqlite', () => startServer(sqliteDir, sqlite.seed)],
-    ['postgres', () => startServer(postgresDir, seed, { env })],
+    ['sqlite', () => startServer(sqliteDir, sqliteSeed, { env: receiver.serverEnv })],
+    ['postgres', () => startServer(postgresDir, seed, { env: { ...env, ...receiver.serverEnv } })],
   ]) {
     const { child, url } = await start();
     try {
-      results[store] = await runs(url, child.pid, store === 'postgres' ? cluster.postmasterPid : undefined);
+      results[store] = await runs(url, child.pid, store === 'postgres' ? cluster.postmasterPid : undefined, receiver);
     } finally {
       await stopServer(child);
     }
   }
 } finally {
+  receiver.close();
   cluster.remove();
   fs.rmSync(temp, { recursive: true, force: true });
 }
 
-const names = { noOp: 'no-op GET /healthz', uncached: 'search, page of 50, a different page each request (uncached)', repeated: 'search, one page asked again', create: 'create placeholder', token: 'token issue (client credentials)' };
+const counted = (key) => `${results.sqlite[key].count.toLocaleString('en')} / ${results.postgres[key].count.toLocaleString('en')}`;
+const names = {
+  noOp: 'no-op GET /healthz',
+  uncached: 'search, page of 50, a different page each request (uncached)',
+  repeated: 'search, one page asked again',
+  create: 'create placeholder',
+  token: 'token issue (client credentials)',
+  upload: `one-shot upload, ${UPLOAD_BYTES / 1024} KiB into a placeholder, at ${UPLOAD_CONNECTIONS} connections (per upload; ${counted('upload')} uploads)`,
+  webhooks: `webhook deliveries to ${SUBSCRIPTIONS} subscriptions (per delivery, req/s = deliveries/s; ${counted('webhooks')} deliveries)`,
+};
 const us = (value) => (value === undefined ? '—' : value.toFixed(0));
+const latency = (run) => (run.p50 === undefined ? '—' : `${run.p50} / ${run.p99}`);
 console.log('\n| run | SQLite req/s | PostgreSQL req/s | p50 / p99 ms SQLite | p50 / p99 ms PostgreSQL | server CPU µs/req SQLite | server CPU µs/req PostgreSQL | PostgreSQL\'s own CPU µs/req | host steal | errors |');
 console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const key of Object.keys(names)) {
   const a = results.sqlite[key];
   const b = results.postgres[key];
-  console.log(`| ${names[key]} | ${a.requestsPerSecond.toFixed(0)} | ${b.requestsPerSecond.toFixed(0)} | ${a.p50} / ${a.p99} | ${b.p50} / ${b.p99} | ${us(a.serverCpuUs)} | ${us(b.serverCpuUs)} | ${us(b.postgresCpuUs)} | ${a.steal.toFixed(0)}% / ${b.steal.toFixed(0)}% | ${a.failures} / ${b.failures} |`);
+  console.log(`| ${names[key]} | ${a.requestsPerSecond.toFixed(0)} | ${b.requestsPerSecond.toFixed(0)} | ${latency(a)} | ${latency(b)} | ${us(a.serverCpuUs)} | ${us(b.serverCpuUs)} | ${us(b.postgresCpuUs)} | ${a.steal.toFixed(0)}% / ${b.steal.toFixed(0)}% | ${a.failures} / ${b.failures} |`);
 }
 const { sqlite, postgres } = results;
 console.log(`\ntargets:

@@ -58,14 +58,14 @@ export function populate(dataDir, { mainPatientDocs, totalDocs }) {
   return { seed: writeSeed(dataDir), total };
 }
 
-/** The seed file of the bench's organization and client, written into `dir`; its path. */
+/** The seed file of the bench's organization and client (Webhook.Manage too: postgres.mjs subscribes), written into `dir`; its path. */
 export function writeSeed(dir) {
   const seed = path.join(dir, 'seed.json');
   fs.writeFileSync(
     seed,
     JSON.stringify({
       organizations: [{ id: ORG, name: 'Smile Clinic' }],
-      clients: [{ clientId: CLIENT.id, clientSecret: CLIENT.secret, scopes: ['Patient.File.Read', 'Patient.File.Write', 'Patient.Read'], organizations: [ORG] }],
+      clients: [{ clientId: CLIENT.id, clientSecret: CLIENT.secret, scopes: ['Patient.File.Read', 'Patient.File.Write', 'Patient.Read', 'Webhook.Manage'], organizations: [ORG] }],
     }),
   );
   return seed;

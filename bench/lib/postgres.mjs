@@ -8,12 +8,13 @@ import path from 'node:path';
 import pg from 'pg';
 import { freePort } from './server.mjs';
 
-const BIN = process.env.PATIENT_DOCS_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin';
+/** PostgreSQL's programs (initdb, pg_ctl, pg_dump…). */
+export const POSTGRES_BIN = process.env.PATIENT_DOCS_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const OS_USER = 'postgres';
 const SUPERUSER = 'patient_docs_bench';
 
 function asPostgres(tool, args) {
-  const command = path.join(BIN, tool);
+  const command = path.join(POSTGRES_BIN, tool);
   const asRoot = process.getuid?.() === 0;
   return execFileSync(asRoot ? 'runuser' : command, asRoot ? ['-u', OS_USER, '--', command, ...args] : args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 }
