@@ -1,10 +1,13 @@
 /**
  * The object store at start and at run time: a server whose bucket is missing or whose store is
  * unreachable does not start, and says why in one line; a store that goes away while the server
- * runs makes uploads and downloads answer 503 with Retry-After, and nothing half-stored.
+ * runs makes uploads and downloads answer 503 with Retry-After, and nothing half-stored; verify
+ * then says the store failed.
  */
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../server/config.js';
+import { verifyContent } from '../server/db/sqlite/backup.js';
 import { startServer } from '../server/start.js';
 import { startS3, TEST_S3_CREDENTIALS, type TestS3 } from './helpers/s3.js';
 import { ADMIN_TOKEN, expectProblem, PATIENT, SEED_FILE, startTestServer, tempDir, type TestServer } from './helpers/server.js';
@@ -55,5 +58,7 @@ describe('the object store', () => {
     expect(download.status).toBe(503);
     expect(download.headers.get('retry-after')).toBe('5');
     expect((await t.api('GET', `/v1/patients/${PATIENT}/documents/${created.body.id}`)).body.hasContent).toBe(false);
+    // verify (the admin CLI's, beside the server) names the store as what failed, not its own database.
+    await expect(verifyContent(path.join(t.dataDir, 'patient-docs.sqlite'), t.server.context.content.storage, { hashes: false })).rejects.toThrow(/^the object store is unreachable or failing/);
   });
 });

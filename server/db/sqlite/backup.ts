@@ -76,11 +76,16 @@ interface VersionRow {
   content_lost_at: string | null;
 }
 
-function versionRows(db: Database.Database): IterableIterator<VersionRow> {
+/**
+ * The versions, read as they are iterated: the statement opens at the first row asked for and
+ * closes when the iteration ends or is left, so a check that fails before reading (the store
+ * unreachable) leaves the connection free to close and its own error is the one reported.
+ */
+function* versionRows(db: Database.Database): Generator<VersionRow> {
   // A database from before `--mark-lost` (backup and verify do not migrate) has no lost column.
   const hasLost = (db.prepare("SELECT 1 FROM pragma_table_info('document_versions') WHERE name = 'content_lost_at'").get() as unknown) !== undefined;
   const lost = hasLost ? 'content_lost_at' : 'NULL AS content_lost_at';
-  return db.prepare(`SELECT document_id, version, content_key, file_size, sha256, thumbnail_key, ${lost} FROM document_versions ORDER BY document_id, version`).iterate() as IterableIterator<VersionRow>;
+  yield* db.prepare(`SELECT document_id, version, content_key, file_size, sha256, thumbnail_key, ${lost} FROM document_versions ORDER BY document_id, version`).iterate() as IterableIterator<VersionRow>;
 }
 
 function objectPath(objectsDir: string, key: string): string {
