@@ -9,6 +9,7 @@
  * (NotImplemented, 405): the two are added here over s3rver's own upload folders, as S3 answers
  * them, so the server's clean-up of abandoned multipart uploads is exercised and checked.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,6 +36,7 @@ export interface TestS3 {
 export const TEST_S3_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
 
 export async function startS3(bucket = 'patient-docs'): Promise<TestS3> {
+  continuationTokensWithoutLegacyDes();
   const directory = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-s3-'));
   const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory, configureBuckets: [{ name: bucket, configs: [] }] });
   const aborted: string[] = [];
@@ -65,6 +67,22 @@ export async function startS3(bucket = 'patient-docs'): Promise<TestS3> {
       await closing;
     },
   };
+}
+
+/**
+ * s3rver writes a listing's continuation token (every ListObjectsV2 answer cut short by max-keys)
+ * with single DES, which OpenSSL 3 (Node 18 and later) keeps in its legacy provider: such a listing
+ * answers 500. Triple DES with its three keys equal is single DES, byte for byte, and is in the
+ * default provider: s3rver's `des` is given that, in this process only.
+ */
+function continuationTokensWithoutLegacyDes(): void {
+  const patched = crypto as unknown as { createCipheriv: typeof crypto.createCipheriv; createDecipheriv: typeof crypto.createDecipheriv; s3rverDes?: true };
+  if (patched.s3rverDes) return;
+  const asTripleDes = <F extends (algorithm: string, key: Buffer, iv: Buffer, ...rest: never[]) => unknown>(original: F): F =>
+    ((algorithm: string, key: Buffer, iv: Buffer, ...rest: never[]) => (algorithm === 'des' ? original('des-ede3-cbc', Buffer.concat([key, key, key]), iv) : original(algorithm, key, iv, ...rest))) as F;
+  patched.createCipheriv = asTripleDes(crypto.createCipheriv.bind(crypto) as never);
+  patched.createDecipheriv = asTripleDes(crypto.createDecipheriv.bind(crypto) as never);
+  patched.s3rverDes = true;
 }
 
 /** Where s3rver (3.x, file system store) keeps a bucket's incomplete multipart uploads: one folder each, the key in a file `key`. */
