@@ -82,6 +82,10 @@ export function parseStorageUrl(url: string): S3Location {
  * are sent aws-chunked with trailing checksums, which some S3-compatible stores keep verbatim.
  */
 export function createS3Client(endpoint: string | undefined): S3Client {
+  // The SDK warns on every start (7 lines on stderr, in the server's log and in the admin CLI's
+  // answer) that its releases from 2027 on will need Node 22; the installed one runs on the Node
+  // this package's engines name. Whoever upgrades it past that checks `engines` (package.json).
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   return new S3Client({
     ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
     region: process.env.AWS_REGION ?? process.env.AWS_DEFAULT_REGION ?? 'us-east-1',
