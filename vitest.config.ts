@@ -37,7 +37,7 @@ const ON_POSTGRES = ['test/audit-patients.e2e.test.ts', 'test/audit-links.e2e.te
  * every route again. The backend's own tests and the two-instance S3 test start their s3rver
  * themselves.
  */
-const ON_S3 = ['test/srv-crash.e2e.test.ts', 'test/srv-content-missing.e2e.test.ts'];
+const ON_S3 = ['test/srv-crash.e2e.test.ts', 'test/srv-content-missing.e2e.test.ts', 'test/srv-versions-lost.e2e.test.ts'];
 const ON_S3_ALONE = ['test/content.e2e.test.ts'];
 
 /**

@@ -2,16 +2,16 @@
  * The versions API says which versions' stored files are marked lost (`verify --mark-lost`) and
  * since when, and hands them no download link; once IT restores the file (`verify
  * --mark-restored`) the version is as it was, and its link downloads its very bytes. A real server
- * process, the admin CLI beside it, real files.
- *
- * Before, a lost version was listed like any other, with a link that answered 404: an integrator
- * walking the history could not tell it from a good one until a download failed.
+ * process, the admin CLI beside it, real files: on the local disk, and again in an S3-compatible
+ * store (the `s3` project), the files taken away and put back through the server's own storage.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import fs from 'node:fs';
+import Database from 'better-sqlite3';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdmin, startServerProcess, type CliResult, type ServerProcess } from './helpers/processes.js';
+import { storageAndUploads } from '../server/storage/index.js';
+import type { ContentStorage } from '../server/storage/types.js';
+import { processStorageEnv, runAdmin, startServerProcess, type CliResult, type ServerProcess } from './helpers/processes.js';
 import { PatientFiles } from './helpers/patient-files.js';
 import { PATIENT } from './helpers/server.js';
 
@@ -23,6 +23,8 @@ let api: PatientFiles;
 beforeAll(async () => {
   server = await startServerProcess();
   api = await PatientFiles.connect(server.url, '/versions');
+  const env = await processStorageEnv(server.dataDir);
+  ({ storage } = await storageAndUploads({ dataDir: server.dataDir, storageUrl: env.PATIENT_DOCS_STORAGE_URL, s3Endpoint: env.PATIENT_DOCS_S3_ENDPOINT }, undefined));
 }, 60_000);
 
 afterAll(async () => {
@@ -52,19 +54,34 @@ function admin(args: string[]): Promise<CliResult> {
   return runAdmin(server.dataDir, args);
 }
 
-const folderOf = (id: string) => path.join(server.dataDir, 'content', 'objects', 'documents', id);
+/** The server's content storage, disk or bucket, opened beside it as the admin CLI opens it. */
+let storage: ContentStorage;
 
-/** Takes a document's stored files away, keeping a copy as IT's backup would; returns the copy's folder. */
-function loseFiles(id: string): string {
-  const aside = `${folderOf(id)}-backup`;
-  fs.cpSync(folderOf(id), aside, { recursive: true });
-  fs.rmSync(folderOf(id), { recursive: true });
+/** The keys of a document's stored files (every version's content and thumbnail), from its records. */
+function storedFilesOf(id: string): string[] {
+  const db = new Database(path.join(server.dataDir, 'patient-docs.sqlite'), { readonly: true });
+  try {
+    const rows = db.prepare('SELECT content_key, thumbnail_key FROM document_versions WHERE document_id = ?').all(id) as Array<{ content_key: string; thumbnail_key: string | null }>;
+    return rows.flatMap((row) => [row.content_key, ...(row.thumbnail_key ? [row.thumbnail_key] : [])]);
+  } finally {
+    db.close();
+  }
+}
+
+/** Takes a document's stored files away, keeping a copy as IT's backup would; returns the copy. */
+async function loseFiles(id: string): Promise<Map<string, Buffer>> {
+  const aside = new Map<string, Buffer>();
+  for (const key of storedFilesOf(id)) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of storage.read(key)) chunks.push(chunk as Buffer);
+    aside.set(key, Buffer.concat(chunks));
+    await storage.remove(key);
+  }
   return aside;
 }
 
-function restoreFiles(aside: string, id: string): void {
-  fs.cpSync(aside, folderOf(id), { recursive: true });
-  fs.rmSync(aside, { recursive: true, force: true });
+async function restoreFiles(aside: Map<string, Buffer>): Promise<void> {
+  for (const [key, bytes] of aside) await storage.put(key, bytes);
 }
 
 describe('GET …/documents/{id}/versions and files marked lost', () => {
@@ -81,7 +98,7 @@ describe('GET …/documents/{id}/versions and files marked lost', () => {
     const early = before[0]!.storageDownloadUri!;
     expect((await download(early)).body.equals(bytes)).toBe(true);
 
-    const aside = loseFiles(scan.id);
+    const aside = await loseFiles(scan.id);
     const from = Date.now();
     const marked = await admin(['verify', '--mark-lost']);
     expect(marked.stderr).toBe('');
@@ -96,8 +113,8 @@ describe('GET …/documents/{id}/versions and files marked lost', () => {
     expect(refused.status).toBe(404);
     expect(((await refused.json()) as { detail: string }).detail).toMatch(/version 1 was marked lost on the server \(\d{4}-.*Z\); the server administrator must restore it from a backup, or the file must be uploaded again/);
 
-    restoreFiles(aside, scan.id);
-    // Marked lost, back on the disk, not yet marked restored: still listed as lost, still no link.
+    await restoreFiles(aside);
+    // Marked lost, back in the storage, not yet marked restored: still listed as lost, still no link.
     expect((await versions(scan.id))[0]).toMatchObject({ storageDownloadUri: null, contentLostAt: lost[0]!.contentLostAt });
     const restored = await admin(['verify', '--mark-restored']);
     expect(restored.stderr).toBe('');
@@ -113,7 +130,7 @@ describe('GET …/documents/{id}/versions and files marked lost', () => {
     const first = randomBytes(25_004);
     const second = randomBytes(25_005);
     const v1 = await api.uploaded('replaced.bin', first);
-    const aside = loseFiles(v1.id);
+    const aside = await loseFiles(v1.id);
     expect((await admin(['verify', '--mark-lost'])).code).toBe(0);
     const lostAt = (await versions(v1.id))[0]!.contentLostAt;
     expect(lostAt).toMatch(ISO_UTC);
@@ -137,7 +154,7 @@ describe('GET …/documents/{id}/versions and files marked lost', () => {
       [1, false, lostAt],
     ]);
 
-    restoreFiles(aside, v1.id);
+    await restoreFiles(aside);
     expect((await admin(['verify', '--mark-restored'])).code).toBe(0);
     const restored = await versions(v1.id);
     expect(restored.map((version) => [version.version, version.current, version.contentLostAt])).toEqual([
