@@ -3,9 +3,10 @@
 //   one-shot upload of 1 GiB through the server   vs the AWS SDK alone (lib-storage Upload, same part size) (+ server RSS growth)
 //   download of 1 GiB through a signed link        vs the AWS SDK alone (GetObject streamed)
 // Both downloads are read by Node's http client (the SDK's is http.request): the same reader on
-// both sides, so the difference is the server's hop. The server's CPU seconds per GiB (all its
-// threads, from /proc) are printed too: on a machine shared with other work that figure holds
-// still when the rates do not.
+// both sides, so the difference is the server's hop. The CPU seconds per GiB of each process of a
+// download (all threads, from /proc: the server, s3rver, and this process reading) are printed
+// too: on a machine shared with other work they hold still when the rates do not, and on 2 CPUs
+// the three together are what the rate is bounded by.
 // Every figure is the best of --runs (default 2).
 //   node bench/s3.mjs [--quick] [--runs N]      (--quick: 256 MiB)
 // BENCH_SERVER_NODE_ARGS adds node options to the server's process, for example a CPU profile of
@@ -25,6 +26,11 @@ import { cpuSeconds, rssBytes as rss } from './lib/proc.mjs';
 import { writeSourceFile } from './lib/source-file.mjs';
 
 const MiB = 1024 * 1024;
+/** CPU seconds this process spent since `from` (a process.cpuUsage()). */
+const spent = (from) => {
+  const { user, system } = process.cpuUsage(from);
+  return (user + system) / 1e6;
+};
 const ROOT = path.resolve(import.meta.dirname, '..');
 const BUCKET = 'bench';
 const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
@@ -96,7 +102,7 @@ async function main() {
     console.log(`file: ${SIZE / MiB} MiB on ${os.cpus().length} CPUs, s3rver ${endpoint}`);
     const rate = (seconds) => `${(SIZE / MiB / seconds).toFixed(1)} MiB/s`;
     const up = { ours: [], sdk: [], cpu: [] };
-    const down = { ours: [], sdk: [], cpu: [] };
+    const down = { ours: [], sdk: [], cpu: [], storeOurs: [], storeSdk: [], readerOurs: [], readerSdk: [] };
     let growth = 0;
     let link;
     for (let run = 0; run < RUNS; run += 1) {
@@ -139,17 +145,23 @@ async function main() {
       if (answer.status !== 201) throw new Error(`upload: ${answer.status} ${JSON.stringify(answer.body)}`);
       link = answer.body.storageDownloadUri;
 
+      let storeCpu = cpuSeconds(store.pid);
+      let readerCpu = process.cpuUsage();
       started = performance.now();
       const got = await client.send(new GetObjectCommand({ Bucket: BUCKET, Key: `sdk/run-${run}` }));
       let bytes = 0;
       for await (const chunk of got.Body) bytes += chunk.length;
       if (bytes !== SIZE) throw new Error(`sdk download: ${bytes} bytes`);
       down.sdk.push((performance.now() - started) / 1000);
+      down.storeSdk.push(cpuSeconds(store.pid) - storeCpu);
+      down.readerSdk.push(spent(readerCpu));
 
       started = performance.now();
       const monotonic = () => (Number(process.hrtime.bigint() / 1000n) / 1000).toFixed(0);
       const from = monotonic();
       cpu = cpuSeconds(server.pid);
+      storeCpu = cpuSeconds(store.pid);
+      readerCpu = process.cpuUsage();
       const response = await new Promise((resolve, reject) => http.get(link, resolve).once('error', reject));
       if (response.statusCode !== 200) throw new Error(`download: ${response.statusCode}`);
       bytes = 0;
@@ -157,6 +169,8 @@ async function main() {
       if (bytes !== SIZE) throw new Error(`download: ${bytes} bytes`);
       down.ours.push((performance.now() - started) / 1000);
       down.cpu.push(cpuSeconds(server.pid) - cpu);
+      down.storeOurs.push(cpuSeconds(store.pid) - storeCpu);
+      down.readerOurs.push(spent(readerCpu));
       if (nodeArgs.length > 0) console.log(`download ${run + 1} through the server: monotonic ${from}-${monotonic()} ms`);
     }
     const best = (list) => Math.min(...list);
@@ -168,6 +182,11 @@ async function main() {
     console.log(`  runs: patient-docs ${all(down.ours)}  |  AWS SDK ${all(down.sdk)}`);
     const perGiB = (list) => ((Math.min(...list) * 1024 * MiB) / SIZE).toFixed(2);
     console.log(`server CPU per GiB (least of ${RUNS} runs, every thread): upload ${perGiB(up.cpu)} s, download ${perGiB(down.cpu)} s`);
+    const total = (...lists) => lists.reduce((sum, list) => sum + Number(perGiB(list)), 0).toFixed(2);
+    console.log(
+      `download CPU per GiB (least of ${RUNS} runs): through the server: server ${perGiB(down.cpu)} + s3rver ${perGiB(down.storeOurs)} + reader ${perGiB(down.readerOurs)} = ${total(down.cpu, down.storeOurs, down.readerOurs)} s  |  ` +
+        `AWS SDK alone: s3rver ${perGiB(down.storeSdk)} + reader ${perGiB(down.readerSdk)} = ${total(down.storeSdk, down.readerSdk)} s`,
+    );
   } finally {
     // Each exits before its folder goes (a server's CPU profile is written as it exits).
     await Promise.all(children.map((child) => (child.exitCode !== null || child.signalCode !== null ? undefined : new Promise((resolve) => (child.once('exit', resolve), child.kill('SIGTERM'), setTimeout(resolve, 20_000).unref())))));
