@@ -176,7 +176,6 @@ export class WebhookDispatcher {
     if (!this.running) return;
     this.running = false;
     this.stopListening?.();
-    this.stopNotified?.();
     this.wake();
     await this.loopDone;
     let timer: NodeJS.Timeout | undefined;
@@ -185,6 +184,9 @@ export class WebhookDispatcher {
     clearTimeout(timer);
     await this.flushResults(true).catch((error: unknown) => this.deps.log.error({ err: error }, 'webhook attempts could not be recorded at stop'));
     await this.saveCursor(true).catch((error: unknown) => this.deps.log.error({ err: error }, 'webhook cursor could not be saved at stop'));
+    // Last: where the listening connection also tells the other instances that this one lives
+    // (PostgreSQL), its claims are theirs to take only once its attempts are over or given up.
+    this.stopNotified?.();
   }
 
   /** Ask the loop to look again now (new events, a freed slot, a redelivery). */
@@ -629,7 +631,8 @@ export class WebhookDispatcher {
   private outcome(message: WebhookMessageRecord, subscription: WebhookSubscriptionRecord, result: SendResult, attemptedAt: Date): WebhookAttemptResult {
     const attemptNumber = message.attempts + 1;
     const status = result.statusCode;
-    const finished = this.now();
+    // The retry delay counts from the answer, not from when this thread got to it.
+    const finished = Math.min(this.now(), result.answeredAt ?? Number.POSITIVE_INFINITY);
     const base = {
       messageId: message.id,
       subscriptionId: subscription.id,
