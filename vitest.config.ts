@@ -21,11 +21,12 @@ const WORKERS = 2;
 /**
  * Files that exercise the store through real routes, run a second time on PostgreSQL (a real
  * cluster each, test/helpers/postgres.ts): the test server helper takes its database from
- * PATIENT_DOCS_TEST_DATABASE. The store contract suite runs both databases by itself. The route
+ * PATIENT_DOCS_TEST_DATABASE (webhooks.e2e's server processes too: delivery, retries on time and
+ * the take-over of a killed instance's claims). The store contract suite runs both databases by itself. The route
  * suites themselves (server-core, auth-matrix, every-route) run on PostgreSQL in the deployment
  * project below, through nginx, so they are not run a third time here.
  */
-const ON_POSTGRES = ['test/audit-patients.e2e.test.ts', 'test/audit-links.e2e.test.ts', 'test/hostile-input.property.test.ts', 'test/patient-identifiers.test.ts'];
+const ON_POSTGRES = ['test/audit-patients.e2e.test.ts', 'test/audit-links.e2e.test.ts', 'test/hostile-input.property.test.ts', 'test/patient-identifiers.test.ts', 'test/webhooks.e2e.test.ts'];
 
 /**
  * Files that exercise content storage through real routes (one-shot and tus uploads, downloads,

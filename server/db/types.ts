@@ -387,6 +387,12 @@ export interface WebhookMessageRecord {
   updatedAt: string;
   lastStatus: number | null;
   lastError: string | null;
+  /**
+   * The per-attempt checks as the claim found them (where claimDue reads them in its own
+   * statement: PostgreSQL, one round trip instead of three): the subscription's status (undefined:
+   * deleted) and whether its organization has access to and consent from the patient.
+   */
+  claimChecks?: { status: WebhookSubscriptionRecord['status'] | undefined; routable: boolean };
 }
 
 /** An outbox event's fields a webhook body is made of, `data` as the JSON text stored with the change. */
@@ -462,6 +468,11 @@ export interface WebhookRepository {
    * holds its claims in memory (SQLite).
    */
   readonly claimLeaseMs?: number;
+  /**
+   * Where claims are leases: makes the claims of instances known to have ended due again at `now`
+   * without waiting for their leases (their number, for the log). Called at start and now and then.
+   */
+  releaseAbandoned?(now: number): Promise<number>;
   /** Extends the leases of claimed messages that are still pending (waiting for a slot or in flight) by claimLeaseMs from `now`. */
   renewClaims?(messages: ReadonlyArray<{ subscriptionId: string; id: string }>, now: number): Promise<void>;
   /** Writes finished attempts (log rows and message states) in one transaction. */

@@ -69,6 +69,13 @@ const HANDED_AHEAD = 2;
  * several events instead of one per event. An event after a quiet moment is fanned out at once.
  */
 const FAN_OUT_GAP_MS = 5;
+/**
+ * How long the checks a claim read with its messages (claimChecks: PostgreSQL) stand in for the
+ * per-attempt checks: an attempt launched within this long of its claim uses them, one that waited
+ * longer (behind a busy callback) looks again. Within the second in which every instance sees a
+ * change made through another (DESIGN §6), so a revoked consent stops deliveries as promptly.
+ */
+const CLAIM_CHECKS_MS = 500;
 /** How often a cursor advanced by events that made no message is written (see saveCursor). */
 const CURSOR_SAVE_MS = 1000;
 
@@ -112,7 +119,7 @@ export class WebhookDispatcher {
   private results: WebhookAttemptResult[] = [];
   private resultsSince = 0;
   /** Claimed messages waiting for a slot, by callback origin: slots are refilled without a query. */
-  private readonly ready = new Map<string, Array<{ message: WebhookMessageRecord; subscription: WebhookSubscriptionRecord }>>();
+  private readonly ready = new Map<string, Array<{ message: WebhookMessageRecord; subscription: WebhookSubscriptionRecord; claimedAt: number }>>();
   private readyCount = 0;
   /** Messages claimed and not yet written back (ready, in flight or awaiting the group commit), by subscription. */
   private readonly held = new Map<string, Set<string>>();
@@ -169,7 +176,6 @@ export class WebhookDispatcher {
     if (!this.running) return;
     this.running = false;
     this.stopListening?.();
-    this.stopNotified?.();
     this.wake();
     await this.loopDone;
     let timer: NodeJS.Timeout | undefined;
@@ -178,6 +184,9 @@ export class WebhookDispatcher {
     clearTimeout(timer);
     await this.flushResults(true).catch((error: unknown) => this.deps.log.error({ err: error }, 'webhook attempts could not be recorded at stop'));
     await this.saveCursor(true).catch((error: unknown) => this.deps.log.error({ err: error }, 'webhook cursor could not be saved at stop'));
+    // Last: where the listening connection also tells the other instances that this one lives
+    // (PostgreSQL), its claims are theirs to take only once its attempts are over or given up.
+    this.stopNotified?.();
   }
 
   /** Ask the loop to look again now (new events, a freed slot, a redelivery). */
@@ -193,17 +202,15 @@ export class WebhookDispatcher {
     try {
       const recovered = await this.deps.webhooks.recoverInterrupted();
       if (recovered > 0) this.deps.log.info({ recovered }, 'webhook messages interrupted by a restart are pending again');
+      await this.releaseAbandoned();
     } catch (error) {
       this.deps.log.error({ err: error }, 'webhook recovery failed');
     }
     while (this.running) {
       this.wakeRequested = false;
-      if (this.now() >= this.nextRetryAt) {
-        // A retry came due: the due list is read again now.
-        this.nextRetryAt = Number.POSITIVE_INFINITY;
-        this.dueListAt = 0;
-      }
+      this.retriesCameDue();
       try {
+        if (this.now() - this.releasedAt >= this.options.safetyPollMs) await this.releaseAbandoned();
         await this.renewLeases();
         await this.flushResults();
         // New events are looked for once per poll interval, or when this process committed some
@@ -237,9 +244,43 @@ export class WebhookDispatcher {
     }
     for (const result of results) {
       this.release(result.attempt.subscriptionId, result.attempt.messageId);
-      if (result.state === 'pending') this.nextRetryAt = Math.min(this.nextRetryAt, result.nextAttemptAt);
+      if (result.state !== 'pending') continue;
+      this.retries.push({ subscriptionId: result.attempt.subscriptionId, at: result.nextAttemptAt });
+      this.nextRetryAt = Math.min(this.nextRetryAt, result.nextAttemptAt);
     }
   }
+
+  /**
+   * Retries this process scheduled that are due now go straight onto the due list: the claim is
+   * the one query between the timer and the attempt (on PostgreSQL each query is a round trip,
+   * and a retry should leave when its delay is over, not a few round trips later).
+   */
+  private retriesCameDue(): void {
+    const now = this.now();
+    if (now < this.nextRetryAt) return;
+    const due = this.retries.filter((retry) => retry.at <= now);
+    this.retries = this.retries.filter((retry) => retry.at > now);
+    this.nextRetryAt = this.retries.reduce((earliest, retry) => Math.min(earliest, retry.at), Number.POSITIVE_INFINITY);
+    this.addDue(due);
+    // What the list holds now is what is known to be due; anything else is found at the next read.
+    if (this.dueListAt !== 0) this.dueListAt = now;
+  }
+
+  /** Retries this process scheduled, not yet due (see retriesCameDue). */
+  private retries: Array<{ subscriptionId: string; at: number }> = [];
+
+  /** Where the database can tell that an instance has ended (PostgreSQL), its claims are due again at once. */
+  private async releaseAbandoned(): Promise<void> {
+    this.releasedAt = this.now();
+    const { releaseAbandoned } = this.deps.webhooks;
+    if (!releaseAbandoned) return;
+    const released = await releaseAbandoned.call(this.deps.webhooks, this.releasedAt);
+    if (released === 0) return;
+    this.deps.log.info({ released }, 'webhook messages claimed by an instance that has ended are due again');
+    this.dueListAt = 0;
+  }
+
+  private releasedAt = 0;
 
   /**
    * Where claims are leases (several instances on one queue), the messages this process still holds
@@ -444,7 +485,7 @@ export class WebhookDispatcher {
         continue;
       }
       const queue = this.ready.get(known.origin) ?? [];
-      queue.push({ message, subscription: known.subscription });
+      queue.push({ message, subscription: known.subscription, claimedAt: now });
       this.ready.set(known.origin, queue);
       this.readyCount += 1;
     }
@@ -470,7 +511,7 @@ export class WebhookDispatcher {
         if (runs && sending >= this.options.maxConcurrency) break;
         const next = queue.shift()!;
         this.readyCount -= 1;
-        this.launch(next.message, next.subscription, origin);
+        this.launch(next.message, next.subscription, origin, next.claimedAt);
         if (runs) sending += 1;
       }
       if (queue.length === 0) this.ready.delete(origin);
@@ -494,9 +535,9 @@ export class WebhookDispatcher {
     return entry;
   }
 
-  private launch(message: WebhookMessageRecord, subscription: WebhookSubscriptionRecord, origin: string): void {
+  private launch(message: WebhookMessageRecord, subscription: WebhookSubscriptionRecord, origin: string, claimedAt: number): void {
     this.perCallback.set(origin, (this.perCallback.get(origin) ?? 0) + 1);
-    const task = this.attempt(message, subscription)
+    const task = this.attempt(message, subscription, claimedAt)
       .catch((error: unknown) => this.deps.log.error({ err: error, messageId: message.id }, 'webhook attempt could not be recorded'))
       .finally(() => {
         this.inFlight.delete(task);
@@ -510,13 +551,14 @@ export class WebhookDispatcher {
 
   // --- one attempt ---------------------------------------------------------------------------
 
-  private async attempt(message: WebhookMessageRecord, claimedFor: WebhookSubscriptionRecord): Promise<void> {
+  private async attempt(message: WebhookMessageRecord, claimedFor: WebhookSubscriptionRecord, claimedAt: number): Promise<void> {
     const attemptedAt = new Date(this.now());
     // Routing is decided again at every attempt: a revoked consent stops pending deliveries.
+    const fromClaim = message.claimChecks && attemptedAt.getTime() - claimedAt <= CLAIM_CHECKS_MS ? message.claimChecks : undefined;
     const checks = this.checkWindow(attemptedAt.getTime());
     const statusKey = `s|${claimedFor.id}`;
-    let status = checks.get(statusKey) as WebhookSubscriptionRecord['status'] | undefined;
-    if (status === undefined) {
+    let status = fromClaim ? fromClaim.status : (checks.get(statusKey) as WebhookSubscriptionRecord['status'] | undefined);
+    if (status === undefined && !fromClaim) {
       status = await this.deps.webhooks.subscriptionStatus(claimedFor.id);
       if (status !== undefined) checks.set(statusKey, status);
     }
@@ -525,7 +567,10 @@ export class WebhookDispatcher {
       return;
     }
     const subscription = claimedFor;
-    if (message.patientId !== null && !(await this.isRoutable({ patientId: message.patientId, organizationId: null }, subscription.organizationId, checks as Map<string, boolean>))) {
+    const routable = fromClaim
+      ? fromClaim.routable
+      : message.patientId === null || (await this.isRoutable({ patientId: message.patientId, organizationId: null }, subscription.organizationId, checks as Map<string, boolean>));
+    if (!routable) {
       await this.cancel(message, 'the organization no longer has access to or consent from the patient', attemptedAt);
       this.deps.log.info({ messageId: message.id, subscriptionId: subscription.id }, 'webhook message cancelled: access or consent withdrawn');
       return;
@@ -586,7 +631,8 @@ export class WebhookDispatcher {
   private outcome(message: WebhookMessageRecord, subscription: WebhookSubscriptionRecord, result: SendResult, attemptedAt: Date): WebhookAttemptResult {
     const attemptNumber = message.attempts + 1;
     const status = result.statusCode;
-    const finished = this.now();
+    // The retry delay counts from the answer, not from when this thread got to it.
+    const finished = Math.min(this.now(), result.answeredAt ?? Number.POSITIVE_INFINITY);
     const base = {
       messageId: message.id,
       subscriptionId: subscription.id,

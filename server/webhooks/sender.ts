@@ -27,6 +27,11 @@ export interface SendResult {
   statusCode: number | null;
   latencyMs: number;
   error: string | null;
+  /**
+   * When the answer (or the failure) came, epoch milliseconds, where the request was sent: the
+   * attempt's end, from which its retry delay counts, without the hop back from a sending thread.
+   */
+  answeredAt?: number;
 }
 
 export type Sender = (request: SendRequest) => Promise<SendResult>;
@@ -99,7 +104,7 @@ export class HttpsSender {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        resolve({ statusCode: status, latencyMs: Math.round(performance.now() - (sentAt ?? handedAt)), error });
+        resolve({ statusCode: status, latencyMs: Math.round(performance.now() - (sentAt ?? handedAt)), error, answeredAt: Date.now() });
       };
       const expire = (reason: string): void => {
         finish(null, reason);

@@ -312,6 +312,14 @@ export const POSTGRES_MIGRATIONS: PostgresMigration[] = [
     name: '005-work-leases',
     sql: `CREATE TABLE work_leases (key ${C} PRIMARY KEY, holder ${C} NOT NULL, until bigint NOT NULL);`,
   },
+  {
+    // Which live instance holds a webhook claim (webhooks.ts, notifications.ts): a dead one's claims are taken over at once.
+    name: '006-webhook-claimants',
+    sql: `
+      ALTER TABLE webhook_messages ADD COLUMN claimed_by integer, ADD COLUMN claimed_at timestamptz;
+      CREATE INDEX webhook_messages_claimed ON webhook_messages(claimed_by) WHERE state = 'pending' AND claimed_by IS NOT NULL;
+    `,
+  },
 ];
 
 /** The database as a label for messages: its URL without the password. */

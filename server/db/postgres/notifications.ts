@@ -7,6 +7,12 @@
  * restart, a failover, a cut network), it is made again every RECONNECT_MS until it works, and its
  * listeners are called once then: what was notified while it was away is caught up by one scan.
  * Notifications are hints, never the only way work is found: the worker also looks now and then.
+ *
+ * The same connection tells the other instances that this one lives: it holds a session advisory
+ * lock (CLAIMANT_LOCK, `claimant`) for as long as it is open. PostgreSQL ends a session the moment
+ * its process dies (the operating system closes the socket), and the lock with it, so a webhook
+ * claim recorded with this number (webhooks.ts) is known to be abandoned at once, without waiting
+ * for its lease.
  */
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -16,9 +22,19 @@ export const WORK_CHANNEL = 'patient_docs_work';
 /** Between attempts to make the listening connection again. */
 const RECONNECT_MS = 500;
 
+/** The first key of the claimant locks (an arbitrary constant: "PDWC"); the second is an instance's `claimant`. */
+export const CLAIMANT_LOCK = 0x50445743;
+
+/** A random claimant number: a positive int4, as pg_locks shows an advisory lock's second key (an oid). */
+function randomClaimant(): number {
+  return 1 + Math.floor(Math.random() * 0x7ffffffe);
+}
+
 export class WorkNotifications {
   /** Sent as the payload of this process's notifications, so it does not wake itself for its own commits. */
   readonly origin = randomUUID();
+  /** This process's claimant number, locked by the listening connection while it is open (see above). */
+  claimant = randomClaimant();
   private readonly listeners = new Set<() => void>();
   private client: pg.Client | undefined;
   private connecting = false;
@@ -32,6 +48,11 @@ export class WorkNotifications {
     private readonly url: string,
     private readonly connectTimeoutMs: number,
   ) {}
+
+  /** This process's claimant number while the listening connection (and so its lock) is open; null otherwise. */
+  liveClaimant(): number | null {
+    return this.client ? this.claimant : null;
+  }
 
   /** `listener` is called when another process commits work, and once after each reconnection. */
   subscribe(listener: () => void): () => void {
@@ -66,6 +87,13 @@ export class WorkNotifications {
     });
     try {
       await client.connect();
+      // Another live process holding the same number (about one chance in 2^31 per pair) would
+      // make this one's claims look alive after it died: another number is drawn then.
+      for (;;) {
+        const taken = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1, $2) AS locked', [CLAIMANT_LOCK, this.claimant]);
+        if (taken.rows[0]?.locked) break;
+        this.claimant = randomClaimant();
+      }
       await client.query(`LISTEN ${WORK_CHANNEL}`);
       if (lost) throw new Error('the listening connection was lost while it was made');
       this.client = client;

@@ -4,7 +4,7 @@
  * claiming together, and the database going away and coming back.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startPostgres, type TestPostgres } from '../../../test/helpers/postgres.js';
 import { storageFault } from '../../errors.js';
 import { prepareStore } from '../../prepare-store.js';
@@ -100,6 +100,40 @@ describe('PostgreSQL store, several instances', () => {
     // The instance that held them died: past the lease (10 s here), they are due again, same messageIds.
     const takenOver = await claim(b, 1000 + 10_000);
     expect(takenOver.map((message) => message.id).sort()).toEqual(messages.map((message) => message.id).sort());
+  });
+
+  it("takes an ended instance's claims over at once (its session, and so its claimant lock, is gone), never a live one's", async () => {
+    const url = await cluster.createDatabase();
+    const [a, b] = await Promise.all([open(url), open(url)]);
+    // Each instance's listening connection holds its claimant lock (as the delivery worker's does).
+    const listening = [a, b].map((store) => store.outbox.onNotified(() => undefined));
+    await vi.waitFor(() => expect([a, b].map((store) => store.notifications.liveClaimant())).not.toContain(null), { timeout: 10_000, interval: 20 });
+    await withPatient(a);
+    await a.webhooks.createSubscription({ id: 'sub', organizationId: ORG, clientId: 'c', events: ['order.all'], callback: 'https://example.test/', sealedSecret: 's', status: 'active', disabledReason: null, createdAt: AT });
+    const messages = Array.from({ length: 20 }, (_, index) => ({ id: `m${index}`, subscriptionId: 'sub', eventId: `e${index}`, eventType: 'order.updated' as const, patientId: PATIENT, nextAttemptAt: 0, createdAt: AT }));
+    await a.webhooks.enqueue(messages, 1);
+    const claim = (store: PostgresStore, limit: number) => store.webhooks.claimDue([{ subscriptionId: 'sub', limit, skip: new Set() }], 1000);
+    const byA = await claim(a, 10);
+    const byB = await claim(b, 10);
+    expect(byA).toHaveLength(10);
+    expect(byA[0]?.claimChecks).toEqual({ status: 'active', routable: true });
+    // Both live: nothing is released, by either.
+    expect(await b.webhooks.releaseAbandoned(2000)).toBe(0);
+    expect(await a.webhooks.releaseAbandoned(2000)).toBe(0);
+    listening[0]!();
+    await a.close();
+    // a has ended: well inside its lease (10 s), b finds its claims due again, same messageIds, and b's own stay b's.
+    let released = 0;
+    await vi.waitFor(
+      async () => {
+        released += await b.webhooks.releaseAbandoned(2000);
+        expect(released).toBe(10);
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    const takenOver = await b.webhooks.claimDue([{ subscriptionId: 'sub', limit: 20, skip: new Set(byB.map((message) => message.id)) }], 2000);
+    expect(takenOver.map((message) => message.id).sort()).toEqual(byA.map((message) => message.id).sort());
+    listening[1]!();
   });
 
   it('hands out outbox events in commit order: a reader following the sequence never passes an event whose transaction commits later', async () => {

@@ -10,6 +10,13 @@
  *   same messageId). The row stays `pending` throughout, as in SQLite. While the instance lives, it
  *   renews the leases of what it holds (renewClaims: messages waiting behind its per-callback
  *   limit, in flight, or with outcomes not yet written), so no other instance sends them meanwhile.
+ * - a claim also names its instance (`claimed_by`, the claimant number whose advisory lock that
+ *   instance's listening connection holds, notifications.ts). An instance that dies loses its
+ *   session and so its lock: the others (and the same instance started again) find its claims
+ *   abandoned within a safety poll (releaseAbandoned) instead of after a whole lease. The lease
+ *   stays the rule where PostgreSQL cannot tell: claims made before the database itself restarted
+ *   (no lock survives that, live or not), and a machine that vanished without closing its
+ *   connections (PostgreSQL notices that only when TCP keepalive gives up).
  */
 import type { EventType } from '../../../shared/events.js';
 import type {
@@ -24,7 +31,7 @@ import type {
 } from '../types.js';
 import { attemptFromRow, LIVE, subscriptionFromRow, type AttemptRow, type SubscriptionRow } from '../webhook-rows.js';
 import type { PostgresDatabase, Queryable } from './database.js';
-import { notifyWork, type WorkNotifications } from './notifications.js';
+import { CLAIMANT_LOCK, notifyWork, type WorkNotifications } from './notifications.js';
 
 
 
@@ -186,29 +193,56 @@ export class PostgresWebhooks implements WebhookRepository {
 
   async claimDue(claims: Array<{ subscriptionId: string; limit: number; skip: ReadonlySet<string> }>, now: number): Promise<WebhookMessageRecord[]> {
     if (claims.length === 0) return [];
+    // Named only while this instance's lock is held; a claim without a name ends with its lease.
+    const claimant = this.notifications.liveClaimant();
     const claimAll = async (tx: Queryable): Promise<WebhookMessageRecord[]> => {
       const claimed: WebhookMessageRecord[] = [];
       for (const claim of claims) {
-        const rows = await tx.rows<MessageRow & { due_at: number }>(
+        const rows = await tx.rows<MessageRow & { due_at: number; subscription_status: WebhookSubscriptionRecord['status'] | null; routable: boolean | null }>(
           `WITH due AS (
              SELECT seq, next_attempt_at FROM webhook_messages
              WHERE state = 'pending' AND subscription_id = $1 AND next_attempt_at <= $2 AND NOT (id = ANY($3::text[]))
              ORDER BY next_attempt_at LIMIT $4 FOR UPDATE SKIP LOCKED
            ), leased AS (
-             UPDATE webhook_messages m SET next_attempt_at = $5 FROM due WHERE m.seq = due.seq
+             UPDATE webhook_messages m SET next_attempt_at = $5, claimed_by = $6, claimed_at = now() FROM due WHERE m.seq = due.seq
              RETURNING m.*, due.next_attempt_at AS due_at
            )
-           SELECT leased.*, e.occurred_at, e.operation_id, e.data FROM leased LEFT JOIN outbox_events e ON e.id = leased.event_id
+           SELECT leased.*, e.occurred_at, e.operation_id, e.data, s.status AS subscription_status,
+             leased.patient_id IS NULL OR (
+               EXISTS (SELECT 1 FROM patients p WHERE p.id = leased.patient_id)
+               AND EXISTS (SELECT 1 FROM patient_organizations po WHERE po.patient_id = leased.patient_id AND po.organization_id = s.organization_id)
+               AND EXISTS (SELECT 1 FROM patient_consents pc WHERE pc.patient_id = leased.patient_id AND pc.organization_id = s.organization_id)
+             ) AS routable
+           FROM leased LEFT JOIN outbox_events e ON e.id = leased.event_id
+             LEFT JOIN webhook_subscriptions s ON s.id = leased.subscription_id AND s.${LIVE}
            ORDER BY leased.due_at, leased.seq`,
-          [claim.subscriptionId, now, [...claim.skip], claim.limit, now + this.options.leaseMs],
+          [claim.subscriptionId, now, [...claim.skip], claim.limit, now + this.options.leaseMs, claimant],
         );
-        for (const row of rows) claimed.push(messageFromRow({ ...row, next_attempt_at: row.due_at }));
+        for (const row of rows) {
+          const claimChecks = { status: row.subscription_status ?? undefined, routable: row.routable === true };
+          claimed.push({ ...messageFromRow({ ...row, next_attempt_at: row.due_at }), claimChecks });
+        }
       }
       return claimed;
     };
     // One claim is one statement, atomic by itself (a retry coming due, one busy subscription):
     // no transaction around it, two round trips fewer.
     return claims.length === 1 ? claimAll(this.db) : this.db.transaction(claimAll);
+  }
+
+  /**
+   * Claims whose instance has ended (its claimant lock is gone) are due again now. Only claims made
+   * since the database last started: a restart ends every session, live instances' included, and
+   * those claims end with their lease. This instance's own claims stay (it holds them in memory).
+   */
+  async releaseAbandoned(now: number): Promise<number> {
+    return this.db.run(
+      `UPDATE webhook_messages SET next_attempt_at = $1, claimed_by = NULL
+       WHERE state = 'pending' AND claimed_by IS NOT NULL AND claimed_by IS DISTINCT FROM $2::int AND next_attempt_at > $1
+         AND claimed_at > pg_postmaster_start_time()
+         AND claimed_by NOT IN (SELECT objid::text::int FROM pg_locks WHERE locktype = 'advisory' AND classid::text::bigint = $3 AND objsubid = 2 AND granted)`,
+      [now, this.notifications.claimant, CLAIMANT_LOCK],
+    );
   }
 
   get claimLeaseMs(): number {
@@ -224,30 +258,54 @@ export class PostgresWebhooks implements WebhookRepository {
     );
   }
 
+  /**
+   * One statement for the whole group (the log rows and the message states, atomic by itself): a
+   * group commit of many attempts costs one round trip, not two per attempt. A subscription
+   * disabled by a 410 (rare) is written in the same transaction.
+   */
   async recordAttempts(results: WebhookAttemptResult[]): Promise<void> {
     if (results.length === 0) return;
+    const disables = results.filter((result) => result.disableSubscription !== undefined);
+    if (disables.length === 0) {
+      await this.writeAttempts(this.db, results);
+      return;
+    }
     await this.db.transaction(async (tx) => {
-      for (const result of results) await this.recordOne(tx, result);
+      await this.writeAttempts(tx, results);
+      for (const { attempt, disableSubscription } of disables) {
+        await tx.run(`UPDATE webhook_subscriptions SET status = 'disabled', disabled_reason = $1 WHERE id = $2`, [disableSubscription, attempt.subscriptionId]);
+        await tx.run(CANCEL_PENDING_OF, [attempt.subscriptionId, attempt.attemptedAt, disableSubscription]);
+      }
     });
   }
 
-  private async recordOne(tx: Queryable, result: WebhookAttemptResult): Promise<void> {
-    const { attempt } = result;
-    await tx.run(
-      `INSERT INTO webhook_attempts (message_id, subscription_id, attempt, attempted_at, status_code, latency_ms, error, outcome)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [attempt.messageId, attempt.subscriptionId, attempt.attempt, attempt.attemptedAt, attempt.statusCode, attempt.latencyMs, attempt.error, attempt.outcome],
+  private async writeAttempts(db: Queryable, results: WebhookAttemptResult[]): Promise<void> {
+    const attempts = results.map((result) => result.attempt);
+    // Finishes a message only while it is still queued; a 2xx still marks a cancelled one delivered (see SQLite's webhooks.ts).
+    await db.run(
+      `WITH logged AS (
+         INSERT INTO webhook_attempts (message_id, subscription_id, attempt, attempted_at, status_code, latency_ms, error, outcome)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::int[], $7::text[], $8::text[])
+       )
+       UPDATE webhook_messages m
+       SET state = r.state, attempts = r.attempt, next_attempt_at = r.next_attempt_at, updated_at = r.attempted_at, last_status = r.status_code, last_error = r.error, claimed_by = NULL
+       FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $7::text[], $9::text[], $10::bigint[])
+         AS r(message_id, subscription_id, attempt, attempted_at, status_code, error, state, next_attempt_at)
+       WHERE m.subscription_id = r.subscription_id AND m.id = r.message_id
+         AND (m.state IN ('pending', 'delivering') OR (m.state = 'cancelled' AND r.state = 'delivered'))`,
+      [
+        attempts.map((attempt) => attempt.messageId),
+        attempts.map((attempt) => attempt.subscriptionId),
+        attempts.map((attempt) => attempt.attempt),
+        attempts.map((attempt) => attempt.attemptedAt),
+        attempts.map((attempt) => attempt.statusCode),
+        attempts.map((attempt) => attempt.latencyMs),
+        attempts.map((attempt) => attempt.error),
+        attempts.map((attempt) => attempt.outcome),
+        results.map((result) => result.state),
+        results.map((result) => result.nextAttemptAt),
+      ],
     );
-    // Finishes the message only while it is still queued; a 2xx still marks a cancelled one delivered (see SQLite's webhooks.ts).
-    await tx.run(
-      `UPDATE webhook_messages SET state = $1, attempts = $2, next_attempt_at = $3, updated_at = $4, last_status = $5, last_error = $6
-       WHERE subscription_id = $7 AND id = $8 AND (state IN ('pending', 'delivering') OR (state = 'cancelled' AND $1 = 'delivered'))`,
-      [result.state, attempt.attempt, result.nextAttemptAt, attempt.attemptedAt, attempt.statusCode, attempt.error, attempt.subscriptionId, attempt.messageId],
-    );
-    if (result.disableSubscription !== undefined) {
-      await tx.run(`UPDATE webhook_subscriptions SET status = 'disabled', disabled_reason = $1 WHERE id = $2`, [result.disableSubscription, attempt.subscriptionId]);
-      await tx.run(CANCEL_PENDING_OF, [attempt.subscriptionId, attempt.attemptedAt, result.disableSubscription]);
-    }
   }
 
   async cancel(subscriptionId: string, messageId: string, reason: string, at: string): Promise<void> {
