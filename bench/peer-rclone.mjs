@@ -12,6 +12,8 @@
 //   node bench/peer-rclone.mjs [--quick] [--only=mixed,small,big] [--runs=N]
 // BENCH_CLIENT_NODE_ARGS: extra node arguments for the engine's `run --once` (space-separated),
 // e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the client during its runs.
+// BENCH_SERVER_NODE_ARGS: the same for the bundled server of the engine's runs (a profile is
+// written when the bench stops the server).
 // --quick: 200 files / 64 MiB (one 32 MiB STL), 1,000 small files, one 256 MiB file.
 // Skips itself (exit 0) where rclone is not installed. Runs on the build (`npm run bench` builds first).
 import { spawn, spawnSync } from 'node:child_process';
@@ -155,11 +157,13 @@ async function stopChild(child) {
 const SYNC_CLI = path.join(ROOT, 'bin/patient-docs-sync.js');
 /** Extra node arguments for the measured run only (a profiler), not for the set-up commands. */
 const CLIENT_NODE_ARGS = (process.env.BENCH_CLIENT_NODE_ARGS ?? '').split(' ').filter(Boolean);
+/** Extra node arguments for the server of the engine's runs (a profiler). */
+const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
 async function patientDocsRun(workload) {
   const dataDir = temp('server');
   const port = await freePort();
-  const server = spawn(process.execPath, [path.join(DIST, 'server/main.js')], {
+  const server = spawn(process.execPath, [...SERVER_NODE_ARGS, path.join(DIST, 'server/main.js')], {
     env: { ...process.env, PORT: String(port), PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED, PATIENT_DOCS_ADMIN_TOKEN: 'bench-admin-token-0123456789', PATIENT_DOCS_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
