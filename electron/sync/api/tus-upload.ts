@@ -16,6 +16,18 @@ export const TUS_VERSION = '1.0.0';
 export const DEFAULT_TUS_PATH = '/uploads';
 /** Bytes per PATCH: a stuck request costs at most this much, and the server acknowledges progress. */
 const PATCH_BYTES = 64 * 1024 * 1024;
+/**
+ * On a fast link an upload's pieces grow, up to this: each piece ends in the server's fsync and
+ * answer and the next request's checks, a pause of the whole pipe (a 2 GiB scan in 64 MiB pieces
+ * pauses 32 times). A stuck piece still costs little: the server keeps the bytes that reached it
+ * and the upload resumes from its offset.
+ */
+export const MAX_PATCH_BYTES = 512 * 1024 * 1024;
+/**
+ * A grown piece carries about this long of sending at the speed of the upload's last piece, so on
+ * a slow clinic link the pieces stay at PATCH_BYTES and the server acknowledges progress as often.
+ */
+export const PIECE_SECONDS = 5;
 /** The smallest piece tried under a proxy's body-size limit before the file fails as too large. */
 const MIN_PATCH_BYTES = 64 * 1024;
 /** Immediate resumes (HEAD, then PATCH from the server's offset) before the failure is handed back. */
@@ -75,6 +87,8 @@ export class TusUploader {
   private probeDelayMs: number;
   /** A probe is on its way (one at a time, whatever the number of uploads in parallel). */
   private probing = false;
+  /** Pieces may grow past PATCH_BYTES on a fast link; false for good once a proxy refused a grown piece. */
+  private grows = true;
   private readonly probe: PieceProbe;
   private readonly now: () => number;
 
@@ -123,13 +137,15 @@ export class TusUploader {
    * or, when a probe is due and the piece would be larger, as the next size up (one probe at a
    * time). Its bytes are what is sent, so a short last piece never counts for more than it proved.
    */
-  private nextPiece(remaining: number): Piece {
+  private nextPiece(remaining: number, earned: number): Piece {
     if (this.nextProbeAt !== null && !this.probing && this.patchBytes < PATCH_BYTES && remaining > this.patchBytes && this.now() >= this.nextProbeAt) {
       this.probing = true;
       const size = Math.min(PATCH_BYTES, this.patchBytes * 4);
       return { size, bytes: Math.min(remaining, size), probe: true };
     }
-    return { size: this.patchBytes, bytes: Math.min(remaining, this.patchBytes), probe: false };
+    // Grown only while nothing limits the bodies (a proxy's limit keeps its own sizes and probes).
+    const size = this.grows && !this.bodyLimited && this.patchBytes >= PATCH_BYTES ? Math.max(this.patchBytes, earned) : this.patchBytes;
+    return { size, bytes: Math.min(remaining, size), probe: false };
   }
 
   /** A piece passed the proxy: a probe's size becomes the size, and the next size up is tried at once. */
@@ -155,6 +171,8 @@ export class TusUploader {
    */
   private pieceRefused(piece: Piece): boolean {
     this.bodyLimited = true;
+    // A proxy lets full-size pieces through but not grown ones: they stay at the full size from now on.
+    if (piece.size > PATCH_BYTES) this.grows = false;
     if (piece.probe) {
       this.probing = false;
       this.probeDelayMs = Math.min(this.probe.maxMs, this.probeDelayMs * 2);
@@ -200,16 +218,20 @@ export class TusUploader {
       offset = await this.offsetOf(url, signal);
     }
     let failuresWithoutProgress = 0;
+    /** The piece size this upload's speed has earned (grownPiece). */
+    let earned = PATCH_BYTES;
     for (;;) {
       if (offset >= request.size) {
         request.onResumeUrl?.(null);
         return null;
       }
-      const piece = this.nextPiece(request.size - offset);
+      const piece = this.nextPiece(request.size - offset, earned);
       try {
+        const started = this.now();
         const result = await this.patch(request, url, offset, piece.bytes);
         this.piecePassed(piece);
         failuresWithoutProgress = 0;
+        earned = grownPiece(result.offset - offset, this.now() - started);
         offset = result.offset;
         if (offset >= request.size) {
           request.onResumeUrl?.(null);
@@ -364,6 +386,18 @@ export class TusUploader {
     const body = parse(response.body) as DocumentDto | undefined;
     return { offset: Number.isFinite(reported) ? reported : end, document: body && typeof body === 'object' && 'id' in body ? body : null };
   }
+}
+
+/**
+ * The piece size a piece of `bytes` that took `elapsedMs` (sent, made durable and answered) has
+ * earned for the next: PIECE_SECONDS of sending at its speed, from PATCH_BYTES to MAX_PATCH_BYTES,
+ * in whole MiB.
+ */
+export function grownPiece(bytes: number, elapsedMs: number): number {
+  if (!(bytes > 0)) return PATCH_BYTES;
+  const perSecond = bytes / (Math.max(1, elapsedMs) / 1000);
+  const MiB = 1024 * 1024;
+  return Math.min(MAX_PATCH_BYTES, Math.max(PATCH_BYTES, Math.floor((perSecond * PIECE_SECONDS) / MiB) * MiB));
 }
 
 function metadata(values: Record<string, string>): string {
