@@ -137,7 +137,9 @@ export class DiskResumableStore implements ResumableStore {
     const running = this.hashes.get(id);
     const sha256 = running && running.bytes === upload.length ? running.hash.digest('hex') : await hashFile(this.dataPath(id));
     const head = await readFileHead(this.dataPath(id));
-    const temp = { id };
+    // The PATCH that brought the last byte fsync'ed the file before its offset was reported: the
+    // commit's rename needs no second fsync of a multi-GB file (an empty upload was never written).
+    const temp = { id, durable: upload.length > 0 };
     await fsp.rename(this.dataPath(id), this.storage.tempPath(temp));
     await fsp.rm(this.infoPath(id), { force: true });
     this.hashes.delete(id);
