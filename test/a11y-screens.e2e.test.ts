@@ -21,8 +21,7 @@ const ZOOMED = { name: '200% of 1024×768', width: 512, height: 384 } as const;
 
 let browser: Browser;
 beforeAll(async () => {
-  // SwiftShader: the 3D viewer needs WebGL without a GPU.
-  browser = await launchBrowser({ webgl: true });
+  browser = await launchBrowser();
 });
 afterAll(async () => {
   await browser?.close();
