@@ -4,20 +4,19 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLAIN_MESSAGES } from '../shared/bridge-errors.js';
 import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
 import { loadConfig } from '../server/config.js';
 import { startServer, type RunningServer } from '../server/start.js';
 import { makeArchStl, makePdf, garbageBytes } from './fixtures/scans.js';
-import { paintedScreenshot } from './helpers/renderer-page.js';
+import { launchBrowser, paintedScreenshot } from './helpers/renderer-page.js';
 import { ADMIN_TOKEN, CLIENT, ORG, SEED_FILE } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
 const RENDERER_DIR = path.join(ROOT, 'dist/renderer');
 const SCREENS = path.join(ROOT, 'test/artifacts/screens');
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--use-angle=swiftshader', '--enable-unsafe-swiftshader'];
 const SMALL_LIMIT = '2MB';
 const CASE = '2026-03-12 Upper arch';
 
@@ -71,10 +70,13 @@ async function fileStates(page: Page): Promise<Record<string, string[]>> {
   return page.evaluate(() => (window as unknown as { __fileStates: Record<string, string[]> }).__fileStates);
 }
 
-/** One Chromium for the file; each describe opens its own page in it. */
+/** One Chromium for the file, and one page in it that each describe takes to its own app. */
 let browser: Browser;
+let page: Page;
 beforeAll(async () => {
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+  browser = await launchBrowser();
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true, locale: 'en-GB' });
+  page = await context.newPage();
 });
 afterAll(async () => {
   await browser?.close();
@@ -87,7 +89,6 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
   const scanFolder = temp('scans');
   const downloads = temp('downloads');
   let headless: HeadlessApp;
-  let page: Page;
 
   beforeAll(async () => {
     mkdirSync(SCREENS, { recursive: true });
@@ -97,12 +98,11 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
     // Any free port for the webhook listener: the default (8787) may be held by another app or test.
     // A new scan counts as written once it has not changed for 200 ms (a clinic's default: 2 s).
     await headless.app.updateSettings({ webhook: { port: 0 }, settleMs: 200 });
-    const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true, locale: 'en-GB' });
-    page = await context.newPage();
   }, 120_000);
 
   afterAll(async () => {
-    await page?.context().close();
+    // The page leaves the app (its event stream goes with it) before the app stops.
+    await page?.goto('about:blank');
     await headless?.stop();
     await server?.close();
   });
@@ -349,7 +349,6 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
 describe('first run, "this computer runs the server"', () => {
   it('starts the bundled server with a demo clinic and lands on the sync view', async () => {
     const app = await launchHeadless({ home: temp('embedded-home'), port: 0, firstRun: 'choose', rendererDir: RENDERER_DIR, log: () => undefined });
-    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     try {
       await page.goto(app.openUrl);
       await page.getByText('This computer runs the server').click();
@@ -359,7 +358,7 @@ describe('first run, "this computer runs the server"', () => {
       expect(await page.locator('.connection-summary').innerText()).toContain('Server on this computer');
       expect(app.app.mode()).toBe('embedded');
     } finally {
-      await page.close();
+      await page.goto('about:blank');
       await app.stop();
     }
   }, 120_000);
