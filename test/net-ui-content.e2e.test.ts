@@ -7,7 +7,7 @@
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SearchResponse } from '../shared/schemas.js';
 import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
@@ -25,6 +25,8 @@ describe('signed links of a server with the clinic’s CA, in the headless UI', 
   let server: ServerProcess;
   let headless: HeadlessApp;
   let browser: Browser;
+  /** One page for the file's two screens (each test loads the app anew). */
+  let page: Page;
   let direct: string;
 
   const bridge = async <T>(method: string, args: unknown[]): Promise<T> => {
@@ -36,6 +38,17 @@ describe('signed links of a server with the clinic’s CA, in the headless UI', 
   };
 
   beforeAll(async () => {
+    // Chromium starts meanwhile: it needs none of the rest.
+    const launching = launchBrowser();
+    try {
+      await startEverything();
+    } finally {
+      browser = await launching;
+    }
+    page = await browser.newPage();
+  });
+
+  async function startEverything(): Promise<void> {
     proxy = await startNetProxy({ key: certs.key, cert: certs.cert, prefix: '/patient-docs' });
     server = await startServerProcess({ PATIENT_DOCS_PUBLIC_URL: proxy.url });
     proxy.target = server.url;
@@ -48,8 +61,7 @@ describe('signed links of a server with the clinic’s CA, in the headless UI', 
     fs.writeFileSync(path.join(scratch, 'scan.pdf'), pdf);
     await api.upload({ patientId: PATIENT, storageUrl: created.storageUrl, documentId: created.id, filePath: path.join(scratch, 'scan.pdf'), fileName: 'scan.pdf', fileType: 'PDF', size: pdf.length, ifMatch: null });
     direct = (await api.search(PATIENT, { offset: 0, limit: 1, path: '/ui', hasContent: true })).documents[0]!.storageDownloadUri!;
-    browser = await launchBrowser();
-  });
+  }
   afterAll(async () => {
     await browser?.close();
     await headless?.stop();
@@ -64,34 +76,30 @@ describe('signed links of a server with the clinic’s CA, in the headless UI', 
     const link = answer.documents[0]!.storageDownloadUri!;
     expect(link.startsWith(`${headless.http.url}/server-content?`)).toBe(true);
 
-    const page = await browser.newPage();
-    try {
-      await page.goto(`${headless.http.url}/`);
-      const read = (url: string) =>
-        page.evaluate(async (target) => {
-          try {
-            const response = await fetch(target);
-            return { status: response.status, text: await response.text(), disposition: response.headers.get('content-disposition') };
-          } catch (error) {
-            return { status: 0, text: String(error), disposition: null };
-          }
-        }, url);
-      // The browser does not trust the clinic's CA: the server's own link does not load.
-      expect((await read(direct)).status).toBe(0);
-      const through = await read(link);
-      expect(through.status).toBe(200);
-      expect(through.text).toContain('%PDF-1.4');
-      // A download as signed: the PDF preview reads these bytes and shows them from a blob.
-      expect(through.disposition).toMatch(/^attachment/);
-    } finally {
-      await page.close();
-    }
+    await page.goto(`${headless.http.url}/`);
+    const read = (url: string) =>
+      page.evaluate(async (target) => {
+        try {
+          const response = await fetch(target);
+          return { status: response.status, text: await response.text(), disposition: response.headers.get('content-disposition') };
+        } catch (error) {
+          return { status: 0, text: String(error), disposition: null };
+        }
+      }, url);
+    // The browser does not trust the clinic's CA: the server's own link does not load.
+    expect((await read(direct)).status).toBe(0);
+    const through = await read(link);
+    expect(through.status).toBe(200);
+    expect(through.text).toContain('%PDF-1.4');
+    // A download as signed: the PDF preview reads these bytes and shows them from a blob.
+    expect(through.disposition).toMatch(/^attachment/);
   });
 
   it('Settings takes a renewed CA certificate file and shows its fingerprint; a key file is refused', async () => {
     const renewed = makeTestCertificates('net-ui-renewed');
-    const page = await browser.newPage();
     try {
+      // The app anew: the page is at the app's address without its token, so the token's fragment alone would load nothing.
+      await page.goto('about:blank');
       await page.goto(headless.openUrl);
       await page.getByRole('button', { name: 'Settings', exact: true }).click();
       await page.getByText('Patient Docs net-ui test CA').waitFor();
@@ -104,7 +112,6 @@ describe('signed links of a server with the clinic’s CA, in the headless UI', 
       await page.getByText(new X509Certificate(fs.readFileSync(renewed.caFile)).fingerprint256, { exact: false }).waitFor();
       expect(fs.readFileSync(path.join(home, 'server-ca.pem'), 'utf8')).toBe(fs.readFileSync(renewed.caFile, 'utf8').trim() + '\n');
     } finally {
-      await page.close();
       // Back to the CA the proxy's certificate is from.
       await bridge('updateSettings', [{ caCertificate: fs.readFileSync(certs.caFile, 'utf8') }]);
       fs.rmSync(renewed.dir, { recursive: true, force: true });
