@@ -20,10 +20,15 @@ let page: Page;
 
 beforeAll(async () => {
   home = tempDir('clinic-day-embedded');
-  headless = await launchHeadless({ home, rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined });
-  // A port of its own (tests run side by side); the listener restarts and subscribes again.
-  await headless.app.updateSettings({ settleMs: 300, webhook: { port: await freePort() } });
-  browser = await launchBrowser();
+  // Chromium starts while the app and its embedded server do: it needs neither.
+  const launching = launchBrowser();
+  try {
+    headless = await launchHeadless({ home, rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined });
+    // A port of its own (tests run side by side); the listener restarts and subscribes again.
+    await headless.app.updateSettings({ settleMs: 300, webhook: { port: await freePort() } });
+  } finally {
+    browser = await launching;
+  }
   page = await browser.newPage({ viewport: { width: 1366, height: 768 }, locale: 'en-GB' });
   fs.mkdirSync(SCREENS, { recursive: true });
 });
