@@ -42,7 +42,7 @@ describe('signed links', () => {
     expect(links.check({ documentId: 'doc-1', version: 2, kind: 'content', expires }, signature)).toBe('invalid');
   });
 
-  it('hands each client its own link from the per-minute cache', () => {
+  it('hands each client its own link, the same one all minute', () => {
     const now = Date.parse('2026-11-21T09:30:20Z');
     const links = new Links('http://server', key, () => now);
     const mine = links.signed('doc-1', 2, 'content', holder);
