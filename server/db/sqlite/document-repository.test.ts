@@ -223,6 +223,15 @@ describe('005-documents-by-folder', () => {
     expect(plan(`SELECT id FROM documents INDEXED BY documents_by_modified WHERE ${where} ORDER BY last_modified_at DESC, id DESC`)).toMatch(/USING COVERING INDEX documents_by_modified/);
     expect(plan(`SELECT * FROM documents NOT INDEXED WHERE ${where}`)).toMatch(/USING PRIMARY KEY \(patient_id=\? AND path_key>\? AND path_key<\?\)/);
   });
+
+  it('compares no column with a bare parameter (with sqlite_stat4, binding one makes every run prepare the statement again)', () => {
+    const filters = [
+      query({ pathKey: '/a', hasContent: true, fileType: 'STL', nameContains: 'scan', scannedFrom: '2026-01-01T00:00:00.000Z', scannedTo: '2026-02-01T00:00:00.000Z' }),
+      query({ ids: [randomUUID(), randomUUID()] }),
+    ];
+    // A comparison (=, <, >=, an IN list) with `@name` rather than `+@name`; a function's argument is no comparison.
+    for (const filter of filters) expect(buildFilter(filter).where).not.toMatch(/(?:[=<>]|\bIN \(|,)\s*@(?!nameContains|pathLength)/);
+  });
 });
 
 describe('006-case-folded-keys', () => {

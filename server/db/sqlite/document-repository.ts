@@ -72,14 +72,22 @@ export function filtersScanDate(query: DocumentQuery): boolean {
   return query.scannedFrom !== undefined || query.scannedTo !== undefined;
 }
 
-/** Builds the WHERE clause; a non-empty id list replaces every other filter (SPEC §4.3). */
+/**
+ * Builds the WHERE clause; a non-empty id list replaces every other filter (SPEC §4.3).
+ *
+ * A value compared with an indexed column is written `+@name`, never a bare parameter: with the
+ * statistics the database keeps (sqlite_stat4), SQLite plans with the value bound to a bare
+ * parameter there, and binding it again, as every run does, makes the statement prepare itself
+ * anew — for a search page, more than a plain query costs. The indexes each search uses are named
+ * in the queries (INDEXED BY, chosen by the count), so no plan needs the bound value.
+ */
 export function buildFilter(query: DocumentQuery): Filter {
-  const clauses = ['patient_id = @patientId', 'deleted_at IS NULL'];
+  const clauses = ['patient_id = +@patientId', 'deleted_at IS NULL'];
   const params: Record<string, unknown> = { patientId: query.patientId };
   if (query.ids && query.ids.length > 0) {
     const names = query.ids.map((id, index) => {
       params[`id${index}`] = id.toLowerCase();
-      return `@id${index}`;
+      return `+@id${index}`;
     });
     clauses.push(`id IN (${names.join(', ')})`);
     return { where: clauses.join(' AND '), params };
@@ -87,13 +95,13 @@ export function buildFilter(query: DocumentQuery): Filter {
   if (filtersFolder(query)) {
     // '/a' and everything below '/a/' as ONE range the index serves (['/a', '/a0') — '0' follows '/'),
     // then a cheap residual test that drops siblings inside that range such as '/a-b' or '/a.b'.
-    clauses.push("path_key >= @pathKey AND path_key < @pathHigh AND (path_key = @pathKey OR substr(path_key, @pathLength + 1, 1) = '/')");
+    clauses.push("path_key >= +@pathKey AND path_key < +@pathHigh AND (path_key = +@pathKey OR substr(path_key, @pathLength + 1, 1) = '/')");
     params.pathKey = query.pathKey;
     params.pathHigh = `${query.pathKey}0`;
     params.pathLength = query.pathKey.length;
   }
   if (query.hasContent !== undefined) {
-    clauses.push('has_content = @hasContent');
+    clauses.push('has_content = +@hasContent');
     params.hasContent = query.hasContent ? 1 : 0;
   }
   if (query.nameContains !== undefined && query.nameContains !== '') {
@@ -101,15 +109,15 @@ export function buildFilter(query: DocumentQuery): Filter {
     params.nameContains = foldKey(query.nameContains);
   }
   if (query.fileType !== undefined) {
-    clauses.push('file_type = @fileType');
+    clauses.push('file_type = +@fileType');
     params.fileType = query.fileType.toUpperCase();
   }
   if (query.scannedFrom !== undefined) {
-    clauses.push(`${SCAN_DATE} >= @scannedFrom`);
+    clauses.push(`${SCAN_DATE} >= +@scannedFrom`);
     params.scannedFrom = query.scannedFrom;
   }
   if (query.scannedTo !== undefined) {
-    clauses.push(`${SCAN_DATE} < @scannedTo`);
+    clauses.push(`${SCAN_DATE} < +@scannedTo`);
     params.scannedTo = query.scannedTo;
   }
   return { where: clauses.join(' AND '), params };
@@ -246,7 +254,7 @@ export class SqliteDocuments implements DocumentRepository {
   private count(query: DocumentQuery, where: string, params: Record<string, unknown>, byIds: boolean): number {
     const wholePatient = !byIds && !filtersFolder(query) && !query.nameContains && query.fileType === undefined && !filtersScanDate(query);
     if (wholePatient) {
-      const sql = 'SELECT COALESCE(SUM(documents), 0) FROM patient_document_counts WHERE patient_id = @patientId AND (@hasContent IS NULL OR has_content = @hasContent)';
+      const sql = 'SELECT COALESCE(SUM(documents), 0) FROM patient_document_counts WHERE patient_id = +@patientId AND (@hasContent IS NULL OR has_content = +@hasContent)';
       return this.statement(sql).pluck().get({ patientId: query.patientId, hasContent: query.hasContent === undefined ? null : query.hasContent ? 1 : 0 }) as number;
     }
     return this.statement(`SELECT COUNT(*) FROM documents ${byIds ? '' : this.countIndex(query)} WHERE ${where}`).pluck().get(params) as number;
