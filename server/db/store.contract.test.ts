@@ -25,7 +25,7 @@ afterAll(async () => {
 
 interface Backend {
   name: 'sqlite' | 'postgres';
-  /** A new, empty database; `open` opens a store on it (again for a second process). */
+  /** A new database without records (on PostgreSQL, with the schema copied in); `open` opens a store on it (again for a second process). */
   database(): Promise<{ open(): Promise<Store> }>;
 }
 
@@ -47,7 +47,7 @@ const BACKENDS: Backend[] = [
     name: 'postgres',
     async database() {
       cluster ??= startPostgres();
-      const url = await (await cluster).createDatabase();
+      const url = await (await cluster).createMigratedDatabase();
       return { open: async () => track(await PostgresStore.open(url, { webhookLeaseMs: 60_000 })) };
     },
   },
