@@ -4,6 +4,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import readline from 'node:readline';
+import { pathToFileURL } from 'node:url';
 import { createHash } from 'node:crypto';
 import { ADMIN_TOKEN, CLIENT, SEED_FILE, tempDir, testStorageEnv } from './server.js';
 
@@ -11,6 +13,8 @@ export const ROOT = path.resolve(import.meta.dirname, '../..');
 /** The built entry points (test/global-setup.ts builds them before any test): what IT and the installed app run. */
 export const SERVER_MAIN = path.join(ROOT, 'dist/server/main.js');
 export const ADMIN_CLI = path.join(ROOT, 'dist/server/admin/cli.js');
+/** What the admin CLI's entry runs for one command, without exiting (its output and exit code). */
+export const ADMIN_RUN = path.join(ROOT, 'dist/server/admin/cli-run.js');
 export const SYNC_CLI = path.join(ROOT, 'dist/electron/sync/cli/cli.js');
 
 /**
@@ -201,6 +205,80 @@ export async function runAdmin(dataDir: string, args: string[], env: Record<stri
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   return new Promise<CliResult>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal, stdout, stderr })));
+}
+
+export interface AdminResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** stdout as JSON. */
+  json(): any;
+}
+
+/** `patient-docs-admin` commands run one after another in one process (see adminSession). */
+export interface AdminSession {
+  run(...args: string[]): Promise<AdminResult>;
+  close(): Promise<void>;
+}
+
+/**
+ * One process of the built admin CLI's code (cli-run.js, what its entry runs) that runs the
+ * commands it is sent one after another, each with the output and exit code the CLI would give:
+ * for tests about many commands' results rather than the CLI's start-up (each process start costs
+ * about half a second of CPU). `env` is the environment of every command (the data directory…).
+ */
+export function adminSession(env: Record<string, string>): AdminSession {
+  // What a command prints itself while it runs (a notice on stderr, say) comes before what it returns, as in the CLI's own output.
+  const script = `
+    import readline from 'node:readline';
+    import { runAdminCommand } from ${JSON.stringify(pathToFileURL(ADMIN_RUN).href)};
+    const answer = process.stdout.write.bind(process.stdout);
+    for await (const line of readline.createInterface({ input: process.stdin })) {
+      const printed = { stdout: '', stderr: '' };
+      const own = { stdout: process.stdout.write, stderr: process.stderr.write };
+      for (const name of ['stdout', 'stderr']) process[name].write = (chunk, ...rest) => ((printed[name] += String(chunk)), rest.find((arg) => typeof arg === 'function')?.(), true);
+      let result;
+      try {
+        result = await runAdminCommand(JSON.parse(line));
+      } finally {
+        Object.assign(process.stdout, { write: own.stdout });
+        Object.assign(process.stderr, { write: own.stderr });
+      }
+      answer(JSON.stringify({ code: result.code, stdout: printed.stdout + result.stdout, stderr: printed.stderr + result.stderr }) + '\\n');
+    }
+    process.exit(0);
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let errors = '';
+  child.stderr!.on('data', (chunk: Buffer) => (errors += chunk.toString()));
+  const answers = readline.createInterface({ input: child.stdout! });
+  const waiting: Array<(line: string) => void> = [];
+  answers.on('line', (line) => waiting.shift()?.(line));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  void exited.then(() => {
+    for (const resolve of waiting.splice(0)) resolve(JSON.stringify({ code: -1, stdout: '', stderr: `the admin session exited:\n${errors}` }));
+  });
+  let queue = Promise.resolve();
+  return {
+    run: (...args: string[]) => {
+      const answer = queue.then(
+        () =>
+          new Promise<AdminResult>((resolve) => {
+            waiting.push((line) => {
+              const result = JSON.parse(line) as Omit<AdminResult, 'json'>;
+              resolve({ ...result, json: () => JSON.parse(result.stdout) });
+            });
+            child.stdin!.write(`${JSON.stringify(args)}\n`);
+          }),
+      );
+      queue = answer.then(() => undefined);
+      return answer;
+    },
+    close: async () => {
+      child.stdin!.end();
+      await exited;
+    },
+  };
 }
 
 /** The outbox rows of one event type in a server's database (read-only, beside the running server), oldest first. */
