@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../server/db/sqlite/store.js';
-import { freePort } from './helpers/processes.js';
+import { adminSession, freePort, type AdminSession } from './helpers/processes.js';
 import { ORG, OTHER_ORG, tempDir } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -82,10 +82,15 @@ async function failedStart(seed: string): Promise<{ code: number; output: string
   throw new Error('the server started');
 }
 
-function admin(...args: string[]): { code: number | null; stdout: string; stderr: string } {
+/** The built CLI as its own process: its entry's exit code and the one line it stops with. */
+function adminProcess(...args: string[]): { code: number | null; stdout: string; stderr: string } {
   const result = spawnSync(process.execPath, ['dist/server/admin/cli.js', ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir }, encoding: 'utf8' });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
+
+/** The other commands: one after another in one process of the built CLI's code (each output and exit code as the CLI's own). */
+let session: AdminSession;
+const admin = (...args: string[]) => session.run(...args);
 
 async function adminApi(url: string, method: string, route: string, body?: unknown): Promise<any> {
   const response = await fetch(`${url}${route}`, {
@@ -111,9 +116,11 @@ beforeAll(() => {
   dir = tempDir('seed-e2e');
   dataDir = path.join(dir, 'data');
   seedFile = writeSeed('seed.json', SEED);
+  session = adminSession({ PATIENT_DOCS_DATA_DIR: dataDir });
 });
 
-afterAll(() => {
+afterAll(async () => {
+  await session?.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -135,12 +142,12 @@ describe('seed file (built server and admin CLI)', () => {
     expect(await patientEvents()).toEqual(before);
   });
 
-  it('bug 1: `seed --file` with the same file after `consent revoke` leaves the consent revoked', () => {
-    expect(admin('consent', 'revoke', '--patient', PATIENT, '--organization', ORG).code).toBe(0);
-    const seeded = admin('seed', '--file', seedFile);
+  it('bug 1: `seed --file` with the same file after `consent revoke` leaves the consent revoked', async () => {
+    expect((await admin('consent', 'revoke', '--patient', PATIENT, '--organization', ORG)).code).toBe(0);
+    const seeded = await admin('seed', '--file', seedFile);
     expect(seeded.code).toBe(0);
     expect(JSON.parse(seeded.stdout)).toEqual({ created: 0, updated: 0 });
-    expect(JSON.parse(admin('patient', 'show', '--id', PATIENT).stdout)).toMatchObject({ consents: [] });
+    expect(JSON.parse((await admin('patient', 'show', '--id', PATIENT)).stdout)).toMatchObject({ consents: [] });
   });
 
   it('bug 3: a seed naming an unknown organization stops the server with one line (exit 2) and applies nothing', async () => {
@@ -153,11 +160,11 @@ describe('seed file (built server and admin CLI)', () => {
     expect(output.trim()).toBe(
       `patient-docs-server: PATIENT_DOCS_SEED=${bad}: patients[1] (id ${PATIENT}) names organization ${MISSING_ORG} which is neither in the file nor in the database`,
     );
-    expect(admin('patient', 'show', '--id', NEW_PATIENT).code).toBe(1);
-    const cli = admin('seed', '--file', bad);
+    expect((await admin('patient', 'show', '--id', NEW_PATIENT)).code).toBe(1);
+    const cli = adminProcess('seed', '--file', bad);
     expect(cli.code).toBe(2);
     expect(cli.stderr.trim()).toBe(`patient-docs-admin: --file=${bad}: patients[1] (id ${PATIENT}) names organization ${MISSING_ORG} which is neither in the file nor in the database`);
-    expect(admin('patient', 'show', '--id', NEW_PATIENT).code).toBe(1);
+    expect((await admin('patient', 'show', '--id', NEW_PATIENT)).code).toBe(1);
   });
 
   it('bug 2: the same patient id twice stops the server (exit 2) and is refused by the CLI (exit 2)', async () => {
@@ -165,7 +172,7 @@ describe('seed file (built server and admin CLI)', () => {
     const { code, output } = await failedStart(bad);
     expect(code).toBe(2);
     expect(output.trim()).toBe(`patient-docs-server: PATIENT_DOCS_SEED=${bad}: patients[1] (id ${PATIENT}) has the same id as patients[0]; each id may appear only once`);
-    const cli = admin('seed', '--file', bad);
+    const cli = await admin('seed', '--file', bad);
     expect(cli.code).toBe(2);
     expect(cli.stderr.trim()).toBe(`patient-docs-admin: --file=${bad}: patients[1] (id ${PATIENT}) has the same id as patients[0]; each id may appear only once`);
   });
@@ -177,12 +184,12 @@ describe('seed file (built server and admin CLI)', () => {
     expect(output.trim().split('\n')).toHaveLength(1);
     expect(output).toContain(`PATIENT_DOCS_SEED=${scope} is invalid: /clients/0/scopes/0 must be one of "Patient.File.Read"`);
     const typo = writeSeed('typo.json', { patients: [{ id: NEW_PATIENT, name: 'John Doe', organizations: [ORG], consent: [ORG] }] });
-    const cli = admin('seed', '--file', typo);
+    const cli = await admin('seed', '--file', typo);
     expect(cli.code).toBe(2);
     expect(cli.stderr.trim()).toBe(`patient-docs-admin: --file=${typo} is invalid: /patients/0/consent is not a known key (known: id, name, organizations, consents, identifiers, birthDate)`);
     const secret = writeSeed('secret.json', { ...SEED, clients: [{ ...SEED.clients[0], clientSecret: '12345678' }] });
-    expect(admin('seed', '--file', secret).stderr.trim()).toBe(`patient-docs-admin: --file=${secret} is invalid: /clients/0/clientSecret must NOT have fewer than 16 characters`);
-    expect(admin('patient', 'show', '--id', NEW_PATIENT).code).toBe(1);
+    expect((await admin('seed', '--file', secret)).stderr.trim()).toBe(`patient-docs-admin: --file=${secret} is invalid: /clients/0/clientSecret must NOT have fewer than 16 characters`);
+    expect((await admin('patient', 'show', '--id', NEW_PATIENT)).code).toBe(1);
   });
 
   it('bug 5: a consent removed from a patient in the file is removed at the next start (one patient.updated)', async () => {
@@ -197,25 +204,25 @@ describe('seed file (built server and admin CLI)', () => {
     expect(await patientEvents()).toEqual([...before, `patient.updated ${PATIENT}`]);
   });
 
-  it('applies identifiers and birth dates from the file once, and refuses a file where two patients of an organization share one (exit 2, nothing applied)', () => {
+  it('applies identifiers and birth dates from the file once, and refuses a file where two patients of an organization share one (exit 2, nothing applied)', async () => {
     const charted = writeSeed('charted.json', {
       organizations: SEED.organizations,
       patients: [
         { id: NEW_PATIENT, name: 'Smith, John', organizations: [ORG], consents: [ORG], identifiers: [{ system: 'chart', value: '10231' }], birthDate: '1984-03-02' },
       ],
     });
-    expect(JSON.parse(admin('seed', '--file', charted).stdout)).toEqual({ created: 1, updated: 0 });
-    expect(JSON.parse(admin('seed', '--file', charted).stdout)).toEqual({ created: 0, updated: 0 });
-    expect(JSON.parse(admin('patient', 'show', '--id', NEW_PATIENT).stdout)).toMatchObject({ identifiers: [{ system: 'chart', value: '10231' }], birthDate: '1984-03-02' });
+    expect(JSON.parse((await admin('seed', '--file', charted)).stdout)).toEqual({ created: 1, updated: 0 });
+    expect(JSON.parse((await admin('seed', '--file', charted)).stdout)).toEqual({ created: 0, updated: 0 });
+    expect(JSON.parse((await admin('patient', 'show', '--id', NEW_PATIENT)).stdout)).toMatchObject({ identifiers: [{ system: 'chart', value: '10231' }], birthDate: '1984-03-02' });
 
     const clash = writeSeed('clash.json', {
       patients: [{ id: PATIENT, name: 'Jane Roe', organizations: [ORG, OTHER_ORG], consents: [ORG], identifiers: [{ system: 'chart', value: '10231' }] }],
     });
-    const refused = admin('seed', '--file', clash);
+    const refused = await admin('seed', '--file', clash);
     expect(refused.code).toBe(2);
     expect(refused.stderr.trim()).toBe(
       `patient-docs-admin: --file=${clash}: patients[0] (id ${PATIENT}) has identifier chart|10231, which belongs to patient ${NEW_PATIENT} in organization ${ORG}; an identifier is unique per organization and system`,
     );
-    expect(JSON.parse(admin('patient', 'show', '--id', PATIENT).stdout)).toMatchObject({ identifiers: [] });
+    expect(JSON.parse((await admin('patient', 'show', '--id', PATIENT)).stdout)).toMatchObject({ identifiers: [] });
   });
 });
