@@ -107,6 +107,8 @@ export async function startServerProcess(env: Record<string, string> = {}): Prom
     child.stderr!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`server exited (${code}):\n${output}`)));
   }).catch((error: unknown) => {
+    // Not started in time: it must not keep running (and holding its port and data) after the file.
+    child.kill('SIGKILL');
     removeOwned();
     throw error;
   });
