@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminSession, type AdminSession } from './helpers/processes.js';
+import { adminCommands, type AdminCommands } from './helpers/processes.js';
 import { tempDir } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -23,15 +23,15 @@ function adminProcess(...args: string[]): { code: number | null; stdout: string;
 }
 
 /** The commands whose results are under test: one after another in one process of the built CLI's code (each output and exit code as the CLI's own). */
-let session: AdminSession;
-const admin = (...args: string[]) => session.run(...args);
+let commands: AdminCommands;
+const admin = (...args: string[]) => commands.run(...args);
 
 beforeAll(() => {
   dataDir = tempDir('admin-cli');
-  session = adminSession({ PATIENT_DOCS_DATA_DIR: dataDir });
+  commands = adminCommands({ PATIENT_DOCS_DATA_DIR: dataDir });
 });
 afterAll(async () => {
-  await session?.close();
+  await commands?.close();
   fs.rmSync(dataDir, { recursive: true, force: true });
   fs.rmSync(path.dirname(BAD_SEED), { recursive: true, force: true });
 });

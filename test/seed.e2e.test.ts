@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../server/db/sqlite/store.js';
-import { adminSession, freePort, type AdminSession } from './helpers/processes.js';
+import { adminCommands, freePort, type AdminCommands } from './helpers/processes.js';
 import { ORG, OTHER_ORG, tempDir } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -89,8 +89,8 @@ function adminProcess(...args: string[]): { code: number | null; stdout: string;
 }
 
 /** The other commands: one after another in one process of the built CLI's code (each output and exit code as the CLI's own). */
-let session: AdminSession;
-const admin = (...args: string[]) => session.run(...args);
+let commands: AdminCommands;
+const admin = (...args: string[]) => commands.run(...args);
 
 async function adminApi(url: string, method: string, route: string, body?: unknown): Promise<any> {
   const response = await fetch(`${url}${route}`, {
@@ -116,11 +116,11 @@ beforeAll(() => {
   dir = tempDir('seed-e2e');
   dataDir = path.join(dir, 'data');
   seedFile = writeSeed('seed.json', SEED);
-  session = adminSession({ PATIENT_DOCS_DATA_DIR: dataDir });
+  commands = adminCommands({ PATIENT_DOCS_DATA_DIR: dataDir });
 });
 
 afterAll(async () => {
-  await session?.close();
+  await commands?.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

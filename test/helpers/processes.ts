@@ -217,8 +217,8 @@ export interface AdminResult {
   json(): any;
 }
 
-/** `patient-docs-admin` commands run one after another in one process (see adminSession). */
-export interface AdminSession {
+/** `patient-docs-admin` commands run one after another in one process (see adminCommands). */
+export interface AdminCommands {
   run(...args: string[]): Promise<AdminResult>;
   close(): Promise<void>;
 }
@@ -229,7 +229,7 @@ export interface AdminSession {
  * for tests about many commands' results rather than the CLI's start-up (each process start costs
  * about half a second of CPU). `env` is the environment of every command (the data directory…).
  */
-export function adminSession(env: Record<string, string>): AdminSession {
+export function adminCommands(env: Record<string, string>): AdminCommands {
   // What a command prints itself while it runs (a notice on stderr, say) comes before what it returns, as in the CLI's own output.
   const script = `
     import readline from 'node:readline';
@@ -258,7 +258,7 @@ export function adminSession(env: Record<string, string>): AdminSession {
   answers.on('line', (line) => waiting.shift()?.(line));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   void exited.then(() => {
-    for (const resolve of waiting.splice(0)) resolve(JSON.stringify({ code: -1, stdout: '', stderr: `the admin session exited:\n${errors}` }));
+    for (const resolve of waiting.splice(0)) resolve(JSON.stringify({ code: -1, stdout: '', stderr: `the admin commands process exited:\n${errors}` }));
   });
   let queue = Promise.resolve();
   return {
