@@ -1,7 +1,7 @@
 /**
  * One run of `patient-docs-admin`: what the command prints and its exit code, without exiting.
  * The entry (cli.ts) prints them and exits; a test that is about several commands' results rather
- * than their start-up runs them one after another in one process through it (test/helpers/admin.ts).
+ * than their start-up runs them one after another in one process through it (adminCommands in test/helpers/processes.ts).
  *
  * This module loads only what parsing the flags and printing the usage need; a command's code (and
  * the database, the schemas…) is loaded once a command is asked for (commands.ts).
