@@ -116,8 +116,10 @@ const quoted = (name: string): string => `"${name}"`;
  * once (MATERIALIZED), compared with the table's by key, and only those missing or different go on
  * to the upsert: a row alike is not even locked, which an ON CONFLICT DO UPDATE … WHERE does to every
  * row it finds (a WAL record and a dirtied page each). The upsert's own WHERE stays as the guard.
+ * `compare` false (the table was empty when the copy began): no comparison, which would cost every
+ * new row a second probe of the primary key.
  */
-export function upsertSql(table: CopiedTable, columns: readonly TargetColumn[]): string {
+export function upsertSql(table: CopiedTable, columns: readonly TargetColumn[], compare = true): string {
   const names = columns.map((column) => column.name);
   const rest = names.filter((column) => !table.key.includes(column));
   const taken = columns.map((column, index) => `(row ->> ${index})::${quoted(column.type)} AS ${quoted(column.name)}`).join(', ');
@@ -133,7 +135,8 @@ export function upsertSql(table: CopiedTable, columns: readonly TargetColumn[]):
   return (
     `WITH source AS MATERIALIZED (SELECT ${taken} FROM jsonb_array_elements($1::jsonb) AS row) ` +
     `INSERT INTO ${quoted(table.name)} (${names.map(quoted).join(', ')})${overriding} ` +
-    `SELECT ${names.map((column) => `source.${quoted(column)}`).join(', ')} FROM source LEFT JOIN ${quoted(table.name)} AS target ON ${matches} WHERE ${differs} ` +
+    `SELECT ${names.map((column) => `source.${quoted(column)}`).join(', ')} FROM source` +
+    (compare ? ` LEFT JOIN ${quoted(table.name)} AS target ON ${matches} WHERE ${differs} ` : ' ') +
     `ON CONFLICT (${table.key.map(quoted).join(', ')}) ${onConflict}`
   );
 }
@@ -143,10 +146,8 @@ export function upsertSql(table: CopiedTable, columns: readonly TargetColumn[]):
  * target already holds as many rows as the source (nothing to insert: a run after a complete one
  * touches not even the catalog), or when this connection does not own the table (they fire as usual).
  */
-async function triggersToQuiet(target: PostgresDatabase, table: CopiedTable, sourceRows: number): Promise<string[]> {
-  if (!table.quietTriggers?.length) return [];
-  const held = (await target.row<{ rows: number }>(`SELECT COUNT(*) AS rows FROM ${quoted(table.name)}`))?.rows ?? 0;
-  if (held >= sourceRows) return [];
+async function triggersToQuiet(target: PostgresDatabase, table: CopiedTable, sourceRows: number, held: number): Promise<string[]> {
+  if (!table.quietTriggers?.length || held >= sourceRows) return [];
   const owned = await target.rows<{ tgname: string }>(
     `SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
       WHERE t.tgrelid = to_regclass($1) AND t.tgname = ANY($2::text[]) AND pg_has_role(current_user, c.relowner, 'USAGE')`,
@@ -171,11 +172,12 @@ async function copyTable(source: Database.Database, target: PostgresDatabase, ta
     throw new SchemaMismatchError(`the PostgreSQL database lacks ${known.size === 0 ? `the table ${table.name}` : `${table.name}.${missing.join(`, ${table.name}.`)}`}; it must be migrated by this server version`);
   }
   const targets = columns.map((column) => known.get(column)!);
-  const sql = upsertSql(table, targets);
+  const held = (await target.row<{ rows: number }>(`SELECT COUNT(*) AS rows FROM ${quoted(table.name)}`))?.rows ?? 0;
+  const sql = upsertSql(table, targets, held > 0);
   const total = source.prepare(`SELECT COUNT(*) FROM ${quoted(table.name)}`).pluck().get() as number;
   progress.begin(`copying ${table.name.replaceAll('_', ' ')}`, total);
   const statement = source.prepare(`SELECT ${columns.map(quoted).join(', ')} FROM ${quoted(table.name)} ORDER BY ${table.key.map(quoted).join(', ')}`).raw();
-  const triggers = await triggersToQuiet(target, table, total);
+  const triggers = await triggersToQuiet(target, table, total, held);
   const write = async (json: string): Promise<number> => {
     if (triggers.length === 0) return target.run(sql, [json]);
     // Off and on again inside the batch's transaction: a run killed half-way leaves them on.
