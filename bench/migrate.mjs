@@ -3,7 +3,8 @@
 // new content folder, in documents/s and MB/s; beside its baselines from the same run: `cp -r` of
 // the content folder (the file system's copy, no checks) and the records exported by `sqlite3 -csv`
 // and loaded by COPY (no upserts, no checks). Then the same command again (a run after a complete one: every row
-// compared, every file hashed, nothing written).
+// compared, every file recorded as done checked at its size, nothing written). Beside each run: the CPU seconds of
+// PostgreSQL's backends and the WAL it wrote.
 //   node bench/migrate.mjs [--documents N] [--kib K]
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes, createHash, randomUUID } from 'node:crypto';
@@ -11,6 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
+import pg from 'pg';
 import { SqliteStore } from '../dist/server/db/sqlite/store.js';
 import { prepareStore } from '../dist/server/prepare-store.js';
 import { ORG } from './lib/populated.mjs';
@@ -94,6 +96,41 @@ function runMigrate(dataDir, databaseUrl, storageUrl) {
   });
 }
 
+/** CPU seconds of the cluster's ended backends (a postmaster's reaped children: the command's connections once it exits). */
+function postgresCpu(postmasterPid) {
+  // After the command name: state is the first field, cutime and cstime the 14th and 15th, in clock ticks of 1/100 s.
+  const fields = fs.readFileSync(`/proc/${postmasterPid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[13]) + Number(fields[14])) / 100;
+}
+
+async function walPosition(databaseUrl) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return (await client.query('SELECT pg_current_wal_lsn() AS lsn')).rows[0].lsn;
+  } finally {
+    await client.end();
+  }
+}
+
+async function walSince(databaseUrl, lsn) {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    return Number((await client.query('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1) AS bytes', [lsn])).rows[0].bytes);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A run of the command with what PostgreSQL did for it: its backends' CPU seconds and the WAL bytes written meanwhile. */
+async function measuredMigrate(dataDir, databaseUrl, storageUrl) {
+  const cpu = postgresCpu(postgres.postmasterPid);
+  const lsn = await walPosition(databaseUrl);
+  const run = await runMigrate(dataDir, databaseUrl, storageUrl);
+  return { ...run, postgresCpu: postgresCpu(postgres.postmasterPid) - cpu, wal: await walSince(databaseUrl, lsn) };
+}
+
 function timed(work) {
   const started = process.hrtime.bigint();
   work();
@@ -114,8 +151,8 @@ try {
 
   const databaseUrl = await postgres.createDatabase('migrated');
   const target = path.join(work, 'target');
-  const first = await runMigrate(source, databaseUrl, pathToFileURL(path.join(target, 'content')).href);
-  const again = await runMigrate(source, databaseUrl, pathToFileURL(path.join(target, 'content')).href);
+  const first = await measuredMigrate(source, databaseUrl, pathToFileURL(path.join(target, 'content')).href);
+  const again = await measuredMigrate(source, databaseUrl, pathToFileURL(path.join(target, 'content')).href);
   if (!/nothing changed/.test(again.stdout)) throw new Error(`the second run changed something:\n${again.stdout}`);
 
   execFileSync('sync');
@@ -135,8 +172,11 @@ try {
 
   console.log(`\n${DOCUMENTS} documents, ${(mb(bytes)).toFixed(0)} MB of content, ${DOCUMENTS} audit entries; ${os.cpus().length} CPUs; steal ${steal().toFixed(1)} %`);
   console.log(line('admin migrate (PostgreSQL + file:// content)', first.seconds, bytes));
+  const postgresLine = (run) => `    PostgreSQL: ${run.postgresCpu.toFixed(1)} CPU seconds, ${(run.wal / 1e6).toFixed(1)} MB of WAL`;
+  console.log(postgresLine(first));
   for (const step of first.steps) console.log(`    ${step}`);
   console.log(line('admin migrate again (nothing to change)', again.seconds, bytes));
+  console.log(postgresLine(again));
   for (const step of again.steps) console.log(`    ${step}`);
   console.log(line('baseline: cp -r of the content folder', copy, bytes));
   console.log(`${'baseline: sqlite3 -csv | COPY of the records'.padEnd(44)} ${records.toFixed(1).padStart(7)} s  ${(DOCUMENTS / records).toFixed(0).padStart(7)} documents/s`);

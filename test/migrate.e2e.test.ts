@@ -32,16 +32,18 @@ import { makeTestCertificates, type TestCertificates } from './helpers/tls.js';
 
 /** The issue's installation (bench/migrate.mjs measures 100,000). */
 const DOCUMENTS = 500;
-/** Documents uploaded three times (versions 1–3), besides the pictures (also three each). */
+/** Documents with three versions, besides the pictures (also three each). */
 const VERSIONED = 20;
 const PICTURES = 4;
 /**
- * Uploaded through the server: the pictures (thumbnails), the large file and the versioned ones.
- * The others go straight into the embedded store through its repositories and content folder
- * (what the server's uploads write), as an earlier import would have left them: 475 uploads over
- * HTTP would double this file's time and show nothing more.
+ * Uploaded through the server: the pictures (their thumbnails rendered by it) and the large file.
+ * The others, the versioned ones first, go straight into the embedded store through its
+ * repositories and content folder (what the server's uploads write), as an earlier import would
+ * have left them: uploads over HTTP would multiply this file's time and show nothing more.
  */
-const UPLOADED = PICTURES + 1 + VERSIONED;
+const UPLOADED = PICTURES + 1;
+/** Every version of every document. */
+const VERSION_COUNT = DOCUMENTS + (VERSIONED + PICTURES) * 2;
 const LARGE_BYTES = 50 * 1024 * 1024;
 const PARALLEL = 8;
 
@@ -123,6 +125,9 @@ async function busyRetried(send: () => Promise<Response>): Promise<Response> {
   }
 }
 
+/** Downloaded through a migrated server: the pictures (thumbnails), the large file, five with three versions, and every 25th of the others. */
+const sample = (): Scan[] => [...scans.slice(0, UPLOADED), ...scans.slice(UPLOADED, UPLOADED + 5), ...scans.slice(UPLOADED + VERSIONED).filter((_, index) => index % 25 === 0)];
+
 /** A client of one server: token, JSON calls, uploads. */
 function client(url: string) {
   let bearer: string | undefined;
@@ -200,19 +205,20 @@ async function populate(url: string): Promise<void> {
   for (const status of ['scheduled', 'done']) expect((await api.call('POST', '/admin/v1/orders', { patientId: PATIENT, organizationId: ORG, status }, { admin: true })).status).toBe(201);
 
   const plan = Array.from({ length: UPLOADED }, (_, index) => ({ index, type: index < PICTURES ? 'PNG' : 'BIN', versions: index === PICTURES ? 1 : 3 }));
+  const uploaded: Scan[] = [];
   await inParallel(plan, PARALLEL, async ({ index, type, versions }) => {
     const fileName = `scan-${String(index).padStart(4, '0')}.${type.toLowerCase()}`;
     const created = await api.call('POST', `/v1/patients/${PATIENT}/documents`, { fileName, path: `/cases/case-${index % 20}` });
     expect(created.status).toBe(201);
     const scan: Scan = { id: created.body.id, versions: [], type };
     for (let version = 1; version <= versions; version += 1) {
-      const bytes = index === PICTURES ? randomBytes(LARGE_BYTES) : type === 'PNG' ? makePng(64 + index + version, 48) : randomBytes(1000 + ((index * 37 + version) % 3000));
+      const bytes = index === PICTURES ? randomBytes(LARGE_BYTES) : makePng(64 + index + version, 48);
       scan.versions.push((await api.upload(created.body.storageUrl, scan.id, bytes, type, fileName, scan.versions.at(-1))).sha256);
     }
     if (index === PICTURES) largeId = scan.id;
-    scans.push(scan);
+    uploaded[index] = scan;
   });
-  scans.push(...(await addStoredDocuments(UPLOADED, DOCUMENTS - UPLOADED)));
+  scans.push(...uploaded, ...(await addStoredDocuments(UPLOADED, DOCUMENTS - UPLOADED)));
   // Dead letters: the receiver refused every attempt of both orders' messages.
   await waitFor('two dead letters', async () => (await api.call('GET', `/v1/webhooks/${subscriptions.dead}/dead-letters`)).body.total === 2);
   // Thumbnails rendered, and what clients keep from before the move: a token, a signed link, a thumbnail link.
@@ -238,9 +244,10 @@ async function populate(url: string): Promise<void> {
 }
 
 /**
- * `count` documents of one version each put straight into the embedded store beside its running
- * server (as the admin CLI writes there): each file into its content folder, the rows through its
- * repositories as an upload leaves them (the document, its version, the upload's audit entry).
+ * `count` documents put straight into the embedded store beside its running server (as the admin
+ * CLI writes there), the first VERSIONED of them with three versions, the others with one: each
+ * file into its content folder, the rows through its repositories as uploads leave them (the
+ * document, each version, each upload's audit entry).
  */
 async function addStoredDocuments(first: number, count: number): Promise<Scan[]> {
   const store = SqliteStore.open(path.join(sourceDir, 'patient-docs.sqlite'));
@@ -271,19 +278,30 @@ async function addStoredDocuments(first: number, count: number): Promise<Scan[]>
         scannedAt: null,
       };
       await store.documents.create(document, []);
-      const bytes = randomBytes(1000 + ((index * 37) % 3000));
-      const key = `documents/${document.id}/v1-${randomUUID()}`;
-      await content.put(key, bytes, { durable: false });
-      const version = { documentId: document.id, version: 1, fileType: 'BIN', originalFileName: fileName, fileSize: bytes.length, sha256: sha256(bytes), contentKey: key };
-      await store.content.commitVersion(
-        { ...version, contentType: 'application/octet-stream', thumbnailKey: null, thumbnailStatus: 'none', thumbnailError: null, uploadedAt: at, uploadedBy: CLIENT.id, contentLostAt: null, scannedAt: null },
-        0,
-        [],
-      );
-      added.push({ id: document.id, versions: [version.sha256], type: 'BIN' });
+      const scan: Scan = { id: document.id, versions: [], type: 'BIN' };
+      for (let version = 1; version <= (index < first + VERSIONED ? 3 : 1); version += 1) {
+        const bytes = randomBytes(1000 + ((index * 37 + version) % 3000));
+        const key = `documents/${document.id}/v${version}-${randomUUID()}`;
+        await content.put(key, bytes, { durable: false });
+        const stored = { documentId: document.id, version, fileType: 'BIN', originalFileName: fileName, fileSize: bytes.length, sha256: sha256(bytes), contentKey: key };
+        const uploadedAt = new Date().toISOString();
+        expect(
+          await store.content.commitVersion(
+            { ...stored, contentType: 'application/octet-stream', thumbnailKey: null, thumbnailStatus: 'none', thumbnailError: null, uploadedAt, uploadedBy: CLIENT.id, contentLostAt: null, scannedAt: null },
+            version - 1,
+            [],
+          ),
+        ).toBe(true);
+        scan.versions.push(stored.sha256);
+      }
+      added.push(scan);
     }
-    const audit = (scan: Scan) => ({ documentId: scan.id, version: 1, requestId: randomUUID(), remoteAddress: '127.0.0.1', detail: null });
-    await store.audit.append(added.map((scan) => ({ at: new Date().toISOString(), action: 'upload', outcome: 'allowed', status: 201, organizationId: ORG, clientId: CLIENT.id, patientId: PATIENT, ...audit(scan) })));
+    const audit = (scan: Scan, version: number) => ({ documentId: scan.id, version, requestId: randomUUID(), remoteAddress: '127.0.0.1', detail: null });
+    await store.audit.append(
+      added.flatMap((scan) =>
+        scan.versions.map((_, index) => ({ at: new Date().toISOString(), action: 'upload', outcome: 'allowed', status: 201, organizationId: ORG, clientId: CLIENT.id, patientId: PATIENT, ...audit(scan, index + 1) })),
+      ),
+    );
   } finally {
     await store.close();
   }
@@ -292,10 +310,10 @@ async function addStoredDocuments(first: number, count: number): Promise<Scan[]>
 
 /**
  * What a server on a migrated installation must serve: what clients hold from before (a token, a
- * signed link, a thumbnail link: same keys, same public URL), every document in one search, and the
- * content of every version of `checked`, downloaded and hashed.
+ * signed link, a thumbnail link: same keys, same public URL), every document with its current
+ * sha256 in one search, and every version of the `downloaded` ones, fetched and hashed.
  */
-async function expectServed(api: ReturnType<typeof client>, checked: readonly Scan[]): Promise<void> {
+async function expectServed(api: ReturnType<typeof client>, downloaded: readonly Scan[]): Promise<void> {
   const before = await api.call('GET', `/v1/patients/${PATIENT}/documents/${largeId}`, undefined, { token: tokenBefore });
   expect(before.status).toBe(200);
   const linked = Buffer.from(await (await fetch(linkBefore.url)).arrayBuffer());
@@ -305,10 +323,9 @@ async function expectServed(api: ReturnType<typeof client>, checked: readonly Sc
   const search = await api.call('POST', `/v1/patients/${PATIENT}/documents/search`, { limit: 1000, hasContent: true });
   expect(search.body.total).toBe(DOCUMENTS);
   const found = new Map<string, { sha256: string; storageDownloadUri: string }>(search.body.documents.map((document: { id: string }) => [document.id, document]));
-  await inParallel(checked, PARALLEL, async (scan) => {
-    const current = found.get(scan.id)!;
-    expect(current.sha256).toBe(scan.versions.at(-1));
-    const downloads = [current.storageDownloadUri];
+  expect(new Map([...found].map(([id, document]) => [id, document.sha256]))).toEqual(new Map(scans.map((scan) => [scan.id, scan.versions.at(-1)])));
+  await inParallel(downloaded, PARALLEL, async (scan) => {
+    const downloads = [found.get(scan.id)!.storageDownloadUri];
     if (scan.versions.length > 1) {
       const { body } = await api.call('GET', `/v1/patients/${PATIENT}/documents/${scan.id}/versions`);
       expect(body.versions.map((version: { sha256: string }) => version.sha256).reverse()).toEqual(scan.versions);
@@ -320,22 +337,63 @@ async function expectServed(api: ReturnType<typeof client>, checked: readonly Sc
   });
 }
 
-/** Rows of a table in the embedded database, as PostgreSQL returns them (booleans, numbers). */
-function sourceRows(table: string, key: string): unknown[] {
+/**
+ * Every version a migrated database records, as the documents were made (their sha256, in order),
+ * and its bytes in the new content folder hashed to that sha256; every thumbnail it records there too.
+ */
+async function expectStoredIn(storage: LocalDiskStorage, database: string): Promise<void> {
+  const versions = await query<{ document_id: string; sha256: string; content_key: string; thumbnail_key: string | null }>(
+    database,
+    'SELECT document_id, sha256, content_key, thumbnail_key FROM document_versions ORDER BY document_id, version',
+  );
+  const recorded = new Map<string, string[]>();
+  for (const row of versions) recorded.set(row.document_id, [...(recorded.get(row.document_id) ?? []), row.sha256]);
+  expect(recorded).toEqual(new Map(scans.map((scan) => [scan.id, scan.versions])));
+  await inParallel(versions, PARALLEL, async (row) => {
+    // Read whole (the files are small but one): a stream per file would take a 4 MiB buffer each.
+    expect({ key: row.content_key, sha256: sha256(await fs.promises.readFile(storage.localPath(row.content_key))) }).toEqual({ key: row.content_key, sha256: row.sha256 });
+    if (row.thumbnail_key) expect((await fs.promises.stat(storage.localPath(row.thumbnail_key))).size).toBeGreaterThan(0);
+  });
+  expect(versions.filter((row) => row.thumbnail_key).length).toBe(PICTURES * 3);
+}
+
+/** Each table's rows in the embedded database, as PostgreSQL returns them (booleans, numbers), key order. */
+function sourceRows(tables: ReadonlyArray<readonly [string, string]>): Record<string, unknown[]> {
   const db = new Database(path.join(sourceDir, 'patient-docs.sqlite'), { readonly: true });
   try {
-    return (db.prepare(`SELECT * FROM ${table} ORDER BY ${key}`).all() as Array<Record<string, unknown>>).map((row) => (table === 'documents' ? { ...row, has_content: row.has_content === 1 } : row));
+    const booleans: Record<string, string> = { documents: 'has_content', patient_document_counts: 'has_content' };
+    return Object.fromEntries(
+      tables.map(([table, key]) => {
+        const rows = db.prepare(`SELECT * FROM ${table} ORDER BY ${key}`).all() as Array<Record<string, unknown>>;
+        const column = booleans[table];
+        return [table, column ? rows.map((row) => ({ ...row, [column]: row[column] === 1 })) : rows];
+      }),
+    );
   } finally {
     db.close();
   }
 }
 
-async function targetRows(table: string, key: string): Promise<unknown[]> {
+async function query<T>(database: string, sql: string): Promise<T[]> {
+  const connection = new pg.Client({ connectionString: database });
+  connection.setTypeParser(20, Number);
+  await connection.connect();
+  try {
+    return (await connection.query(sql)).rows as T[];
+  } finally {
+    await connection.end();
+  }
+}
+
+/** Each table's rows in PostgreSQL, key order, over one connection. */
+async function targetRows(tables: ReadonlyArray<readonly [string, string]>): Promise<Record<string, unknown[]>> {
   const connection = new pg.Client({ connectionString: databaseUrl });
   connection.setTypeParser(20, Number);
   await connection.connect();
   try {
-    return (await connection.query(`SELECT * FROM ${table} ORDER BY ${key}`)).rows;
+    const rows: Record<string, unknown[]> = {};
+    for (const [table, key] of tables) rows[table] = (await connection.query(`SELECT * FROM ${table} ORDER BY ${key}`)).rows;
+    return rows;
   } finally {
     await connection.end();
   }
@@ -391,12 +449,16 @@ describe('admin migrate from the embedded default', () => {
     await embedded!.stop();
     embedded = undefined;
 
-    const bad = await runAdmin(sourceDir, ['migrate', '--to-database', 'mysql://db/docs']);
+    // Three runs at once: the two URLs refused take no lock, the third alone holds the data folder's.
+    const awayPort = await freePort();
+    const [bad, noBucket, away] = await Promise.all([
+      runAdmin(sourceDir, ['migrate', '--to-database', 'mysql://db/docs']),
+      runAdmin(sourceDir, ['migrate', '--to-storage', 'ftp://files/docs']),
+      runAdmin(sourceDir, ['migrate', '--to-database', `postgres://nobody:secret@127.0.0.1:${awayPort}/docs`]),
+    ]);
     expect(bad.code).toBe(2);
     expect(bad.stderr.trim()).toBe('patient-docs-admin: --to-database mysql://db/docs must be a postgres:// URL (PostgreSQL 15 or newer)');
-    const noBucket = await runAdmin(sourceDir, ['migrate', '--to-storage', 'ftp://files/docs']);
     expect(noBucket.stderr.trim()).toBe('patient-docs-admin: --to-storage ftp://files/docs must be an s3://bucket[/prefix] or file:///folder URL');
-    const away = await runAdmin(sourceDir, ['migrate', '--to-database', `postgres://nobody:secret@127.0.0.1:${await freePort()}/docs`]);
     expect(away.code).not.toBe(0);
     expect(away.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^patient-docs-admin: --to-database postgres:\/\/nobody@127\.0\.0\.1:\d+\/docs: the database cannot be reached/)]);
   }, 60_000);
@@ -421,12 +483,11 @@ describe('admin migrate from the embedded default', () => {
     const resumed = await migrate();
     expect(resumed.stderr).toMatch(/copying files: \d+\/\d+, .*MiB/);
     expect(resumed.code).toBe(0);
-    const versionCount = DOCUMENTS + (VERSIONED + PICTURES) * 2;
-    expect(resumed.stdout).toMatch(new RegExp(`^migrated: 2 organizations, \\d+ patients, 2 clients, 1 signing key, ${DOCUMENTS} documents with ${versionCount} versions, 2 subscriptions with \\d+ messages, \\d+ audit entries in postgres://`));
-    expect(resumed.stdout).toMatch(new RegExp(`${versionCount} stored files \\(5\\d MiB\\) in file://.*, each checked against its sha256 \\((\\d+) copied, .*\\), ${PICTURES * 3} thumbnails`));
+    expect(resumed.stdout).toMatch(new RegExp(`^migrated: 2 organizations, \\d+ patients, 2 clients, 1 signing key, ${DOCUMENTS} documents with ${VERSION_COUNT} versions, 2 subscriptions with \\d+ messages, \\d+ audit entries in postgres://`));
+    expect(resumed.stdout).toMatch(new RegExp(`${VERSION_COUNT} stored files \\(5\\d MiB\\) in file://.*, each checked against its sha256 \\((\\d+) copied, .*\\), ${PICTURES * 3} thumbnails`));
     const copiedByResume = Number(/each checked against its sha256 \((\d+) copied/.exec(resumed.stdout)![1]);
     expect(copiedByResume).toBeGreaterThan(0);
-    expect(copiedByResume).toBeLessThan(versionCount);
+    expect(copiedByResume).toBeLessThan(VERSION_COUNT);
 
     // A second run killed half-way, while it compares the records (held at the audit log by a lock taken here).
     const holder = new pg.Client({ connectionString: databaseUrl });
@@ -452,8 +513,8 @@ describe('admin migrate from the embedded default', () => {
     expect(again.code).toBe(0);
     expect(again.stdout).toMatch(/\(0 rows written\).*\(0 copied, 0 B\).*\(0 copied\); nothing changed \(the target already held all of it\)/);
 
-    // Every record as the embedded database holds it.
-    for (const [table, key] of [
+    // Every record as the embedded database holds it; the per-patient totals kept by the trigger from here on.
+    const tables = [
       ['organizations', 'id'],
       ['patients', 'id'],
       ['patient_identifiers', 'patient_id, system, value'],
@@ -470,18 +531,25 @@ describe('admin migrate from the embedded default', () => {
       ['webhook_cursor', 'id'],
       ['audit_log', 'id'],
       ['meta', 'key'],
-    ] as const) {
-      expect({ table, rows: await targetRows(table, key) }).toEqual({ table, rows: sourceRows(table, key) });
-    }
+      ['patient_document_counts', 'patient_id, has_content'],
+      ['patient_document_versions', 'patient_id'],
+    ] as const;
+    const [there, here] = [await targetRows(tables), sourceRows(tables)];
+    // The columns the embedded database has (PostgreSQL's own, such as a webhook message's claim by an instance, start empty).
+    const columnsOf = (rows: unknown[]): string[] => Object.keys((rows[0] ?? {}) as object);
+    const only = (rows: unknown[], columns: string[]): unknown[] => rows.map((row) => Object.fromEntries(columns.map((column) => [column, (row as Record<string, unknown>)[column]])));
+    for (const [table] of tables) expect({ table, rows: only(there[table]!, columnsOf(here[table]!)) }).toEqual({ table, rows: here[table] });
+    expect(await query(databaseUrl, "SELECT tgenabled FROM pg_trigger WHERE tgname = 'documents_keep_counts'")).toEqual([{ tgenabled: 'O' }]);
   }, 180_000);
 
   it('a server on the new target serves every document, version, thumbnail and audit entry; tokens, signed links and subscriptions from before keep working', async () => {
+    await expectStoredIn(new LocalDiskStorage(path.join(targetDir, 'content'), { create: false }), databaseUrl);
     receiver.behaviour.clear();
     const moved = await startServerProcess(serverEnv({ PATIENT_DOCS_DATA_DIR: targetDir, PATIENT_DOCS_DATABASE_URL: databaseUrl }));
     try {
       expect(moved.url).toBe(`http://127.0.0.1:${port}`);
       const api = client(moved.url);
-      await expectServed(api, scans);
+      await expectServed(api, sample());
 
       // The audit entries of before are there as they were.
       const audit = await api.call('GET', `/admin/v1/audit?documentId=${largeId}`, undefined, { admin: true });
@@ -493,7 +561,7 @@ describe('admin migrate from the embedded default', () => {
         return delivered.length >= 3 ? delivered : false;
       });
       for (const item of pending) expect(item.signature).toBe(hmac512('pending-secret', item.raw));
-      const queued = (sourceRows('webhook_messages', 'seq') as Array<{ id: string; subscription_id: string; state: string }>).filter((row) => row.subscription_id === subscriptions.pending && row.state === 'pending');
+      const queued = (sourceRows([['webhook_messages', 'seq']]).webhook_messages as Array<{ id: string; subscription_id: string; state: string }>).filter((row) => row.subscription_id === subscriptions.pending && row.state === 'pending');
       expect(queued.length).toBeGreaterThan(0);
       expect(pending.map((item) => item.messageId)).toEqual(expect.arrayContaining(queued.map((row) => row.id)));
       const dead = await api.call('GET', `/v1/webhooks/${subscriptions.dead}/dead-letters`);
@@ -520,13 +588,10 @@ describe('admin migrate from the embedded default', () => {
     const storageUrl = `s3://${s3.bucket}/clinic`;
     const database = await (await testPostgres()).createDatabase();
     const instanceDir = tempDir('migrate-s3-instance');
-    const versionCount = DOCUMENTS + (VERSIONED + PICTURES) * 2;
-    // The pictures (thumbnails), the large file, five of those with three versions, and every 25th of the others.
-    const sample = [...scans.slice(0, PICTURES + 1), ...scans.slice(PICTURES + 1, PICTURES + 6), ...scans.slice(UPLOADED).filter((_, index) => index % 25 === 0)];
-    const serves = async (env: Record<string, string>): Promise<void> => {
+    const serves = async (env: Record<string, string>, downloaded: readonly Scan[]): Promise<void> => {
       const server = await startServerProcess(serverEnv(env));
       try {
-        await expectServed(client(server.url), sample);
+        await expectServed(client(server.url), downloaded);
       } finally {
         await server.stop();
       }
@@ -536,16 +601,17 @@ describe('admin migrate from the embedded default', () => {
       const alone = await runAdmin(sourceDir, ['migrate', '--to-storage', storageUrl], storeEnv);
       expect({ code: alone.code, stderr: alone.stderr }).toMatchObject({ code: 0 });
       expect(alone.stdout).toMatch(
-        new RegExp(`^migrated: ${versionCount} stored files \\(5\\d MiB\\) in ${storageUrl}, each checked against its sha256 \\(${versionCount} copied, .*\\), ${PICTURES * 3} thumbnails \\(${PICTURES * 3} copied\\); start the servers with PATIENT_DOCS_STORAGE_URL=${storageUrl}`),
+        new RegExp(`^migrated: ${VERSION_COUNT} stored files \\(5\\d MiB\\) in ${storageUrl}, each checked against its sha256 \\(${VERSION_COUNT} copied, .*\\), ${PICTURES * 3} thumbnails \\(${PICTURES * 3} copied\\); start the servers with PATIENT_DOCS_STORAGE_URL=${storageUrl}`),
       );
       expect(alone.stdout).not.toContain('postgres://');
-      await serves({ PATIENT_DOCS_DATA_DIR: sourceDir, ...s3.env('clinic') });
+      await serves({ PATIENT_DOCS_DATA_DIR: sourceDir, ...s3.env('clinic') }, sample());
 
       // …then its records to PostgreSQL, the content already where it goes (nothing copied again).
       const both = await runAdmin(sourceDir, ['migrate', '--to-database', database, '--to-storage', storageUrl], storeEnv);
       expect({ code: both.code, stderr: both.stderr }).toMatchObject({ code: 0 });
-      expect(both.stdout).toMatch(new RegExp(`${DOCUMENTS} documents with ${versionCount} versions, .* in postgres://.*; ${versionCount} stored files \\(5\\d MiB\\) in ${storageUrl}, each checked against its sha256 \\(0 copied, 0 B\\)`));
-      await serves({ PATIENT_DOCS_DATA_DIR: instanceDir, PATIENT_DOCS_DATABASE_URL: database, ...s3.env('clinic') });
+      expect(both.stdout).toMatch(new RegExp(`${DOCUMENTS} documents with ${VERSION_COUNT} versions, .* in postgres://.*; ${VERSION_COUNT} stored files \\(5\\d MiB\\) in ${storageUrl}, each checked against its sha256 \\(0 copied, 0 B\\)`));
+      // The same objects as the first server's: the 50 MB one is not fetched again.
+      await serves({ PATIENT_DOCS_DATA_DIR: instanceDir, PATIENT_DOCS_DATABASE_URL: database, ...s3.env('clinic') }, sample().filter((scan) => scan.id !== largeId));
     } finally {
       await s3.close();
       fs.rmSync(instanceDir, { recursive: true, force: true });
