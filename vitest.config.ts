@@ -58,9 +58,10 @@ const MOCKING = ['electron/sync/watch/watcher.test.ts'];
 /**
  * A worker process runs file after file (`isolate: false`): the modules a file imports (Fastify,
  * the AWS SDK, the server's own code) are loaded once per worker instead of once per file; the
- * whole run spends 53 s importing instead of 330 s with a process per file. Each file still makes its own servers, folders
- * and databases; a helper that keeps something for the rest of a file cleans it up through
- * test/helpers/file-cleanup.ts, run by test/setup-file.ts at the end of every file.
+ * whole run spends 53 s importing instead of 330 s with a process per file. Each file still makes
+ * its own servers, folders and databases; a helper that keeps something for the rest of a file
+ * cleans it up through test/helpers/file-cleanup.ts, run by test/setup-file.ts at the end of
+ * every file.
  */
 const common = { testTimeout: 60_000, hookTimeout: 120_000, pool: 'forks', isolate: false, setupFiles: ['test/setup-file.ts'] } as const;
 
