@@ -1,15 +1,14 @@
 /**
  * The S3 backend against a real S3-compatible server on loopback (s3rver): the bytes stored are
- * the bytes sent, large reads in ranges, the size limit leaves nothing behind, commit and
- * clean-up, the start-up check's one-line reasons, and tus uploads continued by another instance
- * across S3's 5 MiB part minimum.
+ * the bytes sent, the size limit leaves nothing behind, commit and clean-up, the start-up check's
+ * one-line reasons, and tus uploads continued by another instance across S3's 5 MiB part minimum.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { GetObjectCommand, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startS3, type TestS3 } from '../../test/helpers/s3.js';
-import { createS3Client, PART_BYTES, RANGE_BYTES, S3ContentStorage } from './s3.js';
+import { createS3Client, PART_BYTES, S3ContentStorage } from './s3.js';
 import { S3ResumableStore } from './s3-resumable.js';
 import { ChecksumMismatchError, SizeLimitError } from './types.js';
 
@@ -87,22 +86,6 @@ describe('S3ContentStorage', () => {
     expect(await late.keep(old.temp, 'documents/d/v2-y')).toBe('documents/d/v2-y');
     expect((await leftovers(target)).keys).toEqual(['objects/documents/d/v2-y']);
     expect((await collect(target.read('documents/d/v2-y'))).toString()).toBe('old bytes');
-  });
-
-  it('reads a large object as several ranges, in order, whole or a range of it; an empty object reads as nothing', async () => {
-    const target = fresh();
-    const bytes = randomBytes(2 * RANGE_BYTES + 54_321);
-    await target.put('documents/r/v1', bytes);
-    expect(sha(await collect(target.read('documents/r/v1')))).toBe(sha(bytes));
-    const range = { start: RANGE_BYTES - 7, end: 2 * RANGE_BYTES + 11 };
-    expect((await collect(target.read('documents/r/v1', range))).equals(bytes.subarray(range.start, range.end + 1))).toBe(true);
-    // Left after its first bytes: the ranges still on their way are dropped, nothing is left hanging.
-    const early = target.read('documents/r/v1');
-    for await (const _chunk of early) break;
-    expect(early.destroyed).toBe(true);
-    await target.put('documents/r/empty', Buffer.alloc(0));
-    expect((await collect(target.read('documents/r/empty'))).length).toBe(0);
-    await expect(collect(target.read('documents/r/none'))).rejects.toMatchObject({ name: 'NoSuchKey' });
   });
 
   it('refuses content past the limit while streaming and leaves nothing in the bucket', async () => {

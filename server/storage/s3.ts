@@ -49,9 +49,6 @@ export const PART_BYTES = 8 * 1024 * 1024;
 const QUEUE_SIZE = 4;
 /** What a read keeps buffered ahead of its reader. */
 const READ_AHEAD_BYTES = 2 * 1024 * 1024;
-/** Reads longer than this are fetched as ranged GETs of this size, RANGES_IN_FLIGHT at once (readInRanges). */
-export const RANGE_BYTES = 8 * 1024 * 1024;
-const RANGES_IN_FLIGHT = 3;
 /** Where received objects go, below objects/: their key as a row names it once kept. */
 const RECEIVED = 'received/';
 /**
@@ -344,12 +341,10 @@ export class S3ContentStorage implements ContentStorage {
 
   /**
    * A stream of the object's bytes, opened at once; its errors (missing, unreachable) arrive as the
-   * stream's. A read of more than RANGE_BYTES is fetched as ranged GETs (readInRanges); a shorter
-   * one as one GET, whose chunks are handed on as they come (no stage between), the response paused
-   * while READ_AHEAD_BYTES wait unread.
+   * stream's. The response's chunks are handed on as they come (no stage between), and the
+   * response is paused while READ_AHEAD_BYTES wait unread.
    */
   readObject(objectKey: string, range?: ByteRange): Readable {
-    if (range === undefined || range.end - range.start + 1 > RANGE_BYTES) return this.readInRanges(objectKey, range);
     let body: Readable | undefined;
     const abort = new AbortController();
     const out = new Readable({
@@ -362,7 +357,7 @@ export class S3ContentStorage implements ContentStorage {
       },
     });
     this.client
-      .send(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey, Range: `bytes=${range.start}-${range.end}` }), { abortSignal: abort.signal })
+      .send(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey, ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }), { abortSignal: abort.signal })
       .then((got) => {
         body = got.Body as Readable;
         if (out.destroyed) {
@@ -378,121 +373,6 @@ export class S3ContentStorage implements ContentStorage {
         body.resume();
       })
       .catch((error: unknown) => out.destroy(asStoreFault(error) as Error));
-    return out;
-  }
-
-  /**
-   * The object (or `range` of it) as ranged GETs of RANGE_BYTES, up to RANGES_IN_FLIGHT at once,
-   * handed on in order: while the reader takes one range's bytes, the next ones are on their way,
-   * so the store is never waited for between ranges (the way fast S3 clients download). The first
-   * GET alone tells the object's size (Content-Range) and its ETag, which the later ones must still
-   * match (If-Match: an object replaced meanwhile fails the read instead of mixing two objects'
-   * bytes). A range's bytes are kept until the reader takes them, so a read holds at most
-   * RANGES_IN_FLIGHT × RANGE_BYTES beside the reader's own buffer. A store that ignores Range
-   * answers the whole object to the first GET, which is then read alone.
-   */
-  private readInRanges(objectKey: string, range?: ByteRange): Readable {
-    interface Part {
-      chunks: Buffer[];
-      ended: boolean;
-      body?: Readable;
-    }
-    const abort = new AbortController();
-    /** The ranges asked for and not yet handed on, in order. */
-    const parts: Part[] = [];
-    /** The first byte not asked for yet, and the last byte to read (known once the first GET answers, for a whole object). */
-    let next = range?.start ?? 0;
-    let last = range?.end;
-    let etag: string | undefined;
-    let wanted = false;
-    let finished = false;
-    const fail = (error: unknown) => out.destroy(asStoreFault(error) as Error);
-    const out = new Readable({
-      highWaterMark: READ_AHEAD_BYTES,
-      read: () => {
-        wanted = true;
-        handOn();
-      },
-      destroy: (error, callback) => {
-        abort.abort();
-        for (const part of parts) part.body?.destroy();
-        callback(error);
-      },
-    });
-    const handOn = (): void => {
-      while (wanted && parts.length > 0) {
-        const head = parts[0]!;
-        const chunk = head.chunks.shift();
-        if (chunk) {
-          wanted = out.push(chunk);
-          continue;
-        }
-        if (!head.ended) return;
-        parts.shift();
-        askAhead();
-      }
-      if (parts.length === 0 && last !== undefined && next > last && !finished && !out.destroyed) {
-        finished = true;
-        out.push(null);
-      }
-    };
-    const ask = (from: number, to: number, first: boolean): void => {
-      const part: Part = { chunks: [], ended: false };
-      parts.push(part);
-      next = to + 1;
-      this.client
-        .send(new GetObjectCommand({ Bucket: this.bucket, Key: objectKey, Range: `bytes=${from}-${to}`, ...(etag ? { IfMatch: etag } : {}) }), { abortSignal: abort.signal })
-        .then((got) => {
-          const body = got.Body as Readable;
-          if (out.destroyed) {
-            body.destroy();
-            return;
-          }
-          part.body = body;
-          if (first) {
-            etag = got.ETag;
-            const size = /\/(\d+)$/.exec(got.ContentRange ?? '')?.[1];
-            if (size === '0') {
-              // An empty object: some stores (s3rver) answer its range with a length they never send.
-              body.destroy();
-              nothingToRead();
-              return;
-            }
-            // No Content-Range: the store sent the whole object, this GET reads it all.
-            const end = size === undefined ? from + (got.ContentLength ?? 0) - 1 : Number(size) - 1;
-            last = range === undefined || size === undefined ? end : Math.min(range.end, end);
-            if (size === undefined) next = last + 1;
-          }
-          body.once('error', fail);
-          body.on('data', (chunk: Buffer) => {
-            part.chunks.push(chunk);
-            if (part === parts[0]) handOn();
-          });
-          body.once('end', () => {
-            part.ended = true;
-            if (part === parts[0]) handOn();
-          });
-          if (first) askAhead();
-        })
-        .catch((error: unknown) => {
-          // An empty object has no first byte to ask for: S3 answers the range 416, and there is nothing to read.
-          if (first && range === undefined && ((error as { name?: string }).name === 'InvalidRange' || (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 416)) {
-            nothingToRead();
-            return;
-          }
-          fail(error);
-        });
-    };
-    const nothingToRead = (): void => {
-      parts.length = 0;
-      last = -1;
-      next = 0;
-      handOn();
-    };
-    const askAhead = (): void => {
-      while (last !== undefined && parts.length < RANGES_IN_FLIGHT && next <= last) ask(next, Math.min(last, next + RANGE_BYTES - 1), false);
-    };
-    ask(next, next + RANGE_BYTES - 1, true);
     return out;
   }
 
