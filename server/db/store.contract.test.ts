@@ -543,6 +543,81 @@ describe.each(BACKENDS)('Store contract on $name', (backend) => {
     expect((await store.webhooks.listSubscriptions(ORG)).map((listed) => listed.id)).toEqual(['gone']);
   });
 
+  it('webhooks prune: ended messages and their attempts go, queued, in-flight and (unless asked) dead ones stay, with the events they are made of', async () => {
+    const { store } = await seeded(backend);
+    await store.webhooks.createSubscription({ id: 'sub-1', organizationId: ORG, clientId: 'c', events: ['order.all'], callback: 'https://example.test/hook', sealedSecret: 's', status: 'active', disabledReason: null, createdAt: AT });
+    const names = ['delivered', 'dead', 'retrying', 'in-flight', 'cancelled', 'recent'] as const;
+    const events = Object.fromEntries(names.map((name) => [name, { ...event('order.updated', PATIENT, { name }), occurredAt: name === 'recent' ? minute(40) : AT }])) as Record<(typeof names)[number], OutboxEvent>;
+    await store.orders.create({ id: 'o1', patientId: PATIENT, organizationId: ORG, status: 'new', createdAt: AT, updatedAt: AT }, Object.values(events));
+    const heads = await store.outbox.headsAfter(0, 10);
+    await store.webhooks.enqueue(
+      names.map((name) => ({ id: `m-${name}`, subscriptionId: 'sub-1', eventId: events[name].id, eventType: 'order.updated' as const, patientId: PATIENT, nextAttemptAt: 0, createdAt: AT })),
+      heads.at(-1)!.sequence,
+    );
+    // Not fanned out yet: the outbox still needs it, however old.
+    const waiting = event('order.updated', PATIENT, { name: 'waiting' });
+    await store.orders.update({ id: 'o1', patientId: PATIENT, organizationId: ORG, status: 'later', createdAt: AT, updatedAt: AT }, [waiting]);
+    expect(await store.webhooks.claimDue([{ subscriptionId: 'sub-1', limit: 10, skip: new Set() }], 1)).toHaveLength(6);
+    const attempt = (name: string, n: number, at: string, outcome: 'retry' | 'dead' | 'delivered', state: 'pending' | 'dead' | 'delivered', nextAttemptAt = 10) => ({
+      attempt: { messageId: `m-${name}`, subscriptionId: 'sub-1', attempt: n, attemptedAt: at, statusCode: outcome === 'delivered' ? 200 : 500, latencyMs: 1, error: outcome === 'delivered' ? null : 'HTTP 500', outcome },
+      state,
+      nextAttemptAt,
+    });
+    await store.webhooks.recordAttempts([
+      attempt('delivered', 1, minute(1), 'delivered', 'delivered'),
+      attempt('dead', 1, minute(1), 'retry', 'pending'),
+      attempt('retrying', 1, minute(2), 'retry', 'pending', 2000),
+      attempt('recent', 1, minute(50), 'delivered', 'delivered'),
+    ]);
+    await store.webhooks.claimDue([{ subscriptionId: 'sub-1', limit: 1, skip: new Set(['m-in-flight']) }], 1e12);
+    await store.webhooks.recordAttempts([attempt('dead', 2, minute(3), 'dead', 'dead')]);
+    await store.webhooks.cancel('sub-1', 'm-cancelled', 'consent revoked', minute(4));
+    expect(await store.webhooks.counts()).toEqual({ queued: 2, delivered: 2, dead: 1, cancelled: 1, failed: 3 });
+
+    expect(await store.webhooks.prune({ before: minute(30), dead: false, batch: 2 })).toEqual({ delivered: 1, cancelled: 1, dead: 0, attempts: 1, events: 2 });
+    expect(await store.webhooks.counts()).toEqual({ queued: 2, delivered: 1, dead: 1, cancelled: 0, failed: 3 });
+    expect((await store.webhooks.deadLetters('sub-1', 0, 10)).rows.map((row) => row.id)).toEqual(['m-dead']);
+    const kept = (await store.outbox.after(0, 10)).map((stored) => stored.data.name);
+    expect(kept).toEqual(['dead', 'retrying', 'in-flight', 'recent', 'waiting']);
+    // The message in flight finishes, the retrying one is still sent with its event.
+    await store.webhooks.recordAttempts([attempt('in-flight', 1, minute(5), 'delivered', 'delivered')]);
+    const [retry] = await store.webhooks.claimDue([{ subscriptionId: 'sub-1', limit: 10, skip: new Set() }], 2000);
+    expect(retry).toMatchObject({ id: 'm-retrying', event: { dataJson: JSON.stringify({ name: 'retrying' }) } });
+    expect(await store.webhooks.prune({ before: minute(30), dead: false })).toEqual({ delivered: 1, cancelled: 0, dead: 0, attempts: 1, events: 1 });
+
+    expect(await store.webhooks.prune({ before: minute(30), dead: true })).toEqual({ delivered: 0, cancelled: 0, dead: 1, attempts: 2, events: 1 });
+    expect(await store.webhooks.counts()).toEqual({ queued: 1, delivered: 1, dead: 0, cancelled: 0, failed: 1 });
+    expect((await store.outbox.after(0, 10)).map((stored) => stored.data.name)).toEqual(['retrying', 'recent', 'waiting']);
+    expect((await store.webhooks.attempts('sub-1', 0, 10)).rows.map((row) => row.messageId)).toEqual(['m-recent', 'm-retrying']);
+    expect(await store.webhooks.prune({ before: minute(30), dead: true })).toEqual({ delivered: 0, cancelled: 0, dead: 0, attempts: 0, events: 0 });
+  });
+
+  it('webhooks prune: two processes pruning at once remove each row once, and neither fails', async () => {
+    const { store, other } = await seeded(backend);
+    const second = await other();
+    await store.webhooks.createSubscription({ id: 'sub-1', organizationId: ORG, clientId: 'c', events: ['order.all'], callback: 'https://example.test/hook', sealedSecret: 's', status: 'active', disabledReason: null, createdAt: AT });
+    const events = Array.from({ length: 240 }, (_, n) => event('order.updated', PATIENT, { n }));
+    await store.orders.create({ id: 'o1', patientId: PATIENT, organizationId: ORG, status: 'new', createdAt: AT, updatedAt: AT }, events);
+    const heads = await store.outbox.headsAfter(0, 1000);
+    await store.webhooks.enqueue(
+      events.map((sent, n) => ({ id: `m-${n}`, subscriptionId: 'sub-1', eventId: sent.id, eventType: 'order.updated' as const, patientId: PATIENT, nextAttemptAt: 0, createdAt: AT })),
+      heads.at(-1)!.sequence,
+    );
+    const claimed = await store.webhooks.claimDue([{ subscriptionId: 'sub-1', limit: 1000, skip: new Set() }], 1);
+    await store.webhooks.recordAttempts(
+      claimed.map((message) => ({
+        attempt: { messageId: message.id, subscriptionId: 'sub-1', attempt: 1, attemptedAt: minute(1), statusCode: 200, latencyMs: 1, error: null, outcome: 'delivered' as const },
+        state: 'delivered' as const,
+        nextAttemptAt: 10,
+      })),
+    );
+    const reports = await Promise.all([store, second].map((pruner) => pruner.webhooks.prune({ before: minute(30), dead: true, batch: 16 })));
+    const total = (key: 'delivered' | 'attempts' | 'events') => reports[0]![key] + reports[1]![key];
+    expect([total('delivered'), total('attempts'), total('events')]).toEqual([240, 240, 240]);
+    expect(await store.webhooks.counts()).toEqual({ queued: 0, delivered: 0, dead: 0, cancelled: 0, failed: 0 });
+    expect(await store.outbox.after(0, 10)).toEqual([]);
+  });
+
   it('audit: appended all or none, newest first with filters and totals, pruned by age', async () => {
     const { store } = await seeded(backend);
     const entry = (at: number, overrides: Partial<AuditEntryRecord> = {}): AuditEntryRecord => ({

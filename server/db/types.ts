@@ -434,6 +434,32 @@ export interface WebhookCounts {
   failed: number;
 }
 
+/**
+ * What `webhooks prune` (and the automatic retention) removes: messages that ended before `before`
+ * (their last change, `updatedAt`) with their attempts, and outbox events that occurred before it
+ * and that nothing needs any more. Never a message still queued or in flight.
+ */
+export interface WebhookPruneOptions {
+  /** ISO 8601 UTC, as stored. */
+  before: string;
+  /** Dead letters too; without it they stay for redelivery. */
+  dead: boolean;
+  /** Rows looked at per transaction (default WEBHOOK_PRUNE_BATCH): writers wait for one batch at most. */
+  batch?: number;
+}
+
+export const WEBHOOK_PRUNE_BATCH = 500;
+
+/** How many rows of each kind one prune removed. */
+export interface WebhookPruneReport {
+  delivered: number;
+  cancelled: number;
+  dead: number;
+  attempts: number;
+  /** Outbox events fanned out to every subscription, of which no queued or dead message is made. */
+  events: number;
+}
+
 export interface WebhookRepository {
   /** Stores the subscription; its fromSequence is the outbox's current end. */
   createSubscription(subscription: Omit<WebhookSubscriptionRecord, 'fromSequence'>): Promise<WebhookSubscriptionRecord>;
@@ -484,6 +510,12 @@ export interface WebhookRepository {
   /** A dead message becomes pending again with its messageId and body; false when it is not dead. */
   redeliver(subscriptionId: string, messageId: string, now: number, at: string): Promise<boolean>;
   counts(organizationId?: string): Promise<WebhookCounts>;
+  /**
+   * Removes ended messages, their attempts and the outbox events nothing needs any more (see
+   * WebhookPruneOptions), in small transactions. Safe beside delivery and beside another prune:
+   * each row is removed, and counted, once.
+   */
+  prune(options: WebhookPruneOptions): Promise<WebhookPruneReport>;
 }
 
 /**

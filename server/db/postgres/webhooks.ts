@@ -26,12 +26,15 @@ import type {
   WebhookAttemptResult,
   WebhookCounts,
   WebhookMessageRecord,
+  WebhookPruneOptions,
+  WebhookPruneReport,
   WebhookRepository,
   WebhookSubscriptionRecord,
 } from '../types.js';
 import { attemptFromRow, LIVE, subscriptionFromRow, type AttemptRow, type SubscriptionRow } from '../webhook-rows.js';
 import type { PostgresDatabase, Queryable } from './database.js';
 import { CLAIMANT_LOCK, notifyWork, type WorkNotifications } from './notifications.js';
+import { prunePostgresWebhooks } from './webhook-retention.js';
 
 
 
@@ -355,5 +358,9 @@ export class PostgresWebhooks implements WebhookRepository {
     const count = (state: string): number => byState.find((row) => row.state === state)?.n ?? 0;
     const failed = (await this.db.row<{ n: number }>(`SELECT count(*) AS n FROM webhook_attempts ${scope} AND outcome <> 'delivered'`, params))!.n;
     return { queued: count('pending') + count('delivering'), delivered: count('delivered'), dead: count('dead'), cancelled: count('cancelled'), failed };
+  }
+
+  async prune(options: WebhookPruneOptions): Promise<WebhookPruneReport> {
+    return prunePostgresWebhooks(this.db, options);
   }
 }

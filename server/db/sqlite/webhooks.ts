@@ -10,12 +10,15 @@ import type {
   WebhookAttemptResult,
   WebhookCounts,
   WebhookMessageRecord,
+  WebhookPruneOptions,
+  WebhookPruneReport,
   WebhookRepository,
   WebhookSubscriptionRecord,
 } from '../types.js';
 import { attemptFromRow, LIVE, subscriptionFromRow, type AttemptRow, type SubscriptionRow } from '../webhook-rows.js';
 import type { SqliteDatabase } from './database.js';
 import type { Migration } from './migrations.js';
+import { pruneSqliteWebhooks } from './webhook-retention.js';
 
 export const WEBHOOK_MIGRATION: Migration = {
   name: '003-webhooks',
@@ -394,5 +397,9 @@ export class SqliteWebhooks implements WebhookRepository {
     const count = (state: string): number => byState.find((row) => row.state === state)?.n ?? 0;
     const failed = this.db.prepare(`SELECT COUNT(*) FROM webhook_attempts ${scope ? `${scope} AND` : 'WHERE'} outcome != 'delivered'`).pluck().get(params) as number;
     return { queued: count('pending') + count('delivering'), delivered: count('delivered'), dead: count('dead'), cancelled: count('cancelled'), failed };
+  }
+
+  async prune(options: WebhookPruneOptions): Promise<WebhookPruneReport> {
+    return pruneSqliteWebhooks(this.db, options);
   }
 }

@@ -1,0 +1,104 @@
+/**
+ * `webhooks prune` on the embedded database (WebhookRepository.prune; what is shared with
+ * PostgreSQL: ../webhook-retention.ts). Three walks, a batch per write transaction, this process's
+ * other work (requests, delivery) running between batches:
+ * 1. messages, by queue position: the ended ones (delivered, cancelled, dead if asked) last changed
+ *    before the date go, and are noted in a temporary table of this connection;
+ * 2. attempts, by log position: those of a message noted in 1 go (no index finds a message's
+ *    attempts, and none is kept for it: every attempt would pay for it);
+ * 3. outbox events the fan-out cursor has passed (fanned out to every subscription) that occurred
+ *    before the date go, unless a queued or dead message is still made of them (its body is
+ *    composed from the event at each attempt, a redelivery's too). Those messages are read first;
+ *    a message queued later is of an event past the cursor read before them.
+ */
+import type { WebhookPruneOptions, WebhookPruneReport } from '../types.js';
+import { WEBHOOK_PRUNE_BATCH } from '../types.js';
+import { betweenBatches, countRemoved, emptyPruneReport, prunedStates, walkEnd } from '../webhook-retention.js';
+import type { SqliteDatabase } from './database.js';
+
+interface Batch {
+  /** The last key of the batch; undefined when the table has nothing past the walk's position. */
+  last: number | undefined;
+  /** The oldest time in the batch. */
+  oldest: string | null;
+}
+
+/**
+ * Walks `table` by `key` in batches of `size` rows from its start, running `work(after, last)` on
+ * each in one write transaction, until a batch is all newer than `end` (by `time`) or `stop` says.
+ */
+async function walk(db: SqliteDatabase, table: string, key: string, time: string, size: number, end: string, work: (after: number, last: number) => boolean): Promise<void> {
+  const bounds = db.prepare(`SELECT MAX(${key}) AS last, MIN(${time}) AS oldest FROM (SELECT ${key}, ${time} FROM ${table} WHERE ${key} > ? ORDER BY ${key} LIMIT +?)`);
+  let after = 0;
+  for (;;) {
+    const more = db
+      .transaction(() => {
+        const batch = bounds.get(after, size) as Batch;
+        if (batch.last === undefined || batch.last === null || batch.oldest === null || batch.oldest >= end) return false;
+        const go = work(after, batch.last);
+        after = batch.last;
+        return go;
+      })
+      .immediate();
+    if (!more) return;
+    await betweenBatches();
+  }
+}
+
+export async function pruneSqliteWebhooks(db: SqliteDatabase, options: WebhookPruneOptions): Promise<WebhookPruneReport> {
+  const size = options.batch ?? WEBHOOK_PRUNE_BATCH;
+  const end = walkEnd(options.before);
+  const report = emptyPruneReport();
+  const states = prunedStates(options);
+  db.exec(`
+    CREATE TEMP TABLE IF NOT EXISTS pruned_webhook_messages (subscription_id TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (subscription_id, id)) WITHOUT ROWID;
+    CREATE TEMP TABLE IF NOT EXISTS kept_outbox_events (id TEXT PRIMARY KEY) WITHOUT ROWID;
+    DELETE FROM temp.pruned_webhook_messages;
+    DELETE FROM temp.kept_outbox_events;
+  `);
+  try {
+    const removeMessages = db.prepare(
+      `DELETE FROM webhook_messages WHERE seq > ? AND seq <= ? AND state IN (${states.map(() => '?').join(', ')}) AND updated_at < ?
+       RETURNING subscription_id, id, state`,
+    );
+    const note = db.prepare('INSERT OR IGNORE INTO temp.pruned_webhook_messages (subscription_id, id) VALUES (?, ?)');
+    await walk(db, 'webhook_messages', 'seq', 'created_at', size, end, (after, last) => {
+      const removed = removeMessages.all(after, last, ...states, options.before) as Array<{ subscription_id: string; id: string; state: string }>;
+      for (const row of removed) note.run(row.subscription_id, row.id);
+      countRemoved(
+        report,
+        removed.map((row) => row.state),
+      );
+      return true;
+    });
+
+    if (report.delivered + report.cancelled + report.dead > 0) {
+      const removeAttempts = db.prepare(
+        `DELETE FROM webhook_attempts WHERE sequence > ? AND sequence <= ?
+           AND EXISTS (SELECT 1 FROM temp.pruned_webhook_messages p WHERE p.subscription_id = webhook_attempts.subscription_id AND p.id = webhook_attempts.message_id)`,
+      );
+      await walk(db, 'webhook_attempts', 'sequence', 'attempted_at', size, end, (after, last) => {
+        report.attempts += removeAttempts.run(after, last).changes;
+        return true;
+      });
+    }
+
+    const cursor = (db.prepare('SELECT sequence FROM webhook_cursor WHERE id = 1').pluck().get() as number | undefined) ?? 0;
+    // Each through its partial index; 'delivering' is written by no release that reads this, and is pending again at the server's start.
+    db.exec(`
+      INSERT OR IGNORE INTO temp.kept_outbox_events (id) SELECT event_id FROM webhook_messages WHERE state = 'pending';
+      INSERT OR IGNORE INTO temp.kept_outbox_events (id) SELECT event_id FROM webhook_messages WHERE state = 'dead';
+    `);
+    const removeEvents = db.prepare(
+      `DELETE FROM outbox_events WHERE sequence > ? AND sequence <= ? AND occurred_at < ?
+         AND NOT EXISTS (SELECT 1 FROM temp.kept_outbox_events k WHERE k.id = outbox_events.id)`,
+    );
+    await walk(db, 'outbox_events', 'sequence', 'occurred_at', size, end, (after, last) => {
+      report.events += removeEvents.run(after, Math.min(last, cursor), options.before).changes;
+      return last < cursor;
+    });
+    return report;
+  } finally {
+    db.exec('DELETE FROM temp.pruned_webhook_messages; DELETE FROM temp.kept_outbox_events;');
+  }
+}
