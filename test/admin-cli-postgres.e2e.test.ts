@@ -63,6 +63,9 @@ describe('patient-docs-admin on PostgreSQL', () => {
     expect(rotated.code).toBe(0);
     expect((await admin('keys', 'list')).json().filter((key: { retiredAt: string | null }) => key.retiredAt === null)).toEqual([expect.objectContaining({ kid: rotated.json().kid })]);
     expect((await admin('audit')).code).toBe(0);
+    const pruned = await admin('webhooks', 'prune', '--before', new Date().toISOString(), '--dead', '--json');
+    expect([pruned.code, pruned.stderr]).toEqual([0, '']);
+    expect(pruned.json()).toMatchObject({ delivered: 0, cancelled: 0, dead: 0, attempts: 0, events: 0 });
     // Each command connects and checks the schema, as the CLI's own process does.
   }, 240_000);
 

@@ -31,6 +31,7 @@ export const OPTIONS = {
   since: { type: 'string' },
   until: { type: 'string' },
   before: { type: 'string' },
+  dead: { type: 'boolean' },
   limit: { type: 'string' },
   offset: { type: 'string' },
   json: { type: 'boolean' },

@@ -87,6 +87,12 @@ export const USAGE = `Usage: patient-docs-admin <command> [options]
                          run it changes nothing (docs/several-instances.md)
   audit prune --before TIME   remove the entries recorded before TIME (nothing is removed
                          automatically: keep them as long as your country's rules require)
+  webhooks prune --before TIME [--dead] [--json]
+                         remove webhook messages delivered or cancelled before TIME with their
+                         attempts (--dead: dead letters too, else kept for redelivery), and the
+                         outbox events every subscription has been sent and no queued or dead
+                         message needs; says how many of each (--json: one JSON object). Never
+                         a message still queued or in flight; safe while the server runs
 
   --wait SECONDS         how long to wait while another process (the server, a backup)
                          holds the database's write lock (default 30)

@@ -358,6 +358,10 @@ export async function runCommand(values: ParsedValues, positionals: string[]): P
         const { pruneCommand } = await import('./audit.js');
         return await pruneCommand((await open()).store.audit, required(values.before, 'before'));
       }
+      case 'webhooks prune': {
+        const { webhooksPruneCommand } = await import('./webhooks.js');
+        return await webhooksPruneCommand(async () => (await open()).store.webhooks, values, required(values.before, 'before'));
+      }
       case 'keys list':
         return (await (await open()).store.signingKeys.list()).map(({ kid, createdAt, retiredAt }) => ({ kid, createdAt, retiredAt }));
       default:
