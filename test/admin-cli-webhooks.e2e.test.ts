@@ -1,56 +1,25 @@
 /**
  * `patient-docs-admin webhooks prune` on a data directory whose webhook queue the server filled
- * (written here through the store, as the dispatcher writes it): delivered messages, a dead
- * letter and a message still waiting for its retry, with their events and attempts.
+ * (test/helpers/webhook-queue.ts, through the store as the dispatcher writes it): delivered
+ * messages, a dead letter and a message still waiting for its retry, with their events and attempts.
  */
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../server/db/sqlite/store.js';
-import type { OutboxEvent } from '../server/db/types.js';
 import { adminCommands, type AdminCommands } from './helpers/processes.js';
 import { tempDir } from './helpers/server.js';
+import { fillWebhookQueue } from './helpers/webhook-queue.js';
 
-const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
-const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-0000000000aa';
 const LONG_AGO = '2026-01-05T09:00:00.000Z';
 let dataDir: string;
 let commands: AdminCommands;
 const admin = (...args: string[]) => commands.run(...args);
 
-/** Two delivered messages, one dead letter and one waiting for its retry, all of events long past. */
-async function fillQueue(file: string): Promise<void> {
-  const store = SqliteStore.open(file);
-  try {
-    await store.organizations.upsert({ id: ORG, name: 'Smile Clinic', createdAt: LONG_AGO });
-    await store.patients.create({ id: PATIENT, name: 'Jane Roe', organizations: [ORG], consents: [ORG], identifiers: [], birthDate: null, createdAt: LONG_AGO, updatedAt: LONG_AGO }, []);
-    await store.webhooks.createSubscription({ id: 'sub-1', organizationId: ORG, clientId: 'lab', events: ['order.all'], callback: 'https://lab.example/hook', sealedSecret: 's', status: 'active', disabledReason: null, createdAt: LONG_AGO });
-    const names = ['delivered-1', 'delivered-2', 'dead', 'retrying'];
-    const events: OutboxEvent[] = names.map((name) => ({ id: randomUUID(), eventType: 'order.updated', patientId: PATIENT, organizationId: ORG, operationId: randomUUID(), occurredAt: LONG_AGO, data: { name } }));
-    await store.orders.create({ id: 'o1', patientId: PATIENT, organizationId: ORG, status: 'new', createdAt: LONG_AGO, updatedAt: LONG_AGO }, events);
-    const heads = await store.outbox.headsAfter(0, 10);
-    await store.webhooks.enqueue(
-      names.map((name, n) => ({ id: `m-${name}`, subscriptionId: 'sub-1', eventId: events[n]!.id, eventType: 'order.updated' as const, patientId: PATIENT, nextAttemptAt: 0, createdAt: LONG_AGO })),
-      heads.at(-1)!.sequence,
-    );
-    await store.webhooks.claimDue([{ subscriptionId: 'sub-1', limit: 10, skip: new Set() }], 1);
-    const outcome = { delivered: ['delivered', 200], dead: ['dead', 500], retrying: ['retry', 500] } as const;
-    await store.webhooks.recordAttempts(
-      names.map((name) => {
-        const [result, statusCode] = outcome[name.replace(/-\d$/, '') as keyof typeof outcome];
-        const state = result === 'retry' ? ('pending' as const) : result;
-        return { attempt: { messageId: `m-${name}`, subscriptionId: 'sub-1', attempt: 1, attemptedAt: LONG_AGO, statusCode, latencyMs: 5, error: statusCode === 200 ? null : 'HTTP 500', outcome: result }, state, nextAttemptAt: Date.now() + 3_600_000 };
-      }),
-    );
-  } finally {
-    await store.close();
-  }
-}
-
 beforeAll(async () => {
   dataDir = tempDir('admin-cli-webhooks');
-  await fillQueue(path.join(dataDir, 'patient-docs.sqlite'));
+  const store = SqliteStore.open(path.join(dataDir, 'patient-docs.sqlite'));
+  await fillWebhookQueue(store, LONG_AGO).finally(() => store.close());
   commands = adminCommands({ PATIENT_DOCS_DATA_DIR: dataDir });
 });
 afterAll(async () => {

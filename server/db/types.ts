@@ -446,6 +446,8 @@ export interface WebhookPruneOptions {
   dead: boolean;
   /** Rows looked at per transaction (default WEBHOOK_PRUNE_BATCH): writers wait for one batch at most. */
   batch?: number;
+  /** Aborted: the prune ends after the batch in progress (a server stopping), reporting what it removed. */
+  signal?: AbortSignal;
 }
 
 export const WEBHOOK_PRUNE_BATCH = 500;

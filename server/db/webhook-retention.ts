@@ -9,6 +9,13 @@
  */
 import type { WebhookMessageState, WebhookPruneOptions, WebhookPruneReport } from './types.js';
 
+/** How a prune walks a table: `size` rows per transaction, until a batch is all newer than `end` or `signal` aborts. */
+export interface WalkOptions {
+  size: number;
+  end: string;
+  signal: AbortSignal | undefined;
+}
+
 /** Generous against group commits, delivery timeouts and the clocks of several instances. */
 export const ROW_ORDER_SLACK_MS = 3_600_000;
 

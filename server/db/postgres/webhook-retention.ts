@@ -11,6 +11,7 @@
  * Every batch first takes PRUNE_LOCK (transaction-scoped), so prunes of several instances (or
  * admins) at the same moment take turns batch by batch: a row is removed, and counted, by one.
  */
+import type { WalkOptions } from '../webhook-retention.js';
 import type { WebhookPruneOptions, WebhookPruneReport } from '../types.js';
 import { WEBHOOK_PRUNE_BATCH } from '../types.js';
 import { betweenBatches, countRemoved, emptyPruneReport, prunedStates, walkEnd } from '../webhook-retention.js';
@@ -28,12 +29,12 @@ async function walk(
   table: string,
   key: string,
   time: string,
-  size: number,
-  end: string,
+  options: WalkOptions,
   work: (tx: Queryable, after: number, last: number) => Promise<boolean>,
 ): Promise<void> {
+  const { size, end, signal } = options;
   let after = 0;
-  for (;;) {
+  while (!signal?.aborted) {
     const more = await db.transaction(async (tx) => {
       await tx.run('SELECT pg_advisory_xact_lock($1)', [PRUNE_LOCK]);
       const batch = await tx.row<{ last: number | null; oldest: string | null }>(
@@ -51,12 +52,11 @@ async function walk(
 }
 
 export async function prunePostgresWebhooks(db: PostgresDatabase, options: WebhookPruneOptions): Promise<WebhookPruneReport> {
-  const size = options.batch ?? WEBHOOK_PRUNE_BATCH;
-  const end = walkEnd(options.before);
+  const walking: WalkOptions = { size: options.batch ?? WEBHOOK_PRUNE_BATCH, end: walkEnd(options.before), signal: options.signal };
   const report = emptyPruneReport();
   const states = prunedStates(options);
 
-  await walk(db, 'webhook_messages', 'seq', 'created_at', size, end, async (tx, after, last) => {
+  await walk(db, 'webhook_messages', 'seq', 'created_at', walking, async (tx, after, last) => {
     const removed = await tx.rows<{ state: string }>(
       `DELETE FROM webhook_messages WHERE seq > $1 AND seq <= $2 AND state = ANY($3::text[]) AND updated_at < $4 RETURNING state`,
       [after, last, states, options.before],
@@ -68,7 +68,7 @@ export async function prunePostgresWebhooks(db: PostgresDatabase, options: Webho
     return true;
   });
 
-  await walk(db, 'webhook_attempts', 'sequence', 'attempted_at', size, end, async (tx, after, last) => {
+  await walk(db, 'webhook_attempts', 'sequence', 'attempted_at', walking, async (tx, after, last) => {
     report.attempts += await tx.run(
       `DELETE FROM webhook_attempts a WHERE a.sequence > $1 AND a.sequence <= $2
          AND NOT EXISTS (SELECT 1 FROM webhook_messages m WHERE m.subscription_id = a.subscription_id AND m.id = a.message_id)`,
@@ -77,7 +77,7 @@ export async function prunePostgresWebhooks(db: PostgresDatabase, options: Webho
     return true;
   });
 
-  await walk(db, 'outbox_events', 'sequence', 'occurred_at', size, end, async (tx, after, last) => {
+  await walk(db, 'outbox_events', 'sequence', 'occurred_at', walking, async (tx, after, last) => {
     // Read in the batch: a message queued since is of an event past this cursor.
     const cursor = Number((await tx.row<{ sequence: number }>('SELECT sequence FROM webhook_cursor WHERE id = 1'))?.sequence ?? 0);
     report.events += await tx.run(

@@ -11,6 +11,7 @@
  *    composed from the event at each attempt, a redelivery's too). Those messages are read first;
  *    a message queued later is of an event past the cursor read before them.
  */
+import type { WalkOptions } from '../webhook-retention.js';
 import type { WebhookPruneOptions, WebhookPruneReport } from '../types.js';
 import { WEBHOOK_PRUNE_BATCH } from '../types.js';
 import { betweenBatches, countRemoved, emptyPruneReport, prunedStates, walkEnd } from '../webhook-retention.js';
@@ -27,10 +28,11 @@ interface Batch {
  * Walks `table` by `key` in batches of `size` rows from its start, running `work(after, last)` on
  * each in one write transaction, until a batch is all newer than `end` (by `time`) or `stop` says.
  */
-async function walk(db: SqliteDatabase, table: string, key: string, time: string, size: number, end: string, work: (after: number, last: number) => boolean): Promise<void> {
+async function walk(db: SqliteDatabase, table: string, key: string, time: string, options: WalkOptions, work: (after: number, last: number) => boolean): Promise<void> {
+  const { size, end, signal } = options;
   const bounds = db.prepare(`SELECT MAX(${key}) AS last, MIN(${time}) AS oldest FROM (SELECT ${key}, ${time} FROM ${table} WHERE ${key} > ? ORDER BY ${key} LIMIT +?)`);
   let after = 0;
-  for (;;) {
+  while (!signal?.aborted) {
     const more = db
       .transaction(() => {
         const batch = bounds.get(after, size) as Batch;
@@ -46,8 +48,7 @@ async function walk(db: SqliteDatabase, table: string, key: string, time: string
 }
 
 export async function pruneSqliteWebhooks(db: SqliteDatabase, options: WebhookPruneOptions): Promise<WebhookPruneReport> {
-  const size = options.batch ?? WEBHOOK_PRUNE_BATCH;
-  const end = walkEnd(options.before);
+  const walking: WalkOptions = { size: options.batch ?? WEBHOOK_PRUNE_BATCH, end: walkEnd(options.before), signal: options.signal };
   const report = emptyPruneReport();
   const states = prunedStates(options);
   db.exec(`
@@ -62,7 +63,7 @@ export async function pruneSqliteWebhooks(db: SqliteDatabase, options: WebhookPr
        RETURNING subscription_id, id, state`,
     );
     const note = db.prepare('INSERT OR IGNORE INTO temp.pruned_webhook_messages (subscription_id, id) VALUES (?, ?)');
-    await walk(db, 'webhook_messages', 'seq', 'created_at', size, end, (after, last) => {
+    await walk(db, 'webhook_messages', 'seq', 'created_at', walking, (after, last) => {
       const removed = removeMessages.all(after, last, ...states, options.before) as Array<{ subscription_id: string; id: string; state: string }>;
       for (const row of removed) note.run(row.subscription_id, row.id);
       countRemoved(
@@ -77,7 +78,7 @@ export async function pruneSqliteWebhooks(db: SqliteDatabase, options: WebhookPr
         `DELETE FROM webhook_attempts WHERE sequence > ? AND sequence <= ?
            AND EXISTS (SELECT 1 FROM temp.pruned_webhook_messages p WHERE p.subscription_id = webhook_attempts.subscription_id AND p.id = webhook_attempts.message_id)`,
       );
-      await walk(db, 'webhook_attempts', 'sequence', 'attempted_at', size, end, (after, last) => {
+      await walk(db, 'webhook_attempts', 'sequence', 'attempted_at', walking, (after, last) => {
         report.attempts += removeAttempts.run(after, last).changes;
         return true;
       });
@@ -93,7 +94,7 @@ export async function pruneSqliteWebhooks(db: SqliteDatabase, options: WebhookPr
       `DELETE FROM outbox_events WHERE sequence > ? AND sequence <= ? AND occurred_at < ?
          AND NOT EXISTS (SELECT 1 FROM temp.kept_outbox_events k WHERE k.id = outbox_events.id)`,
     );
-    await walk(db, 'outbox_events', 'sequence', 'occurred_at', size, end, (after, last) => {
+    await walk(db, 'outbox_events', 'sequence', 'occurred_at', walking, (after, last) => {
       report.events += removeEvents.run(after, Math.min(last, cursor), options.before).changes;
       return last < cursor;
     });
