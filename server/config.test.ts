@@ -33,6 +33,15 @@ describe('server configuration', () => {
     expect(refusal({ PATIENT_DOCS_METRICS_TOKEN: 'short' })).toContain('PATIENT_DOCS_METRICS_TOKEN must be at least 16 characters');
   });
 
+  it('prunes webhook messages automatically only when PATIENT_DOCS_WEBHOOK_RETENTION_DAYS says after how many days', () => {
+    expect(loadConfig({}, '/srv').webhookRetentionDays).toBeUndefined();
+    expect(loadConfig({ PATIENT_DOCS_WEBHOOK_RETENTION_DAYS: 'never' }, '/srv').webhookRetentionDays).toBeUndefined();
+    expect(loadConfig({ PATIENT_DOCS_WEBHOOK_RETENTION_DAYS: ' 30 ' }, '/srv').webhookRetentionDays).toBe(30);
+    for (const raw of ['0', '30d', '-1', '99999']) {
+      expect(refusal({ PATIENT_DOCS_WEBHOOK_RETENTION_DAYS: raw })).toBe(`PATIENT_DOCS_WEBHOOK_RETENTION_DAYS=${JSON.stringify(raw)} must be never or a whole number of days from 1 to 36500`);
+    }
+  });
+
   it('accepts timeouts at both ends of the range', () => {
     expect(loadConfig({ PATIENT_DOCS_WEBHOOK_TIMEOUT: '100ms' }, '/srv').webhookTimeoutMs).toBe(100);
     expect(loadConfig({ PATIENT_DOCS_WEBHOOK_TIMEOUT: '10m' }, '/srv').webhookTimeoutMs).toBe(600_000);

@@ -29,6 +29,12 @@ export interface ServerConfig {
   maxUploadBytes: number;
   webhookRetryDelaysMs: number[];
   webhookTimeoutMs: number;
+  /**
+   * PATIENT_DOCS_WEBHOOK_RETENTION_DAYS: webhook messages that ended this many days ago, their
+   * attempts and the outbox events nothing needs go automatically (webhooks/retention.ts);
+   * undefined (`never`, the default): only `webhooks prune` removes them.
+   */
+  webhookRetentionDays: number | undefined;
   allowPrivateCallbacks: boolean;
   /**
    * Plain http callbacks to a loopback address literal. No variable sets it: only the desktop app's
@@ -189,6 +195,14 @@ function parseCount(name: string, raw: string): number {
   return value;
 }
 
+/** `never` (the default) or a whole number of days from 1 to 36500. */
+function parseRetentionDays(name: string, raw: string | undefined): number | undefined {
+  const text = raw?.trim() ?? '';
+  if (text === '' || text === 'never') return undefined;
+  if (!/^\d{1,5}$/.test(text) || Number(text) < 1 || Number(text) > 36_500) throw new ConfigError(`${name}=${JSON.stringify(raw)} must be never or a whole number of days from 1 to 36500`);
+  return Number(text);
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 const MIN_METRICS_TOKEN_LENGTH = 16;
@@ -245,6 +259,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
     maxUploadBytes: parseSize('PATIENT_DOCS_MAX_UPLOAD_BYTES', env.PATIENT_DOCS_MAX_UPLOAD_BYTES ?? '4GiB'),
     webhookRetryDelaysMs,
     webhookTimeoutMs,
+    webhookRetentionDays: parseRetentionDays('PATIENT_DOCS_WEBHOOK_RETENTION_DAYS', env.PATIENT_DOCS_WEBHOOK_RETENTION_DAYS),
     allowPrivateCallbacks: parseBoolean('PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS', env.PATIENT_DOCS_ALLOW_PRIVATE_CALLBACKS ?? 'false'),
     audience: env.PATIENT_DOCS_AUDIENCE?.trim() || 'api://patient-docs',
     tokenLifetimeSeconds: Math.round(lifetime / 1000),

@@ -93,6 +93,7 @@ export const USAGE = `Usage: patient-docs-admin <command> [options]
                          outbox events every subscription has been sent and no queued or dead
                          message needs; says how many of each (--json: one JSON object). Never
                          a message still queued or in flight; safe while the server runs
+                         (PATIENT_DOCS_WEBHOOK_RETENTION_DAYS makes the server do it on its own)
 
   --wait SECONDS         how long to wait while another process (the server, a backup)
                          holds the database's write lock (default 30)
