@@ -26,7 +26,8 @@ interface Batch {
 
 /**
  * Walks `table` by `key` in batches of `size` rows from its start, running `work(after, last)` on
- * each in one write transaction, until a batch is all newer than `end` (by `time`) or `stop` says.
+ * each in one write transaction, until a batch is all newer than `end` (by `time`), `work` says
+ * stop, or the signal aborts.
  */
 async function walk(db: SqliteDatabase, table: string, key: string, time: string, options: WalkOptions, work: (after: number, last: number) => boolean): Promise<void> {
   const { size, end, signal } = options;

@@ -399,7 +399,12 @@ export class SqliteWebhooks implements WebhookRepository {
     return { queued: count('pending') + count('delivering'), delivered: count('delivered'), dead: count('dead'), cancelled: count('cancelled'), failed };
   }
 
+  /** The prune in progress on this connection: its temporary tables are the connection's, so prunes here take turns. */
+  private pruning: Promise<unknown> = Promise.resolve();
+
   async prune(options: WebhookPruneOptions): Promise<WebhookPruneReport> {
-    return pruneSqliteWebhooks(this.db, options);
+    const run = this.pruning.catch(() => undefined).then(() => pruneSqliteWebhooks(this.db, options));
+    this.pruning = run;
+    return run;
   }
 }
