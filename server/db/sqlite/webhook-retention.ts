@@ -1,12 +1,16 @@
 /**
  * `webhooks prune` on the embedded database (WebhookRepository.prune; what is shared with
- * PostgreSQL: ../webhook-retention.ts). Three walks, a batch per write transaction, this process's
- * other work (requests, delivery) running between batches:
+ * PostgreSQL: ../webhook-retention.ts). Walks a batch per write transaction, this process's other
+ * work (requests, delivery) running between batches:
  * 1. messages, by queue position: the ended ones (delivered, cancelled, dead if asked) last changed
- *    before the date go, and are noted in a temporary table of this connection;
- * 2. attempts, by log position: those of a message noted in 1 go (no index finds a message's
- *    attempts, and none is kept for it: every attempt would pay for it);
- * 3. outbox events the fan-out cursor has passed (fanned out to every subscription) that occurred
+ *    before the date are noted in a temporary table of this connection (SqliteWebhooks runs one
+ *    prune at a time on it);
+ * 2. attempts, by log position: those of a noted message go (no index finds a message's attempts,
+ *    and none is kept for it: every attempt would pay for it);
+ * 3. messages again: the noted ones go, if they are still ended then. Their attempts went first, so
+ *    a prune cut short (a server stopping, a crash) leaves no attempt without its message: what it
+ *    did not finish, the next one does;
+ * 4. outbox events the fan-out cursor has passed (fanned out to every subscription) that occurred
  *    before the date go, unless a queued or dead message is still made of them (its body is
  *    composed from the event at each attempt, a redelivery's too). Those messages are read first;
  *    a message queued later is of an event past the cursor read before them.
@@ -58,23 +62,18 @@ export async function pruneSqliteWebhooks(db: SqliteDatabase, options: WebhookPr
     DELETE FROM temp.pruned_webhook_messages;
     DELETE FROM temp.kept_outbox_events;
   `);
+  const ended = `state IN (${states.map(() => '?').join(', ')}) AND updated_at < ?`;
   try {
-    const removeMessages = db.prepare(
-      `DELETE FROM webhook_messages WHERE seq > ? AND seq <= ? AND state IN (${states.map(() => '?').join(', ')}) AND updated_at < ?
-       RETURNING subscription_id, id, state`,
+    const note = db.prepare(
+      `INSERT OR IGNORE INTO temp.pruned_webhook_messages (subscription_id, id)
+       SELECT subscription_id, id FROM webhook_messages WHERE seq > ? AND seq <= ? AND ${ended}`,
     );
-    const note = db.prepare('INSERT OR IGNORE INTO temp.pruned_webhook_messages (subscription_id, id) VALUES (?, ?)');
+    let noted = 0;
     await walk(db, 'webhook_messages', 'seq', 'created_at', walking, (after, last) => {
-      const removed = removeMessages.all(after, last, ...states, options.before) as Array<{ subscription_id: string; id: string; state: string }>;
-      for (const row of removed) note.run(row.subscription_id, row.id);
-      countRemoved(
-        report,
-        removed.map((row) => row.state),
-      );
+      noted += note.run(after, last, ...states, options.before).changes;
       return true;
     });
-
-    if (report.delivered + report.cancelled + report.dead > 0) {
+    if (noted > 0 && !options.signal?.aborted) {
       const removeAttempts = db.prepare(
         `DELETE FROM webhook_attempts WHERE sequence > ? AND sequence <= ?
            AND EXISTS (SELECT 1 FROM temp.pruned_webhook_messages p WHERE p.subscription_id = webhook_attempts.subscription_id AND p.id = webhook_attempts.message_id)`,
@@ -83,6 +82,20 @@ export async function pruneSqliteWebhooks(db: SqliteDatabase, options: WebhookPr
         report.attempts += removeAttempts.run(after, last).changes;
         return true;
       });
+      const removeMessages = db.prepare(
+        `DELETE FROM webhook_messages WHERE seq > ? AND seq <= ? AND ${ended}
+           AND EXISTS (SELECT 1 FROM temp.pruned_webhook_messages p WHERE p.subscription_id = webhook_messages.subscription_id AND p.id = webhook_messages.id)
+         RETURNING state`,
+      );
+      if (!options.signal?.aborted) {
+        await walk(db, 'webhook_messages', 'seq', 'created_at', walking, (after, last) => {
+          countRemoved(
+            report,
+            (removeMessages.all(after, last, ...states, options.before) as Array<{ state: string }>).map((row) => row.state),
+          );
+          return true;
+        });
+      }
     }
 
     const cursor = (db.prepare('SELECT sequence FROM webhook_cursor WHERE id = 1').pluck().get() as number | undefined) ?? 0;
