@@ -16,7 +16,11 @@ export interface WalkOptions {
   signal: AbortSignal | undefined;
 }
 
-/** Generous against group commits, delivery timeouts and the clocks of several instances. */
+/**
+ * Generous against the clocks of several instances, transactions that commit a while after their
+ * event occurred, and attempts logged at their end (within the delivery timeout, at most 10
+ * minutes, and twice that waiting for a connection).
+ */
 export const ROW_ORDER_SLACK_MS = 3_600_000;
 
 /** The time past which a batch of rows is surely too new to hold anything `before` prunes. */
