@@ -622,6 +622,35 @@ describe.each(BACKENDS)('Store contract on $name', (backend) => {
     expect((await store.outbox.after(0, 1000)).map((stored) => stored.data.n)).toEqual(Array.from({ length: 24 }, (_, n) => n * 10));
   });
 
+  it('webhooks prune: one cut short (its signal aborted) reports what it removed, and the next one finishes it, attempts included', async () => {
+    const { store } = await seeded(backend);
+    await store.webhooks.createSubscription({ id: 'sub-1', organizationId: ORG, clientId: 'c', events: ['order.all'], callback: 'https://example.test/hook', sealedSecret: 's', status: 'active', disabledReason: null, createdAt: AT });
+    const events = Array.from({ length: 100 }, (_, n) => event('order.updated', PATIENT, { n }));
+    await store.orders.create({ id: 'o1', patientId: PATIENT, organizationId: ORG, status: 'new', createdAt: AT, updatedAt: AT }, events);
+    await store.webhooks.enqueue(
+      events.map((sent, n) => ({ id: `m-${n}`, subscriptionId: 'sub-1', eventId: sent.id, eventType: 'order.updated' as const, patientId: PATIENT, nextAttemptAt: 0, createdAt: AT })),
+      (await store.outbox.headsAfter(0, 1000)).at(-1)!.sequence,
+    );
+    const claimed = await store.webhooks.claimDue([{ subscriptionId: 'sub-1', limit: 1000, skip: new Set() }], 1);
+    await store.webhooks.recordAttempts(
+      claimed.map((message) => ({
+        attempt: { messageId: message.id, subscriptionId: 'sub-1', attempt: 1, attemptedAt: minute(1), statusCode: 200, latencyMs: 1, error: null, outcome: 'delivered' as const },
+        state: 'delivered' as const,
+        nextAttemptAt: 10,
+      })),
+    );
+    const stop = new AbortController();
+    const cut = store.webhooks.prune({ before: minute(30), dead: false, batch: 5, signal: stop.signal });
+    setImmediate(() => stop.abort());
+    const first = await cut;
+    expect(first.delivered).toBeLessThan(100);
+    expect((await store.webhooks.counts()).delivered).toBe(100 - first.delivered);
+    const rest = await store.webhooks.prune({ before: minute(30), dead: false });
+    expect(first.delivered + rest.delivered).toBe(100);
+    expect(first.events + rest.events).toBe(100);
+    expect(await store.webhooks.attempts('sub-1', 0, 10)).toEqual({ rows: [], total: 0 });
+  });
+
   it('audit: appended all or none, newest first with filters and totals, pruned by age', async () => {
     const { store } = await seeded(backend);
     const entry = (at: number, overrides: Partial<AuditEntryRecord> = {}): AuditEntryRecord => ({
