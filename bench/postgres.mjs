@@ -7,6 +7,7 @@
 // delivery) and PostgreSQL's own (the postmaster and its backends, from /proc). SQLite is the
 // baseline of every PostgreSQL row; the no-op route of each server is printed beside them.
 //   node bench/postgres.mjs [--quick] [--cache <dir>]   (npm run bench runs it with every other bench)
+// BENCH_ONLY=uncached,repeated runs only those (and the no-op route); the others are create, token, upload, webhooks.
 // --cache keeps each population in <dir> and uses a copy of it in later runs of the same size,
 // schema and filling code (the 1,000,000-document SQLite one takes minutes to fill).
 import { randomBytes } from 'node:crypto';
@@ -49,6 +50,8 @@ const SUBSCRIPTIONS = 50;
 const WARM_UP_EVENTS = quick ? 20 : 40;
 /** A delivery run that has not seen all its deliveries after this long reports what is missing. */
 const DELIVERY_TIMEOUT_MS = 300_000;
+/** BENCH_ONLY=uncached,repeated: only these runs (and the no-op route), for a quick look at one cost. */
+const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
 const ADMIN_TOKEN = 'bench'; // startServer's PATIENT_DOCS_ADMIN_TOKEN
 
 /** CPU seconds of a process tree: the living processes, and what the root's ended children used. */
@@ -197,8 +200,9 @@ async function runs(url, serverPid, postgresPid, receiver) {
   };
   const tokenForm = new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }).toString();
   const results = {};
+  const wanted = (key) => !ONLY || ONLY.includes(key);
   results.noOp = await measure({ url: `${url}/healthz`, headers }, serverPid, postgresPid);
-  results.uncached = await measure(
+  if (wanted('uncached')) results.uncached = await measure(
     {
       url: searchUrl,
       method: 'POST',
@@ -212,11 +216,11 @@ async function runs(url, serverPid, postgresPid, receiver) {
     postgresPid,
   );
   const repeated = { offset: 0, limit: 50, path: caseFolder(caseFolders / 2), sortBy: 'lastModifiedAt', sortDirection: 'DESC' };
-  results.repeated = await measure({ url: searchUrl, method: 'POST', headers, body: JSON.stringify(repeated) }, serverPid, postgresPid);
-  results.create = await measure(createRequests(url, headers, `bench-${process.pid}`), serverPid, postgresPid);
-  results.token = await measure({ url: `${url}/oauth2/token`, method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: tokenForm }, serverPid, postgresPid);
-  results.upload = await uploads(url, headers, serverPid, postgresPid);
-  results.webhooks = await deliveries(url, headers, receiver, serverPid, postgresPid);
+  if (wanted('repeated')) results.repeated = await measure({ url: searchUrl, method: 'POST', headers, body: JSON.stringify(repeated) }, serverPid, postgresPid);
+  if (wanted('create')) results.create = await measure(createRequests(url, headers, `bench-${process.pid}`), serverPid, postgresPid);
+  if (wanted('token')) results.token = await measure({ url: `${url}/oauth2/token`, method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: tokenForm }, serverPid, postgresPid);
+  if (wanted('upload')) results.upload = await uploads(url, headers, serverPid, postgresPid);
+  if (wanted('webhooks')) results.webhooks = await deliveries(url, headers, receiver, serverPid, postgresPid);
   return results;
 }
 
@@ -335,7 +339,7 @@ try {
   fs.rmSync(temp, { recursive: true, force: true });
 }
 
-const counted = (key) => `${results.sqlite[key].count.toLocaleString('en')} / ${results.postgres[key].count.toLocaleString('en')}`;
+const counted = (key) => (!results.sqlite[key] ? '' : `${results.sqlite[key].count.toLocaleString('en')} / ${results.postgres[key].count.toLocaleString('en')}`);
 const names = {
   noOp: 'no-op GET /healthz',
   uncached: 'search, page of 50, a different page each request (uncached)',
@@ -349,13 +353,16 @@ const us = (value) => (value === undefined ? '—' : value.toFixed(0));
 const latency = (run) => (run.p50 === undefined ? '—' : `${run.p50} / ${run.p99}`);
 console.log('\n| run | SQLite req/s | PostgreSQL req/s | p50 / p99 ms SQLite | p50 / p99 ms PostgreSQL | server CPU µs/req SQLite | server CPU µs/req PostgreSQL | PostgreSQL\'s own CPU µs/req | host steal | errors |');
 console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
-for (const key of Object.keys(names)) {
+for (const key of Object.keys(names).filter((name) => results.sqlite[name])) {
   const a = results.sqlite[key];
   const b = results.postgres[key];
   console.log(`| ${names[key]} | ${a.requestsPerSecond.toFixed(0)} | ${b.requestsPerSecond.toFixed(0)} | ${latency(a)} | ${latency(b)} | ${us(a.serverCpuUs)} | ${us(b.serverCpuUs)} | ${us(b.postgresCpuUs)} | ${a.steal.toFixed(0)}% / ${b.steal.toFixed(0)}% | ${a.failures} / ${b.failures} |`);
 }
 const { sqlite, postgres } = results;
-console.log(`\ntargets:
-  PostgreSQL uncached page: server CPU ${(postgres.uncached.serverCpuUs / sqlite.uncached.serverCpuUs).toFixed(2)}× SQLite's (≤ 1.5×), p99 ${postgres.uncached.p99} ms (< 20 ms at ${CONNECTIONS} connections)
-  PostgreSQL create: ${((postgres.create.requestsPerSecond / sqlite.create.requestsPerSecond) * 100).toFixed(0)}% of SQLite's rate (≥ 50%)
-  SQLite uncached page of 50: ${(sqlite.uncached.serverCpuUs / 1000).toFixed(2)} ms server CPU (≤ 0.5 ms)`);
+const targets = [];
+if (sqlite.uncached) {
+  targets.push(`PostgreSQL uncached page: server CPU ${(postgres.uncached.serverCpuUs / sqlite.uncached.serverCpuUs).toFixed(2)}× SQLite's (≤ 1.5×), p99 ${postgres.uncached.p99} ms (< 20 ms at ${CONNECTIONS} connections)`);
+}
+if (sqlite.create) targets.push(`PostgreSQL create: ${((postgres.create.requestsPerSecond / sqlite.create.requestsPerSecond) * 100).toFixed(0)}% of SQLite's rate (≥ 50%)`);
+if (sqlite.uncached) targets.push(`SQLite uncached page of 50: ${(sqlite.uncached.serverCpuUs / 1000).toFixed(2)} ms server CPU (≤ 0.5 ms)`);
+console.log(`\ntargets:\n${targets.map((line) => `  ${line}`).join('\n')}`);
