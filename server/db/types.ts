@@ -63,6 +63,16 @@ export interface DocumentRecord {
   scannedAt?: string | null;
 }
 
+/**
+ * A document as a search page lists it: the fields its DTO shows (and the thumbnail key that says
+ * whether it has a thumbnail link). A search reads only these: reading and building the other
+ * columns cost an uncached page of fifty about 6% of its main-thread instructions.
+ */
+export type DocumentListing = Pick<
+  DocumentRecord,
+  'id' | 'fileName' | 'fileType' | 'path' | 'createdAt' | 'lastModifiedAt' | 'hasContent' | 'fileSize' | 'sha256' | 'version' | 'thumbnailKey' | 'scannedAt'
+>;
+
 /** DocumentRecord.thumbnailKey of a version whose thumbnail could not be rendered. */
 export const NO_THUMBNAIL = '';
 
@@ -198,7 +208,7 @@ export interface DocumentRepository {
   /** Throws DuplicateError when (patient, path, fileName) exists, compared case-insensitively. */
   create(document: DocumentRecord, events: OutboxEvent[]): Promise<void>;
   get(patientId: string, id: string): Promise<DocumentRecord | undefined>;
-  search(query: DocumentQuery): Promise<Page<DocumentRecord>>;
+  search(query: DocumentQuery): Promise<Page<DocumentListing>>;
   /**
    * A number that grows with every change to the patient's documents (create, content, thumbnail,
    * delete), kept in the database so every instance sees it: what a caller derived from a search

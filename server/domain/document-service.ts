@@ -4,7 +4,7 @@ import { constants as zlibConstants, gzip } from 'node:zlib';
 import { timeOrderedUuid } from './ids.js';
 import { checkFileName, checkPath, checkPathFilter, fileTypeFromName, foldKey, ROOT_PATH } from '../../shared/names.js';
 import { SEARCH_DEFAULTS, type CreateDocumentBody, type CreateDocumentResponse, type DocumentDto, type SearchBody, type SearchResponse } from '../../shared/schemas.js';
-import { DuplicateError, NO_THUMBNAIL, type DocumentQuery, type DocumentRecord, type Store } from '../db/types.js';
+import { DuplicateError, NO_THUMBNAIL, type DocumentListing, type DocumentQuery, type DocumentRecord, type Store } from '../db/types.js';
 import { badRequest, conflict } from '../errors.js';
 import { outboxEvent } from './events.js';
 import type { LinkHolder, Links } from './links.js';
@@ -74,7 +74,7 @@ export class DocumentService {
   private pageBytes = 0;
 
   /** The document as the API shows it to `holder`, whose signed links it carries. */
-  toDto(document: DocumentRecord, holder: LinkHolder): DocumentDto {
+  toDto(document: DocumentListing, holder: LinkHolder): DocumentDto {
     return {
       id: document.id,
       storageUrl: this.links.storageUrl(document.id),

@@ -1,7 +1,7 @@
 /** Documents on PostgreSQL: placeholders and the search of SPEC §4.3 with DESIGN §3's rules, as in SQLite. */
 import { foldKey } from '../../../shared/names.js';
 import type { SortField } from '../../../shared/schemas.js';
-import { DuplicateError, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page } from '../types.js';
+import { DuplicateError, type DocumentListing, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page } from '../types.js';
 import type { PostgresDatabase } from './database.js';
 import type { PostgresOutbox } from './outbox.js';
 
@@ -30,6 +30,28 @@ export function documentFromRow(row: DocumentRecord): DocumentRecord {
     thumbnailKey: row.thumbnailKey,
     createdBy: row.createdBy,
     scannedAt: row.scannedAt ?? null,
+  };
+}
+
+/** The columns of a DocumentListing, named as its fields. */
+const LISTING_COLUMNS = `id, file_name AS "fileName", file_type AS "fileType", path, created_at AS "createdAt", last_modified_at AS "lastModifiedAt",
+  has_content AS "hasContent", file_size AS "fileSize", sha256, version, thumbnail_key AS "thumbnailKey", scanned_at AS "scannedAt"`;
+
+/** A row of LISTING_COLUMNS as a listing (only its own fields: the search selects more). */
+function listingFromRow(row: DocumentListing): DocumentListing {
+  return {
+    id: row.id,
+    fileName: row.fileName,
+    fileType: row.fileType,
+    path: row.path,
+    createdAt: row.createdAt,
+    lastModifiedAt: row.lastModifiedAt,
+    hasContent: row.hasContent,
+    fileSize: row.fileSize,
+    sha256: row.sha256,
+    version: row.version,
+    thumbnailKey: row.thumbnailKey,
+    scannedAt: row.scannedAt,
   };
 }
 
@@ -138,7 +160,7 @@ export class PostgresDocuments implements DocumentRepository {
    * when another instance commits in between. A whole patient's total is read from the counts the
    * trigger keeps, not counted.
    */
-  async search(query: DocumentQuery): Promise<Page<DocumentRecord>> {
+  async search(query: DocumentQuery): Promise<Page<DocumentListing>> {
     const { where, params } = buildFilter(query);
     const byIds = query.ids !== undefined && query.ids.length > 0;
     const wholePatient = !byIds && !filtersFolder(query) && !query.nameContains && query.fileType === undefined && !filtersScanDate(query);
@@ -152,15 +174,15 @@ export class PostgresDocuments implements DocumentRepository {
     const nulls = direction === 'ASC' ? 'NULLS FIRST' : 'NULLS LAST';
     params.push(query.limit, query.offset);
     const [limit, offset] = [`$${params.length - 1}`, `$${params.length}`];
-    const rows = await this.db.rows<DocumentRecord & { total: number; sortValue: unknown }>(
+    const rows = await this.db.rows<DocumentListing & { total: number; sortValue: unknown }>(
       `SELECT t.total, page.* FROM (${total}) t
        LEFT JOIN LATERAL (
-         SELECT ${DOCUMENT_COLUMNS}, ${column} AS "sortValue" FROM documents WHERE ${where}
+         SELECT ${LISTING_COLUMNS}, ${column} AS "sortValue" FROM documents WHERE ${where}
          ORDER BY ${column} ${direction} ${nulls}, id ${direction} LIMIT ${limit} OFFSET ${offset}
        ) page ON true
        ORDER BY page."sortValue" ${direction} ${nulls}, page.id ${direction}`,
       params,
     );
-    return { rows: rows.filter((row) => row.id !== null).map(documentFromRow), total: rows[0]?.total ?? 0 };
+    return { rows: rows.filter((row) => row.id !== null).map(listingFromRow), total: rows[0]?.total ?? 0 };
   }
 }

@@ -1,7 +1,7 @@
 /** Documents: placeholders, content state and the search of SPEC §4.3 with DESIGN §3's rules. */
 import { foldKey } from '../../../shared/names.js';
 import type { SortField } from '../../../shared/schemas.js';
-import { DuplicateError, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page } from '../types.js';
+import { DuplicateError, type DocumentListing, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page } from '../types.js';
 import type { SqliteDatabase } from './database.js';
 import type { SqliteOutbox } from './outbox.js';
 import type { Statement } from 'better-sqlite3';
@@ -54,6 +54,27 @@ export function documentFromColumns(row: unknown[]): DocumentRecord {
     thumbnailKey: row[14] as string | null,
     createdBy: row[15] as string,
     scannedAt: row[16] as string | null,
+  };
+}
+
+/** The columns of a DocumentListing, in the order listingFromColumns reads them. */
+const LISTING_COLUMNS = 'id, file_name, file_type, path, created_at, last_modified_at, has_content, file_size, sha256, version, thumbnail_key, scanned_at';
+
+/** A row of LISTING_COLUMNS read as an array. */
+function listingFromColumns(row: unknown[]): DocumentListing {
+  return {
+    id: row[0] as string,
+    fileName: row[1] as string,
+    fileType: row[2] as string,
+    path: row[3] as string,
+    createdAt: row[4] as string,
+    lastModifiedAt: row[5] as string,
+    hasContent: row[6] === 1,
+    fileSize: row[7] as number | null,
+    sha256: row[8] as string | null,
+    version: row[9] as number,
+    thumbnailKey: row[10] as string | null,
+    scannedAt: row[11] as string | null,
   };
 }
 
@@ -215,7 +236,7 @@ export class SqliteDocuments implements DocumentRepository {
     return (this.selectChangeCounter.get(patientId) as number | undefined) ?? 0;
   }
 
-  async search(query: DocumentQuery): Promise<Page<DocumentRecord>> {
+  async search(query: DocumentQuery): Promise<Page<DocumentListing>> {
     return this.searchInSnapshot(query);
   }
 
@@ -223,9 +244,9 @@ export class SqliteDocuments implements DocumentRepository {
    * The count and the page in one read transaction: the total matches the rows even when another
    * process (the admin CLI, another instance) commits in between, and the WAL read lock is taken once.
    */
-  private readonly searchInSnapshot: (query: DocumentQuery) => Page<DocumentRecord>;
+  private readonly searchInSnapshot: (query: DocumentQuery) => Page<DocumentListing>;
 
-  private searchNow(query: DocumentQuery): Page<DocumentRecord> {
+  private searchNow(query: DocumentQuery): Page<DocumentListing> {
     const { where, params } = buildFilter(query);
     const byIds = query.ids !== undefined && query.ids.length > 0;
     // The count comes first: it is needed anyway, and its size tells which way pages faster.
@@ -241,14 +262,14 @@ export class SqliteDocuments implements DocumentRepository {
     if (folder && total <= LARGE_RESULT) {
       // The table is keyed by (patient, folder, id): a folder's rows sit together, so they are read
       // in one short range and sorted, with no lookup per row.
-      sql = `SELECT ${DOCUMENT_COLUMNS} FROM documents NOT INDEXED WHERE ${where} ORDER BY ${order} LIMIT +@limit OFFSET @offset`;
+      sql = `SELECT ${LISTING_COLUMNS} FROM documents NOT INDEXED WHERE ${where} ORDER BY ${order} LIMIT +@limit OFFSET @offset`;
     } else {
       // Page the ids inside a covering index, then read just those rows.
       const index = byIds ? '' : this.pageIndex(query, total);
-      sql = `SELECT ${DOCUMENT_COLUMNS} FROM documents WHERE id IN (SELECT id FROM documents ${index} WHERE ${where} ORDER BY ${order} LIMIT +@limit OFFSET @offset) ORDER BY ${order}`;
+      sql = `SELECT ${LISTING_COLUMNS} FROM documents WHERE id IN (SELECT id FROM documents ${index} WHERE ${where} ORDER BY ${order} LIMIT +@limit OFFSET @offset) ORDER BY ${order}`;
     }
     const rows = this.statement(sql).raw().all(page) as unknown[][];
-    return { rows: rows.map(documentFromColumns), total };
+    return { rows: rows.map(listingFromColumns), total };
   }
 
   private count(query: DocumentQuery, where: string, params: Record<string, unknown>, byIds: boolean): number {
