@@ -1,5 +1,5 @@
 // Instructions per request, counted by valgrind (callgrind) in the real server process: the no-op
-// route beside a cached search, a whole-patient search and a create, on the database
+// route beside a cached search, a whole-patient search, an uncached page and a create, on the database
 // bench/search.mjs --quick fills (100,000 documents). Time on the shared 2-core development machine
 // moves by ±20% between runs of the same code; an instruction count moves by a few percent, so two
 // builds can be compared reliably. It counts user space only (the kernel's share, about a quarter
@@ -14,6 +14,7 @@ import autocannon from 'autocannon';
 import { clientHeaders, createRequests, PATIENT, populate, startServer, stopServer } from './lib/populated.mjs';
 
 const WARM_UP = 4000;
+const MAIN_PATIENT_DOCS = 20_000;
 const MEASURED = 2000;
 const ROUNDS = 3;
 /** The server thread that runs the JavaScript (callgrind numbers threads from 1, in start order). */
@@ -35,17 +36,32 @@ try {
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-instructions-'));
 try {
   console.log('instructions bench: populating 100,000 documents…');
-  const { seed } = populate(dataDir, { mainPatientDocs: 20_000, totalDocs: 100_000 });
+  const { seed } = populate(dataDir, { mainPatientDocs: MAIN_PATIENT_DOCS, totalDocs: 100_000 });
   const wrapper = ['valgrind', '--tool=callgrind', '--instr-atstart=no', '--smc-check=all-non-file', `--callgrind-out-file=${path.join(dataDir, 'callgrind.out')}`];
   const { child, url } = await startServer(dataDir, seed, { wrapper });
   try {
     const headers = await clientHeaders(url);
     const searchUrl = `${url}/v1/patients/${PATIENT}/documents/search`;
     const search = (body) => ({ url: searchUrl, method: 'POST', headers, body: JSON.stringify(body) });
+    const caseFolders = MAIN_PATIENT_DOCS / 100;
+    let rotation = 0;
+    const nextPage = () => {
+      const step = rotation++;
+      const folder = `/cases/case-${String((step * 7919) % caseFolders).padStart(5, '0')}`;
+      return JSON.stringify({ offset: (Math.floor(step / caseFolders) % 2) * 50, limit: 50, path: folder, sortBy: 'lastModifiedAt', sortDirection: 'DESC' });
+    };
     const routes = {
       'no-op GET /healthz (baseline)': { url: `${url}/healthz`, headers },
       'search: one case folder, repeated (cached)': search({ offset: 0, limit: 50, path: '/cases/case-00100', sortBy: 'lastModifiedAt', sortDirection: 'DESC' }),
       'search: whole patient, repeated (cached)': search({ offset: 0, limit: 50, path: '/', sortBy: 'lastModifiedAt', sortDirection: 'DESC' }),
+      // Every case folder, both pages of each, before any repeats (as bench/postgres.mjs): every answer read, signed and serialized anew.
+      'search: a different page each request (uncached)': {
+        ...search({}),
+        setupClient: (client) => {
+          client.setBody(nextPage());
+          client.on('response', () => client.setBody(nextPage()));
+        },
+      },
       'create placeholder': createRequests(url, headers, 'instructions'),
     };
     const results = Object.fromEntries(Object.keys(routes).map((name) => [name, []]));
