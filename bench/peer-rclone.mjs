@@ -9,7 +9,12 @@
 // each pair of runs, and the client's and the server's CPU-seconds (the server's counted until it
 // is idle again: thumbnails render after the uploads).
 //
-//   node bench/peer-rclone.mjs [--quick] [--only=mixed,small,big] [--runs=N]
+//   node bench/peer-rclone.mjs [--quick] [--only=mixed,small,big] [--runs=N] [--baseline=DIR]
+// Each engine run also counts the client's journal writes (bench/lib/journal-count.cjs): writing
+// statements and commits, printed per file with the client's CPU per file.
+// --baseline=DIR: a third side, the sync client of another build (DIR holds its bin/ and dist/,
+// e.g. a copy made before a change) against the same server, alternating with the others, so a
+// change's effect on the client is measured under the same load as this build's.
 // BENCH_CLIENT_NODE_ARGS: extra node arguments for the engine's `run --once` (space-separated),
 // e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the client during its runs.
 // BENCH_SERVER_NODE_ARGS: the same for the bundled server of the engine's runs (a profile is
@@ -34,7 +39,7 @@ const MiB = 1024 * 1024;
 const TRANSFERS = 3;
 
 const { values: args } = parseArgs({
-  options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, runs: { type: 'string' } },
+  options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, runs: { type: 'string' }, baseline: { type: 'string' } },
   strict: true,
 });
 
@@ -153,14 +158,18 @@ async function stopChild(child) {
 
 // ---- Patient Docs: fresh server, fresh sync home, `patient-docs-sync run --once`
 
-/** The product's command, as an operator runs it. */
-const SYNC_CLI = path.join(ROOT, 'bin/patient-docs-sync.js');
+/** The product's command, as an operator runs it (of this build, or of the baseline's). */
+const syncCli = (root) => path.join(root, 'bin/patient-docs-sync.js');
+const BASELINE = args.baseline ? path.resolve(args.baseline) : null;
+if (BASELINE && !fs.existsSync(syncCli(BASELINE))) throw new Error(`--baseline: ${syncCli(BASELINE)} does not exist`);
+/** Counts the client's journal writes in its measured run (loaded with --require). */
+const JOURNAL_COUNT = path.join(ROOT, 'bench/lib/journal-count.cjs');
 /** Extra node arguments for the measured run only (a profiler), not for the set-up commands. */
 const CLIENT_NODE_ARGS = (process.env.BENCH_CLIENT_NODE_ARGS ?? '').split(' ').filter(Boolean);
 /** Extra node arguments for the server of the engine's runs (a profiler). */
 const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
-async function patientDocsRun(workload) {
+async function patientDocsRun(workload, root = ROOT) {
   const dataDir = temp('server');
   const port = await freePort();
   const server = spawn(process.execPath, [...SERVER_NODE_ARGS, path.join(DIST, 'server/main.js')], {
@@ -176,14 +185,18 @@ async function patientDocsRun(workload) {
       ['add-pair', '--folder', workload.folder, '--patient', PATIENT, '--path', '/bench'],
       ['config', '--concurrency', String(TRANSFERS)],
     ]) {
-      await timedCommand(process.execPath, [SYNC_CLI, ...setup], env);
+      await timedCommand(process.execPath, [syncCli(root), ...setup], env);
     }
+    const countFile = path.join(home, 'journal-count.json');
     const serverCpuBefore = cpuSeconds(server.pid);
-    const client = await timedCommand(process.execPath, [...CLIENT_NODE_ARGS, SYNC_CLI, 'run', '--once', '--timeout', '3600'], env);
+    const client = await timedCommand(process.execPath, [...CLIENT_NODE_ARGS, '--require', JOURNAL_COUNT, syncCli(root), 'run', '--once', '--timeout', '3600'], {
+      ...env,
+      BENCH_JOURNAL_COUNT_FILE: countFile,
+    });
     const serverCpu = (await cpuWhenIdle(server.pid)) - serverCpuBefore;
     await stopChild(server);
     await checkPatientDocs(workload, dataDir);
-    return { ...client, serverCpu };
+    return { ...client, serverCpu, journal: JSON.parse(fs.readFileSync(countFile, 'utf8')) };
   } finally {
     await stopChild(server);
     fs.rmSync(dataDir, { recursive: true, force: true });
@@ -263,22 +276,31 @@ async function compare(name) {
   console.log(`\n${name}: ${workload.files.length.toLocaleString('en-US')} files, ${(workload.bytes / MiB).toFixed(0)} MiB (made in ${((performance.now() - made) / 1000).toFixed(1)} s)`);
   // The workload's files are older than the engine's settle time when its runs start, as a day's scans are.
   await delay(2500);
-  const runs = { engine: [], rclone: [] };
+  const sides = BASELINE ? ['engine', 'rclone', 'baseline'] : ['engine', 'rclone'];
+  const runs = Object.fromEntries(sides.map((side) => [side, []]));
+  const perFile = (value) => (value / workload.files.length).toFixed(1);
   const steal = measureSteal();
   for (let round = 0; round < RUNS; round += 1) {
-    const order = round % 2 === 0 ? ['engine', 'rclone'] : ['rclone', 'engine'];
+    const order = round % 2 === 0 ? sides : [...sides].reverse();
     for (const side of order) {
-      const result = side === 'engine' ? await patientDocsRun(workload) : await rcloneRun(workload);
+      const result = side === 'rclone' ? await rcloneRun(workload) : await patientDocsRun(workload, side === 'baseline' ? BASELINE : ROOT);
       runs[side].push(result);
-      console.log(`  run ${round + 1} ${side.padEnd(6)} ${result.seconds.toFixed(2).padStart(7)} s   client CPU ${result.cpu.toFixed(2).padStart(6)} s   server CPU ${result.serverCpu.toFixed(2).padStart(6)} s   (every byte checked)`);
+      const journal = result.journal ? `   journal per file: ${perFile(result.journal.commits)} commits, ${perFile(result.journal.statements)} statements` : '';
+      console.log(
+        `  run ${round + 1} ${side.padEnd(8)} ${result.seconds.toFixed(2).padStart(7)} s   client CPU ${result.cpu.toFixed(2).padStart(6)} s (${perFile(result.cpu * 1000)} ms per file)   server CPU ${result.serverCpu.toFixed(2).padStart(6)} s${journal}   (every byte checked)`,
+      );
     }
   }
   const ratios = runs.engine.map((run, index) => run.seconds / runs.rclone[index].seconds);
   const line = (side) => {
     const list = runs[side];
-    return `median ${median(list.map((run) => run.seconds)).toFixed(2)} s, client CPU ${median(list.map((run) => run.cpu)).toFixed(2)} s, server CPU ${median(list.map((run) => run.serverCpu)).toFixed(2)} s (${((median(list.map((run) => run.serverCpu)) * 1000) / workload.files.length).toFixed(2)} ms per file)`;
+    const journal = list[0].journal
+      ? `, journal ${perFile(median(list.map((run) => run.journal.commits)))} commits and ${perFile(median(list.map((run) => run.journal.statements)))} writing statements per file`
+      : '';
+    return `median ${median(list.map((run) => run.seconds)).toFixed(2)} s, client CPU ${median(list.map((run) => run.cpu)).toFixed(2)} s (${perFile(median(list.map((run) => run.cpu)) * 1000)} ms per file)${journal}, server CPU ${median(list.map((run) => run.serverCpu)).toFixed(2)} s (${((median(list.map((run) => run.serverCpu)) * 1000) / workload.files.length).toFixed(2)} ms per file)`;
   };
   console.log(`  Patient Docs: ${line('engine')}`);
+  if (BASELINE) console.log(`  baseline:     ${line('baseline')}`);
   console.log(`  rclone:       ${line('rclone')}`);
   console.log(`  ratio Patient Docs / rclone per pair: ${ratios.map((ratio) => ratio.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)}×   (steal ${steal().toFixed(1)}%, load average ${loadAverage()})`);
 }
