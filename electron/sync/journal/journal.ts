@@ -72,12 +72,7 @@ export class Journal {
     this.observeManyTx = database.transaction((pairId: string, files: ReadonlyArray<{ relativePath: string; observed: ObservedFile }>) =>
       files.map((file) => this.observeOne(pairId, file.relativePath, file.observed)),
     );
-    this.transitionTx = database.transaction((id: number, state: FileState, patch: FilePatch, note: HistoryNote | undefined) => {
-      const current = this.get(id);
-      if (!current) throw new Error(`file ${id} is not in the journal`);
-      if (!canTransition(current.state, state)) throw new IllegalTransitionError(id, current.state, state);
-      return this.write(current, state, { ...automaticFields(state), ...patch }, note ?? defaultNote(current, state, patch));
-    });
+    this.transitionTx = database.transaction((id: number, state: FileState, patch: FilePatch, note: HistoryNote | undefined) => this.applyTransition(id, state, patch, note));
     this.group = new GroupCommit(database);
   }
 
@@ -185,7 +180,15 @@ export class Journal {
    * the same moment. Resolves once committed; await it before acting on the new state.
    */
   transitionGrouped(id: number, state: FileState, patch: FilePatch = {}, note?: HistoryNote): Promise<FileRecord> {
-    return this.group.run(() => this.transitionTx(id, state, patch, note));
+    // The group runs each write in a savepoint of its own: the transaction function is not needed.
+    return this.group.run(() => this.applyTransition(id, state, patch, note));
+  }
+
+  private applyTransition(id: number, state: FileState, patch: FilePatch, note: HistoryNote | undefined): FileRecord {
+    const current = this.get(id);
+    if (!current) throw new Error(`file ${id} is not in the journal`);
+    if (!canTransition(current.state, state)) throw new IllegalTransitionError(id, current.state, state);
+    return this.write(current, state, { ...automaticFields(state), ...patch }, note ?? defaultNote(current, state, patch));
   }
 
   /**
