@@ -9,6 +9,7 @@ import { redactedUrl } from './log-redaction.js';
 import { auditAccess, auditHookFor, auditPlugin } from './audit/http.js';
 import { ClientStandings } from './identity/client-standing.js';
 import authPlugin from './plugins/auth.js';
+import { lazySerializerFactory } from './plugins/lazy-serializers.js';
 import problemsPlugin, { clientErrors, frameworkErrors } from './plugins/problems.js';
 import validationPlugin from './plugins/validation.js';
 import { adminRoutes } from './routes/admin.js';
@@ -53,6 +54,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
     // Only the proxies IT names are believed about the client's address (X-Forwarded-For).
     trustProxy: config.trustedProxies.length > 0 ? config.trustedProxies : false,
     ajv: { customOptions: { coerceTypes: false } },
+    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory() } },
     // Header time-out here; body rate and connections per address just below (connections.ts).
     http: httpServerOptions(config),
   });
