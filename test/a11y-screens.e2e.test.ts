@@ -10,13 +10,13 @@
 // arrows, Enter and Escape, no mouse. Every stop of the Tab key must show where the focus is, and the
 // focus must never fall back to the page when the control that had it goes away.
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { PLAIN_MESSAGES } from '../shared/bridge-errors.js';
 import type { CaseView, HistoryFileView, PairView, WebhookActivityView } from '../shared/bridge.js';
 import type { DocumentDto, SearchBody } from '../shared/schemas.js';
 import { makeArchStl, makePdf, makePng } from './fixtures/scans.js';
 import { axeFindings, describeFindings, type AxeFinding } from './helpers/axe.js';
-import { counts, documentDto, fileView, launchBrowser, openRenderer, pairView, patient, Refusal, STATUS, type Handlers } from './helpers/renderer-page.js';
+import { counts, documentDto, fileView, openRenderer, pairView, patient, Refusal, STATUS, useBrowser, type Handlers } from './helpers/renderer-page.js';
 
 const WIDE = { name: '1440×900', width: 1440, height: 900 } as const;
 const PHONE = { name: '360 wide', width: 360, height: 740 } as const;
@@ -25,10 +25,7 @@ const ZOOMED = { name: '200% of 1024×768', width: 512, height: 384 } as const;
 
 let browser: Browser;
 beforeAll(async () => {
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
+  browser = await useBrowser();
 });
 
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
 import { makeArchStl } from './fixtures/scans.js';
 import { freePort, ROOT } from './helpers/processes.js';
-import { launchBrowser } from './helpers/renderer-page.js';
+import { closeContexts, useBrowser } from './helpers/renderer-page.js';
 import { tempDir } from './helpers/server.js';
 
 const SCREENS = path.join(ROOT, 'test/artifacts/screens');
@@ -21,7 +21,7 @@ let page: Page;
 beforeAll(async () => {
   home = tempDir('clinic-day-embedded');
   // Chromium starts while the app and its embedded server do: it needs neither.
-  const launching = launchBrowser();
+  const launching = useBrowser();
   try {
     headless = await launchHeadless({ home, rendererDir: path.join(ROOT, 'dist/renderer'), log: () => undefined });
     // A port of its own (tests run side by side); the listener restarts and subscribes again.
@@ -33,7 +33,7 @@ beforeAll(async () => {
   fs.mkdirSync(SCREENS, { recursive: true });
 });
 afterAll(async () => {
-  await browser?.close();
+  await closeContexts(browser);
   await headless?.stop();
   fs.rmSync(home, { recursive: true, force: true });
 });

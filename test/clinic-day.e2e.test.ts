@@ -13,7 +13,7 @@ import { nameMatchesQuery } from '../shared/name-search.js';
 import { matchesPatientFilter } from '../shared/patient-identifiers.js';
 import type { DocumentDto, PatientDto, SearchBody } from '../shared/schemas.js';
 import { makeArchStl } from './fixtures/scans.js';
-import { counts, documentDto, fileView, launchBrowser, openRenderer, ORIGIN_URL, pairView, patient, type Handlers, type RendererPage } from './helpers/renderer-page.js';
+import { counts, documentDto, fileView, openRenderer, ORIGIN_URL, pairView, patient, useBrowser, type Handlers, type RendererPage } from './helpers/renderer-page.js';
 
 const SCREENS = path.resolve(import.meta.dirname, 'artifacts/screens');
 const SIZES = [
@@ -32,10 +32,7 @@ const REFUSED = '2026-03-12_Pearson_consent/consent_refusal_Pearson_2026-03-12.p
 let browser: Browser;
 beforeAll(async () => {
   mkdirSync(SCREENS, { recursive: true });
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
+  browser = await useBrowser();
 });
 
 // --- The day ------------------------------------------------------------------------------------

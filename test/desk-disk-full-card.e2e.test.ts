@@ -14,7 +14,7 @@ import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
 import { SyncApp } from '../electron/sync/app/sync-app.js';
 import { openSyncHome } from '../electron/sync/home/sync-home.js';
 import { ROOT, startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { launchBrowser } from './helpers/renderer-page.js';
+import { closeContexts, useBrowser } from './helpers/renderer-page.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { fillDisk } from './helpers/disk.js';
 import { waitFor, writeFile } from './helpers/sync.js';
@@ -34,7 +34,7 @@ describe('a folder card while this computer’s disk is full', () => {
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m,mode=0700', 'tmpfs', mountPoint]);
     mounted = true;
     // Chromium starts meanwhile: it needs none of the rest.
-    const launching = launchBrowser().then((launched) => (browser = launched));
+    const launching = useBrowser().then((launched) => (browser = launched));
     server = await startServerProcess();
     const opened = await openSyncHome(home);
     const app = new SyncApp({ home, settings: opened.settings, secrets: opened.secrets, shell: 'headless', version: 'test', webhooks: false });
@@ -49,7 +49,7 @@ describe('a folder card while this computer’s disk is full', () => {
   });
   afterAll(async () => {
     if (filler) fs.rmSync(filler, { force: true });
-    await browser?.close();
+    await closeContexts(browser);
     await headless?.stop();
     await server?.stop();
     if (mounted) execFileSync('umount', ['-l', mountPoint]);

@@ -13,7 +13,7 @@ import { launchHeadless } from '../electron/headless/main.js';
 import { SyncApp } from '../electron/sync/app/sync-app.js';
 import { openSyncHome } from '../electron/sync/home/sync-home.js';
 import { type RestartableServer, restartableServer, ROOT, runCli, spawnCli } from './helpers/processes.js';
-import { launchBrowser } from './helpers/renderer-page.js';
+import { closeContexts, useBrowser } from './helpers/renderer-page.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { waitFor, writeFile } from './helpers/sync.js';
 
@@ -51,10 +51,10 @@ describe('files waiting for a server that is back', () => {
 
   beforeAll(async () => {
     servers = await restartableServer(dataDir);
-    [serverUrl, browser] = await Promise.all([startServer(), launchBrowser()]);
+    [serverUrl, browser] = await Promise.all([startServer(), useBrowser()]);
   });
   afterAll(async () => {
-    await browser?.close();
+    await closeContexts(browser);
     await servers?.close();
     fs.rmSync(scratch, { recursive: true, force: true });
   });

@@ -13,7 +13,7 @@ import type { SearchResponse } from '../shared/schemas.js';
 import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
 import { startNetProxy, type NetProxy } from './helpers/net-proxy.js';
 import { ROOT, runCli, startServerProcess, type ServerProcess } from './helpers/processes.js';
-import { launchBrowser } from './helpers/renderer-page.js';
+import { closeContexts, useBrowser } from './helpers/renderer-page.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { makeTestCertificates } from './helpers/tls.js';
 
@@ -39,7 +39,7 @@ describe('signed links of a server with the clinic’s CA, in the headless UI', 
 
   beforeAll(async () => {
     // Chromium starts meanwhile: it needs none of the rest.
-    const launching = launchBrowser();
+    const launching = useBrowser();
     try {
       await startEverything();
     } finally {
@@ -63,7 +63,7 @@ describe('signed links of a server with the clinic’s CA, in the headless UI', 
     direct = (await api.search(PATIENT, { offset: 0, limit: 1, path: '/ui', hasContent: true })).documents[0]!.storageDownloadUri!;
   }
   afterAll(async () => {
-    await browser?.close();
+    await closeContexts(browser);
     await headless?.stop();
     await server?.stop();
     await proxy?.close();

@@ -7,7 +7,7 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makePdf, makePng } from './fixtures/scans.js';
-import { launchBrowser } from './helpers/renderer-page.js';
+import { useBrowser } from './helpers/renderer-page.js';
 import { expectProblem, PATIENT, startTestServer, type TestServer } from './helpers/server.js';
 
 const SCRIPT = "document.title = 'script ran on ' + location.origin";
@@ -24,10 +24,9 @@ let browser: Browser;
 
 beforeAll(async () => {
   server = await startTestServer();
-  browser = await launchBrowser();
+  browser = await useBrowser();
 });
 afterAll(async () => {
-  await browser?.close();
   await server?.close();
 });
 

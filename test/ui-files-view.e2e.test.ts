@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DocumentDto, SearchBody } from '../shared/schemas.js';
-import { documentDto, launchBrowser, openRenderer, paintedScreenshot, patient, type RendererPage } from './helpers/renderer-page.js';
+import { documentDto, openRenderer, paintedScreenshot, patient, useBrowser, type RendererPage } from './helpers/renderer-page.js';
 
 const SCREENS = path.resolve(import.meta.dirname, 'artifacts/screens');
 const SIZES = [
@@ -34,10 +34,7 @@ function searchPaneDocuments(_patientId: string, body: SearchBody) {
 let browser: Browser;
 beforeAll(async () => {
   mkdirSync(SCREENS, { recursive: true });
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
+  browser = await useBrowser();
 });
 
 /** test/artifacts/screens/<name>.png */

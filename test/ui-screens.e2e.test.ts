@@ -4,17 +4,14 @@
 // workstation itself is the trouble (a full disk, a journal rebuilt after a power cut, a scan that
 // cannot be opened).
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { GONE_FROM_SERVER_MESSAGE, PLAIN_MESSAGES } from '../shared/bridge-errors.js';
 import type { DocumentDto, SearchBody } from '../shared/schemas.js';
-import { counts, documentDto, fileView, launchBrowser, openRenderer, pairView, patient, Refusal, STATUS, type Handlers } from './helpers/renderer-page.js';
+import { counts, documentDto, fileView, openRenderer, pairView, patient, Refusal, STATUS, useBrowser, type Handlers } from './helpers/renderer-page.js';
 
 let browser: Browser;
 beforeAll(async () => {
-  browser = await launchBrowser();
-});
-afterAll(async () => {
-  await browser?.close();
+  browser = await useBrowser();
 });
 
 describe('sync screen: a pair’s reasons', () => {

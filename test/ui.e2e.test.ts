@@ -11,7 +11,7 @@ import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
 import { loadConfig } from '../server/config.js';
 import { startServer, type RunningServer } from '../server/start.js';
 import { makeArchStl, makePdf, garbageBytes } from './fixtures/scans.js';
-import { launchBrowser, paintedScreenshot } from './helpers/renderer-page.js';
+import { paintedScreenshot, useBrowser } from './helpers/renderer-page.js';
 import { ADMIN_TOKEN, CLIENT, ORG, SEED_FILE } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -70,16 +70,13 @@ async function fileStates(page: Page): Promise<Record<string, string[]>> {
   return page.evaluate(() => (window as unknown as { __fileStates: Record<string, string[]> }).__fileStates);
 }
 
-/** One Chromium for the file, and one page in it that each describe takes to its own app. */
+/** The worker's Chromium (its contexts closed when the file ends), and one page in it that each describe takes to its own app. */
 let browser: Browser;
 let page: Page;
 beforeAll(async () => {
-  browser = await launchBrowser();
+  browser = await useBrowser();
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true, locale: 'en-GB' });
   page = await context.newPage();
-});
-afterAll(async () => {
-  await browser?.close();
 });
 
 describe('UI end to end (headless twin, real server, real folders)', () => {

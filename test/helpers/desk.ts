@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Browser, BrowserContextOptions, Page } from 'playwright-core';
 import { launchHeadless, type HeadlessApp, type HeadlessOptions } from '../../electron/headless/main.js';
 import { ROOT, startServerProcess, type ServerProcess } from './processes.js';
-import { launchBrowser } from './renderer-page.js';
+import { closeContexts, useBrowser } from './renderer-page.js';
 import { prepareSyncHome } from './sync.js';
 
 export interface Desk {
@@ -33,7 +33,7 @@ export interface DeskOptions {
  */
 export async function openDesk(home: string, options: DeskOptions = {}): Promise<Desk> {
   const desk: Partial<Desk> = {};
-  const browser = launchBrowser().then((launched) => (desk.browser = launched));
+  const browser = useBrowser().then((launched) => (desk.browser = launched));
   try {
     desk.server = await startServerProcess();
     await prepareSyncHome(home, {
@@ -51,7 +51,7 @@ export async function openDesk(home: string, options: DeskOptions = {}): Promise
 }
 
 async function stopDesk(desk: Partial<Desk>): Promise<void> {
-  await desk.browser?.close();
+  await closeContexts(desk.browser);
   await desk.headless?.stop();
   await desk.server?.stop();
 }

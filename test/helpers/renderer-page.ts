@@ -6,7 +6,7 @@
  * make of given views.
  *
  * The scripted engine is a real loopback HTTP server in the test process (one per browser, so one
- * per file), speaking the headless twin's wire (shared/bridge-http.ts): the page reaches it as
+ * per worker process; see useBrowser), speaking the headless twin's wire (shared/bridge-http.ts): the page reaches it as
  * http://patient-docs.test through the context's proxy setting, the built assets are cached by the
  * browser as the real twin lets them be, and the event stream is held open, so an emitted event
  * reaches the page at once. Each opened page has a launch token of its own, which tells its calls
@@ -23,6 +23,7 @@ import type { BridgeErrorCode } from '../../shared/bridge-errors.js';
 import { PLAIN_MESSAGES } from '../../shared/bridge-errors.js';
 import { BRIDGE_CALL_PREFIX, BRIDGE_EVENTS_PATH, LAUNCH_TOKEN_PARAM } from '../../shared/bridge-http.js';
 import type { DocumentDto, PatientDto } from '../../shared/schemas.js';
+import { afterThisFile } from './file-cleanup.js';
 
 const RENDERER_DIR = path.resolve(import.meta.dirname, '../../dist/renderer');
 const ORIGIN = 'http://patient-docs.test';
@@ -63,8 +64,61 @@ export async function paintedScreenshot(page: Page, file: string): Promise<void>
  * Turning the GPU on for SwiftShader instead makes every page's drawing go through emulated GL:
  * about twice the browser's CPU for the same screens, and no picture the tests need.
  */
-export function launchBrowser(): Promise<Browser> {
+function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
+}
+
+let workerBrowser: Promise<Browser> | undefined;
+let fileUsesBrowser = false;
+
+/**
+ * Chromium for the test file now running: one browser per worker process, launched by the first
+ * file that asks and kept for the files the worker runs after it (a launch is about two seconds of
+ * CPU), killed when the worker ends. What a file opens in it is its own: every context (page,
+ * storage, cache) the file opened, idle renderer pages included, is closed when the file ends, so
+ * the next file starts from a browser with nothing open. A browser that crashed or was closed is
+ * launched again for the next file that asks.
+ */
+export function useBrowser(): Promise<Browser> {
+  if (!workerBrowser) {
+    const launching = launchBrowser();
+    workerBrowser = launching;
+    launching.then(
+      (browser) => {
+        browser.once('disconnected', () => {
+          if (workerBrowser === launching) workerBrowser = undefined;
+        });
+      },
+      () => {
+        if (workerBrowser === launching) workerBrowser = undefined;
+      },
+    );
+  }
+  if (!fileUsesBrowser) {
+    fileUsesBrowser = true;
+    const browser = workerBrowser;
+    afterThisFile(async () => {
+      fileUsesBrowser = false;
+      await closeContexts(await browser.catch(() => undefined));
+    });
+  }
+  return workerBrowser;
+}
+
+/**
+ * Closes every context of `browser` (idle renderer pages too) and forgets its scripted engine's
+ * pages: what the file opened in the worker's browser, for a file that must close its pages before
+ * it stops what they are connected to. The browser itself keeps running for the next file.
+ */
+export async function closeContexts(browser: Browser | undefined): Promise<void> {
+  if (!browser?.isConnected()) return;
+  const engine = engines.get(browser);
+  if (engine) {
+    const started = await engine;
+    started.idle.clear();
+    started.scripts.clear();
+  }
+  await Promise.all(browser.contexts().map((context) => context.close().catch(() => undefined)));
 }
 
 type PageOptions = { width: number; height: number; deviceScaleFactor: number };
