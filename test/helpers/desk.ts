@@ -1,7 +1,7 @@
 /**
  * A workstation as staff use it, for the desk-* tests: a real server process, a sync home connected
  * to it (optionally with one scan folder), the real headless app serving the built renderer, and
- * Chromium with one page (1440×900, en-GB, downloads allowed) to drive it.
+ * one page (1440×900, en-GB, downloads allowed) of the worker's Chromium to drive it.
  */
 import fs from 'node:fs';
 import path from 'node:path';
