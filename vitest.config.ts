@@ -51,7 +51,9 @@ const THROUGH_NGINX = ['test/server-core.test.ts', 'test/auth-matrix.test.ts', '
 
 /**
  * Files that replace a module with `vi.mock`: they run in a fresh process each, so the stand-in
- * never reaches another file's imports.
+ * never reaches another file's imports. They run beside the other files (same workers, same
+ * group): a project with one worker and `isolate: true` would be held back by vitest until every
+ * other file had finished, and run alone at the end.
  */
 const MOCKING = ['electron/sync/watch/watcher.test.ts'];
 
@@ -72,7 +74,7 @@ export default defineConfig({
     reporters: ['default', './test/helpers/slowest-files-reporter.ts'],
     projects: [
       { test: { ...common, name: 'parallel', include: INCLUDE, exclude: [...configDefaults.exclude, ...ALONE, ...MOCKING], maxWorkers: WORKERS, sequence: { groupOrder: 0 } } },
-      { test: { ...common, name: 'isolated', include: MOCKING, isolate: true, maxWorkers: 1, sequence: { groupOrder: 0 } } },
+      { test: { ...common, name: 'isolated', include: MOCKING, isolate: true, maxWorkers: WORKERS, sequence: { groupOrder: 0 } } },
       {
         test: { ...common, name: 'postgres', include: ON_POSTGRES, maxWorkers: WORKERS, sequence: { groupOrder: 0 }, env: { PATIENT_DOCS_TEST_DATABASE: 'postgres' } },
       },
