@@ -1,6 +1,6 @@
 /** The audit log on PostgreSQL: written in batches by server/audit/log.ts, read newest first, mostly "by patient". */
 import type { AuditEntryRecord, AuditQuery, AuditRepository, Page, StoredAuditEntry } from '../types.js';
-import type { PostgresDatabase, Queryable } from './database.js';
+import { named, type PostgresDatabase, type Queryable } from './database.js';
 
 /** Rows deleted per statement by prune: the server's own writes never wait behind one huge delete. */
 const PRUNE_BATCH = 5000;
@@ -23,6 +23,13 @@ interface AuditRow extends Omit<StoredAuditEntry, 'detail'> {
 const COLUMNS = `id, at, action, outcome, status, organization_id AS "organizationId", client_id AS "clientId", patient_id AS "patientId",
   document_id AS "documentId", version, request_id AS "requestId", remote_address AS "remoteAddress", detail`;
 
+/** Every request writes some: planned once per connection. */
+const APPEND = named(
+  'audit-append',
+  `INSERT INTO audit_log (at, action, outcome, status, organization_id, client_id, patient_id, document_id, version, request_id, remote_address, detail)
+   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::text[], $11::text[], $12::text[])`,
+);
+
 export class PostgresAudit implements AuditRepository {
   constructor(private readonly db: PostgresDatabase) {}
 
@@ -31,8 +38,7 @@ export class PostgresAudit implements AuditRepository {
     if (entries.length === 0) return;
     const column = <T>(pick: (entry: AuditEntryRecord) => T): T[] => entries.map(pick);
     await tx.run(
-      `INSERT INTO audit_log (at, action, outcome, status, organization_id, client_id, patient_id, document_id, version, request_id, remote_address, detail)
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::text[], $11::text[], $12::text[])`,
+      APPEND,
       [
         column((entry) => entry.at),
         column((entry) => entry.action),

@@ -28,6 +28,19 @@ const RETRIES = 8;
 /** SQLSTATEs of a transaction PostgreSQL aborted to keep concurrent ones correct: running it again succeeds. */
 const RETRYABLE = new Set(['40001', '40P01']);
 
+/** Runs `attempt` until it ends without a serialization failure or deadlock (RETRIES times at most), a short random pause between tries. */
+async function retried<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries += 1) {
+    try {
+      return await attempt();
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (typeof code !== 'string' || !RETRYABLE.has(code) || tries >= RETRIES) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * tries));
+    }
+  }
+}
+
 /** Node's socket errors on the way to the database server. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
 
@@ -62,13 +75,36 @@ const TYPES = {
   },
 };
 
+/**
+ * A statement PostgreSQL parses and plans once per connection and then only executes (a named
+ * prepared statement): for the statements every request runs. Its parameters' types are fixed by
+ * the first execution, so a name stands for one text, and for parameters of one type each.
+ */
+export interface NamedStatement {
+  name: string;
+  text: string;
+}
+
+/** Named statements by name: one name never stands for two texts (the driver would refuse the second on a connection). */
+const NAMED = new Map<string, string>();
+
+/** A statement sent by `name` (NamedStatement). */
+export function named(name: string, text: string): NamedStatement {
+  const known = NAMED.get(name);
+  if (known !== undefined && known !== text) throw new Error(`the statement name ${name} stands for another statement`);
+  NAMED.set(name, text);
+  return { name, text };
+}
+
+export type Sql = string | NamedStatement;
+
 export interface Queryable {
   /** Rows as objects. */
-  rows<T>(sql: string, params?: unknown[]): Promise<T[]>;
+  rows<T>(sql: Sql, params?: unknown[]): Promise<T[]>;
   /** The first row, if any. */
-  row<T>(sql: string, params?: unknown[]): Promise<T | undefined>;
+  row<T>(sql: Sql, params?: unknown[]): Promise<T | undefined>;
   /** Rows affected (INSERT/UPDATE/DELETE). */
-  run(sql: string, params?: unknown[]): Promise<number>;
+  run(sql: Sql, params?: unknown[]): Promise<number>;
 }
 
 /** A text parameter PostgreSQL cannot hold: text there never contains NUL (SQLite's can). */
@@ -78,18 +114,19 @@ const holdsNul = (value: unknown): boolean => (typeof value === 'string' ? value
 const NOTHING = { rows: [], rowCount: 0 } as unknown as pg.QueryResult;
 
 function queryable(target: pg.Pool | pg.PoolClient): Queryable {
-  const query = async (sql: string, params: unknown[] = []): Promise<pg.QueryResult> => {
-    if (params.some(holdsNul) && /^\s*(SELECT|WITH)\b/i.test(sql)) return NOTHING;
+  const query = async (sql: Sql, params: unknown[] = []): Promise<pg.QueryResult> => {
+    const text = typeof sql === 'string' ? sql : sql.text;
+    if (params.some(holdsNul) && /^\s*(SELECT|WITH)\b/i.test(text)) return NOTHING;
     try {
-      return await target.query(sql, params);
+      return await (typeof sql === 'string' ? target.query(sql, params) : target.query({ name: sql.name, text, values: params }));
     } catch (error) {
       throw unavailable(error);
     }
   };
   return {
-    rows: async <T>(sql: string, params?: unknown[]) => (await query(sql, params)).rows as T[],
-    row: async <T>(sql: string, params?: unknown[]) => (await query(sql, params)).rows[0] as T | undefined,
-    run: async (sql: string, params?: unknown[]) => (await query(sql, params)).rowCount ?? 0,
+    rows: async <T>(sql: Sql, params?: unknown[]) => (await query(sql, params)).rows as T[],
+    row: async <T>(sql: Sql, params?: unknown[]) => (await query(sql, params)).rows[0] as T | undefined,
+    run: async (sql: Sql, params?: unknown[]) => (await query(sql, params)).rowCount ?? 0,
   };
 }
 
@@ -124,16 +161,26 @@ export class PostgresDatabase implements Queryable {
     this.direct = queryable(this.pool);
   }
 
-  rows<T>(sql: string, params?: unknown[]): Promise<T[]> {
+  rows<T>(sql: Sql, params?: unknown[]): Promise<T[]> {
     return this.direct.rows<T>(sql, params);
   }
 
-  row<T>(sql: string, params?: unknown[]): Promise<T | undefined> {
+  row<T>(sql: Sql, params?: unknown[]): Promise<T | undefined> {
     return this.direct.row<T>(sql, params);
   }
 
-  run(sql: string, params?: unknown[]): Promise<number> {
+  run(sql: Sql, params?: unknown[]): Promise<number> {
     return this.direct.run(sql, params);
+  }
+
+  /**
+   * One statement as a transaction of its own (PostgreSQL commits it when it ends), run again on a
+   * serialization failure or deadlock as transaction() does: a write that fits in one statement
+   * (data-modifying WITH clauses) holds its row locks for that statement and its commit alone,
+   * with no round trip to this process in between.
+   */
+  statement<T>(sql: Sql, params?: unknown[]): Promise<T[]> {
+    return retried(() => this.direct.rows<T>(sql, params));
   }
 
   private async connect(): Promise<pg.PoolClient> {
@@ -158,7 +205,7 @@ export class PostgresDatabase implements Queryable {
    * rolls back on any error. A serialization failure or deadlock runs it again from the start.
    */
   async transaction<T>(work: (tx: Queryable) => Promise<T>, isolation: 'READ COMMITTED' | 'REPEATABLE READ' | 'SERIALIZABLE' = 'READ COMMITTED'): Promise<T> {
-    for (let attempt = 1; ; attempt += 1) {
+    return retried(async () => {
       const client = await this.connect();
       let broken = false;
       try {
@@ -170,16 +217,11 @@ export class PostgresDatabase implements Queryable {
       } catch (error) {
         broken = error instanceof DatabaseUnavailableError;
         if (!broken) await client.query('ROLLBACK').catch(() => (broken = true));
-        const code = (error as { code?: unknown }).code;
-        if (typeof code === 'string' && RETRYABLE.has(code) && attempt < RETRIES) {
-          await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
-          continue;
-        }
         throw error;
       } finally {
         client.release(broken);
       }
-    }
+    });
   }
 
   /**

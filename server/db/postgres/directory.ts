@@ -21,7 +21,7 @@ import {
   type SigningKeyRecord,
   type SigningKeyRepository,
 } from '../types.js';
-import type { PostgresDatabase, Queryable } from './database.js';
+import { named, type PostgresDatabase, type Queryable } from './database.js';
 import type { PostgresOutbox } from './outbox.js';
 
 export class PostgresOrganizations implements OrganizationRepository {
@@ -75,6 +75,16 @@ function isIdentifierClash(error: unknown): boolean {
  * Patients. Access is read from the database at every request: no memory of it in this process,
  * which another instance's write (a consent revoked) would make stale.
  */
+/** Whether an organization may see a patient: asked by nearly every request, so planned once per connection. */
+const ACCESS = named(
+  'patient-access',
+  `SELECT
+     EXISTS (SELECT 1 FROM patients WHERE id = $1) AS exists,
+     EXISTS (SELECT 1 FROM patient_organizations WHERE patient_id = $1 AND organization_id = $2) AS access,
+     EXISTS (SELECT 1 FROM patient_consents WHERE patient_id = $1 AND organization_id = $2) AS consent,
+     (SELECT version FROM patient_document_versions WHERE patient_id = $1) AS changes`,
+);
+
 export class PostgresPatients implements PatientRepository {
   constructor(
     private readonly db: PostgresDatabase,
@@ -142,14 +152,7 @@ export class PostgresPatients implements PatientRepository {
   }
 
   async access(patientId: string, organizationId: string): Promise<PatientAccess> {
-    const row = await this.db.row<{ exists: boolean; access: boolean; consent: boolean; changes: number | null }>(
-      `SELECT
-         EXISTS (SELECT 1 FROM patients WHERE id = $1) AS exists,
-         EXISTS (SELECT 1 FROM patient_organizations WHERE patient_id = $1 AND organization_id = $2) AS access,
-         EXISTS (SELECT 1 FROM patient_consents WHERE patient_id = $1 AND organization_id = $2) AS consent,
-         (SELECT version FROM patient_document_versions WHERE patient_id = $1) AS changes`,
-      [patientId, organizationId],
-    );
+    const row = await this.db.row<{ exists: boolean; access: boolean; consent: boolean; changes: number | null }>(ACCESS, [patientId, organizationId]);
     return { exists: row?.exists === true, access: row?.access === true, consent: row?.consent === true, documentChanges: row?.changes ?? 0 };
   }
 

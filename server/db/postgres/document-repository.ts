@@ -2,8 +2,8 @@
 import { foldKey } from '../../../shared/names.js';
 import type { SortField } from '../../../shared/schemas.js';
 import { DuplicateError, type DocumentListing, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page } from '../types.js';
-import type { PostgresDatabase } from './database.js';
-import type { PostgresOutbox } from './outbox.js';
+import { named, type PostgresDatabase } from './database.js';
+import { eventArrays, insertEvents, type PostgresOutbox } from './outbox.js';
 
 /** The columns of a DocumentRecord, named as its fields. */
 export const DOCUMENT_COLUMNS = `id, patient_id AS "patientId", organization_id AS "organizationId", file_name AS "fileName", file_type AS "fileType",
@@ -103,6 +103,26 @@ function buildFilter(query: DocumentQuery): { where: string; params: unknown[] }
   return { where: clauses.join(' AND '), params };
 }
 
+/**
+ * A placeholder and its events in one statement, so one transaction with no round trip in it: the
+ * per-patient counters the trigger moves (locked until commit, so one patient's creates take turns
+ * there) are held for this statement's end and its commit alone. A duplicate inserts nothing,
+ * writes no event and answers no row.
+ */
+const CREATE = named(
+  'document-create',
+  `WITH document AS (
+     INSERT INTO documents (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at,
+       last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by, scanned_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+     ON CONFLICT DO NOTHING
+     RETURNING id
+   ), appended AS (
+     ${insertEvents(20, 'document')}
+   )
+   SELECT id, CASE WHEN $27::boolean THEN pg_notify($28, $29) END AS notified FROM document`,
+);
+
 export class PostgresDocuments implements DocumentRepository {
   constructor(
     private readonly db: PostgresDatabase,
@@ -110,39 +130,29 @@ export class PostgresDocuments implements DocumentRepository {
   ) {}
 
   async create(document: DocumentRecord, events: OutboxEvent[]): Promise<void> {
-    const stored = await this.db.transaction(async (tx) => {
-      const inserted = await tx.run(
-        `INSERT INTO documents (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at,
-           last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by, scanned_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
-         ON CONFLICT DO NOTHING`,
-        [
-          document.id,
-          document.patientId,
-          document.organizationId,
-          document.fileName,
-          foldKey(document.fileName),
-          document.fileType,
-          document.path,
-          foldKey(document.path),
-          document.createdAt,
-          document.lastModifiedAt,
-          document.hasContent,
-          document.fileSize,
-          document.sha256,
-          document.version,
-          document.contentKey,
-          document.contentType,
-          document.thumbnailKey,
-          document.createdBy,
-          document.scannedAt ?? null,
-        ],
-      );
-      if (inserted === 0) return false;
-      await this.outbox.appendInTransaction(tx, events);
-      return true;
-    });
-    if (!stored) throw new DuplicateError(`a document named ${document.fileName} already exists in ${document.path}`);
+    const row = [
+      document.id,
+      document.patientId,
+      document.organizationId,
+      document.fileName,
+      foldKey(document.fileName),
+      document.fileType,
+      document.path,
+      foldKey(document.path),
+      document.createdAt,
+      document.lastModifiedAt,
+      document.hasContent,
+      document.fileSize,
+      document.sha256,
+      document.version,
+      document.contentKey,
+      document.contentType,
+      document.thumbnailKey,
+      document.createdBy,
+      document.scannedAt ?? null,
+    ];
+    const stored = await this.db.statement(CREATE, [...row, ...eventArrays(events), ...this.outbox.notifyOnCommit()]);
+    if (stored.length === 0) throw new DuplicateError(`a document named ${document.fileName} already exists in ${document.path}`);
     this.outbox.committed(events);
   }
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startPostgres, type TestPostgres } from '../../../test/helpers/postgres.js';
 import { storageFault } from '../../errors.js';
 import { prepareStore } from '../../prepare-store.js';
-import type { OutboxEvent } from '../types.js';
+import { DuplicateError, type OutboxEvent } from '../types.js';
 import { DatabaseUnavailableError } from './database.js';
 import { POSTGRES_MIGRATIONS } from './migrations.js';
 import { PostgresStore } from './store.js';
@@ -136,7 +136,7 @@ describe('PostgreSQL store, several instances', () => {
     listening[1]!();
   });
 
-  it('hands out outbox events in commit order: a reader following the sequence never passes an event whose transaction commits later', async () => {
+  it('hands out outbox events in commit order: a reader following the sequence never passes an event whose transaction commits later, and writers do not wait for each other', async () => {
     const url = await cluster.createDatabase();
     const [a, b, reader] = await Promise.all([open(url), open(url), open(url)]);
     await withPatient(a);
@@ -154,14 +154,39 @@ describe('PostgreSQL store, several instances', () => {
       await held;
     });
     await firstAppended;
-    const fast = b.orders.update({ ...order, status: 'fast' }, [second]);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const seen = await reader.outbox.headsAfter(0, 10);
-    const cursor = seen.at(-1)?.sequence ?? 0;
+    await b.orders.update({ ...order, status: 'fast' }, [second]);
+    // A reader now waits for the open transaction rather than hand out the later number alone.
+    const reading = reader.outbox.headsAfter(0, 10);
+    const early = await Promise.race([reading.then(() => 'answered'), new Promise((resolve) => setTimeout(() => resolve('waiting'), 300))]);
     release();
-    await Promise.all([slow, fast]);
-    seen.push(...(await reader.outbox.headsAfter(cursor, 10)));
+    await slow;
+    const seen = await reading;
+    seen.push(...(await reader.outbox.headsAfter(seen.at(-1)?.sequence ?? 0, 10)));
+    expect(early).toBe('waiting');
     expect(seen.map((head) => head.id)).toEqual([first.id, second.id]);
+    // A subscription made now starts after both: neither is delivered to it, whatever the commit order was.
+    await reader.webhooks.createSubscription({ id: 'sub', organizationId: ORG, clientId: 'c', events: ['order.all'], callback: 'https://example.test/', sealedSecret: 's', status: 'active', disabledReason: null, createdAt: AT });
+    expect((await reader.webhooks.getSubscription('sub'))!.fromSequence).toBe(seen.at(-1)!.sequence);
+  });
+
+  it('creates one patient\'s documents from many connections at once, each with its event, and counts every one', async () => {
+    const url = await cluster.createDatabase();
+    const [a, b] = await Promise.all([open(url), open(url)]);
+    await withPatient(a);
+    const before = await a.documents.changeCounter(PATIENT);
+    const document = (index: number) => ({
+      id: randomUUID(), patientId: PATIENT, organizationId: ORG, fileName: `scan-${index}.stl`, fileType: 'STL', path: '/cases', createdAt: AT, lastModifiedAt: AT,
+      hasContent: false, fileSize: null, sha256: null, version: 0, contentKey: null, contentType: null, thumbnailKey: null, createdBy: 'c', scannedAt: null,
+    });
+    const made = Array.from({ length: 40 }, (_, index) => document(index));
+    await Promise.all(made.map((one, index) => (index % 2 === 0 ? a : b).documents.create(one, [{ ...event(), eventType: 'document.created', data: { id: one.id } }])));
+    // The same name again (another case): refused, and no event written for it.
+    await expect(b.documents.create({ ...document(0), fileName: 'SCAN-0.stl' }, [event()])).rejects.toBeInstanceOf(DuplicateError);
+    const page = await a.documents.search({ patientId: PATIENT, offset: 0, limit: 1000, sortBy: 'fileName', sortDirection: 'ASC' });
+    expect(page.total).toBe(40);
+    expect(await a.documents.changeCounter(PATIENT)).toBe(before + 40);
+    const events = await a.outbox.after(0, 100);
+    expect(events.filter((one) => one.eventType === 'document.created').map((one) => one.data.id).sort()).toEqual(made.map((one) => one.id).sort());
   });
 });
 

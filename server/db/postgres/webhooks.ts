@@ -34,6 +34,7 @@ import type {
 import { attemptFromRow, LIVE, subscriptionFromRow, type AttemptRow, type SubscriptionRow } from '../webhook-rows.js';
 import type { PostgresDatabase, Queryable } from './database.js';
 import { CLAIMANT_LOCK, notifyWork, type WorkNotifications } from './notifications.js';
+import { outboxHorizon } from './outbox.js';
 import { prunePostgresWebhooks } from './webhook-retention.js';
 
 
@@ -102,8 +103,8 @@ export class PostgresWebhooks implements WebhookRepository {
 
   async createSubscription(subscription: Omit<WebhookSubscriptionRecord, 'fromSequence'>): Promise<WebhookSubscriptionRecord> {
     return this.db.transaction(async (tx) => {
-      // The outbox is a prefix of commits (outbox.ts): every event after this number is delivered.
-      const { sequence } = (await tx.row<{ sequence: number }>('SELECT COALESCE(MAX(sequence), 0)::bigint AS sequence FROM outbox_events'))!;
+      // Every event up to the outbox's horizon is committed (outbox.ts): every event after it is delivered.
+      const sequence = await outboxHorizon(tx);
       const record = { ...subscription, fromSequence: sequence };
       await tx.run(
         `INSERT INTO webhook_subscriptions (id, organization_id, client_id, events, callback, sealed_secret, status, disabled_reason, created_at, from_sequence)
