@@ -32,7 +32,7 @@ import type {
   WebhookSubscriptionRecord,
 } from '../types.js';
 import { attemptFromRow, LIVE, subscriptionFromRow, type AttemptRow, type SubscriptionRow } from '../webhook-rows.js';
-import type { PostgresDatabase, Queryable } from './database.js';
+import { named, type PostgresDatabase, type Queryable } from './database.js';
 import { CLAIMANT_LOCK, notifyWork, type WorkNotifications } from './notifications.js';
 import { outboxHorizon } from './outbox.js';
 import { prunePostgresWebhooks } from './webhook-retention.js';
@@ -87,6 +87,15 @@ export interface PostgresWebhookOptions {
   /** How long a claimed message is held for its instance before another may take it (at least one delivery timeout). */
   leaseMs: number;
 }
+
+/** What the delivery worker asks every poll interval while busy: planned once per connection. */
+const DUE_SUBSCRIPTIONS = named(
+  'webhook-due-subscriptions',
+  `SELECT s.id AS "subscriptionId", d.due FROM webhook_subscriptions s
+   CROSS JOIN LATERAL (SELECT count(*) AS due FROM (SELECT 1 FROM webhook_messages m
+     WHERE m.state = 'pending' AND m.subscription_id = s.id AND m.next_attempt_at <= $1 LIMIT $2) x) d
+   WHERE s.status = 'active' AND s.${LIVE} AND d.due > 0`,
+);
 
 export class PostgresWebhooks implements WebhookRepository {
   constructor(
@@ -186,13 +195,7 @@ export class PostgresWebhooks implements WebhookRepository {
   }
 
   async dueSubscriptions(now: number, cap: number): Promise<Array<{ subscriptionId: string; due: number }>> {
-    return this.db.rows<{ subscriptionId: string; due: number }>(
-      `SELECT s.id AS "subscriptionId", d.due FROM webhook_subscriptions s
-       CROSS JOIN LATERAL (SELECT count(*) AS due FROM (SELECT 1 FROM webhook_messages m
-         WHERE m.state = 'pending' AND m.subscription_id = s.id AND m.next_attempt_at <= $1 LIMIT $2) x) d
-       WHERE s.status = 'active' AND s.${LIVE} AND d.due > 0`,
-      [now, cap],
-    );
+    return this.db.rows<{ subscriptionId: string; due: number }>(DUE_SUBSCRIPTIONS, [now, cap]);
   }
 
   async claimDue(claims: Array<{ subscriptionId: string; limit: number; skip: ReadonlySet<string> }>, now: number): Promise<WebhookMessageRecord[]> {
