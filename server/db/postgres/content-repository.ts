@@ -21,7 +21,7 @@ import {
 import type { PostgresAudit } from './audit.js';
 import type { PostgresDatabase, Queryable } from './database.js';
 import { DOCUMENT_COLUMNS, documentFromRow } from './document-repository.js';
-import type { PostgresOutbox } from './outbox.js';
+import { takeOutboxWriterLock, type PostgresOutbox } from './outbox.js';
 
 const VERSION_COLUMNS = `document_id AS "documentId", version, file_type AS "fileType", original_file_name AS "originalFileName", file_size AS "fileSize",
   sha256, content_key AS "contentKey", content_type AS "contentType", thumbnail_key AS "thumbnailKey", thumbnail_status AS "thumbnailStatus",
@@ -42,6 +42,7 @@ export class PostgresDocumentContent implements DocumentContentRepository {
 
   async commitVersion(version: DocumentVersionRecord, expectedVersion: number, events: OutboxEvent[]): Promise<boolean> {
     const committed = await this.db.transaction(async (tx) => {
+      await takeOutboxWriterLock(tx);
       const changed = await tx.run(
         `UPDATE documents SET has_content = true, file_size = $1, sha256 = $2, version = $3, content_key = $4, content_type = $5, file_type = $6,
            thumbnail_key = NULL, last_modified_at = $7, scanned_at = $10
@@ -117,6 +118,7 @@ export class PostgresDocumentContent implements DocumentContentRepository {
 
   async remove(patientId: string, id: string, deletion: { at: string; by: string }, events: OutboxEvent[]): Promise<boolean> {
     const removed = await this.db.transaction(async (tx) => {
+      await takeOutboxWriterLock(tx);
       const changed = await tx.run('UPDATE documents SET deleted_at = $1, deleted_by = $2 WHERE id = $3 AND patient_id = $4 AND deleted_at IS NULL', [deletion.at, deletion.by, id.toLowerCase(), patientId]);
       if (changed === 0) return false;
       await this.outbox.appendInTransaction(tx, events);
@@ -128,6 +130,7 @@ export class PostgresDocumentContent implements DocumentContentRepository {
 
   async markLost(lost: LostContent, events: OutboxEvent[], audit: MarkAudit): Promise<{ version: boolean; current: boolean }> {
     const outcome = await this.db.transaction(async (tx) => {
+      await takeOutboxWriterLock(tx);
       const version =
         (await tx.run(
           `UPDATE document_versions SET content_lost_at = $1, content_lost_reason = $2
@@ -152,6 +155,7 @@ export class PostgresDocumentContent implements DocumentContentRepository {
 
   async markRestored(restored: RestoredContent, events: OutboxEvent[], audit: MarkAudit): Promise<{ version: boolean; current: boolean }> {
     const outcome = await this.db.transaction(async (tx) => {
+      await takeOutboxWriterLock(tx);
       const version =
         (await tx.run(
           `UPDATE document_versions SET content_lost_at = NULL, content_lost_reason = NULL

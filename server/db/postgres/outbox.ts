@@ -52,6 +52,19 @@ export function eventArrays(events: readonly OutboxEvent[]): Array<Array<string 
 
 const APPEND = named('outbox-append', insertEvents(1));
 
+const WRITING = named('outbox-writing', `SELECT pg_advisory_xact_lock_shared(${OUTBOX_LOCK})`);
+
+/**
+ * Call first in a transaction that changes documents (whose trigger locks the patient's counter
+ * rows) before it appends events: the outbox lock is then taken before those rows, in the order a
+ * create takes them. Taken after them, a reader queued for the outbox lock between a create (that
+ * holds the lock and waits for the rows) and this transaction (that holds the rows and waits
+ * behind the reader) would close a cycle PostgreSQL breaks only after deadlock_timeout.
+ */
+export async function takeOutboxWriterLock(tx: Queryable): Promise<void> {
+  await tx.run(WRITING);
+}
+
 /** The horizon: waits for the writers in progress (the lock, a FROM item, comes first), then the last number handed out. */
 const HORIZON = named(
   'outbox-horizon',
