@@ -68,9 +68,6 @@ interface RunningFile {
   done: Promise<void>;
 }
 
-/** The states a file's run ends in without another request (`queued` may be followed by a create in the same run). */
-const ENDING_STATES: readonly FileState[] = ['synced', 'failed', 'waiting'];
-
 export class SyncEngine {
   private readonly journal: Journal;
   private readonly now: () => number;
@@ -78,12 +75,6 @@ export class SyncEngine {
   private readonly pairs = new Map<string, SyncPair>();
   private readonly watches = new Map<string, PairWatch>();
   private readonly running = new Map<number, RunningFile>();
-  /**
-   * Running files whose run asked for its last write (synced, failed, waiting): nothing more goes
-   * to the server for them, so their place is given to the next file while that write waits to
-   * join the next commit (Journal.transitionGrouped). They stay in `running` until it is committed.
-   */
-  private readonly ending = new Set<number>();
   private readonly publisher: EnginePublisher;
   private readonly connectivity: Connectivity;
   private readonly diskSpace: DiskSpace;
@@ -366,7 +357,7 @@ export class SyncEngine {
     const api = this.api;
     const activePairs = [...this.pairs.values()].filter((pair) => !pair.paused && !this.watches.get(pair.id)?.refused).map((pair) => pair.id);
     if (api && activePairs.length > 0 && !this.diskSpace.full) {
-      while (this.running.size - this.ending.size < this.tuning.concurrency) {
+      while (this.running.size < this.tuning.concurrency) {
         const record = this.nextDue(activePairs);
         if (!record) break;
         this.launch(record, api);
@@ -425,7 +416,6 @@ export class SyncEngine {
       controller,
       done: done.finally(() => {
         this.running.delete(record.id);
-        this.ending.delete(record.id);
         this.progress.finish(record.id);
         this.requestPump();
       }),
@@ -487,13 +477,7 @@ export class SyncEngine {
     return {
       get: (id) => this.journal.get(id),
       transition: (id, state, patch, note) => published(this.journal.transition(id, state, patch, note)),
-      transitionGrouped: async (id, state, patch, note) => {
-        if (ENDING_STATES.includes(state) && this.running.has(id)) {
-          this.ending.add(id);
-          this.requestPump();
-        }
-        return published(await this.journal.transitionGrouped(id, state, patch, note));
-      },
+      transitionGrouped: async (id, state, patch, note) => published(await this.journal.transitionGrouped(id, state, patch, note)),
     };
   }
 
