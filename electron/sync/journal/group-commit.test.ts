@@ -46,23 +46,6 @@ describe('group commit', () => {
     await expect(second).resolves.toBe(1);
   });
 
-  it('commits a write that asks for no commit of its own with the next group, or alone within its delay', async () => {
-    const group = new GroupCommit(writer, undefined, 50);
-    const last = group.runWithNext(insert('synced jaw.stl'));
-    const urgent = group.run(insert('creating bite.ply'));
-    await urgent;
-    expect(seen()).toEqual(['synced jaw.stl', 'creating bite.ply']);
-    await last;
-
-    const started = performance.now();
-    const alone = group.runWithNext(insert('synced bite.ply'));
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(seen()).toHaveLength(2);
-    await alone;
-    expect(performance.now() - started).toBeGreaterThanOrEqual(45);
-    expect(seen()).toEqual(['synced jaw.stl', 'creating bite.ply', 'synced bite.ply']);
-  });
-
   it('undoes only the write that throws, and rejects only its caller', async () => {
     const group = new GroupCommit(writer);
     const kept = group.run(insert('uploading jaw.stl'));

@@ -5,10 +5,6 @@
  * network step the write announces), so a write is as durable when the caller goes on as one
  * committed on its own: only the number of commits drops.
  *
- * A write nothing on the server waits for (the last of a file's run) does not ask for a commit of
- * its own: it joins the next group another caller asks for, at the latest after `maxDelayMs`. Its
- * caller still awaits the commit before it goes on.
- *
  * Each write runs in a savepoint of its own: one that throws (an illegal transition) is undone
  * alone and rejects only its caller. A transaction that cannot commit (a full disk) rejects every
  * caller of the group, and none of its writes is kept.
@@ -26,7 +22,6 @@ type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 export class GroupCommit {
   private queue: Waiter[] = [];
   private scheduled = false;
-  private lateFlush: NodeJS.Timeout | undefined;
   /** The whole group, and each write in it (nested in the group, it runs as a savepoint). */
   private readonly group: (writes: readonly Waiter[]) => Settled[];
   private readonly one: (write: () => unknown) => unknown;
@@ -35,8 +30,6 @@ export class GroupCommit {
     database: Database.Database,
     /** When the queued writes are committed: after the current turn's callbacks (setImmediate). */
     private readonly schedule: (flush: () => void) => void = (flush) => void setImmediate(flush),
-    /** How long a write queued with `runWithNext` waits at most for a group to join. */
-    private readonly maxDelayMs = 20,
   ) {
     this.one = database.transaction((write: () => unknown) => write());
     this.group = database.transaction((writes: readonly Waiter[]) =>
@@ -60,23 +53,9 @@ export class GroupCommit {
     });
   }
 
-  /**
-   * Queues `write` to be committed with the next group another caller asks for, or after
-   * `maxDelayMs` when none does; resolves with its result once committed.
-   */
-  runWithNext<T>(write: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ write, resolve: resolve as (value: unknown) => void, reject });
-      if (this.scheduled || this.lateFlush) return;
-      this.lateFlush = setTimeout(() => this.flush(), this.maxDelayMs);
-    });
-  }
-
   /** Commits the queued writes now (a write outside the group calls this first, so writes keep their order). */
   flush(): void {
     this.scheduled = false;
-    clearTimeout(this.lateFlush);
-    this.lateFlush = undefined;
     if (this.queue.length === 0) return;
     const writes = this.queue;
     this.queue = [];

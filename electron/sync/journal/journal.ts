@@ -29,7 +29,7 @@ import {
 import { byPair, counts, due, knownFiles, lostAfter, pairIds, retryUnreachableNow, retryWaitingNow, syncedAfter, type DueOptions } from './file-queries.js';
 import { GroupCommit } from './group-commit.js';
 import type { JournalRecovery } from './open-journal.js';
-import { canTransition, IllegalTransitionError, IN_FLIGHT_STATES } from './states.js';
+import { canTransition, IllegalTransitionError } from './states.js';
 import type { FileState, HistoryEvent } from './states.js';
 import { recordWebhook, seenMessage, webhookActivity, type WebhookActivity, type WebhookRecord } from './webhook-ledger.js';
 
@@ -178,13 +178,10 @@ export class Journal {
    * `transition`, committed together with the other transitions asked for in this turn of the
    * event loop (GroupCommit): one transaction for the files in flight that reach a step at about
    * the same moment. Resolves once committed; await it before acting on the new state.
-   * A move to a resting state (synced, waiting, failed, queued: no step on the server follows it)
-   * asks for no commit of its own but joins the next one (GroupCommit.runWithNext).
    */
   transitionGrouped(id: number, state: FileState, patch: FilePatch = {}, note?: HistoryNote): Promise<FileRecord> {
     // The group runs each write in a savepoint of its own: the transaction function is not needed.
-    const write = () => this.applyTransition(id, state, patch, note);
-    return IN_FLIGHT_STATES.includes(state) ? this.group.run(write) : this.group.runWithNext(write);
+    return this.group.run(() => this.applyTransition(id, state, patch, note));
   }
 
   private applyTransition(id: number, state: FileState, patch: FilePatch, note: HistoryNote | undefined): FileRecord {
