@@ -22,7 +22,7 @@ type Settled = { ok: true; value: unknown } | { ok: false; error: unknown };
 export class GroupCommit {
   private queue: Waiter[] = [];
   private scheduled = false;
-  /** The whole group, and each write in it (nested in the group, it runs as a savepoint). */
+  /** The whole group, and each write in it (nested, it runs as a savepoint). */
   private readonly group: (writes: readonly Waiter[]) => Settled[];
   private readonly one: (write: () => unknown) => unknown;
 
@@ -61,8 +61,7 @@ export class GroupCommit {
     this.queue = [];
     let settled: Settled[];
     try {
-      // A write alone is its own transaction (no savepoint needed: it succeeds or is undone whole).
-      settled = writes.length === 1 ? [{ ok: true, value: this.one(writes[0]!.write) }] : this.group(writes);
+      settled = this.group(writes);
     } catch (error) {
       for (const waiter of writes) waiter.reject(error);
       return;

@@ -72,7 +72,12 @@ export class Journal {
     this.observeManyTx = database.transaction((pairId: string, files: ReadonlyArray<{ relativePath: string; observed: ObservedFile }>) =>
       files.map((file) => this.observeOne(pairId, file.relativePath, file.observed)),
     );
-    this.transitionTx = database.transaction((id: number, state: FileState, patch: FilePatch, note: HistoryNote | undefined) => this.applyTransition(id, state, patch, note));
+    this.transitionTx = database.transaction((id: number, state: FileState, patch: FilePatch, note: HistoryNote | undefined) => {
+      const current = this.get(id);
+      if (!current) throw new Error(`file ${id} is not in the journal`);
+      if (!canTransition(current.state, state)) throw new IllegalTransitionError(id, current.state, state);
+      return this.write(current, state, { ...automaticFields(state), ...patch }, note ?? defaultNote(current, state, patch));
+    });
     this.group = new GroupCommit(database);
   }
 
@@ -180,15 +185,7 @@ export class Journal {
    * the same moment. Resolves once committed; await it before acting on the new state.
    */
   transitionGrouped(id: number, state: FileState, patch: FilePatch = {}, note?: HistoryNote): Promise<FileRecord> {
-    // The group runs each write in a savepoint of its own: the transaction function is not needed.
-    return this.group.run(() => this.applyTransition(id, state, patch, note));
-  }
-
-  private applyTransition(id: number, state: FileState, patch: FilePatch, note: HistoryNote | undefined): FileRecord {
-    const current = this.get(id);
-    if (!current) throw new Error(`file ${id} is not in the journal`);
-    if (!canTransition(current.state, state)) throw new IllegalTransitionError(id, current.state, state);
-    return this.write(current, state, { ...automaticFields(state), ...patch }, note ?? defaultNote(current, state, patch));
+    return this.group.run(() => this.transitionTx(id, state, patch, note));
   }
 
   /**
