@@ -469,15 +469,14 @@ export class SyncEngine {
 
   /** The journal as the pipeline sees it, with every write reported as a change of that file. */
   private tracked(): PipelineJournal {
-    const published = (record: FileRecord) => {
-      this.publisher.publishTransition(record);
-      this.publisher.markFiles(record.pairId, [record.id]);
-      return record;
-    };
     return {
       get: (id) => this.journal.get(id),
-      transition: (id, state, patch, note) => published(this.journal.transition(id, state, patch, note)),
-      transitionGrouped: async (id, state, patch, note) => published(await this.journal.transitionGrouped(id, state, patch, note)),
+      transition: (id, state, patch, note) => {
+        const record = this.journal.transition(id, state, patch, note);
+        this.publisher.publishTransition(record);
+        this.publisher.markFiles(record.pairId, [record.id]);
+        return record;
+      },
     };
   }
 

@@ -27,7 +27,6 @@ import {
   type RetryTarget,
 } from './file-record.js';
 import { byPair, counts, due, knownFiles, lostAfter, pairIds, retryUnreachableNow, retryWaitingNow, syncedAfter, type DueOptions } from './file-queries.js';
-import { GroupCommit } from './group-commit.js';
 import type { JournalRecovery } from './open-journal.js';
 import { canTransition, IllegalTransitionError } from './states.js';
 import type { FileState, HistoryEvent } from './states.js';
@@ -53,8 +52,6 @@ export class Journal {
   private readonly observeTx: (pairId: string, relativePath: string, observed: ObservedFile) => FileRecord;
   private readonly observeManyTx: (pairId: string, files: ReadonlyArray<{ relativePath: string; observed: ObservedFile }>) => FileRecord[];
   private readonly transitionTx: (id: number, state: FileState, patch: FilePatch, note: HistoryNote | undefined) => FileRecord;
-  /** The files' transitions of one turn of the event loop, committed together (transitionGrouped). */
-  private readonly group: GroupCommit;
 
   constructor(
     /** Also holds the tables kept beside the files' rows: the scanner inbox's cases (inbox/case-store.ts). */
@@ -78,11 +75,9 @@ export class Journal {
       if (!canTransition(current.state, state)) throw new IllegalTransitionError(id, current.state, state);
       return this.write(current, state, { ...automaticFields(state), ...patch }, note ?? defaultNote(current, state, patch));
     });
-    this.group = new GroupCommit(database);
   }
 
   close(): void {
-    this.group.flush();
     this.database.close();
   }
 
@@ -135,7 +130,6 @@ export class Journal {
    * or mtime changed is queued again (it becomes a new version of the same document).
    */
   observe(pairId: string, relativePath: string, observed: ObservedFile): FileRecord {
-    this.group.flush();
     return this.observeTx(pairId, relativePath, observed);
   }
 
@@ -144,7 +138,6 @@ export class Journal {
    * all written, or none, before the caller acts on any of them.
    */
   observeMany(pairId: string, files: ReadonlyArray<{ relativePath: string; observed: ObservedFile }>): FileRecord[] {
-    this.group.flush();
     return this.observeManyTx(pairId, files);
   }
 
@@ -174,18 +167,7 @@ export class Journal {
    * state, so a crash leaves a row that says what was about to happen.
    */
   transition(id: number, state: FileState, patch: FilePatch = {}, note?: HistoryNote): FileRecord {
-    // Transitions queued for the group before this one are written first: rows change in the order asked.
-    this.group.flush();
     return this.transitionTx(id, state, patch, note);
-  }
-
-  /**
-   * `transition`, committed together with the other transitions asked for in this turn of the
-   * event loop (GroupCommit): one transaction for the files in flight that reach a step at about
-   * the same moment. Resolves once committed; await it before acting on the new state.
-   */
-  transitionGrouped(id: number, state: FileState, patch: FilePatch = {}, note?: HistoryNote): Promise<FileRecord> {
-    return this.group.run(() => this.transitionTx(id, state, patch, note));
   }
 
   /**
@@ -205,7 +187,6 @@ export class Journal {
    * either way the folder no longer syncs it, and only a synced row is still shown, as history.
    */
   markDeletedLocally(pairId: string, relativePath: string, note?: HistoryNote): FileRecord | undefined {
-    this.group.flush();
     return this.database.transaction(() => {
       const existing = this.find(pairId, relativePath);
       if (!existing || existing.deletedLocally) return existing;
@@ -228,7 +209,6 @@ export class Journal {
 
   /** Queues failed files again (all, one pair's, or one file). Returns how many were queued. */
   retryFailed(target?: RetryTarget): number {
-    this.group.flush();
     return this.database.transaction(() => {
       const rows = this.database
         .prepare(

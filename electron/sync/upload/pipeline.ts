@@ -24,8 +24,6 @@ import { fileStamp, FileTooLargeError, sameStamp, stampIsQuiet, stampsAreLocal, 
 export interface PipelineJournal {
   get(id: number): FileRecord | undefined;
   transition(id: number, state: FileState, patch?: FilePatch, note?: HistoryNote): FileRecord;
-  /** `transition` committed with the other files' transitions of this turn (group commit); used when there. */
-  transitionGrouped?(id: number, state: FileState, patch?: FilePatch, note?: HistoryNote): Promise<FileRecord>;
 }
 
 export interface PipelinePair {
@@ -110,7 +108,7 @@ class FileRun {
       if (!remote) {
         // Deleted on the server by someone else: the local file is still here, so it goes up again
         // as a new document, in this run (the old id is forgotten first, so a crash cannot revive it).
-        await this.requeue({ documentId: null, remoteSha256: null, remoteVersion: null }, 'the document is no longer on the server');
+        this.requeue({ documentId: null, remoteSha256: null, remoteVersion: null }, 'the document is no longer on the server');
         record = await this.create(this.current, local);
         remote = this.createdNow ? null : this.remote;
       }
@@ -121,7 +119,7 @@ class FileRun {
       if (remote?.hasContent && remote.sha256) {
         const localSha = await this.deps.hash(this.absolutePath, this.signal);
         if (localSha === remote.sha256) {
-          record = await this.move('verifying', { sha256: localSha, size: local.size, mtimeMs: local.mtimeMs, remoteSha256: remote.sha256, remoteVersion: remote.version });
+          record = this.move('verifying', { sha256: localSha, size: local.size, mtimeMs: local.mtimeMs, remoteSha256: remote.sha256, remoteVersion: remote.version });
           return this.verify(record, local);
         }
         // A new version only replaces content this file put there (the If-Match the journal kept);
@@ -147,7 +145,7 @@ class FileRun {
   }
 
   private async create(record: FileRecord, local: FileStat): Promise<FileRecord> {
-    await this.move('creating', { size: local.size, mtimeMs: local.mtimeMs });
+    this.move('creating', { size: local.size, mtimeMs: local.mtimeMs });
     try {
       const created = await this.deps.api.createDocument(this.pair.patientId, record.fileName, record.remotePath, scanTimeOf(local));
       this.createdNow = true;
@@ -172,7 +170,7 @@ class FileRun {
 
   private async upload(local: FileStat): Promise<PipelineOutcome> {
     const ifMatch = this.remote?.hasContent ? this.remote.sha256 : null;
-    const record = await this.move('uploading', {
+    const record = this.move('uploading', {
       size: local.size,
       mtimeMs: local.mtimeMs,
       remoteSha256: ifMatch,
@@ -204,7 +202,7 @@ class FileRun {
       signal: this.signal,
       resumeUrl: record.uploadUrl,
       onResumeUrl: (url) => {
-        this.moveNow('uploading', { uploadUrl: url });
+        this.move('uploading', { uploadUrl: url });
       },
       onProgress: (bytes) => this.deps.onProgress?.(this.fileId, bytes),
     });
@@ -215,7 +213,7 @@ class FileRun {
     if (!after) {
       // Deleted from the folder once all its bytes were sent (an open file reads on after its
       // name is gone): the server holds the whole scan, so it is verified, not reported lost.
-      return this.verify(await this.move('verifying', { sha256: serverSha, bytesDone: local.size, ...remote }), local);
+      return this.verify(this.move('verifying', { sha256: serverSha, bytesDone: local.size, ...remote }), local);
     }
     if (after.size !== local.size || after.mtimeMs !== local.mtimeMs) {
       return this.requeue({ ...remote, size: after.size, mtimeMs: after.mtimeMs }, 'changed during upload');
@@ -230,9 +228,9 @@ class FileRun {
     if (serverSha === null) {
       // Nothing to compare the hash with but the row: hash first, as the crash-resume path does.
       const sha = await (localSha ?? this.deps.hash(this.absolutePath, this.signal));
-      return this.verify(await this.move('verifying', { sha256: sha, bytesDone: local.size, ...remote }), local);
+      return this.verify(this.move('verifying', { sha256: sha, bytesDone: local.size, ...remote }), local);
     }
-    const verifying = await this.move('verifying', { sha256: serverSha, bytesDone: local.size, ...remote });
+    const verifying = this.move('verifying', { sha256: serverSha, bytesDone: local.size, ...remote });
     return this.verify(verifying, local, localSha ?? this.deps.hash(this.absolutePath, this.signal));
   }
 
@@ -258,7 +256,7 @@ class FileRun {
     if (!found) throw new VerificationError('the server does not list the document with content yet');
     if (found.fileSize !== local.size) throw new VerificationError(`the server holds ${found.fileSize ?? 0} bytes, the file has ${local.size}`);
     if (found.sha256 && localSha && found.sha256 !== localSha) throw new VerificationError('the server holds different content than the file');
-    const synced = await this.move('synced', { sha256: localSha, remoteSha256: found.sha256 ?? localSha, remoteVersion: found.version, bytesDone: local.size });
+    const synced = this.move('synced', { sha256: localSha, remoteSha256: found.sha256 ?? localSha, remoteVersion: found.version, bytesDone: local.size });
     return { result: 'synced', record: synced };
   }
 
@@ -301,13 +299,13 @@ class FileRun {
   async settleFailure(error: unknown): Promise<PipelineOutcome> {
     const record = this.record();
     if (error instanceof FileTooLargeError) {
-      const failed = await this.rest('failed', { errorCode: 'TOO_LARGE', errorMessage: error.plainMessage, errorDetail: error.message, attempts: record.attempts + 1 });
+      const failed = this.rest('failed', { errorCode: 'TOO_LARGE', errorMessage: error.plainMessage, errorDetail: error.message, attempts: record.attempts + 1 });
       return { result: 'failed', record: failed };
     }
     const verdict = classifyFailure(error);
     switch (verdict.kind) {
       case 'stopped':
-        return { result: 'stopped', record: await this.rest('waiting', { nextAttemptAt: this.deps.now() }) };
+        return { result: 'stopped', record: this.rest('waiting', { nextAttemptAt: this.deps.now() }) };
       case 'missing':
         return this.missing();
       case 'changed': {
@@ -318,12 +316,12 @@ class FileRun {
       case 'permanent':
         return {
           result: 'failed',
-          record: await this.rest('failed', { errorCode: verdict.code, errorMessage: verdict.message, errorDetail: verdict.detail, attempts: record.attempts + 1 }),
+          record: this.rest('failed', { errorCode: verdict.code, errorMessage: verdict.message, errorDetail: verdict.detail, attempts: record.attempts + 1 }),
         };
       case 'retry': {
         const attempts = record.attempts + 1;
         const delay = retryDelayMs(this.deps.backoff, attempts, verdict.retryAfterSeconds, this.deps.random);
-        const waiting = await this.rest('waiting', {
+        const waiting = this.rest('waiting', {
           attempts,
           nextAttemptAt: this.deps.now() + delay,
           errorCode: verdict.code,
@@ -335,8 +333,8 @@ class FileRun {
     }
   }
 
-  private async missing(): Promise<PipelineOutcome> {
-    const record = await this.rest('failed', { errorCode: DELETED_LOCALLY_CODE, errorMessage: DELETED_LOCALLY_MESSAGE, errorDetail: null });
+  private missing(): PipelineOutcome {
+    const record = this.rest('failed', { errorCode: DELETED_LOCALLY_CODE, errorMessage: DELETED_LOCALLY_MESSAGE, errorDetail: null });
     return { result: 'failed', record };
   }
 
@@ -345,9 +343,9 @@ class FileRun {
    * so a file still being written is not uploaded again at once. The next run compares the file
    * with the size and mtime kept here and waits again if it moved on.
    */
-  private async requeue(patch: FilePatch, detail: string): Promise<PipelineOutcome> {
+  private requeue(patch: FilePatch, detail: string): PipelineOutcome {
     const nextAttemptAt = this.deps.now() + (this.deps.settleMs ?? DEFAULT_SETTLE_MS);
-    const record = await this.rest('queued', { ...patch, nextAttemptAt }, { event: 'queued', detail });
+    const record = this.rest('queued', { ...patch, nextAttemptAt }, { event: 'queued', detail });
     return { result: 'queued', record };
   }
 
@@ -356,27 +354,15 @@ class FileRun {
    * the patch (what this run learned must not be lost: the row would be due again at once with
    * the stale fields) but no second history entry.
    */
-  private async rest(state: FileState, patch: FilePatch, note?: HistoryNote): Promise<FileRecord> {
+  private rest(state: FileState, patch: FilePatch, note?: HistoryNote): FileRecord {
     const current = this.record();
     if (current.state === state && (state === 'failed' || state === 'synced')) return current;
     return this.move(state, patch, current.state === state ? undefined : note);
   }
 
-  /**
-   * Persists a transition, committed together with the other files' transitions of this turn
-   * (Journal.transitionGrouped); resolves once committed, so the step it announces comes after.
-   */
-  private async move(state: FileState, patch: FilePatch, note?: HistoryNote): Promise<FileRecord> {
-    const journal = this.deps.journal;
-    this.current = journal.transitionGrouped
-      ? await journal.transitionGrouped(this.fileId, state, patch, note)
-      : journal.transition(this.fileId, state, patch, note);
+  private move(state: FileState, patch: FilePatch, note?: HistoryNote): FileRecord {
+    this.current = this.deps.journal.transition(this.fileId, state, patch, note);
     return this.current;
-  }
-
-  /** A transition written at once (from a callback in the middle of an upload, which does not wait). */
-  private moveNow(state: FileState, patch: FilePatch): void {
-    this.current = this.deps.journal.transition(this.fileId, state, patch);
   }
 
   private record(): FileRecord {
