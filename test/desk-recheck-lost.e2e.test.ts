@@ -9,9 +9,9 @@
  * 3. A document deleted on the server: the whole reason is shown, Retry uploads the scan as a new
  *    document, and the patient's files show it.
  *
- * Before, such files read "could not be uploaded", Retry on a scan in neither place answered
- * "Nothing to try again: the files are already on their way", the engine's own finding was shown as
- * "Server said:", and the history listed raw event names ("queued").
+ * Such files must not read "could not be uploaded", Retry on a scan in neither place must not answer
+ * "Nothing to try again: the files are already on their way", the engine's own finding must not be
+ * shown as "Server said:", and the history must not list raw event names ("queued").
  */
 import fs from 'node:fs';
 import path from 'node:path';
