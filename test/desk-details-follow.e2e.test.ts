@@ -3,8 +3,8 @@
  * the server — with no webhook to tell the app (no public address set up, as on most workstations).
  * Real server process and admin CLI, the real headless app and its renderer in Chromium.
  *
- * Before, the panel and the list went on saying "Uploaded" with a download button until staff
- * closed and reopened the file; the card on the Sync screen already said it was lost.
+ * The panel and the list must not go on saying "Uploaded" with a download button until staff close
+ * and reopen the file while the card on the Sync screen already says it is lost.
  */
 import fs from 'node:fs';
 import path from 'node:path';
