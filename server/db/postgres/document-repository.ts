@@ -10,29 +10,6 @@ export const DOCUMENT_COLUMNS = `id, patient_id AS "patientId", organization_id 
   path, created_at AS "createdAt", last_modified_at AS "lastModifiedAt", has_content AS "hasContent", file_size AS "fileSize", sha256, version,
   content_key AS "contentKey", content_type AS "contentType", thumbnail_key AS "thumbnailKey", created_by AS "createdBy", scanned_at AS "scannedAt"`;
 
-/** A row of DOCUMENT_COLUMNS as a record (only its own fields: a query may select more). */
-export function documentFromRow(row: DocumentRecord): DocumentRecord {
-  return {
-    id: row.id,
-    patientId: row.patientId,
-    organizationId: row.organizationId,
-    fileName: row.fileName,
-    fileType: row.fileType,
-    path: row.path,
-    createdAt: row.createdAt,
-    lastModifiedAt: row.lastModifiedAt,
-    hasContent: row.hasContent,
-    fileSize: row.fileSize,
-    sha256: row.sha256,
-    version: row.version,
-    contentKey: row.contentKey,
-    contentType: row.contentType,
-    thumbnailKey: row.thumbnailKey,
-    createdBy: row.createdBy,
-    scannedAt: row.scannedAt ?? null,
-  };
-}
-
 /** The columns of a DocumentListing, named as its fields. */
 const LISTING_COLUMNS = `id, file_name AS "fileName", file_type AS "fileType", path, created_at AS "createdAt", last_modified_at AS "lastModifiedAt",
   has_content AS "hasContent", file_size AS "fileSize", sha256, version, thumbnail_key AS "thumbnailKey", scanned_at AS "scannedAt"`;
@@ -52,6 +29,19 @@ function listingFromRow(row: DocumentListing): DocumentListing {
     version: row.version,
     thumbnailKey: row.thumbnailKey,
     scannedAt: row.scannedAt,
+  };
+}
+
+/** A row of DOCUMENT_COLUMNS as a record (only its own fields: a query may select more). */
+export function documentFromRow(row: DocumentRecord): DocumentRecord {
+  return {
+    ...listingFromRow(row),
+    patientId: row.patientId,
+    organizationId: row.organizationId,
+    contentKey: row.contentKey,
+    contentType: row.contentType,
+    createdBy: row.createdBy,
+    scannedAt: row.scannedAt ?? null,
   };
 }
 
