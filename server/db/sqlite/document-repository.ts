@@ -27,36 +27,6 @@ const SORT_COLUMNS: Record<SortField, string> = {
   scannedAt: SCAN_DATE,
 };
 
-/** The columns of a DocumentRecord, in the order documentFromColumns reads them. */
-export const DOCUMENT_COLUMNS = `id, patient_id, organization_id, file_name, file_type, path, created_at, last_modified_at, has_content,
-  file_size, sha256, version, content_key, content_type, thumbnail_key, created_by, scanned_at`;
-
-/**
- * A row of DOCUMENT_COLUMNS read as an array (statement.raw()): better-sqlite3 builds a row object
- * property by property, which costs more than the query itself for a page of fifty.
- */
-export function documentFromColumns(row: unknown[]): DocumentRecord {
-  return {
-    id: row[0] as string,
-    patientId: row[1] as string,
-    organizationId: row[2] as string,
-    fileName: row[3] as string,
-    fileType: row[4] as string,
-    path: row[5] as string,
-    createdAt: row[6] as string,
-    lastModifiedAt: row[7] as string,
-    hasContent: row[8] === 1,
-    fileSize: row[9] as number | null,
-    sha256: row[10] as string | null,
-    version: row[11] as number,
-    contentKey: row[12] as string | null,
-    contentType: row[13] as string | null,
-    thumbnailKey: row[14] as string | null,
-    createdBy: row[15] as string,
-    scannedAt: row[16] as string | null,
-  };
-}
-
 /** The columns of a DocumentListing, in the order listingFromColumns reads them. */
 const LISTING_COLUMNS = 'id, file_name, file_type, path, created_at, last_modified_at, has_content, file_size, sha256, version, thumbnail_key, scanned_at';
 
@@ -75,6 +45,24 @@ function listingFromColumns(row: unknown[]): DocumentListing {
     version: row[9] as number,
     thumbnailKey: row[10] as string | null,
     scannedAt: row[11] as string | null,
+  };
+}
+
+/** The columns of a DocumentRecord, in the order documentFromColumns reads them. */
+export const DOCUMENT_COLUMNS = `${LISTING_COLUMNS}, patient_id, organization_id, content_key, content_type, created_by`;
+
+/**
+ * A row of DOCUMENT_COLUMNS read as an array (statement.raw()): better-sqlite3 builds a row object
+ * property by property, which costs more than the query itself for a page of fifty.
+ */
+export function documentFromColumns(row: unknown[]): DocumentRecord {
+  return {
+    ...listingFromColumns(row),
+    patientId: row[12] as string,
+    organizationId: row[13] as string,
+    contentKey: row[14] as string | null,
+    contentType: row[15] as string | null,
+    createdBy: row[16] as string,
   };
 }
 
