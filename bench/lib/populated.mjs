@@ -103,18 +103,25 @@ export async function clientHeaders(url) {
 
 /**
  * autocannon options for the create route: each request a new placeholder `<prefix>-<n>.stl` in
- * /bench of PATIENT (a name asked twice would be a 409).
+ * /bench (a name asked twice would be a 409), of PATIENT, or with several `patients` one of them
+ * per connection.
  */
-export function createRequests(url, headers, prefix) {
+export function createRequests(url, headers, prefix, patients = [PATIENT]) {
   let counter = 0;
+  let connections = 0;
   const body = () => JSON.stringify({ fileName: `${prefix}-${counter++}.stl`, path: '/bench' });
   return {
-    url: `${url}/v1/patients/${PATIENT}/documents`,
-    method: 'POST',
+    url,
     headers,
-    setupClient: (client) => {
-      client.setBody(body());
-      client.on('response', () => client.setBody(body()));
-    },
+    // One patient per connection, round the list (several: workstations of a clinic group, each on its own patient).
+    requests: [
+      {
+        method: 'POST',
+        setupRequest: (request, context) => {
+          context.patient ??= patients[connections++ % patients.length];
+          return { ...request, path: `/v1/patients/${context.patient}/documents`, body: body() };
+        },
+      },
+    ],
   };
 }
