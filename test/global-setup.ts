@@ -1,7 +1,8 @@
 /**
  * Once before all test files (of every project): bring the built server and sync CLI up to date
- * (`tsc -b`, incremental: a few seconds when nothing changed), and build the renderer if it was
- * never built. End-to-end tests run them as real processes from `dist/`, as `npm run server` and
+ * (the one-file TypeBox they import as `#typebox`, scripts/build-typebox.mjs, then `tsc -b`,
+ * incremental: a few seconds when nothing changed), and build the renderer if it was never built.
+ * End-to-end tests run them as real processes from `dist/`, as `npm run server` and
  * the installed app do: no stale build is ever tested, and no process pays for compiling
  * TypeScript at each start. Nothing builds into `dist/` once the files run (they run in parallel):
  * a file building the renderer while another serves it would empty the folder under it.
@@ -14,6 +15,7 @@ import path from 'node:path';
 export default function setup(): void {
   const root = path.resolve(import.meta.dirname, '..');
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  build('the one-file TypeBox build failed (scripts/build-typebox.mjs)', [path.join(root, 'scripts/build-typebox.mjs')], root);
   build('the build the end-to-end tests run failed (tsc -b)', [tsc, '-b', 'server', 'electron/sync', 'electron/headless'], root);
   if (!existsSync(path.join(root, 'dist/renderer/index.html'))) {
     // As `npm run build` makes it: vitest sets NODE_ENV=test, which would make Vite build React's
