@@ -4,7 +4,7 @@
  * engine side validates every payload against these schemas, because the renderer is untrusted.
  * The renderer never sees a token or a secret: it asks the engine, which calls the server.
  */
-import { Type, type Static, type TSchema } from 'typebox';
+import { Type, type Static, type TSchema } from '#typebox';
 import type { DocumentVersionDto, PatientListResponse, SearchResponse } from './schemas.js';
 import { SearchBody, Uuid, literalUnion } from './schemas.js';
 import type { BridgeErrorCode } from './bridge-errors.js';

@@ -2,7 +2,7 @@
  * Wire schemas: the single source of truth for request validation, response serialization,
  * the OpenAPI document, the sync engine's API client and the tests.
  */
-import { Type, type Static } from 'typebox';
+import { Type, type Static } from '#typebox';
 import { SEARCH_DEFAULTS } from './search-defaults.js';
 import { IDENTIFIER_SYSTEM_MAX, IDENTIFIER_VALUE_MAX, IDENTIFIERS_PER_PATIENT_MAX } from './patient-identifiers.js';
 

@@ -3,7 +3,7 @@
  * that take such flags only: the schemas (typebox) and the validator (ajv) take about a third of a
  * second to load, which a command that only lists need not pay.
  */
-import { Type } from 'typebox';
+import { Type } from '#typebox';
 import { parseIdentifierFilter, type PatientIdentifier } from '../../shared/patient-identifiers.js';
 import { ClientId, Uuid } from '../../shared/schemas.js';
 import { InputError } from './cli-common.js';

@@ -2,7 +2,7 @@
  * Reading the audit log: the admin API's query and answer (GET /admin/v1/audit) and the CLI's
  * `audit` command share the filters, the time rules and the paging here.
  */
-import { Type, type Static } from 'typebox';
+import { Type, type Static } from '#typebox';
 import { ClientId, literalUnion, Uuid } from '../../shared/schemas.js';
 import { AUDIT_ACTIONS, AUDIT_OUTCOMES } from '../db/types.js';
 import { AUDIT_MAX_LIMIT } from './query-rules.js';

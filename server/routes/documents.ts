@@ -2,7 +2,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { negotiate } from '@fastify/accept-negotiator';
-import { Type } from 'typebox';
+import { Type } from '#typebox';
 import {
   CreateDocumentBody,
   CreateDocumentResponse,

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { Type } from '#typebox';
 import type { AccessFacts, ContentService } from '../domain/content-service.js';
 import { CONTENT_SAFETY_HEADERS, contentDisposition, parseRange, showableInline } from '../domain/http-serving.js';
 import type { LinkKind } from '../domain/links.js';

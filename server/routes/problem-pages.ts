@@ -1,6 +1,6 @@
 /** Problem `type` URLs resolve to a short page that says what the error kind means. */
 import type { FastifyInstance } from 'fastify';
-import { Type } from 'typebox';
+import { Type } from '#typebox';
 import { MESSAGE_KEYS, problemSlug } from '../../shared/problem.js';
 
 const MEANINGS: Record<string, string> = {

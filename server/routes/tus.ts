@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { Type } from '#typebox';
 import { checkFileName, FILE_TYPE_PATTERN } from '../../shared/names.js';
 import { scanTime } from '../domain/scan-time.js';
 import { buildProblem, PROBLEM_CONTENT_TYPE } from '../../shared/problem.js';

@@ -5,7 +5,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { MultipartFile, MultipartValue } from '@fastify/multipart';
-import { Type } from 'typebox';
+import { Type } from '#typebox';
 import { checkFileName, FILE_TYPE_PATTERN } from '../../shared/names.js';
 import { scanTime } from '../domain/scan-time.js';
 import { DocumentSchema, ProblemSchema, Uuid } from '../../shared/schemas.js';
