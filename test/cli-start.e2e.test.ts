@@ -14,6 +14,8 @@ import { ADMIN_CLI, ROOT, SERVER_MAIN, SYNC_CLI } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
 
 const TRACE_HOOK = path.join(ROOT, 'test/helpers/module-trace.mjs');
+/** TypeBox as the processes load it: one file (scripts/build-typebox.mjs), never the package's 373. */
+const TYPEBOX_FILE = 'dist/vendor/typebox.mjs';
 const scratch = tempDir('cli-start');
 let traces = 0;
 
@@ -55,7 +57,7 @@ describe('the admin CLI', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('Usage: patient-docs-admin <command> [options]');
     expect(result.modules).toContain('dist/server/admin/cli.js');
-    for (const heavy of ['better-sqlite3', 'typebox', 'ajv', 'jose', 'fastify', 'fastify-plugin', 'dist/server/admin/commands.js', 'dist/server/context.js']) expect(result.modules).not.toContain(heavy);
+    for (const heavy of ['better-sqlite3', 'typebox', TYPEBOX_FILE, 'ajv', 'jose', 'fastify', 'fastify-plugin', 'dist/server/admin/commands.js', 'dist/server/context.js']) expect(result.modules).not.toContain(heavy);
     expect(fs.existsSync(dataDir)).toBe(false);
   });
 
@@ -71,14 +73,20 @@ describe('the admin CLI', () => {
     const http = listed.modules.filter((module) => /^(fastify|@fastify\/|@tus\/|pino|got|@napi-rs\/canvas)/.test(module) || /^dist\/server\/(routes|plugins|thumbnails|webhooks)\//.test(module) || module === 'dist/server/context.js');
     expect(http).toEqual([]);
     // Nor the schemas and validator (a third of a second), nor jose (the signing key exists): a list checks no flag.
-    for (const unused of ['typebox', 'ajv', 'jose']) expect(listed.modules).not.toContain(unused);
+    for (const unused of ['typebox', TYPEBOX_FILE, 'ajv', 'jose']) expect(listed.modules).not.toContain(unused);
     // `audit` checks its flags by the admin API's rules, without the schemas' library.
     const audit = await traced(ADMIN_CLI, ['audit', '--limit', '1'], env);
     expect(audit.code, audit.stderr).toBe(0);
     expect(audit.stdout.trim()).toBe('no audit entries match');
-    expect(audit.modules).not.toContain('typebox');
+    for (const schemas of ['typebox', TYPEBOX_FILE]) expect(audit.modules).not.toContain(schemas);
     const refused = await traced(ADMIN_CLI, ['audit', '--limit', '1001'], env);
     expect([refused.code, refused.stderr.trim()]).toEqual([2, 'patient-docs-admin: --limit 1001 must be <= 1000']);
+    // A command that checks its flags by the schemas loads TypeBox as one file.
+    const shown = await traced(ADMIN_CLI, ['patient', 'show', '--id', PATIENT], env);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout)).toEqual(expect.objectContaining({ id: PATIENT, name: 'Jane Roe' }));
+    expect(shown.modules).toContain(TYPEBOX_FILE);
+    expect(shown.modules).not.toContain('typebox');
     const keys = await traced(ADMIN_CLI, ['keys', 'list'], env);
     expect(keys.code, keys.stderr).toBe(0);
     expect(JSON.parse(keys.stdout)).toHaveLength(1);
@@ -121,8 +129,8 @@ describe('patient-docs-sync', () => {
     for (const result of [help, status]) {
       const heavy = result.modules.filter((module) => ['chokidar', 'got', 'tus-js-client'].includes(module) || /^dist\/electron\/sync\/(sync-app|engine|watcher|pair-watch|pipeline|api-client|tus-upload|webhook-listener)\.js$/.test(module));
       expect(heavy).toEqual([]);
-      // Nor the bridge's schemas (typebox, a third of a second).
-      expect(result.modules).not.toContain('typebox');
+      // Nor the bridge's schemas (TypeBox).
+      for (const schemas of ['typebox', TYPEBOX_FILE]) expect(result.modules).not.toContain(schemas);
     }
   });
 });
@@ -159,6 +167,9 @@ describe('the server', () => {
     const modules = tracedModules(traceFile);
     expect(modules).toContain('dist/server/storage/index.js');
     expect(modules).toContain('better-sqlite3');
+    // The route schemas' TypeBox as one file, not the package's module files.
+    expect(modules).toContain(TYPEBOX_FILE);
+    expect(modules).not.toContain('typebox');
     // The AWS SDK alone is a quarter of a second of CPU at every start.
     const unused = modules.filter((module) => /^(@aws-sdk\/|@smithy\/|pg$|pg-|hash-wasm$)/.test(module) || /^dist\/server\/(storage\/s3|db\/postgres\/)/.test(module));
     expect(unused).toEqual([]);
