@@ -1,7 +1,7 @@
 /**
  * The admin CLI's flags checked against the admin API's own body schemas. Loaded by the commands
- * that take such flags only: the schemas (typebox) and the validator (ajv) take about a third of a
- * second to load, which a command that only lists need not pay.
+ * that take such flags only: the schemas (typebox, one file: scripts/build-typebox.mjs) and the
+ * validator (ajv) take about a fifth of a second to load, which a command that only lists need not pay.
  */
 import { Type } from '#typebox';
 import { parseIdentifierFilter, type PatientIdentifier } from '../../shared/patient-identifiers.js';
