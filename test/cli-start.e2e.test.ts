@@ -72,7 +72,7 @@ describe('the admin CLI', () => {
     expect(listed.modules).toContain('better-sqlite3');
     const http = listed.modules.filter((module) => /^(fastify|@fastify\/|@tus\/|pino|got|@napi-rs\/canvas)/.test(module) || /^dist\/server\/(routes|plugins|thumbnails|webhooks)\//.test(module) || module === 'dist/server/context.js');
     expect(http).toEqual([]);
-    // Nor the schemas and validator (a third of a second), nor jose (the signing key exists): a list checks no flag.
+    // Nor the schemas and validator (a fifth of a second), nor jose (the signing key exists): a list checks no flag.
     for (const unused of ['typebox', TYPEBOX_FILE, 'ajv', 'jose']) expect(listed.modules).not.toContain(unused);
     // `audit` checks its flags by the admin API's rules, without the schemas' library.
     const audit = await traced(ADMIN_CLI, ['audit', '--limit', '1'], env);
