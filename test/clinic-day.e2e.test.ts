@@ -13,7 +13,7 @@ import { nameMatchesQuery } from '../shared/name-search.js';
 import { matchesPatientFilter } from '../shared/patient-identifiers.js';
 import type { DocumentDto, PatientDto, SearchBody } from '../shared/schemas.js';
 import { makeArchStl } from './fixtures/scans.js';
-import { counts, documentDto, fileView, openRenderer, ORIGIN_URL, pairView, patient, useBrowser, type Handlers, type RendererPage } from './helpers/renderer-page.js';
+import { counts, documentDto, fileView, openRenderer, ORIGIN_URL, paintedScreenshot, pairView, patient, useBrowser, type Handlers, type RendererPage } from './helpers/renderer-page.js';
 
 const SCREENS = path.resolve(import.meta.dirname, 'artifacts/screens');
 const SIZES = [
@@ -158,10 +158,9 @@ function day(): Handlers {
 
 // --- What staff see -------------------------------------------------------------------------------
 
-async function screenshot(page: Page, name: string): Promise<void> {
-  // Transitions settled, so the picture is what a person sees.
-  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
-  await page.screenshot({ path: path.join(SCREENS, `clinic-day-${name}.png`) });
+/** Transitions settled, so the picture is what a person sees. */
+function screenshot(page: Page, name: string): Promise<void> {
+  return paintedScreenshot(page, path.join(SCREENS, `clinic-day-${name}.png`));
 }
 
 /**

@@ -160,7 +160,7 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
     // 1.5 MB at the 0.5 MB/s limit set in Settings: about three seconds of upload with live progress.
     const uploading = page.locator(`.file-row[data-file="${CASE}/upper-arch.stl"][data-state="uploading"]`);
     await expect.poll(async () => (await uploading.innerText().catch(() => '')).match(/left/) !== null, { timeout: 30_000, interval: 100 }).toBe(true);
-    await page.screenshot({ path: path.join(SCREENS, 'sync-uploading.png') });
+    await paintedScreenshot(page, path.join(SCREENS, 'sync-uploading.png'));
     for (const file of [`${CASE}/upper-arch.stl`, `${CASE}/order-form.pdf`]) {
       await page.locator(`.file-row[data-file="${file}"][data-state="synced"]`).waitFor({ timeout: 60_000 });
     }

@@ -8,6 +8,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { ROOT } from './processes.js';
+import { paintedScreenshot } from './renderer-page.js';
 
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 /** Moderate rules this UI once broke and now keeps. */
@@ -51,5 +52,5 @@ export async function settledScreenshot(page: Page, name: string): Promise<void>
   await page.evaluate(() => {
     for (const animation of document.getAnimations()) animation.finish();
   });
-  await page.screenshot({ path: path.join(SCREENS, `${name}.png`) });
+  await paintedScreenshot(page, path.join(SCREENS, `${name}.png`));
 }

@@ -13,6 +13,7 @@
  * and its stream apart from another page's.
  */
 import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import path from 'node:path';
@@ -52,10 +53,24 @@ export interface RendererPage {
   close(): Promise<void>;
 }
 
-/** Saves a screenshot once two frames have been painted (layout and fonts settled). */
+/** Each page's debugger session for screenshots, opened with its first. */
+const screenshotSessions = new WeakMap<Page, Promise<CDPSession>>();
+
+/**
+ * Saves a screenshot (PNG, the page's viewport in device pixels) once two frames have been painted
+ * (layout and fonts settled). Taken through the debugger protocol with Chromium's fast PNG encoder:
+ * the same picture as `page.screenshot` at about a third of its time, which a UI file taking ten or
+ * twenty of them notices. The text caret is left as it is (a picture to look at, not compared).
+ */
 export async function paintedScreenshot(page: Page, file: string): Promise<void> {
   await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
-  await page.screenshot({ path: file });
+  let session = screenshotSessions.get(page);
+  if (!session) {
+    session = page.context().newCDPSession(page);
+    screenshotSessions.set(page, session);
+  }
+  const { data } = await (await session).send('Page.captureScreenshot', { format: 'png', optimizeForSpeed: true });
+  await writeFile(file, Buffer.from(data, 'base64'));
 }
 
 /**
