@@ -207,7 +207,7 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
     await expect.poll(async () => {
       if ((await thumbnail.count()) === 0) await page.locator('.tree-label[data-path="/"]').click().then(() => page.locator(`.tree-label[data-path="/scans/${CASE}"]`).click());
       return thumbnail.evaluate((image: HTMLImageElement) => image.complete && image.naturalWidth > 0).catch(() => false);
-    }, { timeout: 30_000, interval: 1000 }).toBe(true);
+    }, { timeout: 30_000, interval: 500 }).toBe(true);
     await screenshot(page, 'patients');
 
     await page.locator('.document-row[data-document="upper-arch.stl"]').click();
