@@ -331,7 +331,8 @@ describe('shutdown with an upload in flight', () => {
     server.child.kill('SIGTERM');
     const { code, at } = await server.exited;
     expect(code).toBe(1);
-    expect(at - secondAt).toBeLessThan(1000);
+    // At once: seconds at most on a loaded machine, where the drain would have waited its 60 s.
+    expect(at - secondAt).toBeLessThan(5000);
     expect(server.output()).toContain('Patient Docs server stopping at once (SIGTERM again); uploads and requests in flight are cut off');
     expect(await upload.result).toHaveProperty('error');
     expect(tempFiles(dir)).toHaveLength(1);
