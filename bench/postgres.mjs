@@ -11,6 +11,7 @@
 // PostgreSQL row; the no-op route of each server is printed beside them.
 //   node bench/postgres.mjs [--quick] [--cache <dir>]   (npm run bench runs it with every other bench)
 // BENCH_ONLY=uncached,repeated runs only those (and the no-op route); the others are create, token, upload, webhooks.
+// BENCH_POSTGRES_SETTINGS="wal_compression=off" runs PostgreSQL with these settings added (a later one wins).
 // --cache keeps each population in <dir> and uses a copy of it in later runs of the same size,
 // schema and filling code (the 1,000,000-document SQLite one takes minutes to fill).
 import { randomBytes } from 'node:crypto';
@@ -359,8 +360,10 @@ fs.mkdirSync(sqliteDir);
 fs.mkdirSync(postgresDir);
 // As docs/several-instances.md tells IT to run it: fsync and synchronous_commit at their defaults
 // (on: a commit answered is on disk, so a PostgreSQL crash loses nothing a client was told is
-// stored), shared_buffers above the default 128 MB.
-const cluster = await startPostgres(['shared_buffers=256MB']);
+// stored), shared_buffers above the default 128 MB, full-page images in the WAL compressed (lz4).
+// BENCH_POSTGRES_SETTINGS="name=value …" adds settings (a later one wins), to measure one before
+// docs/several-instances.md recommends it.
+const cluster = await startPostgres(['shared_buffers=256MB', 'wal_compression=lz4', ...(process.env.BENCH_POSTGRES_SETTINGS?.split(' ').filter(Boolean) ?? [])]);
 const receiver = await startWebhookReceiver(temp);
 const results = {};
 try {
