@@ -5,10 +5,13 @@
 // p50/p99 at 10 connections; a one-shot upload of a 256 KiB file into a placeholder made for it, at
 // 4 connections; and webhook deliveries, patient.updated events fanned out to 50 subscriptions on a
 // local HTTPS receiver, in deliveries/s. Every run prints the server's CPU per request (upload,
-// delivery) and PostgreSQL's own (the postmaster and its backends, from /proc). SQLite is the
-// baseline of every PostgreSQL row; the no-op route of each server is printed beside them.
+// delivery) and PostgreSQL's own (the postmaster and its backends, from /proc), PostgreSQL's
+// write-ahead log per request (bytes, records, full-page images: pg_stat_wal) with the checkpoints
+// that fell in the run, and the load average at its end. SQLite is the baseline of every
+// PostgreSQL row; the no-op route of each server is printed beside them.
 //   node bench/postgres.mjs [--quick] [--cache <dir>]   (npm run bench runs it with every other bench)
 // BENCH_ONLY=uncached,repeated runs only those (and the no-op route); the others are create, token, upload, webhooks.
+// BENCH_POSTGRES_SETTINGS="wal_compression=off" runs PostgreSQL with these settings added (a later one wins).
 // --cache keeps each population in <dir> and uses a copy of it in later runs of the same size,
 // schema and filling code (the 1,000,000-document SQLite one takes minutes to fill).
 import { randomBytes } from 'node:crypto';
@@ -69,15 +72,49 @@ function treeCpuSeconds(root) {
   return total + (Number(fields[13]) + Number(fields[14])) / 100;
 }
 
+/**
+ * The cluster's write-ahead log so far (pg_stat_wal: bytes, records, full-page images) and its
+ * checkpoints (pg_stat_bgwriter), read through `stats` (a pg.Client on the bench's cluster).
+ */
+async function walTotals(stats) {
+  const { rows } = await stats.query(`SELECT w.wal_bytes::float8 AS bytes, w.wal_records::float8 AS records, w.wal_fpi::float8 AS fpi,
+      (b.checkpoints_timed + b.checkpoints_req)::float8 AS checkpoints FROM pg_stat_wal w, pg_stat_bgwriter b`);
+  return rows[0];
+}
+
+/** Starts measuring WAL (walTotals); the returned function gives what was written since, per request of `count`. */
+async function measureWal(stats) {
+  if (!stats) return async () => undefined;
+  const before = await walTotals(stats);
+  return async (count) => {
+    // Statistics of backends reach pg_stat_wal when they report (at the latest every second while busy, and when idle).
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    const after = await walTotals(stats);
+    return {
+      bytes: (after.bytes - before.bytes) / count,
+      records: (after.records - before.records) / count,
+      fpi: (after.fpi - before.fpi) / count,
+      checkpoints: after.checkpoints - before.checkpoints,
+    };
+  };
+}
+
+/**
+ * What a run measures: the server's process, and on PostgreSQL its postmaster (CPU of the tree) and
+ * a client of the cluster for its WAL figures.
+ * @typedef {{ serverPid: number, postgresPid?: number, stats?: pg.Client }} Target
+ */
+
 /** One autocannon run (DURATION seconds, or `options.amount` requests) after a warm-up of one second (JIT, caches, pool), unless `warmUp` is false. */
-async function measure(options, serverPid, postgresPid, warmUp = true) {
+async function measure(options, { serverPid, postgresPid, stats }, warmUp = true) {
   if (warmUp) await autocannon({ connections: CONNECTIONS, pipelining: 1, ...options, duration: 1 });
+  const wal = await measureWal(stats);
   const serverBefore = cpuSeconds(serverPid);
   const postgresBefore = postgresPid ? treeCpuSeconds(postgresPid) : 0;
   const steal = measureSteal();
   const result = await autocannon({ connections: CONNECTIONS, pipelining: 1, duration: DURATION, ...options });
   const requests = Math.max(1, result.requests.total);
-  return {
+  const measured = {
     count: result.requests.total,
     requestsPerSecond: result.requests.total / result.duration,
     p50: result.latency.p50,
@@ -86,7 +123,9 @@ async function measure(options, serverPid, postgresPid, warmUp = true) {
     serverCpuUs: ((cpuSeconds(serverPid) - serverBefore) / requests) * 1e6,
     postgresCpuUs: postgresPid ? ((treeCpuSeconds(postgresPid) - postgresBefore) / requests) * 1e6 : undefined,
     steal: steal(),
+    load: os.loadavg()[0],
   };
+  return { ...measured, wal: await wal(requests) };
 }
 
 /** A multipart body of UPLOAD_BYTES that do not compress, the file part alone (SPEC §4.2: only `file` is required). */
@@ -136,12 +175,12 @@ function uploadRequests(url, headers, upload, paths, amount) {
 }
 
 /** The upload run: each request the same body into a placeholder of its own; UPLOAD_WARM_UP first, then DURATION seconds' worth at the warm-up's pace. */
-async function uploads(url, headers, serverPid, postgresPid) {
+async function uploads(url, headers, target) {
   const upload = uploadBody();
   const warmUp = await autocannon(uploadRequests(url, headers, upload, await placeholders(url, headers, UPLOAD_WARM_UP), UPLOAD_WARM_UP));
   const amount = Math.max(UPLOAD_WARM_UP, Math.round((warmUp.requests.total / warmUp.duration) * DURATION));
   const paths = await placeholders(url, headers, amount);
-  return measure(uploadRequests(url, headers, upload, paths, amount), serverPid, postgresPid, false);
+  return measure(uploadRequests(url, headers, upload, paths, amount), target, false);
 }
 
 /** Resolves when the receiver has `count` deliveries, or after DELIVERY_TIMEOUT_MS; whether they all came. */
@@ -159,7 +198,7 @@ async function allDelivered(receiver, count) {
  * API) and timed until every delivery came.
  * The server's CPU includes writing the events (one PATCH per SUBSCRIPTIONS deliveries).
  */
-async function deliveries(url, headers, receiver, serverPid, postgresPid) {
+async function deliveries(url, headers, receiver, { serverPid, postgresPid, stats }) {
   await subscribePatientUpdates(url, headers, receiver.port, SUBSCRIPTIONS);
   receiver.reset();
   const warmUpStarted = performance.now();
@@ -172,6 +211,7 @@ async function deliveries(url, headers, receiver, serverPid, postgresPid) {
   const serverBefore = cpuSeconds(serverPid);
   const postgresBefore = postgresPid ? treeCpuSeconds(postgresPid) : 0;
   const steal = measureSteal();
+  const wal = await measureWal(stats);
   const started = performance.now();
   await writePatientEvents(url, ADMIN_TOKEN, PATIENT, events, 'run');
   await allDelivered(receiver, total);
@@ -184,11 +224,13 @@ async function deliveries(url, headers, receiver, serverPid, postgresPid) {
     serverCpuUs: ((cpuSeconds(serverPid) - serverBefore) / delivered) * 1e6,
     postgresCpuUs: postgresPid ? ((treeCpuSeconds(postgresPid) - postgresBefore) / delivered) * 1e6 : undefined,
     steal: steal(),
+    load: os.loadavg()[0],
+    wal: await wal(delivered),
   };
 }
 
 /** The runs of one server, in one order for both stores. */
-async function runs(url, serverPid, postgresPid, receiver, patients) {
+async function runs(url, target, receiver, patients) {
   const headers = await clientHeaders(url);
   const searchUrl = `${url}/v1/patients/${PATIENT}/documents/search`;
   const caseFolders = MAIN_PATIENT_DOCS / 100;
@@ -202,7 +244,7 @@ async function runs(url, serverPid, postgresPid, receiver, patients) {
   const tokenForm = new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }).toString();
   const results = {};
   const wanted = (key) => !ONLY || ONLY.includes(key);
-  results.noOp = await measure({ url: `${url}/healthz`, headers }, serverPid, postgresPid);
+  results.noOp = await measure({ url: `${url}/healthz`, headers }, target);
   if (wanted('uncached')) results.uncached = await measure(
     {
       url: searchUrl,
@@ -213,16 +255,15 @@ async function runs(url, serverPid, postgresPid, receiver, patients) {
         client.on('response', () => client.setBody(nextPage()));
       },
     },
-    serverPid,
-    postgresPid,
+    target,
   );
   const repeated = { offset: 0, limit: 50, path: caseFolder(caseFolders / 2), sortBy: 'lastModifiedAt', sortDirection: 'DESC' };
-  if (wanted('repeated')) results.repeated = await measure({ url: searchUrl, method: 'POST', headers, body: JSON.stringify(repeated) }, serverPid, postgresPid);
-  if (wanted('create')) results.create = await measure(createRequests(url, headers, `bench-${process.pid}`), serverPid, postgresPid);
-  if (wanted('create')) results.createSpread = await measure(createRequests(url, headers, `bench-spread-${process.pid}`, patients), serverPid, postgresPid);
-  if (wanted('token')) results.token = await measure({ url: `${url}/oauth2/token`, method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: tokenForm }, serverPid, postgresPid);
-  if (wanted('upload')) results.upload = await uploads(url, headers, serverPid, postgresPid);
-  if (wanted('webhooks')) results.webhooks = await deliveries(url, headers, receiver, serverPid, postgresPid);
+  if (wanted('repeated')) results.repeated = await measure({ url: searchUrl, method: 'POST', headers, body: JSON.stringify(repeated) }, target);
+  if (wanted('create')) results.create = await measure(createRequests(url, headers, `bench-${process.pid}`), target);
+  if (wanted('create')) results.createSpread = await measure(createRequests(url, headers, `bench-spread-${process.pid}`, patients), target);
+  if (wanted('token')) results.token = await measure({ url: `${url}/oauth2/token`, method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: tokenForm }, target);
+  if (wanted('upload')) results.upload = await uploads(url, headers, target);
+  if (wanted('webhooks')) results.webhooks = await deliveries(url, headers, receiver, target);
   return results;
 }
 
@@ -319,8 +360,10 @@ fs.mkdirSync(sqliteDir);
 fs.mkdirSync(postgresDir);
 // As docs/several-instances.md tells IT to run it: fsync and synchronous_commit at their defaults
 // (on: a commit answered is on disk, so a PostgreSQL crash loses nothing a client was told is
-// stored), shared_buffers above the default 128 MB.
-const cluster = await startPostgres(['shared_buffers=256MB']);
+// stored), shared_buffers above the default 128 MB, full-page images in the WAL compressed (lz4).
+// BENCH_POSTGRES_SETTINGS="name=value …" adds settings (a later one wins), to measure one before
+// docs/several-instances.md recommends it.
+const cluster = await startPostgres(['shared_buffers=256MB', 'wal_compression=lz4', ...(process.env.BENCH_POSTGRES_SETTINGS?.split(' ').filter(Boolean) ?? [])]);
 const receiver = await startWebhookReceiver(temp);
 const results = {};
 try {
@@ -352,9 +395,12 @@ try {
     ['postgres', () => startServer(postgresDir, seed, { env: { ...env, ...receiver.serverEnv } })],
   ]) {
     const { child, url } = await start();
+    const stats = store === 'postgres' ? new pg.Client({ connectionString: env.PATIENT_DOCS_DATABASE_URL }) : undefined;
+    await stats?.connect();
     try {
-      results[store] = await runs(url, child.pid, store === 'postgres' ? cluster.postmasterPid : undefined, receiver, patients[store]);
+      results[store] = await runs(url, { serverPid: child.pid, postgresPid: stats ? cluster.postmasterPid : undefined, stats }, receiver, patients[store]);
     } finally {
+      await stats?.end();
       await stopServer(child);
     }
   }
@@ -377,12 +423,16 @@ const names = {
 };
 const us = (value) => (value === undefined ? '—' : value.toFixed(0));
 const latency = (run) => (run.p50 === undefined ? '—' : `${run.p50} / ${run.p99}`);
-console.log('\n| run | SQLite req/s | PostgreSQL req/s | p50 / p99 ms SQLite | p50 / p99 ms PostgreSQL | server CPU µs/req SQLite | server CPU µs/req PostgreSQL | PostgreSQL\'s own CPU µs/req | host steal | errors |');
-console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+/** PostgreSQL's WAL per request: bytes, records, full-page images, and the checkpoints during the run. */
+const walFigures = (wal) => (wal === undefined ? '—' : `${wal.bytes.toFixed(0)} B, ${wal.records.toFixed(1)} rec, ${wal.fpi.toFixed(2)} FPI${wal.checkpoints > 0 ? `, ${wal.checkpoints} checkpoint${wal.checkpoints > 1 ? 's' : ''}` : ''}`);
+console.log(
+  "\n| run | SQLite req/s | PostgreSQL req/s | p50 / p99 ms SQLite | p50 / p99 ms PostgreSQL | server CPU µs/req SQLite | server CPU µs/req PostgreSQL | PostgreSQL's own CPU µs/req | PostgreSQL WAL per req | load average | host steal | errors |",
+);
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const key of Object.keys(names).filter((name) => results.sqlite[name])) {
   const a = results.sqlite[key];
   const b = results.postgres[key];
-  console.log(`| ${names[key]} | ${a.requestsPerSecond.toFixed(0)} | ${b.requestsPerSecond.toFixed(0)} | ${latency(a)} | ${latency(b)} | ${us(a.serverCpuUs)} | ${us(b.serverCpuUs)} | ${us(b.postgresCpuUs)} | ${a.steal.toFixed(0)}% / ${b.steal.toFixed(0)}% | ${a.failures} / ${b.failures} |`);
+  console.log(`| ${names[key]} | ${a.requestsPerSecond.toFixed(0)} | ${b.requestsPerSecond.toFixed(0)} | ${latency(a)} | ${latency(b)} | ${us(a.serverCpuUs)} | ${us(b.serverCpuUs)} | ${us(b.postgresCpuUs)} | ${walFigures(b.wal)} | ${a.load.toFixed(1)} / ${b.load.toFixed(1)} | ${a.steal.toFixed(0)}% / ${b.steal.toFixed(0)}% | ${a.failures} / ${b.failures} |`);
 }
 const { sqlite, postgres } = results;
 const targets = [];

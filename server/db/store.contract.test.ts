@@ -269,6 +269,18 @@ describe.each(BACKENDS)('Store contract on $name', (backend) => {
     expect((await store.patients.access(PATIENT, ORG)).documentChanges).toBe(await store.documents.changeCounter(PATIENT));
   });
 
+  it('documents: of creates of one name at once from two processes, one is stored with its event and the rest are duplicates', async () => {
+    const { store, other } = await seeded(backend);
+    const second = await other();
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, index) => (index % 2 === 0 ? store : second).documents.create(document(index % 2 === 0 ? 'Same.stl' : 'SAME.STL', '/jaw', index), [event('document.created', PATIENT)])),
+    );
+    expect(outcomes.filter((outcome) => outcome.status === 'fulfilled')).toHaveLength(1);
+    for (const outcome of outcomes) if (outcome.status === 'rejected') expect(outcome.reason).toBeInstanceOf(DuplicateError);
+    expect(await store.outbox.after(0, 10)).toHaveLength(1);
+    expect((await second.documents.search(search())).total).toBe(1);
+  });
+
   it('search: a folder and its descendants, not siblings sharing the prefix; filters; ids replace every filter', async () => {
     const { store } = await seeded(backend);
     const docs = [

@@ -96,8 +96,11 @@ function buildFilter(query: DocumentQuery): { where: string; params: unknown[] }
 /**
  * A placeholder and its events in one statement, so one transaction with no round trip in it: the
  * per-patient counters the trigger moves (locked until commit, so one patient's creates take turns
- * there) are held for this statement's end and its commit alone. A duplicate inserts nothing,
- * writes no event and answers no row.
+ * there) are held for this statement's end and its commit alone. A duplicate name breaks
+ * documents_unique_name, which fails the whole statement: nothing inserted, no event written.
+ * A plain insert, not ON CONFLICT DO NOTHING: that one probes every unique index before the insert
+ * (which probes them again) and writes a second WAL record to confirm the row, on every create,
+ * to spare the rare duplicate an error.
  */
 const CREATE = named(
   'document-create',
@@ -105,13 +108,18 @@ const CREATE = named(
      INSERT INTO documents (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at,
        last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by, scanned_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
-     ON CONFLICT DO NOTHING
      RETURNING id
    ), appended AS (
      ${insertEvents(20, 'document')}
    )
    SELECT id, CASE WHEN $27::boolean THEN pg_notify($28, $29) END AS notified FROM document`,
 );
+
+/** PostgreSQL's answer to a create whose (patient, folder, name) a live document already holds. */
+function isDuplicateName(error: unknown): boolean {
+  const failure = error as { code?: unknown; constraint?: unknown } | null;
+  return failure?.code === '23505' && failure.constraint === 'documents_unique_name';
+}
 
 export class PostgresDocuments implements DocumentRepository {
   constructor(
@@ -141,8 +149,12 @@ export class PostgresDocuments implements DocumentRepository {
       document.createdBy,
       document.scannedAt ?? null,
     ];
-    const stored = await this.db.statement(CREATE, [...row, ...eventArrays(events), ...this.outbox.notifyOnCommit()]);
-    if (stored.length === 0) throw new DuplicateError(`a document named ${document.fileName} already exists in ${document.path}`);
+    try {
+      await this.db.statement(CREATE, [...row, ...eventArrays(events), ...this.outbox.notifyOnCommit()]);
+    } catch (error) {
+      if (isDuplicateName(error)) throw new DuplicateError(`a document named ${document.fileName} already exists in ${document.path}`);
+      throw error;
+    }
     this.outbox.committed(events);
   }
 
