@@ -395,6 +395,32 @@ describe('activity', () => {
     }
   });
 
+  it('a notification told while the list is still loading stays on the screen when the list arrives', async () => {
+    const older = { id: 1, receivedAt: Date.parse('2026-03-12T10:00:00Z'), verdict: 'accepted' as const, eventType: 'document.created', patientId: '5f0e8a3c-1d2b-4c3d-8e9f-000000000001', reason: null, messageId: 'msg_older' };
+    const forged = { id: 2, receivedAt: Date.parse('2026-03-12T10:00:05Z'), verdict: 'rejected' as const, eventType: null, patientId: null, reason: 'signature does not match', messageId: null };
+    let answerList: (entries: Array<typeof older | typeof forged>) => void = () => undefined;
+    let asked: () => void = () => undefined;
+    const listAsked = new Promise<void>((resolve) => (asked = resolve));
+    const app = await openRenderer(browser, {
+      // The list as the engine read it just before the forged delivery came in, answered after it.
+      webhookActivity: () => {
+        asked();
+        return new Promise((resolve) => (answerList = resolve));
+      },
+    });
+    try {
+      const page = app.page;
+      await page.getByRole('button', { name: 'Activity', exact: true }).click();
+      await listAsked;
+      await app.emit([{ type: 'webhook', activity: forged }]);
+      answerList([older]);
+      await page.locator('tr[data-verdict="accepted"]').waitFor();
+      expect(await page.locator('tbody tr').evaluateAll((rows) => rows.map((row) => row.getAttribute('data-verdict')))).toEqual(['rejected', 'accepted']);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('the arrow keys move the focus with the selected tab', async () => {
     const app = await openRenderer(browser, {});
     try {

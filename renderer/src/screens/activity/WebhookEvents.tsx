@@ -1,3 +1,4 @@
+import { useState } from 'react';
 import type { WebhookActivityView, WebhookVerdict } from '../../../../shared/bridge.js';
 import { useBridgeEvent, useBridgeQuery } from '../../bridge/context.js';
 import { EmptyState } from '../../components/EmptyState.js';
@@ -29,12 +30,15 @@ const EVENT_NAMES: Record<string, string> = {
 
 export function WebhookEvents() {
   const activity = useBridgeQuery((client) => client.webhookActivity(ACTIVITY_LIMIT), []);
+  // Deliveries told since the screen opened, kept apart from the loaded list: one told while the
+  // list is on its way may be missing from it, and the list's answer must not wipe it out.
+  const [told, setTold] = useState<WebhookActivityView[]>([]);
   useBridgeEvent((event) => {
-    if (event.type !== 'webhook') return;
-    activity.setData((existing = []) => (existing.some((entry) => entry.id === event.activity.id) ? existing : [event.activity, ...existing].slice(0, ACTIVITY_LIMIT)));
+    if (event.type === 'webhook') setTold((list) => [event.activity, ...list].slice(0, ACTIVITY_LIMIT));
   });
   if (activity.error) return <ErrorNotice error={activity.error} />;
-  if (activity.data && activity.data.length === 0) {
+  const entries = activity.data && toldThenLoaded(told, activity.data);
+  if (entries && entries.length === 0) {
     return (
       <EmptyState icon="webhook" title="No notifications yet">
         When the server reports a change — a new patient, an order, an uploaded document — it appears here, with whether its signature was valid.
@@ -53,10 +57,16 @@ export function WebhookEvents() {
         </tr>
       </thead>
       <tbody>
-        {activity.data?.map((entry) => <WebhookRow key={entry.id} entry={entry} />)}
+        {entries?.map((entry) => <WebhookRow key={entry.id} entry={entry} />)}
       </tbody>
     </table>
   );
+}
+
+/** Newest first, each delivery once: every one told since the screen opened came after those loaded that it does not repeat. */
+function toldThenLoaded(told: WebhookActivityView[], loaded: WebhookActivityView[]): WebhookActivityView[] {
+  const toldIds = new Set(told.map((entry) => entry.id));
+  return [...told, ...loaded.filter((entry) => !toldIds.has(entry.id))].slice(0, ACTIVITY_LIMIT);
 }
 
 function WebhookRow({ entry }: { entry: WebhookActivityView }) {
