@@ -1,9 +1,9 @@
 // SQLite and PostgreSQL side by side in one run, on the same population (1,000,000 documents,
 // 100,000 of them for one patient; --quick: 100,000 and 20,000): an uncached search page (a
-// different page each request), a repeated page, document create (every connection on the main patient, and each connection on a patient of its
-// own, as a clinic group's workstations are) and token issue, each with req/s,
-// p50/p99 at 10 connections; a one-shot upload of a 256 KiB file into a placeholder made for it, at
-// 4 connections; and webhook deliveries, patient.updated events fanned out to 50 subscriptions on a
+// different page each request), a repeated page, document create (every connection on the main
+// patient, and each connection on a patient of its own, as a clinic group's workstations are) and
+// token issue, each with req/s, p50/p99 at 10 connections; a one-shot upload of a 256 KiB file
+// into a placeholder made for it, at 4 connections; and webhook deliveries, patient.updated events fanned out to 50 subscriptions on a
 // local HTTPS receiver, in deliveries/s. Every run prints the server's CPU per request (upload,
 // delivery) and PostgreSQL's own (the postmaster and its backends, from /proc), PostgreSQL's
 // write-ahead log per request (bytes, records, full-page images: pg_stat_wal) with the checkpoints
