@@ -133,6 +133,50 @@ describe('sync screen: a pair’s reasons', () => {
   });
 });
 
+describe('a file list that is still loading', () => {
+  it('shows a file’s new state told while the list was on its way, and keeps a newer row over an older state told then', async () => {
+    const readAt = Date.parse('2026-03-12T10:00:00Z');
+    // The list as the engine read it: arch.stl still uploading, bite.stl already synced.
+    const arch = fileView({ relativePath: 'arch.stl', state: 'uploading', syncedAt: null, bytesDone: 400, updatedAt: readAt });
+    const bite = fileView({ relativePath: 'bite.stl', state: 'synced', updatedAt: readAt + 10, syncedAt: readAt + 10 });
+    let answerList: (page: { files: (typeof arch)[]; total: number }) => void = () => undefined;
+    let asked: () => void = () => undefined;
+    const listAsked = new Promise<void>((resolve) => (asked = resolve));
+    const pair = pairView({ state: 'syncing', counts: counts({ uploading: 1, synced: 1 }) });
+    const app = await openRenderer(browser, {
+      listPairs: () => [pair],
+      listFiles: () => {
+        asked();
+        return new Promise((resolve) => (answerList = resolve));
+      },
+    });
+    try {
+      const page = app.page;
+      await listAsked;
+      // Told before the list's answer arrives: arch.stl has since been synced (newer than the
+      // list's row); bite.stl's uploading is older than the list's row.
+      await app.emit([
+        {
+          type: 'files',
+          pairId: pair.id,
+          files: [
+            { ...arch, state: 'synced', bytesDone: arch.size, syncedAt: readAt + 20, updatedAt: readAt + 20 },
+            { ...bite, state: 'uploading', syncedAt: null, bytesDone: 100, updatedAt: readAt },
+          ],
+        },
+      ]);
+      answerList({ files: [arch, bite], total: 2 });
+      const row = (name: string) => page.locator('.file-row').filter({ hasText: name });
+      await row('bite.stl').waitFor();
+      expect(await row('arch.stl').getAttribute('data-state')).toBe('synced');
+      expect(await row('bite.stl').getAttribute('data-state')).toBe('synced');
+      expect(await page.locator('.file-row').count()).toBe(2);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 /** A patient list and a search that follow the server's rules closely enough for the screens (folder and below, name contains, by id). */
 function records(documents: DocumentDto[], patientNames: string[]): Handlers {
   const patients = patientNames.map((name, index) => patient(name, index + 1));

@@ -45,27 +45,38 @@ export interface QueryState<T> {
   setData: Dispatch<SetStateAction<T | undefined>>;
 }
 
-/** Runs a bridge call when its inputs change; an answer to an outdated call is dropped. */
+/**
+ * Runs a bridge call when its inputs change; an answer to an outdated call is dropped. Events come
+ * on their own channel, so one told while the call is on its way may be newer than its answer:
+ * updates given as functions of the latest value in that time are applied to the answer too when it
+ * arrives (each must keep the newer of what it holds and what it brings).
+ */
 export function useBridgeQuery<T>(load: (client: BridgeClient) => Promise<T>, inputs: readonly unknown[]): QueryState<T> {
   const client = useBridge();
-  const [data, setData] = useState<T>();
+  const [data, setLoaded] = useState<T>();
   const [error, setError] = useState<BridgeError | null>(null);
   const [loading, setLoading] = useState(true);
   const [generation, setGeneration] = useState(0);
   const loadRef = useRef(load);
   loadRef.current = load;
+  // The updates told since the running call was sent; null when no call is on its way.
+  const toldRef = useRef<Array<(value: T | undefined) => T | undefined> | null>(null);
   useEffect(() => {
     let current = true;
     setLoading(true);
+    const told: Array<(value: T | undefined) => T | undefined> = [];
+    toldRef.current = told;
     loadRef.current(client).then(
       (value) => {
         if (!current) return;
-        setData(value);
+        toldRef.current = null;
+        setLoaded(told.reduce<T | undefined>((latest, update) => update(latest), value));
         setError(null);
         setLoading(false);
       },
       (failure: unknown) => {
         if (!current) return;
+        toldRef.current = null;
         setError(toBridgeError(failure));
         setLoading(false);
       },
@@ -74,6 +85,10 @@ export function useBridgeQuery<T>(load: (client: BridgeClient) => Promise<T>, in
       current = false;
     };
   }, [client, generation, ...inputs]);
+  const setData = useCallback<Dispatch<SetStateAction<T | undefined>>>((next) => {
+    if (typeof next === 'function') toldRef.current?.push(next as (value: T | undefined) => T | undefined);
+    setLoaded(next);
+  }, []);
   const reload = useCallback(() => setGeneration((value) => value + 1), []);
   return { data, error, loading, reload, setData };
 }

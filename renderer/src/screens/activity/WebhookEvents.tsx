@@ -1,4 +1,3 @@
-import { useState } from 'react';
 import type { WebhookActivityView, WebhookVerdict } from '../../../../shared/bridge.js';
 import { useBridgeEvent, useBridgeQuery } from '../../bridge/context.js';
 import { EmptyState } from '../../components/EmptyState.js';
@@ -30,14 +29,11 @@ const EVENT_NAMES: Record<string, string> = {
 
 export function WebhookEvents() {
   const activity = useBridgeQuery((client) => client.webhookActivity(ACTIVITY_LIMIT), []);
-  // Deliveries told since the screen opened, kept apart from the loaded list: one told while the
-  // list is on its way may be missing from it, and the list's answer must not wipe it out.
-  const [told, setTold] = useState<WebhookActivityView[]>([]);
   useBridgeEvent((event) => {
-    if (event.type === 'webhook') setTold((list) => [event.activity, ...list].slice(0, ACTIVITY_LIMIT));
+    if (event.type === 'webhook') activity.setData((list) => list && withNewest(list, event.activity));
   });
   if (activity.error) return <ErrorNotice error={activity.error} />;
-  const entries = activity.data && toldThenLoaded(told, activity.data);
+  const entries = activity.data;
   if (entries && entries.length === 0) {
     return (
       <EmptyState icon="webhook" title="No notifications yet">
@@ -63,10 +59,9 @@ export function WebhookEvents() {
   );
 }
 
-/** Newest first, each delivery once: every one told since the screen opened came after those loaded that it does not repeat. */
-function toldThenLoaded(told: WebhookActivityView[], loaded: WebhookActivityView[]): WebhookActivityView[] {
-  const toldIds = new Set(told.map((entry) => entry.id));
-  return [...told, ...loaded.filter((entry) => !toldIds.has(entry.id))].slice(0, ACTIVITY_LIMIT);
+/** Newest first, each delivery once: one told while the list was being read may be in it already. */
+function withNewest(list: WebhookActivityView[], told: WebhookActivityView): WebhookActivityView[] {
+  return [told, ...list.filter((entry) => entry.id !== told.id)].slice(0, ACTIVITY_LIMIT);
 }
 
 function WebhookRow({ entry }: { entry: WebhookActivityView }) {

@@ -82,12 +82,18 @@ export function PairFiles({ pairId, label, onRetry }: { pairId: string; label: s
   );
 }
 
-/** The list with the files of an event put in (replacing the same file, adding a new one). */
+/**
+ * The list with the files of an event put in (replacing the same file, adding a new one). A row the
+ * list holds from a later change of its file stays: an event told while the list was being read
+ * comes to it a second time, with the list's answer, and may be the older of the two.
+ */
 function mergeFiles(current: FilePage, changed: readonly FileView[]): FilePage {
   const byId = new Map(current.files.map((file) => [file.id, file]));
   let added = 0;
   for (const file of changed) {
-    if (!byId.has(file.id)) added += 1;
+    const held = byId.get(file.id);
+    if (!held) added += 1;
+    else if (held.updatedAt > file.updatedAt) continue;
     byId.set(file.id, file);
   }
   return { files: [...byId.values()], total: current.total + added };
