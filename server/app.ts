@@ -4,7 +4,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { capConnectionsPerAddress, httpServerOptions, lingerAfterEarlyAnswer, watchRequestBodies } from './connections.js';
-import type { ServerContext } from './context.js';
+import { memoryFor, type ServerContext } from './context.js';
 import { redactedUrl } from './log-redaction.js';
 import { auditAccess, auditHookFor, auditPlugin } from './audit/http.js';
 import { ClientStandings } from './identity/client-standing.js';
@@ -91,7 +91,7 @@ export async function buildApp(context: ServerContext, options: AppOptions): Pro
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
-  await app.register(authPlugin, { tokens: context.tokens, standings: new ClientStandings(context.store.clients) });
+  await app.register(authPlugin, { tokens: context.tokens, standings: new ClientStandings(context.store.clients, Date.now, memoryFor(context.store)) });
   // Every access to a patient's files goes into the audit log, refused ones included (server/audit/).
   await app.register(auditPlugin);
   const trackAccess = auditAccess(context.audit);

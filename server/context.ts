@@ -61,13 +61,14 @@ function auditLog(store: Store, config: ServerConfig): AuditLog {
 }
 
 /**
- * How long a process keeps what other processes may change (a client's organizations and disabled
- * state, the signing keys): on PostgreSQL, where other instances write, a change made through one
+ * How long a process keeps what other processes may change (a client's organizations, scopes and
+ * disabled state, the signing keys): on PostgreSQL, where other instances write, a change made through one
  * is seen by every instance within a second (DESIGN §6).
  */
 export const SHARED_DATABASE_MEMORY_MS = 900;
 
-function memoryFor(store: Store): number | undefined {
+/** That time for this store; undefined on the embedded database, where each keeper has its own default. */
+export function memoryFor(store: Store): number | undefined {
   return store.kind === 'postgres' ? SHARED_DATABASE_MEMORY_MS : undefined;
 }
 

@@ -282,7 +282,7 @@ describe('two instances behind nginx round-robin on one PostgreSQL and one data 
     });
   }, 240_000);
 
-  it('refuses on the other instance within a second a consent revoked, and a client disabled, through one', async () => {
+  it('refuses on the other instance within a second a consent revoked, a scope taken away and a client disabled, through one', async () => {
     const [a, b] = deployment.instances;
     const token = await deployment.token();
     expect((await search({}, { token, via: b!.url })).status).toBe(200);
@@ -300,6 +300,15 @@ describe('two instances behind nginx round-robin on one PostgreSQL and one data 
     const laptop = { id: created.body.clientId, secret: created.body.clientSecret };
     const laptopToken = await deployment.token(laptop);
     expect((await search({}, { token: laptopToken, via: b!.url })).status).toBe(200);
+    // A scope taken away: the token still names it, the client no longer holds it.
+    expect((await admin('PATCH', `/admin/v1/clients/${laptop.id}`, { scopes: ['Patient.File.Write'] }, a!.url)).status).toBe(200);
+    const narrowedAt = Date.now();
+    await waitFor('the scope taken away refused on B', async () => (await search({}, { token: laptopToken, via: b!.url })).status === 403, 5000, 20);
+    expect(Date.now() - narrowedAt).toBeLessThan(1000);
+    expect((await admin('PATCH', `/admin/v1/clients/${laptop.id}`, { scopes: ['Patient.File.Read'] }, a!.url)).status).toBe(200);
+    const givenBackAt = Date.now();
+    await waitFor('the scope given back served on B', async () => (await search({}, { token: laptopToken, via: b!.url })).status === 200, 5000, 20);
+    expect(Date.now() - givenBackAt).toBeLessThan(1000);
     expect((await admin('PATCH', `/admin/v1/clients/${laptop.id}`, { disabled: true }, a!.url)).status).toBe(200);
     const disabledAt = Date.now();
     await waitFor('the disabled client refused on B', async () => (await search({}, { token: laptopToken, via: b!.url })).status === 401, 5000, 20);

@@ -2,12 +2,13 @@
  * A client's registration as it is now, for every request its token makes: a token carries the
  * scopes granted when it was issued (up to 30 minutes ago), and a scope the admin has taken away
  * since must stop working as soon as a disabled client does. Read from the store at most every
- * STANDING_TTL_MS per client (the freshness of AccessGuard's disabled flag and organizations).
+ * `ttlMs` per client, the freshness of AccessGuard's disabled flag and organizations: STANDING_TTL_MS
+ * on the embedded database, under a second where several instances share one (server/context.ts).
  */
 import type { ClientRepository } from '../db/types.js';
 import type { Principal } from './tokens.js';
 
-/** As AccessGuard's membership cache: a change by the admin is in force within this long. */
+/** As AccessGuard's membership cache: a change by the admin is in force within this long (one process). */
 export const STANDING_TTL_MS = 5000;
 const CAPACITY = 10_000;
 
@@ -25,12 +26,13 @@ export class ClientStandings {
   constructor(
     private readonly clients: ClientRepository,
     private readonly now: () => number = Date.now,
+    private readonly ttlMs = STANDING_TTL_MS,
   ) {}
 
   /**
    * The principal with only the scopes its client still holds; undefined when the client is no longer
    * registered or is disabled. Answered in this turn when the client was read in the last
-   * STANDING_TTL_MS, the usual case; else a promise.
+   * `ttlMs`, the usual case; else a promise.
    */
   current(principal: Principal): Principal | undefined | Promise<Principal | undefined> {
     const standing = this.fresh(principal.clientId);
@@ -40,7 +42,7 @@ export class ClientStandings {
 
   private fresh(clientId: string): Standing | undefined {
     const standing = this.standings.get(clientId);
-    return standing && this.now() - standing.loadedAt < STANDING_TTL_MS ? standing : undefined;
+    return standing && this.now() - standing.loadedAt < this.ttlMs ? standing : undefined;
   }
 
   private async load(clientId: string): Promise<Standing> {
