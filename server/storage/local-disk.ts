@@ -340,6 +340,10 @@ export class LocalDiskStorage implements ContentStorage {
     }
   }
 
+  /**
+   * Node's file stream takes a buffer of min(highWaterMark, bytes left in the range) for each read:
+   * a caller that knows the size of a small object passes a range, or each read costs 4 MiB.
+   */
   read(key: string, range?: ByteRange): Readable {
     return fs.createReadStream(this.localPath(key), range ? { start: range.start, end: range.end, highWaterMark: WRITE_HIGH_WATER_MARK } : { highWaterMark: WRITE_HIGH_WATER_MARK });
   }
