@@ -74,7 +74,7 @@ const WORKER_IDLE_MS = 60_000;
 /**
  * Jobs per worker before it is replaced, so nothing a file left behind lasts long. A replacement
  * costs about 0.3 CPU-seconds to start and 0.3 more to load pdfjs at its first PDF: at 1,000 jobs
- * that is under 1 ms a file (at 200 it was about 3 ms, a third of a small file's server CPU).
+ * that is under 1 ms a file (at 200 it would be about 3 ms, a third of a small file's server CPU).
  * Memory stays bounded by the heap check below, whatever the count.
  */
 const JOBS_PER_WORKER = 1000;
