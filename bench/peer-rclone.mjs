@@ -7,7 +7,7 @@
 // Runs alternate (engine, rclone, then rclone, engine, …); each run is checked on the server side
 // afterwards (every stored byte hashed and compared with the source). Prints medians, the ratio of
 // each pair of runs, and the client's and the server's CPU-seconds (the server's counted until it
-// is idle again: thumbnails render after the uploads).
+// is idle again: thumbnails render after the uploads; for the engine's server, its main thread's too).
 //
 //   node bench/peer-rclone.mjs [--quick] [--only=mixed,small,big] [--runs=N] [--baseline=DIR]
 // Each engine run also counts the client's journal writes (bench/lib/journal-count.cjs): writing
@@ -28,7 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { cpuSeconds, measureSteal } from './lib/proc.mjs';
+import { cpuSeconds, mainThreadCpuSeconds, measureSteal } from './lib/proc.mjs';
 import { CLIENT, ORG, PATIENT } from './lib/populated.mjs';
 import { freePort, listeningUrl } from './lib/server.mjs';
 
@@ -189,14 +189,16 @@ async function patientDocsRun(workload, root = ROOT) {
     }
     const countFile = path.join(home, 'journal-count.json');
     const serverCpuBefore = cpuSeconds(server.pid);
+    const serverMainBefore = mainThreadCpuSeconds(server.pid);
     const client = await timedCommand(process.execPath, [...CLIENT_NODE_ARGS, '--require', JOURNAL_COUNT, syncCli(root), 'run', '--once', '--timeout', '3600'], {
       ...env,
       BENCH_JOURNAL_COUNT_FILE: countFile,
     });
     const serverCpu = (await cpuWhenIdle(server.pid)) - serverCpuBefore;
+    const serverMainCpu = mainThreadCpuSeconds(server.pid) - serverMainBefore;
     await stopChild(server);
     await checkPatientDocs(workload, dataDir);
-    return { ...client, serverCpu, journal: JSON.parse(fs.readFileSync(countFile, 'utf8')) };
+    return { ...client, serverCpu, serverMainCpu, journal: JSON.parse(fs.readFileSync(countFile, 'utf8')) };
   } finally {
     await stopChild(server);
     fs.rmSync(dataDir, { recursive: true, force: true });
@@ -285,9 +287,11 @@ async function compare(name) {
     for (const side of order) {
       const result = side === 'rclone' ? await rcloneRun(workload) : await patientDocsRun(workload, side === 'baseline' ? BASELINE : ROOT);
       runs[side].push(result);
+      // The server's main thread (JavaScript: routes, database, upload streams); the rest is thumbnail workers, V8's helpers, libuv's pool.
+      const main = result.serverMainCpu === undefined ? '' : ` (main thread ${result.serverMainCpu.toFixed(2)} s)`;
       const journal = result.journal ? `   journal per file: ${perFile(result.journal.commits)} commits, ${perFile(result.journal.statements)} statements` : '';
       console.log(
-        `  run ${round + 1} ${side.padEnd(8)} ${result.seconds.toFixed(2).padStart(7)} s   client CPU ${result.cpu.toFixed(2).padStart(6)} s (${perFile(result.cpu * 1000)} ms per file)   server CPU ${result.serverCpu.toFixed(2).padStart(6)} s${journal}   (every byte checked)`,
+        `  run ${round + 1} ${side.padEnd(8)} ${result.seconds.toFixed(2).padStart(7)} s   client CPU ${result.cpu.toFixed(2).padStart(6)} s (${perFile(result.cpu * 1000)} ms per file)   server CPU ${result.serverCpu.toFixed(2).padStart(6)} s${main}${journal}   (every byte checked)`,
       );
     }
   }

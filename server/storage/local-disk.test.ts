@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalDiskStorage } from './local-disk.js';
 import { DiskResumableStore } from './resumable-disk.js';
-import { ChecksumMismatchError, OffsetMismatchError, SizeLimitError } from './types.js';
+import { ChecksumMismatchError, HEAD_BYTES, OffsetMismatchError, SizeLimitError } from './types.js';
 
 let root: string;
 let storage: LocalDiskStorage;
@@ -41,6 +41,14 @@ describe('LocalDiskStorage', () => {
     expect(fs.existsSync(storage.tempPath(received.temp))).toBe(false);
     expect((await read(storage.read('documents/a/v1'))).toString()).toBe('hello world');
     expect((await read(storage.read('documents/a/v1', { start: 6, end: 10 }))).toString()).toBe('world');
+  });
+
+  it('gives the first bytes it stored (the type check reads them), however the stream cut them', async () => {
+    const pdf = Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(HEAD_BYTES * 3, 7)]);
+    const cuts = [Readable.from([pdf]), Readable.from([pdf.subarray(0, 3), pdf.subarray(3, HEAD_BYTES - 1), pdf.subarray(HEAD_BYTES - 1)])];
+    for (const stream of cuts) expect(Buffer.from((await storage.receive(stream, pdf.length)).head)).toEqual(pdf.subarray(0, HEAD_BYTES));
+    expect(Buffer.from((await storage.receive(Readable.from([Buffer.from('%PDF')]), 10)).head).toString()).toBe('%PDF');
+    expect((await storage.receive(Readable.from([]), 10)).head.length).toBe(0);
   });
 
   it('refuses one byte over the limit and leaves no temp file', async () => {

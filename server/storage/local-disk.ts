@@ -88,6 +88,8 @@ export class DurableFileWriter extends Writable {
   private unflushed = 0;
   private pending: Buffer[] = [];
   private pendingBytes = 0;
+  /** A copy of the first HEAD_BYTES bytes written, kept as they pass (see head). */
+  private headBytes: Buffer | undefined;
 
   constructor(
     private readonly handle: FileHandle,
@@ -125,6 +127,7 @@ export class DurableFileWriter extends Writable {
       for (const chunk of accepted) {
         if (this.options.ownHash !== false) this.hash.update(chunk);
         this.options.alsoFeed?.update(chunk);
+        this.keepHead(chunk, this.bytes + batchBytes);
         batchBytes += chunk.length;
       }
       await written;
@@ -134,6 +137,21 @@ export class DurableFileWriter extends Writable {
       this.flushInBackground();
     }
     if (accepted !== chunks) throw new SizeLimitError(maxBytes);
+  }
+
+  /** The chunk written at `offset`, as far as it lies within the first HEAD_BYTES. */
+  private keepHead(chunk: Buffer, offset: number): void {
+    if (offset >= HEAD_BYTES) return;
+    this.headBytes ??= Buffer.alloc(HEAD_BYTES);
+    chunk.copy(this.headBytes, offset, 0, Math.min(chunk.length, HEAD_BYTES - offset));
+  }
+
+  /**
+   * The first HEAD_BYTES bytes this writer wrote (fewer when it wrote fewer): for a file written
+   * whole, its head, to tell its type without opening it again.
+   */
+  get head(): Uint8Array {
+    return (this.headBytes ?? Buffer.alloc(0)).subarray(0, Math.min(this.bytes, HEAD_BYTES));
   }
 
   /**
@@ -253,7 +271,8 @@ export class LocalDiskStorage implements ContentStorage {
       throw error;
     }
     // The writer fsync'ed the file before the pipeline finished: commit's rename needs no second one.
-    return { temp: { ...temp, durable: true }, size: writer.bytes, sha256: writer.hash.digest('hex'), head: await readFileHead(this.tempPath(temp)) };
+    // It kept the first bytes it wrote too: the type check needs no second open of the file.
+    return { temp: { ...temp, durable: true }, size: writer.bytes, sha256: writer.hash.digest('hex'), head: writer.head };
   }
 
   /** fsync unless the temp file is already durable, rename, fsync of the folder. */
@@ -321,6 +340,10 @@ export class LocalDiskStorage implements ContentStorage {
     }
   }
 
+  /**
+   * Node's file stream takes a buffer of min(highWaterMark, bytes left in the range) for each read:
+   * a caller that knows the size of a small object passes a range, or each read costs 4 MiB.
+   */
   read(key: string, range?: ByteRange): Readable {
     return fs.createReadStream(this.localPath(key), range ? { start: range.start, end: range.end, highWaterMark: WRITE_HIGH_WATER_MARK } : { highWaterMark: WRITE_HIGH_WATER_MARK });
   }

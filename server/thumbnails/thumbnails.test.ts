@@ -115,6 +115,12 @@ describe('every supported type renders a PNG of the requested size with the cont
     expect(centreCoverage(png, (r, g, b, a) => a === 255 && r + g + b > 750)).toBeGreaterThan(0.5);
   });
 
+  it('PDF: bytes before the header (up to 1024, as some downloads carry) still render the page', async () => {
+    const junk = Buffer.alloc(1000, 'x');
+    const png = PNG.sync.read(await renderThumbnail(writeFixture('prefixed.pdf', Buffer.concat([junk, makePdf('Referral letter\nPatient: J. Example\nLower arch scan')])), 'PDF'));
+    expect(centreCoverage(png, dark)).toBeGreaterThan(0.01);
+  });
+
   it.each([
     ['PNG', () => makePng(400, 300)],
     ['JPG', () => makeJpeg(300, 400)],
@@ -147,6 +153,12 @@ describe('hostile files end in ThumbnailError, quickly', () => {
     const path = writeFixture(`hostile-${label.replace(/\W+/g, '-')}.${type.toLowerCase()}`, make());
     const { ms } = await timed(() => expectThumbnailError(renderThumbnail(path, type), reason));
     expect(ms).toBeLessThan(HOSTILE_BOUND_MS);
+  });
+
+  it('a file called PDF without a PDF header is refused as no PDF, not read through by the PDF reader', async () => {
+    const path = writeFixture('not-a.pdf', garbageBytes(270_000));
+    const error = await expectThumbnailError(renderThumbnail(path, 'PDF'), 'malformed');
+    expect(error.message).toMatch(/no "%PDF-" header/);
   });
 
   it('a missing file', async () => {
