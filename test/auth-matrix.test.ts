@@ -154,6 +154,14 @@ describe('404', () => {
     const problem = expectProblem(await create(validToken, '11111111-2222-4333-8444-555555555555'), 404);
     expect(problem.messageKey).toBe('NOT_FOUND');
   });
+
+  it('a refused patient is told before a body that breaks a rule (404, 403, then 400)', async () => {
+    const broken = (patientId: string) => server.api('POST', `/v1/patients/${patientId}/documents`, { token: validToken, body: { fileName: 'a/b.stl' } });
+    expectProblem(await broken('11111111-2222-4333-8444-555555555555'), 404);
+    expect(expectProblem(await broken(OTHER_ORG_PATIENT), 403).detail).toContain('has no access to patient');
+    expect(expectProblem(await broken(PATIENT_WITHOUT_CONSENT), 403).detail).toContain('consent');
+    expect(expectProblem(await broken(PATIENT), 400).detail).toContain("must not contain '/'");
+  });
 });
 
 describe('admin API', () => {

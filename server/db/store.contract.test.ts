@@ -269,6 +269,27 @@ describe.each(BACKENDS)('Store contract on $name', (backend) => {
     expect((await store.patients.access(PATIENT, ORG)).documentChanges).toBe(await store.documents.changeCounter(PATIENT));
   });
 
+  it('documents: a create only if allowed writes nothing for an unknown patient or an organization without access or consent, and says which', async () => {
+    const { store } = await seeded(backend);
+    const counter = await store.documents.changeCounter(PATIENT);
+    const refused = [
+      [document('a.stl', '/', 1, { organizationId: OTHER_ORG }), { exists: true, access: true, consent: false }],
+      [document('b.stl', '/', 2, { organizationId: '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a03' }), { exists: true, access: false, consent: false }],
+      [document('c.stl', '/', 3, { patientId: '5f0e8a3c-1d2b-4c3d-8e9f-000000000009' }), { exists: false, access: false, consent: false }],
+    ] as const;
+    for (const [doc, answer] of refused) expect(await store.documents.createIfAllowed(doc, [event('document.created', doc.patientId)])).toEqual(answer);
+    expect(await store.outbox.after(0, 10)).toEqual([]);
+    expect((await store.documents.search(search())).total).toBe(0);
+    expect(await store.documents.changeCounter(PATIENT)).toBe(counter);
+
+    const allowed = document('a.stl', '/', 4);
+    expect(await store.documents.createIfAllowed(allowed, [event('document.created', PATIENT, { id: allowed.id })])).toEqual({ exists: true, access: true, consent: true });
+    expect(await store.documents.get(PATIENT, allowed.id)).toEqual(allowed);
+    expect((await store.outbox.after(0, 10)).map((stored) => stored.data)).toEqual([{ id: allowed.id }]);
+    await expect(store.documents.createIfAllowed(document('A.STL', '/', 5), [event('document.created', PATIENT)])).rejects.toBeInstanceOf(DuplicateError);
+    expect(await store.outbox.after(0, 10)).toHaveLength(1);
+  });
+
   it('documents: of creates of one name at once from two processes, one is stored with its event and the rest are duplicates', async () => {
     const { store, other } = await seeded(backend);
     const second = await other();

@@ -204,9 +204,19 @@ export interface ClientRepository {
   list(): Promise<ClientRecord[]>;
 }
 
+/** Whether an organization may work with a patient's files: all three must hold (SPEC §5.3–5.4). */
+export type PatientGrant = Pick<PatientAccess, 'exists' | 'access' | 'consent'>;
+
 export interface DocumentRepository {
   /** Throws DuplicateError when (patient, path, fileName) exists, compared case-insensitively. */
   create(document: DocumentRecord, events: OutboxEvent[]): Promise<void>;
+  /**
+   * create(), when the document's organization may write the patient's files (the patient exists,
+   * the organization has access and the patient's consent), found with the insert rather than
+   * asked for first: on PostgreSQL in the insert's own statement, one round trip for both. When it
+   * may not, nothing is written (no document, no event) and the answer says what is missing.
+   */
+  createIfAllowed(document: DocumentRecord, events: OutboxEvent[]): Promise<PatientGrant>;
   get(patientId: string, id: string): Promise<DocumentRecord | undefined>;
   search(query: DocumentQuery): Promise<Page<DocumentListing>>;
   /**

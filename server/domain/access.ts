@@ -1,6 +1,6 @@
 /** Authorization of SPEC §5.3–5.4: scope, organization membership, patient access and consent. */
 import type { Principal } from '../identity/tokens.js';
-import type { ClientRepository, PatientAccess, PatientRepository } from '../db/types.js';
+import type { ClientRepository, PatientAccess, PatientGrant, PatientRepository } from '../db/types.js';
 import { forbidden, notFound, unauthorized } from '../errors.js';
 
 /** How long a client's organizations and disabled state are kept (one process: the embedded database). */
@@ -86,7 +86,8 @@ function checkMembership(principal: Principal, organizationId: string, membershi
   }
 }
 
-function checkAccess(access: PatientAccess, organizationId: string, patientId: string): PatientAccess {
+/** 404 for an unknown patient; 403 without organization access or without consent; else the answer itself. */
+export function checkAccess<T extends PatientGrant>(access: T, organizationId: string, patientId: string): T {
   if (!access.exists) throw notFound(`patient ${patientId} does not exist`);
   if (!access.access) throw forbidden(`organization ${organizationId} has no access to patient ${patientId}`);
   if (!access.consent) throw forbidden(`patient ${patientId} has not given consent to organization ${organizationId}`);

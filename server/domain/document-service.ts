@@ -6,6 +6,7 @@ import { checkFileName, checkPath, checkPathFilter, fileTypeFromName, foldKey, R
 import { SEARCH_DEFAULTS, type CreateDocumentBody, type CreateDocumentResponse, type DocumentDto, type SearchBody, type SearchResponse } from '../../shared/schemas.js';
 import { DuplicateError, NO_THUMBNAIL, type DocumentListing, type DocumentQuery, type DocumentRecord, type Store } from '../db/types.js';
 import { badRequest, conflict } from '../errors.js';
+import { checkAccess } from './access.js';
 import { outboxEvent } from './events.js';
 import type { LinkHolder, Links } from './links.js';
 import { scanRange, scanTime } from './scan-time.js';
@@ -105,13 +106,46 @@ export class DocumentService {
     return rest;
   }
 
+  /**
+   * A placeholder, for an actor whose organization may write the patient's files: the store checks
+   * that with the insert (404 for an unknown patient, 403 without access or consent; nothing is
+   * written). A body that breaks a rule is refused with 400 only once the patient is found allowed,
+   * so a refused patient is told as such whatever the body.
+   */
   async create(patientId: string, body: CreateDocumentBody, actor: Actor): Promise<CreateDocumentResponse> {
+    let document: DocumentRecord;
+    try {
+      document = this.placeholder(patientId, body, actor);
+    } catch (refusal) {
+      checkAccess(await this.store.patients.access(patientId, actor.organizationId), actor.organizationId, patientId);
+      throw refusal;
+    }
+    const event = outboxEvent('document.created', {
+      patientId,
+      organizationId: actor.organizationId,
+      operationId: actor.operationId,
+      occurredAt: document.createdAt,
+      data: { document: this.toEventData(document) },
+    });
+    try {
+      checkAccess(await this.store.documents.createIfAllowed(document, [event]), actor.organizationId, patientId);
+    } catch (error) {
+      if (error instanceof DuplicateError) {
+        throw conflict(`a document named '${document.fileName}' already exists in '${document.path}' for this patient (names are compared case-insensitively); search for it or choose another name or path`);
+      }
+      throw error;
+    }
+    return { id: document.id, storageUrl: this.links.storageUrl(document.id), path: document.path, fileName: document.fileName, fileType: document.fileType };
+  }
+
+  /** The record of a new placeholder; 400 (thrown) for a name, path or scan time that breaks DESIGN §3's rules. */
+  private placeholder(patientId: string, body: CreateDocumentBody, actor: Actor): DocumentRecord {
     const name = checkFileName(body.fileName);
     if (!name.ok) throw badRequest(name.rule);
     const folder = checkPath(body.path ?? ROOT_PATH);
     if (!folder.ok) throw badRequest(folder.rule);
     const timestamp = this.now().toISOString();
-    const document: DocumentRecord = {
+    return {
       id: timeOrderedUuid(),
       patientId,
       organizationId: actor.organizationId,
@@ -130,22 +164,6 @@ export class DocumentService {
       createdBy: actor.clientId,
       scannedAt: body.scannedAt === undefined ? null : scanTime(body.scannedAt, 'body/scannedAt'),
     };
-    const event = outboxEvent('document.created', {
-      patientId,
-      organizationId: actor.organizationId,
-      operationId: actor.operationId,
-      occurredAt: timestamp,
-      data: { document: this.toEventData(document) },
-    });
-    try {
-      await this.store.documents.create(document, [event]);
-    } catch (error) {
-      if (error instanceof DuplicateError) {
-        throw conflict(`a document named '${document.fileName}' already exists in '${document.path}' for this patient (names are compared case-insensitively); search for it or choose another name or path`);
-      }
-      throw error;
-    }
-    return { id: document.id, storageUrl: this.links.storageUrl(document.id), path: document.path, fileName: document.fileName, fileType: document.fileType };
   }
 
   /**

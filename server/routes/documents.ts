@@ -53,6 +53,15 @@ export interface AuthorizedPatient {
   documentChanges: number;
 }
 
+/** Checks the token's scope and the client's membership of the request's organization (lowercased). */
+async function authorizeOrganization(request: FastifyRequest, access: AccessGuard, scope: string): Promise<{ principal: Principal; organizationId: string }> {
+  const principal = principalOf(request);
+  access.requireScope(principal, scope);
+  const organizationId = String(request.headers['organization-id']).toLowerCase();
+  await access.requireOrganization(principal, organizationId);
+  return { principal, organizationId };
+}
+
 /** Checks organization membership, patient existence, access and consent; returns lowercased ids. */
 export async function authorizePatient(request: FastifyRequest, access: AccessGuard, scope: string, patientId: string): Promise<AuthorizedPatient> {
   return authorizePatientNow(request, access, scope, patientId);
@@ -115,8 +124,10 @@ export async function documentRoutes(appBase: FastifyInstance, options: Document
         response: { 201: CreateDocumentResponse, ...createErrors },
       },
     },
+    // The patient's access and consent are checked by the create itself (DocumentService.create).
     async (request, reply) => {
-      const { principal, organizationId, patientId } = await authorizePatient(request, access, 'Patient.File.Write', request.params.patientId);
+      const { principal, organizationId } = await authorizeOrganization(request, access, 'Patient.File.Write');
+      const patientId = request.params.patientId.toLowerCase();
       const created = await documents.create(patientId, request.body, { clientId: principal.clientId, organizationId, operationId: request.id });
       if (request.auditNote) {
         request.auditNote.documentId = created.id;

@@ -1,8 +1,8 @@
 /** Documents on PostgreSQL: placeholders and the search of SPEC §4.3 with DESIGN §3's rules, as in SQLite. */
 import { foldKey } from '../../../shared/names.js';
 import type { SortField } from '../../../shared/schemas.js';
-import { DuplicateError, type DocumentListing, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page } from '../types.js';
-import { named, type PostgresDatabase } from './database.js';
+import { DuplicateError, type DocumentListing, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page, type PatientGrant } from '../types.js';
+import { named, type NamedStatement, type PostgresDatabase } from './database.js';
 import { eventArrays, insertEvents, type PostgresOutbox } from './outbox.js';
 
 /** The columns of a DocumentRecord, named as its fields. */
@@ -115,6 +115,32 @@ const CREATE = named(
    SELECT id, CASE WHEN $27::boolean THEN pg_notify($28, $29) END AS notified FROM document`,
 );
 
+/**
+ * CREATE for an organization that may write the patient's files, found in the same statement (and
+ * snapshot): the placeholder is inserted, and its events appended, only when the patient exists and
+ * the organization ($3) has access and the patient's consent; the answer is those three either
+ * way. One round trip for the check and the create, not two.
+ */
+const CREATE_IF_ALLOWED = named(
+  'document-create-if-allowed',
+  `WITH allowed AS (
+     SELECT EXISTS (SELECT 1 FROM patients WHERE id = $2) AS exists,
+       EXISTS (SELECT 1 FROM patient_organizations WHERE patient_id = $2 AND organization_id = $3) AS access,
+       EXISTS (SELECT 1 FROM patient_consents WHERE patient_id = $2 AND organization_id = $3) AS consent
+   ), document AS (
+     INSERT INTO documents (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at,
+       last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by, scanned_at)
+     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19
+     FROM allowed WHERE allowed.exists AND allowed.access AND allowed.consent
+     RETURNING id
+   ), appended AS (
+     ${insertEvents(20, 'document')}
+   )
+   SELECT allowed.exists, allowed.access, allowed.consent, document.id IS NOT NULL AS created,
+     CASE WHEN document.id IS NOT NULL AND $27::boolean THEN pg_notify($28, $29) END AS notified
+   FROM allowed LEFT JOIN document ON true`,
+);
+
 /** PostgreSQL's answer to a create whose (patient, folder, name) a live document already holds. */
 function isDuplicateName(error: unknown): boolean {
   const failure = error as { code?: unknown; constraint?: unknown } | null;
@@ -128,6 +154,18 @@ export class PostgresDocuments implements DocumentRepository {
   ) {}
 
   async create(document: DocumentRecord, events: OutboxEvent[]): Promise<void> {
+    await this.insert(CREATE, document, events);
+    this.outbox.committed(events);
+  }
+
+  async createIfAllowed(document: DocumentRecord, events: OutboxEvent[]): Promise<PatientGrant> {
+    const [found] = await this.insert<PatientGrant & { created: boolean }>(CREATE_IF_ALLOWED, document, events);
+    if (found?.created) this.outbox.committed(events);
+    return { exists: found?.exists === true, access: found?.access === true, consent: found?.consent === true };
+  }
+
+  /** Runs a create statement (its parameters: the document's columns, then its events, then the notification). */
+  private async insert<T>(statement: NamedStatement, document: DocumentRecord, events: OutboxEvent[]): Promise<T[]> {
     const row = [
       document.id,
       document.patientId,
@@ -150,12 +188,11 @@ export class PostgresDocuments implements DocumentRepository {
       document.scannedAt ?? null,
     ];
     try {
-      await this.db.statement(CREATE, [...row, ...eventArrays(events), ...this.outbox.notifyOnCommit()]);
+      return await this.db.statement<T>(statement, [...row, ...eventArrays(events), ...this.outbox.notifyOnCommit()]);
     } catch (error) {
       if (isDuplicateName(error)) throw new DuplicateError(`a document named ${document.fileName} already exists in ${document.path}`);
       throw error;
     }
-    this.outbox.committed(events);
   }
 
   async get(patientId: string, id: string): Promise<DocumentRecord | undefined> {

@@ -1,8 +1,9 @@
 /** Documents: placeholders, content state and the search of SPEC §4.3 with DESIGN §3's rules. */
 import { foldKey } from '../../../shared/names.js';
 import type { SortField } from '../../../shared/schemas.js';
-import { DuplicateError, type DocumentListing, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page } from '../types.js';
+import { DuplicateError, type DocumentListing, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page, type PatientGrant } from '../types.js';
 import type { SqliteDatabase } from './database.js';
+import type { SqlitePatients } from './directory.js';
 import type { SqliteOutbox } from './outbox.js';
 import type { Statement } from 'better-sqlite3';
 
@@ -140,6 +141,7 @@ export class SqliteDocuments implements DocumentRepository {
   constructor(
     protected readonly db: SqliteDatabase,
     protected readonly outbox: SqliteOutbox,
+    private readonly patients: Pick<SqlitePatients, 'knownAccess'>,
   ) {
     this.insert = db.prepare(
       `INSERT INTO documents (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at,
@@ -170,6 +172,16 @@ export class SqliteDocuments implements DocumentRepository {
       this.pendingCreates.push({ document, events, resolve, reject });
       if (this.pendingCreates.length === 1) setImmediate(() => this.flushCreates());
     });
+  }
+
+  /**
+   * The check is a read of this process's own database just before the insert (one writer: the
+   * data folder's lock), as quick as a look in memory; the insert joins the next batch as create() does.
+   */
+  async createIfAllowed(document: DocumentRecord, events: OutboxEvent[]): Promise<PatientGrant> {
+    const { exists, access, consent } = this.patients.knownAccess(document.patientId, document.organizationId);
+    if (exists && access && consent) await this.create(document, events);
+    return { exists, access, consent };
   }
 
   private pendingCreates: PendingCreate[] = [];

@@ -34,7 +34,7 @@ export class SqliteStore implements Store {
     this.changes = new ChangeWatch(db);
     this.patients = new SqlitePatients(db, this.outbox, this.changes);
     this.clients = new SqliteClients(db);
-    this.documents = new SqliteDocuments(db, this.outbox);
+    this.documents = new SqliteDocuments(db, this.outbox, this.patients);
     this.audit = new SqliteAudit(db);
     this.content = new SqliteDocumentContent(db, this.outbox, this.audit);
     this.orders = new SqliteOrders(db, this.outbox);
