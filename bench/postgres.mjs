@@ -1,8 +1,8 @@
 // SQLite and PostgreSQL side by side in one run, on the same population (1,000,000 documents,
 // 100,000 of them for one patient; --quick: 100,000 and 20,000): an uncached search page (a
 // different page each request), a repeated page, document create (every connection on the main
-// patient, and each connection on a patient of its own, as a clinic group's workstations are) and
-// token issue, each with req/s, p50/p99 at 10 connections; a one-shot upload of a 256 KiB file
+// patient, each connection on a patient of its own, as a clinic group's workstations are, and one
+// connection alone) and token issue, each with req/s, p50/p99 at 10 connections; a one-shot upload of a 256 KiB file
 // into a placeholder made for it, at 4 connections; and webhook deliveries, patient.updated events fanned out to 50 subscriptions on a
 // local HTTPS receiver, in deliveries/s. Every run prints the server's CPU per request (upload,
 // delivery) and PostgreSQL's own (the postmaster and its backends, from /proc), PostgreSQL's
@@ -261,6 +261,8 @@ async function runs(url, target, receiver, patients) {
   if (wanted('repeated')) results.repeated = await measure({ url: searchUrl, method: 'POST', headers, body: JSON.stringify(repeated) }, target);
   if (wanted('create')) results.create = await measure(createRequests(url, headers, `bench-${process.pid}`), target);
   if (wanted('create')) results.createSpread = await measure(createRequests(url, headers, `bench-spread-${process.pid}`, patients), target);
+  // One workstation alone: the latency a durable commit costs when no other commit shares its flush.
+  if (wanted('create')) results.createAlone = await measure({ ...createRequests(url, headers, `bench-alone-${process.pid}`, patients.slice(1, 2)), connections: 1 }, target);
   if (wanted('token')) results.token = await measure({ url: `${url}/oauth2/token`, method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: tokenForm }, target);
   if (wanted('upload')) results.upload = await uploads(url, headers, target);
   if (wanted('webhooks')) results.webhooks = await deliveries(url, headers, receiver, target);
@@ -363,11 +365,13 @@ fs.mkdirSync(postgresDir);
 // stored), shared_buffers above the default 128 MB, full-page images in the WAL compressed (lz4).
 // BENCH_POSTGRES_SETTINGS="name=value …" adds settings (a later one wins), to measure one before
 // docs/several-instances.md recommends it.
-const cluster = await startPostgres(['shared_buffers=256MB', 'wal_compression=lz4', ...(process.env.BENCH_POSTGRES_SETTINGS?.split(' ').filter(Boolean) ?? [])]);
+const POSTGRES_SETTINGS = ['shared_buffers=256MB', 'wal_compression=lz4', ...(process.env.BENCH_POSTGRES_SETTINGS?.split(' ').filter(Boolean) ?? [])];
+const cluster = await startPostgres(POSTGRES_SETTINGS);
 const receiver = await startWebhookReceiver(temp);
 const results = {};
 try {
   console.log(`stores bench: ${TOTAL_DOCS.toLocaleString('en')} documents (${MAIN_PATIENT_DOCS.toLocaleString('en')} for one patient), ${CONNECTIONS} connections, ${DURATION} s a run`);
+  console.log(`  PostgreSQL settings: ${POSTGRES_SETTINGS.join(' ')} (the rest at PostgreSQL's defaults)`);
   let started = Date.now();
   const sqliteSeed = writeSeed(sqliteDir);
   const fillSqlite = () => populate(sqliteDir, { mainPatientDocs: MAIN_PATIENT_DOCS, totalDocs: TOTAL_DOCS });
@@ -417,6 +421,7 @@ const names = {
   repeated: 'search, one page asked again',
   create: 'create placeholder, one patient',
   createSpread: `create placeholder, each connection its own patient`,
+  createAlone: 'create placeholder, one connection alone',
   token: 'token issue (client credentials)',
   upload: `one-shot upload, ${UPLOAD_BYTES / 1024} KiB into a placeholder, at ${UPLOAD_CONNECTIONS} connections (per upload; ${counted('upload')} uploads)`,
   webhooks: `webhook deliveries to ${SUBSCRIPTIONS} subscriptions (per delivery, req/s = deliveries/s; ${counted('webhooks')} deliveries)`,
