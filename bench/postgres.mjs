@@ -362,12 +362,10 @@ fs.mkdirSync(sqliteDir);
 fs.mkdirSync(postgresDir);
 // As docs/several-instances.md tells IT to run it: fsync and synchronous_commit at their defaults
 // (on: a commit answered is on disk, so a PostgreSQL crash loses nothing a client was told is
-// stored), shared_buffers above the default 128 MB, full-page images in the WAL compressed (lz4),
-// and a busy cluster's commits sharing a flush (commit_delay, commit_siblings).
+// stored), shared_buffers above the default 128 MB, full-page images in the WAL compressed (lz4).
 // BENCH_POSTGRES_SETTINGS="name=value …" adds settings (a later one wins), to measure one before
 // docs/several-instances.md recommends it.
-const RECOMMENDED = ['shared_buffers=256MB', 'wal_compression=lz4', 'commit_delay=1000', 'commit_siblings=5'];
-const POSTGRES_SETTINGS = [...RECOMMENDED, ...(process.env.BENCH_POSTGRES_SETTINGS?.split(' ').filter(Boolean) ?? [])];
+const POSTGRES_SETTINGS = ['shared_buffers=256MB', 'wal_compression=lz4', ...(process.env.BENCH_POSTGRES_SETTINGS?.split(' ').filter(Boolean) ?? [])];
 const cluster = await startPostgres(POSTGRES_SETTINGS);
 const receiver = await startWebhookReceiver(temp);
 const results = {};
