@@ -12,6 +12,9 @@ function setup() {
   const store = SqliteStore.open(':memory:');
   store.db.prepare('INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)').run('org', 'Org', 'x');
   store.db.prepare('INSERT INTO patients (id, name, name_key, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(PATIENT, 'P', 'p', 'x', 'x');
+  // The actor's organization may write the patient's files (DocumentService.create checks it).
+  store.db.prepare('INSERT INTO patient_organizations (patient_id, organization_id) VALUES (?, ?)').run(PATIENT, 'org');
+  store.db.prepare('INSERT INTO patient_consents (patient_id, organization_id, granted_at) VALUES (?, ?, ?)').run(PATIENT, 'org', 'x');
   const clock = { now: Date.UTC(2026, 10, 21, 9, 0, 10) };
   const links = new Links('http://server', Buffer.alloc(32, 7), () => clock.now);
   return { store, clock, service: new DocumentService(store, links) };
