@@ -75,13 +75,21 @@ function isIdentifierClash(error: unknown): boolean {
  * Patients. Access is read from the database at every request: no memory of it in this process,
  * which another instance's write (a consent revoked) would make stale.
  */
+
+/**
+ * Whether the patient ($patient) exists and the organization ($organization) has access to it and
+ * its consent, as the select columns exists, access and consent (SPEC §5.3–5.4).
+ */
+export function grantColumns(patient: string, organization: string): string {
+  return `EXISTS (SELECT 1 FROM patients WHERE id = ${patient}) AS exists,
+     EXISTS (SELECT 1 FROM patient_organizations WHERE patient_id = ${patient} AND organization_id = ${organization}) AS access,
+     EXISTS (SELECT 1 FROM patient_consents WHERE patient_id = ${patient} AND organization_id = ${organization}) AS consent`;
+}
+
 /** Whether an organization may see a patient: asked by nearly every request, so planned once per connection. */
 const ACCESS = named(
   'patient-access',
-  `SELECT
-     EXISTS (SELECT 1 FROM patients WHERE id = $1) AS exists,
-     EXISTS (SELECT 1 FROM patient_organizations WHERE patient_id = $1 AND organization_id = $2) AS access,
-     EXISTS (SELECT 1 FROM patient_consents WHERE patient_id = $1 AND organization_id = $2) AS consent,
+  `SELECT ${grantColumns('$1', '$2')},
      (SELECT version FROM patient_document_versions WHERE patient_id = $1) AS changes`,
 );
 

@@ -3,6 +3,7 @@ import { foldKey } from '../../../shared/names.js';
 import type { SortField } from '../../../shared/schemas.js';
 import { DuplicateError, type DocumentListing, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page, type PatientGrant } from '../types.js';
 import { named, type NamedStatement, type PostgresDatabase } from './database.js';
+import { grantColumns } from './directory.js';
 import { eventArrays, insertEvents, type PostgresOutbox } from './outbox.js';
 
 /** The columns of a DocumentRecord, named as its fields. */
@@ -93,6 +94,10 @@ function buildFilter(query: DocumentQuery): { where: string; params: unknown[] }
   return { where: clauses.join(' AND '), params };
 }
 
+/** A placeholder's columns, in the order of the create statements' first 19 parameters. */
+const INSERT_DOCUMENT = `INSERT INTO documents (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at,
+       last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by, scanned_at)`;
+
 /**
  * A placeholder and its events in one statement, so one transaction with no round trip in it: the
  * per-patient counters the trigger moves (locked until commit, so one patient's creates take turns
@@ -105,8 +110,7 @@ function buildFilter(query: DocumentQuery): { where: string; params: unknown[] }
 const CREATE = named(
   'document-create',
   `WITH document AS (
-     INSERT INTO documents (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at,
-       last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by, scanned_at)
+     ${INSERT_DOCUMENT}
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
      RETURNING id
    ), appended AS (
@@ -124,12 +128,9 @@ const CREATE = named(
 const CREATE_IF_ALLOWED = named(
   'document-create-if-allowed',
   `WITH allowed AS (
-     SELECT EXISTS (SELECT 1 FROM patients WHERE id = $2) AS exists,
-       EXISTS (SELECT 1 FROM patient_organizations WHERE patient_id = $2 AND organization_id = $3) AS access,
-       EXISTS (SELECT 1 FROM patient_consents WHERE patient_id = $2 AND organization_id = $3) AS consent
+     SELECT ${grantColumns('$2', '$3')}
    ), document AS (
-     INSERT INTO documents (id, patient_id, organization_id, file_name, name_key, file_type, path, path_key, created_at,
-       last_modified_at, has_content, file_size, sha256, version, content_key, content_type, thumbnail_key, created_by, scanned_at)
+     ${INSERT_DOCUMENT}
      SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19
      FROM allowed WHERE allowed.exists AND allowed.access AND allowed.consent
      RETURNING id
