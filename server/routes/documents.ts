@@ -24,6 +24,7 @@ import type { PatientAccess } from '../db/types.js';
 import type { Principal } from '../identity/tokens.js';
 import { principalOf } from '../plugins/auth.js';
 import { emptyBodyAsObject } from '../plugins/validation.js';
+import { authorizeOrganization, organizationOf } from './authorize.js';
 
 export interface DocumentRouteOptions {
   documents: DocumentService;
@@ -53,15 +54,6 @@ export interface AuthorizedPatient {
   documentChanges: number;
 }
 
-/** Checks the token's scope and the client's membership of the request's organization (lowercased). */
-async function authorizeOrganization(request: FastifyRequest, access: AccessGuard, scope: string): Promise<{ principal: Principal; organizationId: string }> {
-  const principal = principalOf(request);
-  access.requireScope(principal, scope);
-  const organizationId = String(request.headers['organization-id']).toLowerCase();
-  await access.requireOrganization(principal, organizationId);
-  return { principal, organizationId };
-}
-
 /** Checks organization membership, patient existence, access and consent; returns lowercased ids. */
 export async function authorizePatient(request: FastifyRequest, access: AccessGuard, scope: string, patientId: string): Promise<AuthorizedPatient> {
   return authorizePatientNow(request, access, scope, patientId);
@@ -71,7 +63,7 @@ export async function authorizePatient(request: FastifyRequest, access: AccessGu
 function authorizePatientNow(request: FastifyRequest, access: AccessGuard, scope: string, patientId: string): AuthorizedPatient | Promise<AuthorizedPatient> {
   const principal = principalOf(request);
   access.requireScope(principal, scope);
-  const organizationId = String(request.headers['organization-id']).toLowerCase();
+  const organizationId = organizationOf(request);
   const patient = patientId.toLowerCase();
   const authorized = ({ documentChanges }: PatientAccess): AuthorizedPatient => ({ principal, organizationId, patientId: patient, documentChanges });
   const checked = access.requirePatientOf(principal, organizationId, patient);

@@ -5,7 +5,7 @@ import { OrganizationHeaders, PatientListQuery, PatientListResponse, ProblemSche
 import type { PatientRepository } from '../db/types.js';
 import type { AccessGuard } from '../domain/access.js';
 import { patientFilter, patientSummary } from '../domain/directory.js';
-import { principalOf } from '../plugins/auth.js';
+import { authorizeOrganization } from './authorize.js';
 import type {} from '../audit/http.js';
 
 export async function patientRoutes(appBase: FastifyInstance, options: { patients: PatientRepository; access: AccessGuard }): Promise<void> {
@@ -25,12 +25,7 @@ export async function patientRoutes(appBase: FastifyInstance, options: { patient
       },
     },
     async (request) => {
-      const principal = principalOf(request);
-      if (!principal.scopes.has('Patient.Read') && !principal.scopes.has('Patient.File.Read')) {
-        options.access.requireScope(principal, 'Patient.Read');
-      }
-      const organizationId = request.headers['organization-id'].toLowerCase();
-      await options.access.requireOrganization(principal, organizationId);
+      const { organizationId } = await authorizeOrganization(request, options.access, 'Patient.Read', 'Patient.File.Read');
       const offset = request.query.offset ?? 0;
       const limit = request.query.limit ?? SEARCH_DEFAULTS.limit;
       const filter = patientFilter(request.query);

@@ -22,8 +22,8 @@ import {
 } from '../../shared/schemas.js';
 import type { AccessGuard } from '../domain/access.js';
 import { notFound, unauthorized } from '../errors.js';
-import { principalOf } from '../plugins/auth.js';
 import { subscriptionDto, type WebhookService } from '../webhooks/service.js';
+import { authorizeOrganization } from './authorize.js';
 
 export interface WebhookRouteOptions {
   webhooks: WebhookService;
@@ -37,10 +37,7 @@ const tags = ['webhooks'];
 const security = [{ bearer: [] }];
 
 async function authorize(request: FastifyRequest, access: AccessGuard): Promise<{ clientId: string; organizationId: string }> {
-  const principal = principalOf(request);
-  access.requireScope(principal, 'Webhook.Manage');
-  const organizationId = String(request.headers['organization-id']).toLowerCase();
-  await access.requireOrganization(principal, organizationId);
+  const { principal, organizationId } = await authorizeOrganization(request, access, 'Webhook.Manage');
   return { clientId: principal.clientId, organizationId };
 }
 
