@@ -17,23 +17,36 @@ import type { AddressInfo } from 'node:net';
 import S3rver from 's3rver';
 import { ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
 
-export interface TestS3 {
+/** The AWS SDK's credentials and region, as the environment variables the server reads them from. */
+export interface S3Credentials {
+  AWS_ACCESS_KEY_ID: string;
+  AWS_SECRET_ACCESS_KEY: string;
+  AWS_REGION: string;
+}
+
+/** What a test needs of an S3-compatible server on loopback: s3rver here, Ceph RGW (ceph-rgw.ts). */
+export interface S3CompatibleServer {
   /** http://127.0.0.1:<port> */
   endpoint: string;
   bucket: string;
-  /** Where s3rver keeps the bucket's objects on disk. */
-  directory: string;
-  /** The environment a server needs to keep its content there (under `prefix`). */
+  /** The credentials the server accepts. */
+  credentials: S3Credentials;
+  /** The environment a server needs to keep its content there (under `prefix`), credentials included. */
   env(prefix?: string): Record<string, string>;
-  /** The key of each multipart upload aborted so far (AbortMultipartUpload answered 204), in order. */
-  readonly aborted: string[];
   /** The keys of the bucket's incomplete multipart uploads under `prefix` (ListMultipartUploads). */
   multipartUploads(prefix?: string): Promise<string[]>;
   close(): Promise<void>;
 }
 
+export interface TestS3 extends S3CompatibleServer {
+  /** Where s3rver keeps the bucket's objects on disk. */
+  directory: string;
+  /** The key of each multipart upload aborted so far (AbortMultipartUpload answered 204), in order. */
+  readonly aborted: string[];
+}
+
 /** The AWS SDK's credentials and region for s3rver (it accepts these; it checks no signature). */
-export const TEST_S3_CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
+export const TEST_S3_CREDENTIALS: S3Credentials = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
 
 export async function startS3(bucket = 'patient-docs'): Promise<TestS3> {
   continuationTokensWithoutLegacyDes();
@@ -49,6 +62,7 @@ export async function startS3(bucket = 'patient-docs'): Promise<TestS3> {
   return {
     endpoint,
     bucket,
+    credentials: TEST_S3_CREDENTIALS,
     directory,
     aborted,
     env: (prefix = '') => ({ PATIENT_DOCS_STORAGE_URL: `s3://${bucket}${prefix ? `/${prefix}` : ''}`, PATIENT_DOCS_S3_ENDPOINT: endpoint, ...TEST_S3_CREDENTIALS }),
