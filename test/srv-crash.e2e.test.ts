@@ -20,7 +20,7 @@ import { parseStorageUrl } from '../server/storage/s3.js';
 import { RESUMABLE_LIFETIME_MS } from '../server/routes/tus.js';
 import { makeArchStl } from './fixtures/scans.js';
 import { clientToken, freePort, processStorageEnv, startKillableServer, type KillableServer } from './helpers/processes.js';
-import { ORG, PATIENT, storedKeys, tempDir, TEST_STORAGE, testS3 } from './helpers/server.js';
+import { ORG, PATIENT, storedKeys, tempDir, TEST_STORAGE, testObjectStore } from './helpers/server.js';
 
 const MiB = 1024 * 1024;
 const children: ChildProcess[] = [];
@@ -185,7 +185,7 @@ describe(`kill -9 with 20 uploads in flight and restart on the same data (conten
       // The 6 uploads' content (the resumed one's too) and the 3 scans' thumbnails.
       expect(objects).toHaveLength(9);
       for (const key of objects) expect(await store.content.isKeyReferenced(key)).toBe(true);
-      if (TEST_STORAGE === 's3') expect(await (await testS3()).multipartUploads(parseStorageUrl(env.PATIENT_DOCS_STORAGE_URL!).prefix)).toEqual([]);
+      if (TEST_STORAGE === 's3') expect(await (await testObjectStore()).multipartUploads(parseStorageUrl(env.PATIENT_DOCS_STORAGE_URL!).prefix)).toEqual([]);
     } finally {
       await store.close();
     }

@@ -3,7 +3,8 @@
  * real PostgreSQL when PATIENT_DOCS_TEST_DATABASE=postgres (the `postgres` project of
  * vitest.config.ts runs the store-heavy files so): one cluster per test file, one database per server.
  * Content goes to the local disk in the data dir, or to an S3-compatible server (s3rver, one per
- * test file, a prefix of its own per server) when PATIENT_DOCS_TEST_STORAGE=s3 (the `s3` project).
+ * test file, a prefix of its own per server) when PATIENT_DOCS_TEST_STORAGE=s3 (the `s3` project);
+ * Ceph's RADOS Gateway instead of s3rver when PATIENT_DOCS_TEST_S3=rgw as well.
  * With PATIENT_DOCS_TEST_DEPLOYMENT=nginx (the `deployment` project) a test server is a whole
  * deployment: two instances on one database and one bucket prefix behind one nginx, `url` nginx's.
  */
@@ -18,7 +19,7 @@ import { S3ContentStorage } from '../../server/storage/s3.js';
 import type { ContentStorage } from '../../server/storage/types.js';
 import { afterThisFile } from './file-cleanup.js';
 import { startPostgres, type TestPostgres } from './postgres.js';
-import { startS3, type TestS3 } from './s3.js';
+import { startS3, type S3CompatibleServer, type TestS3 } from './s3.js';
 
 /** The database the test servers of this run use: `sqlite` (the default) or `postgres`. */
 export const TEST_DATABASE: 'sqlite' | 'postgres' = process.env.PATIENT_DOCS_TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite';
@@ -29,8 +30,15 @@ export const TEST_STORAGE: 'disk' | 's3' = process.env.PATIENT_DOCS_TEST_STORAGE
 /** What a test server of this run is: one instance (the default), or `nginx`: two instances behind one nginx (test/helpers/deployment.ts). */
 export const TEST_DEPLOYMENT: 'single' | 'nginx' = process.env.PATIENT_DOCS_TEST_DEPLOYMENT === 'nginx' ? 'nginx' : 'single';
 
+/**
+ * Which S3-compatible server the `s3` storage is: s3rver (the default), or `rgw`, Ceph's RADOS
+ * Gateway on a one-node cluster (test/helpers/ceph-rgw.ts), which checks request signatures.
+ */
+export const TEST_S3_SERVER: 's3rver' | 'rgw' = process.env.PATIENT_DOCS_TEST_S3 === 'rgw' ? 'rgw' : 's3rver';
+
 let cluster: Promise<TestPostgres> | undefined;
 let objectStore: Promise<TestS3> | undefined;
+let gateway: Promise<S3CompatibleServer> | undefined;
 
 /** This file's S3-compatible server, started on first use and stopped when the file ends. */
 export function testS3(): Promise<TestS3> {
@@ -46,12 +54,44 @@ export function testS3(): Promise<TestS3> {
 }
 
 /**
+ * This file's Ceph RGW, started on first use and stopped when the file ends. Its credentials are
+ * the process's meanwhile: an in-process server reads them from the environment, as the AWS SDK does.
+ */
+export function testRgw(): Promise<S3CompatibleServer> {
+  if (!gateway) {
+    const before = { AWS_ACCESS_KEY_ID: process.env.AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY: process.env.AWS_SECRET_ACCESS_KEY, AWS_REGION: process.env.AWS_REGION };
+    // Imported here: ceph-rgw.ts takes its ports from processes.ts, which imports this module.
+    const started = import('./ceph-rgw.js')
+      .then(({ startCephRgw }) => startCephRgw())
+      .then((rgw) => {
+        Object.assign(process.env, rgw.credentials);
+        return rgw;
+      });
+    gateway = started;
+    afterThisFile(async () => {
+      gateway = undefined;
+      for (const [name, value] of Object.entries(before)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+      await (await started).close();
+    });
+  }
+  return gateway;
+}
+
+/** The run's S3-compatible server (TEST_S3_SERVER) for this file. */
+export function testObjectStore(): Promise<S3CompatibleServer> {
+  return TEST_S3_SERVER === 'rgw' ? testRgw() : testS3();
+}
+
+/**
  * What a test server's environment adds for the run's storage: a bucket prefix of its own, or
  * nothing (the local disk). A server started again on the same data names the same `prefix`.
  */
 export async function testStorageEnv(prefix = `server-${randomUUID().slice(0, 8)}`): Promise<Record<string, string>> {
   if (TEST_STORAGE !== 's3') return {};
-  return (await testS3()).env(prefix);
+  return (await testObjectStore()).env(prefix);
 }
 
 /** This file's PostgreSQL cluster, started on first use and removed when the file ends. */
