@@ -110,9 +110,11 @@ export async function startCephRgw(bucket = 'patient-docs'): Promise<TestRgw> {
   const [monPort, rgwPort] = [await freePort(), await freePort()];
   const fsid = randomUUID();
   fs.writeFileSync(conf, cephConf(root, fsid, monPort, rgwPort));
+  // A failed start stops the tools still running too (`ceph` waits for a monitor that may be gone).
+  const stopTools = new AbortController();
   const tool = async (program: string, args: string[]): Promise<string> => {
     try {
-      return (await run(program, ['-c', conf, ...args], { encoding: 'utf8', timeout: START_TIMEOUT_MS })).stdout;
+      return (await run(program, ['-c', conf, ...args], { encoding: 'utf8', timeout: START_TIMEOUT_MS, signal: stopTools.signal })).stdout;
     } catch (error) {
       const { stdout, stderr } = error as { stdout?: string; stderr?: string };
       throw new Error(`${program} ${args.join(' ')} failed:\n${stdout ?? ''}${stderr ?? ''}`, { cause: error });
@@ -137,6 +139,7 @@ export async function startCephRgw(bucket = 'patient-docs'): Promise<TestRgw> {
   const remove = (): void => {
     closed = true;
     process.off('exit', remove);
+    stopTools.abort();
     kill();
     fs.rmSync(root, { recursive: true, force: true });
   };
