@@ -9,7 +9,8 @@
  * when the process exits.
  *
  * Inside the cluster there is no cephx (auth_*_required = none, loopback only); what is under test
- * is RGW's own S3 authentication, which is on whatever the cluster's is.
+ * is RGW's S3 authentication, which checks each request's signature against its users' keys
+ * whatever the cluster's own authentication is.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
