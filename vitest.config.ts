@@ -7,9 +7,11 @@ const INCLUDE = ['shared/**/*.test.ts', 'server/**/*.test.ts', 'electron/**/*.te
  * server's 20 s render timeout; new folders found within the settle time, some rounds with every
  * core kept busy on purpose): they run one at a time after all the others, with the machine to
  * themselves, so a second file's CPU cannot push them past a limit that a clinic's machine would
- * meet, and their own load does not slow another file's timed waits.
+ * meet, and their own load does not slow another file's timed waits. They are kept small: the
+ * rest of what they cover is in files that run two at a time (test/content.e2e.test.ts holds the
+ * content routes, test/content-renders.e2e.test.ts the renders of real scans alone).
  */
-const ALONE = ['server/thumbnails/thumbnails.test.ts', 'test/content.e2e.test.ts', 'test/watch-new-folders.stress.test.ts'];
+const ALONE = ['server/thumbnails/thumbnails.test.ts', 'test/content-renders.e2e.test.ts', 'test/watch-new-folders.stress.test.ts'];
 
 /**
  * Every other file runs two at a time: most of their time is waiting (processes starting, servers,
@@ -33,13 +35,13 @@ const ON_POSTGRES = ['test/audit-patients.e2e.test.ts', 'test/audit-links.e2e.te
  * Range/ETag, versions, thumbnails, damaged and missing content, kill -9 with uploads in flight),
  * run a second time with content in an S3-compatible server (s3rver on loopback,
  * test/helpers/s3.ts): the test server helpers (in-process and server processes, the admin CLI)
- * take their storage from PATIENT_DOCS_TEST_STORAGE. content.e2e runs after the others, alone, as on
- * disk (timed renders); the others two at a time. Picked for the S3 code paths they reach, not
+ * take their storage from PATIENT_DOCS_TEST_STORAGE. content-renders.e2e runs after the others, alone,
+ * as on disk (timed renders); the others two at a time. Picked for the S3 code paths they reach, not
  * every route again. The backend's own tests and the two-instance S3 test start their s3rver
  * themselves.
  */
-const ON_S3 = ['test/srv-crash.e2e.test.ts', 'test/srv-content-missing.e2e.test.ts', 'test/srv-versions-lost.e2e.test.ts'];
-const ON_S3_ALONE = ['test/content.e2e.test.ts'];
+const ON_S3 = ['test/content.e2e.test.ts', 'test/srv-crash.e2e.test.ts', 'test/srv-content-missing.e2e.test.ts', 'test/srv-versions-lost.e2e.test.ts'];
+const ON_S3_ALONE = ['test/content-renders.e2e.test.ts'];
 
 /**
  * The route suites run a third time through a whole deployment (DESIGN §6): two instances on one

@@ -1,61 +1,23 @@
 /**
  * Document content end to end (issue 3): a real server on a real socket, real files, real SQLite.
  * Upload, the SPEC §4.3 rule 4 check, signed downloads with ranges, limits, races, versions,
- * deletion, thumbnails of real scans and hostile files.
+ * deletion, thumbnails of hostile files and of types without one. The renders of real scans, timed
+ * by the server's render timeout, are test/content-renders.e2e.test.ts's, which runs alone.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
-import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Links } from '../server/domain/links.js';
+import { contentRoutes, sha256 } from './helpers/content.js';
 import { lyingCountStl, makeArchStl, makePdf, pdfBomb, truncatedStl } from './fixtures/scans.js';
 import { ADMIN_TOKEN, CLIENT, expectProblem, ORG, PATIENT, startTestServer, storedIn, type TestServer } from './helpers/server.js';
 import * as tus from 'tus-js-client';
 
 const OTHER_ORG_CLIENT = { id: 'other-clinic-pc', secret: 'other-clinic-pc-secret-0123456789' };
 const MAX_UPLOAD_BYTES = 4 * 1024 * 1024;
-const ARTIFACTS = path.resolve(import.meta.dirname, 'artifacts/tmp/content');
-
-const sha256 = (bytes: Buffer | Uint8Array): string => createHash('sha256').update(bytes).digest('hex');
-
-interface UploadOptions {
-  fields?: Array<[string, string]>;
-  /** Put the file before the text fields. */
-  fileFirst?: boolean;
-  ifMatch?: string;
-  token?: string;
-  omitFile?: boolean;
-  fileName?: string;
-  type?: string;
-}
 
 let t: TestServer;
-
-async function createDocument(fileName: string, folder = '/scans'): Promise<{ id: string; storageUrl: string }> {
-  const response = await t.api('POST', `/v1/patients/${PATIENT}/documents`, { body: { fileName, path: folder } });
-  expect(response.status).toBe(201);
-  return response.body;
-}
-
-async function upload(document: { id: string; storageUrl: string }, bytes: Buffer | Blob, options: UploadOptions = {}) {
-  const form = new FormData();
-  const fields = options.fields ?? [
-    ['FileName', options.fileName ?? 'scan.stl'],
-    ['Type', options.type ?? 'STL'],
-    ['Id', document.id],
-  ];
-  const file = bytes instanceof Blob ? bytes : new Blob([new Uint8Array(bytes)]);
-  if (options.fileFirst && !options.omitFile) form.append('file', file, options.fileName ?? 'scan.stl');
-  for (const [name, value] of fields) form.append(name, value);
-  if (!options.fileFirst && !options.omitFile) form.append('file', file, options.fileName ?? 'scan.stl');
-  const headers: Record<string, string> = { authorization: `Bearer ${options.token ?? (await t.token())}` };
-  if (options.ifMatch) headers['if-match'] = options.ifMatch;
-  const response = await fetch(`${document.storageUrl}/file`, { method: 'POST', headers, body: form });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
-}
+const { createDocument, upload, checkUpload, waitForThumbnail } = contentRoutes(() => t);
 
 /**
  * Nothing of a refused upload stays in the server's temp area (folder or bucket prefix). Polled: a thumbnail rendered in the
@@ -65,34 +27,11 @@ async function expectNoTempFiles(): Promise<void> {
   await expect.poll(() => storedIn(t, 'tmp'), { timeout: 5000, interval: 50 }).toEqual([]);
 }
 
-/** SPEC §4.3 rule 4: search by id with hasContent true and limit 1, then fileSize and a download that hashes right. */
-async function checkUpload(id: string, original: Buffer): Promise<any> {
-  const search = await t.api('POST', `/v1/patients/${PATIENT}/documents/search`, { body: { id: [id], hasContent: true, offset: 0, limit: 1 } });
-  expect(search.status).toBe(200);
-  expect(search.body.total).toBe(1);
-  const [document] = search.body.documents;
-  expect(document.hasContent).toBe(true);
-  expect(document.fileSize).toBe(original.length);
-  expect(document.sha256).toBe(sha256(original));
-  expect(document.storageDownloadUri).toMatch(/\/content\?v=\d+&expires=\d+&sig=/);
-  const download = await fetch(document.storageDownloadUri);
-  expect(download.status).toBe(200);
-  expect(sha256(Buffer.from(await download.arrayBuffer()))).toBe(sha256(original));
-  return document;
-}
-
-async function waitForThumbnail(id: string): Promise<any> {
-  await t.server.context.content.thumbnails.idle();
-  const response = await t.api('GET', `/v1/patients/${PATIENT}/documents/${id}`);
-  return response.body;
-}
-
 beforeAll(async () => {
   t = await startTestServer({ PATIENT_DOCS_MAX_UPLOAD_BYTES: String(MAX_UPLOAD_BYTES) });
   await t.server.context.directory.applySeed({
     clients: [{ clientId: OTHER_ORG_CLIENT.id, clientSecret: OTHER_ORG_CLIENT.secret, scopes: ['Patient.File.Write', 'Patient.File.Read'], organizations: ['0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a02'] }],
   });
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
 });
 
 afterAll(async () => {
@@ -338,37 +277,6 @@ describe('versions and deletion', () => {
 });
 
 describe('thumbnails', () => {
-  it('renders a real binary STL and a real PDF in the background, as signed PNG links', async () => {
-    const stl = await createDocument('arch.stl', '/thumbs');
-    const pdf = await createDocument('report.pdf', '/thumbs');
-    const uploadedStl = await upload(stl, makeArchStl({ triangles: 20_000 }));
-    expect(uploadedStl.status).toBe(201);
-    // The link comes with the upload's answer, while the render still runs, and waits for it.
-    expect(uploadedStl.body.thumbnailDownloadUri).toMatch(/\/thumbnail\?v=1&expires=\d+&sig=/);
-    const early = await fetch(uploadedStl.body.thumbnailDownloadUri);
-    expect(early.status).toBe(200);
-    expect(early.headers.get('content-type')).toBe('image/png');
-    expect((await upload(pdf, makePdf('Patient Docs thumbnail test'), { type: 'PDF', fileName: 'report.pdf' })).status).toBe(201);
-    for (const [document, name] of [
-      [stl, 'thumbnail-stl.png'],
-      [pdf, 'thumbnail-pdf.png'],
-    ] as const) {
-      const current = await waitForThumbnail(document.id);
-      expect(current.thumbnailDownloadUri).toMatch(/\/thumbnail\?v=1&expires=\d+&sig=/);
-      const response = await fetch(current.thumbnailDownloadUri);
-      expect(response.status).toBe(200);
-      expect(response.headers.get('content-type')).toBe('image/png');
-      const png = Buffer.from(await response.arrayBuffer());
-      const image = PNG.sync.read(png);
-      expect(image.width).toBeGreaterThan(16);
-      // Not a blank canvas: the render has more than a handful of distinct colours.
-      const colours = new Set<number>();
-      for (let index = 0; index < image.data.length; index += 4) colours.add(image.data.readUInt32BE(index));
-      expect(colours.size).toBeGreaterThan(20);
-      fs.writeFileSync(path.join(ARTIFACTS, name), png);
-    }
-  });
-
   it('has no thumbnail for types without a preview', async () => {
     const document = await createDocument('notes.bin', '/thumbs');
     expect((await upload(document, Buffer.from('plain bytes'), { type: 'BIN' })).status).toBe(201);
