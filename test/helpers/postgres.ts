@@ -38,6 +38,10 @@ export interface TestPostgres {
   stop(): void;
   /** Starts it again on the same port after stop(). */
   start(): void;
+  /** Whether it runs (started and not stopped since). */
+  running(): boolean;
+  /** Drops a database made here, cutting its connections (a clean-up). */
+  dropDatabase(url: string): Promise<void>;
   /** Stops it and removes its folder. */
   remove(): void;
 }
@@ -190,11 +194,22 @@ export async function startPostgres(): Promise<TestPostgres> {
     })();
     return migrated;
   };
+  const dropDatabase = async (database: string): Promise<void> => {
+    const client = new pg.Client({ connectionString: url('postgres') });
+    await client.connect();
+    try {
+      await client.query(`DROP DATABASE IF EXISTS "${new URL(database).pathname.slice(1)}" WITH (FORCE)`);
+    } finally {
+      await client.end();
+    }
+  };
   return {
     port,
     url,
     stop,
     start,
+    running: () => running,
+    dropDatabase,
     remove,
     createDatabase: (name?: string) => create(name ?? nextName()),
     createMigratedDatabase: async () => create(nextName(), await migratedTemplate()),

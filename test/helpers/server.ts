@@ -94,14 +94,59 @@ export async function testStorageEnv(prefix = `server-${randomUUID().slice(0, 8)
   return (await testObjectStore()).env(prefix);
 }
 
-/** This file's PostgreSQL cluster, started on first use and removed when the file ends. */
+/**
+ * The worker's PostgreSQL cluster: started by the first file of the worker process that asks and
+ * kept for the files the worker runs after it (a start and a removal cost one to two seconds per
+ * file), removed when the worker exits (vitest ends a worker with SIGTERM: it exits, and the
+ * cluster's exit hook stops it and removes its folder). A file has it to itself (a worker runs one
+ * file at a time) and may stop and start it: a file that leaves it stopped has it started again for
+ * the next.
+ */
+let workerCluster: Promise<TestPostgres> | undefined;
+
+function workerPostgres(): Promise<TestPostgres> {
+  if (!workerCluster) {
+    const started = startPostgres();
+    workerCluster = started;
+    started.catch(() => {
+      if (workerCluster === started) workerCluster = undefined;
+    });
+    // Without a listener, SIGTERM ends the process at once, without its exit hooks.
+    if (process.listenerCount('SIGTERM') === 0) process.once('SIGTERM', () => process.exit(143));
+  }
+  return workerCluster;
+}
+
+/**
+ * This file's PostgreSQL: the worker's cluster (running), with the databases the file makes in it
+ * dropped when the file ends, so each file starts from a cluster holding none of another's.
+ */
 export function testPostgres(): Promise<TestPostgres> {
   if (!cluster) {
-    const started = startPostgres();
-    cluster = started;
+    const made: string[] = [];
+    const forFile = workerPostgres().then((shared): TestPostgres => {
+      if (!shared.running()) shared.start();
+      return {
+        ...shared,
+        createDatabase: async (name?: string) => {
+          const url = await shared.createDatabase(name);
+          made.push(url);
+          return url;
+        },
+        createMigratedDatabase: async () => {
+          const url = await shared.createMigratedDatabase();
+          made.push(url);
+          return url;
+        },
+      };
+    });
+    cluster = forFile;
     afterThisFile(async () => {
       cluster = undefined;
-      (await started).remove();
+      const shared = await forFile.catch(() => undefined);
+      if (!shared) return;
+      if (!shared.running()) shared.start();
+      for (const url of made.splice(0)) await shared.dropDatabase(url);
     });
   }
   return cluster;
