@@ -1,6 +1,6 @@
 /**
  * The Store contract (types.ts), one suite for every implementation: the embedded SQLite file and
- * a real PostgreSQL (a cluster of this file's own, test/helpers/postgres.ts). Each test opens a
+ * a real PostgreSQL (the worker's cluster, test/helpers/postgres.ts). Each test opens a
  * new database, and a second store on the same database stands for another process (the admin
  * CLI, another instance).
  */
@@ -9,17 +9,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startPostgres, type TestPostgres } from '../../test/helpers/postgres.js';
+import { testPostgres } from '../../test/helpers/postgres.js';
 import { PostgresStore } from './postgres/store.js';
 import { SqliteStore } from './sqlite/store.js';
 import { DuplicateError, IdentifierTakenError, NO_THUMBNAIL, type AuditEntryRecord, type DocumentQuery, type DocumentRecord, type DocumentVersionRecord, type OutboxEvent, type Store } from './types.js';
 
-let cluster: Promise<TestPostgres> | undefined;
 const folders: string[] = [];
 const opened: Store[] = [];
 afterAll(async () => {
   for (const store of opened) await store.close().catch(() => undefined);
-  if (cluster) (await cluster).remove();
   for (const folder of folders) fs.rmSync(folder, { recursive: true, force: true });
 });
 
@@ -46,8 +44,7 @@ const BACKENDS: Backend[] = [
   {
     name: 'postgres',
     async database() {
-      cluster ??= startPostgres();
-      const url = await (await cluster).createMigratedDatabase();
+      const url = await (await testPostgres()).createMigratedDatabase();
       return { open: async () => track(await PostgresStore.open(url, { webhookLeaseMs: 60_000 })) };
     },
   },

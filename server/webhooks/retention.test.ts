@@ -4,8 +4,8 @@
  * letters; on PostgreSQL one instance of several prunes at a time.
  */
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { startPostgres, type TestPostgres } from '../../test/helpers/postgres.js';
+import { describe, expect, it } from 'vitest';
+import { testPostgres } from '../../test/helpers/postgres.js';
 import { startTestInstance, tempDir } from '../../test/helpers/server.js';
 import { fillWebhookQueue } from '../../test/helpers/webhook-queue.js';
 import { PostgresStore } from '../db/postgres/store.js';
@@ -15,8 +15,6 @@ import { WebhookRetention } from './retention.js';
 
 const DAY_MS = 86_400_000;
 const quiet: DispatcherLog = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
-let cluster: TestPostgres | undefined;
-afterAll(() => cluster?.remove());
 
 /** Calls `look` until it gives a value `done` accepts, for at most `ms`; returns the last value. */
 async function eventually<T>(look: () => Promise<T>, done: (value: T) => boolean, ms = 10_000): Promise<T> {
@@ -51,8 +49,7 @@ describe('webhook retention', () => {
   }, 60_000);
 
   it('on PostgreSQL one instance prunes per interval, and another takes over once its lease has ended', async () => {
-    cluster ??= await startPostgres();
-    const url = await cluster.createMigratedDatabase();
+    const url = await (await testPostgres()).createMigratedDatabase();
     const [first, second] = [await PostgresStore.open(url, { webhookLeaseMs: 60_000 }), await PostgresStore.open(url, { webhookLeaseMs: 60_000 })];
     try {
       await fillWebhookQueue(first, new Date(Date.now() - 3 * DAY_MS).toISOString());

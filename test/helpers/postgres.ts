@@ -1,8 +1,9 @@
 /**
  * A real PostgreSQL for tests: a cluster in a temp folder owned by the unprivileged `postgres` user
  * (PostgreSQL refuses to run as root), listening on a free loopback port with its socket in that
- * folder, one database per suite. One cluster per test file (starting one costs seconds); it is
- * stopped and removed when the file ends, also when it fails or the process exits. The cluster's
+ * folder, one database per suite. `testPostgres` gives a test file the cluster of its worker process
+ * (starting one costs seconds), kept for the worker's next files and removed when the worker exits;
+ * `startPostgres` starts one of the caller's own, removed by `remove()` or at exit. The cluster's
  * files are a copy of one initdb made once for every file and run (a copy costs a third of the CPU
  * of an initdb), kept in the temp folder under a name of the binaries and settings that made it.
  *
@@ -16,6 +17,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { afterThisFile } from './file-cleanup.js';
 
 const BIN = process.env.PATIENT_DOCS_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const OS_USER = 'postgres';
@@ -214,4 +216,63 @@ export async function startPostgres(): Promise<TestPostgres> {
     createDatabase: (name?: string) => create(name ?? nextName()),
     createMigratedDatabase: async () => create(nextName(), await migratedTemplate()),
   };
+}
+
+/**
+ * The worker's PostgreSQL cluster: started by the first file of the worker process that asks and
+ * kept for the files the worker runs after it (a start and a removal cost one to two seconds per
+ * file), removed when the worker exits (vitest ends a worker with SIGTERM: it exits, and the
+ * cluster's exit hook stops it and removes its folder). A file has it to itself (a worker runs one
+ * file at a time) and may stop and start it: a file that leaves it stopped has it started again for
+ * the next.
+ */
+let cluster: Promise<TestPostgres> | undefined;
+let workerCluster: Promise<TestPostgres> | undefined;
+
+function workerPostgres(): Promise<TestPostgres> {
+  if (!workerCluster) {
+    const started = startPostgres();
+    workerCluster = started;
+    started.catch(() => {
+      if (workerCluster === started) workerCluster = undefined;
+    });
+    // Without a listener, SIGTERM ends the process at once, without its exit hooks.
+    if (process.listenerCount('SIGTERM') === 0) process.once('SIGTERM', () => process.exit(143));
+  }
+  return workerCluster;
+}
+
+/**
+ * This file's PostgreSQL: the worker's cluster (running), with the databases the file makes in it
+ * dropped when the file ends, so each file starts from a cluster holding none of another's.
+ */
+export function testPostgres(): Promise<TestPostgres> {
+  if (!cluster) {
+    const made: string[] = [];
+    const forFile = workerPostgres().then((shared): TestPostgres => {
+      if (!shared.running()) shared.start();
+      return {
+        ...shared,
+        createDatabase: async (name?: string) => {
+          const url = await shared.createDatabase(name);
+          made.push(url);
+          return url;
+        },
+        createMigratedDatabase: async () => {
+          const url = await shared.createMigratedDatabase();
+          made.push(url);
+          return url;
+        },
+      };
+    });
+    cluster = forFile;
+    afterThisFile(async () => {
+      cluster = undefined;
+      const shared = await forFile.catch(() => undefined);
+      if (!shared) return;
+      if (!shared.running()) shared.start();
+      for (const url of made.splice(0)) await shared.dropDatabase(url);
+    });
+  }
+  return cluster;
 }

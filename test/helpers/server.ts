@@ -1,7 +1,7 @@
 /**
  * Starts a real server (in-process, real socket) for tests, on real SQLite in a temp dir, or on a
  * real PostgreSQL when PATIENT_DOCS_TEST_DATABASE=postgres (the `postgres` project of
- * vitest.config.ts runs the store-heavy files so): one cluster per test file, one database per server.
+ * vitest.config.ts runs the store-heavy files so): the worker's cluster (testPostgres), one database per server.
  * Content goes to the local disk in the data dir, or to an S3-compatible server (s3rver, one per
  * test file, a prefix of its own per server) when PATIENT_DOCS_TEST_STORAGE=s3 (the `s3` project);
  * Ceph's RADOS Gateway instead of s3rver when PATIENT_DOCS_TEST_S3=rgw as well.
@@ -18,7 +18,7 @@ import type { LocalDiskStorage } from '../../server/storage/local-disk.js';
 import { S3ContentStorage } from '../../server/storage/s3.js';
 import type { ContentStorage } from '../../server/storage/types.js';
 import { afterThisFile } from './file-cleanup.js';
-import { startPostgres, type TestPostgres } from './postgres.js';
+import { testPostgres } from './postgres.js';
 import { startS3, type S3CompatibleServer, type TestS3 } from './s3.js';
 
 /** The database the test servers of this run use: `sqlite` (the default) or `postgres`. */
@@ -36,7 +36,6 @@ export const TEST_DEPLOYMENT: 'single' | 'nginx' = process.env.PATIENT_DOCS_TEST
  */
 export const TEST_S3_SERVER: 's3rver' | 'rgw' = process.env.PATIENT_DOCS_TEST_S3 === 'rgw' ? 'rgw' : 's3rver';
 
-let cluster: Promise<TestPostgres> | undefined;
 let objectStore: Promise<TestS3> | undefined;
 let gateway: Promise<S3CompatibleServer> | undefined;
 
@@ -94,63 +93,7 @@ export async function testStorageEnv(prefix = `server-${randomUUID().slice(0, 8)
   return (await testObjectStore()).env(prefix);
 }
 
-/**
- * The worker's PostgreSQL cluster: started by the first file of the worker process that asks and
- * kept for the files the worker runs after it (a start and a removal cost one to two seconds per
- * file), removed when the worker exits (vitest ends a worker with SIGTERM: it exits, and the
- * cluster's exit hook stops it and removes its folder). A file has it to itself (a worker runs one
- * file at a time) and may stop and start it: a file that leaves it stopped has it started again for
- * the next.
- */
-let workerCluster: Promise<TestPostgres> | undefined;
-
-function workerPostgres(): Promise<TestPostgres> {
-  if (!workerCluster) {
-    const started = startPostgres();
-    workerCluster = started;
-    started.catch(() => {
-      if (workerCluster === started) workerCluster = undefined;
-    });
-    // Without a listener, SIGTERM ends the process at once, without its exit hooks.
-    if (process.listenerCount('SIGTERM') === 0) process.once('SIGTERM', () => process.exit(143));
-  }
-  return workerCluster;
-}
-
-/**
- * This file's PostgreSQL: the worker's cluster (running), with the databases the file makes in it
- * dropped when the file ends, so each file starts from a cluster holding none of another's.
- */
-export function testPostgres(): Promise<TestPostgres> {
-  if (!cluster) {
-    const made: string[] = [];
-    const forFile = workerPostgres().then((shared): TestPostgres => {
-      if (!shared.running()) shared.start();
-      return {
-        ...shared,
-        createDatabase: async (name?: string) => {
-          const url = await shared.createDatabase(name);
-          made.push(url);
-          return url;
-        },
-        createMigratedDatabase: async () => {
-          const url = await shared.createMigratedDatabase();
-          made.push(url);
-          return url;
-        },
-      };
-    });
-    cluster = forFile;
-    afterThisFile(async () => {
-      cluster = undefined;
-      const shared = await forFile.catch(() => undefined);
-      if (!shared) return;
-      if (!shared.running()) shared.start();
-      for (const url of made.splice(0)) await shared.dropDatabase(url);
-    });
-  }
-  return cluster;
-}
+export { testPostgres };
 
 /** What a test server's environment adds for the run's database: a new PostgreSQL database each, or nothing (SQLite in its data dir). */
 export async function testDatabaseEnv(): Promise<Record<string, string>> {

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startPostgres, type TestPostgres } from '../../../test/helpers/postgres.js';
+import { testPostgres, type TestPostgres } from '../../../test/helpers/postgres.js';
 import { storageFault } from '../../errors.js';
 import { prepareStore } from '../../prepare-store.js';
 import { DuplicateError, type OutboxEvent } from '../types.js';
@@ -17,11 +17,10 @@ import { PostgresTokenLimiter } from './token-limits.js';
 let cluster: TestPostgres;
 const opened: PostgresStore[] = [];
 beforeAll(async () => {
-  cluster = await startPostgres();
+  cluster = await testPostgres();
 });
 afterAll(async () => {
   for (const store of opened) await store.close().catch(() => undefined);
-  cluster?.remove();
 });
 
 async function open(url: string, options: Parameters<typeof PostgresStore.open>[1] = {}): Promise<PostgresStore> {
