@@ -9,7 +9,9 @@ const INCLUDE = ['shared/**/*.test.ts', 'server/**/*.test.ts', 'electron/**/*.te
  * themselves, so a second file's CPU cannot push them past a limit that a clinic's machine would
  * meet, and their own load does not slow another file's timed waits. They are kept small: the
  * rest of what they cover is in files that run two at a time (test/content.e2e.test.ts holds the
- * content routes, test/content-renders.e2e.test.ts the renders of real scans alone).
+ * content routes, test/content-renders.e2e.test.ts the renders of real scans alone;
+ * test/watch-new-folders-sync.e2e.test.ts syncs new folders to a server under generous deadlines,
+ * the stress file keeps the rounds timed file by file).
  */
 const ALONE = ['server/thumbnails/thumbnails.test.ts', 'test/content-renders.e2e.test.ts', 'test/watch-new-folders.stress.test.ts'];
 

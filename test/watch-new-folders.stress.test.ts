@@ -4,7 +4,9 @@
  * and such a file must not wait for the next full rescan (10 minutes). Hundreds of rounds of new
  * case folders (nested, renamed into place, with and without pauses, part of them with every core
  * busy), written by a process of their own: every file is reported within the settle time plus a
- * margin, journaled as queued once it has settled too, and ends synced on a real server.
+ * margin, and journaled as queued once it has settled too. These rounds load every core on purpose
+ * and time each file, so this file runs alone (vitest.config.ts); the rounds that end synced on a
+ * real server, timed only by generous deadlines, are test/watch-new-folders-sync.e2e.test.ts's.
  */
 import fs from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -16,10 +18,8 @@ import type { Journal } from '../electron/sync/journal/journal.js';
 import { openJournal } from '../electron/sync/journal/open-journal.js';
 import { PairWatch } from '../electron/sync/watch/pair-watch.js';
 import { watchFolder, type FolderWatcher } from '../electron/sync/watch/watcher.js';
-import { startServerProcess, type ServerProcess } from './helpers/processes.js';
 import { PATIENT } from './helpers/server.js';
-import { loadEveryCore, planRound, ROUND_KINDS, ScanWriter, seededRandom, type RoundPlan } from './helpers/scan-writer.js';
-import { allDocuments, startEngine, waitFor } from './helpers/sync.js';
+import { loadEveryCore, ROUND_KINDS, ScanWriter, writeRound, type Written } from './helpers/scan-writer.js';
 
 const SETTLE_MS = 300;
 /**
@@ -38,13 +38,6 @@ const WATCHER_ROUNDS = 204;
 const LOADED_ROUNDS = { from: 68, to: 136 };
 /** Another run, other rounds: the seed is in the title, and a run is played again by setting it here. */
 const SEED = Math.floor(Math.random() * 2 ** 31);
-
-/** The files of a round in the order written, with when each appeared at its final path. */
-interface Written {
-  round: number;
-  plan: RoundPlan;
-  files: Array<{ relativePath: string; appearedAt: number }>;
-}
 
 /**
  * Reports arriving for the files of the round under way: resolves once all of them arrived, or at
@@ -75,26 +68,6 @@ class Arrivals {
     });
     this.waiting = undefined;
   }
-}
-
-/** Plans and writes round `round` (kind and pauses taken in turn), with when each file appeared. */
-async function writeRound(writer: ScanWriter, folder: string, staging: string, round: number, maxFiles?: number): Promise<Written> {
-  const plan = planRound({
-    root: folder,
-    staging,
-    round,
-    kind: ROUND_KINDS[round % ROUND_KINDS.length]!,
-    paused: Math.floor(round / ROUND_KINDS.length) % 2 === 1,
-    random: seededRandom(SEED + round),
-    ...(maxFiles === undefined ? {} : { maxFiles }),
-  });
-  const appeared = await writer.run(plan.steps);
-  const files = plan.files.map((relativePath) => {
-    const appearedAt = appeared.get(path.join(folder, ...relativePath.split('/')));
-    if (appearedAt === undefined) throw new Error(`round ${round}: the writer did not write ${relativePath}`);
-    return { relativePath, appearedAt };
-  });
-  return { round, plan, files };
 }
 
 /** The files of a round that did not arrive within `allowedMs` of appearing, told per round. */
@@ -136,7 +109,7 @@ async function runRounds(options: {
     for (let round = 0; round < count; round++) {
       if (round === loaded.from) load = loadEveryCore();
       if (round === loaded.to) await load?.stop();
-      const written = await writeRound(writer, folder, staging, round);
+      const written = await writeRound({ writer, folder, staging, round, seed: SEED });
       rounds.push(written);
       const deadline = Math.max(...written.files.map((file) => file.appearedAt + allowedMs(file, written)));
       await arrivals.untilAll(
@@ -248,42 +221,4 @@ describe(`files written into new folders at once (seed ${SEED})`, () => {
     expect(problems, `${problems.length} of ${rounds} rounds had files journaled late or never`).toEqual([]);
     expect(errors).toEqual([]);
   }, 60_000);
-
-  describe('end to end, against the real server', () => {
-    let server: ServerProcess;
-
-    beforeAll(async () => {
-      server = await startServerProcess();
-    });
-    afterAll(async () => {
-      await server?.stop();
-    });
-
-    it('every file of new case folders is journaled once found and settled, and ends synced', async () => {
-      const roundsFolder = path.join(folder, 'engine');
-      fs.mkdirSync(roundsFolder);
-      const sut = await startEngine(server.url, { folder: roundsFolder, remoteBasePath: '/new-folders', tuning: { settleMs: SETTLE_MS, rescanMinutes: 0 } });
-      const state = (relativePath: string) => sut.journal.find(sut.pair.id, relativePath)?.state ?? 'not journaled';
-      try {
-        const expected: string[] = [];
-        for (let round = 0; round < ROUND_KINDS.length; round++) {
-          const written = await writeRound(writer, roundsFolder, staging, round, 40);
-          const files = written.files.map((file) => file.relativePath);
-          expected.push(...files);
-          const deadline = Math.max(...written.files.map((file) => file.appearedAt)) + 2 * SETTLE_MS + JOURNAL_MARGIN_MS;
-          await waitFor(`round ${round} (${written.plan.kind}) journaled`, () => files.every((relativePath) => state(relativePath) !== 'not journaled'), Math.max(0, deadline - Date.now()), 50).catch((error: unknown) => {
-            throw new Error(`${String(error)}: ${files.filter((relativePath) => state(relativePath) === 'not journaled').length} of ${files.length} files not found`);
-          });
-        }
-        const notSynced = () => expected.filter((relativePath) => state(relativePath) !== 'synced');
-        await waitFor(`all ${expected.length} files synced`, () => notSynced().length === 0 && sut.engine.isSettled(), 45_000).catch((error: unknown) => {
-          throw new Error(`${String(error)}: ${notSynced().length} of ${expected.length} not synced: ${notSynced().slice(0, 5).map((relativePath) => `${relativePath} ${state(relativePath)}`).join(', ')}`);
-        });
-        const documents = await allDocuments(sut.api, PATIENT, '/new-folders');
-        expect(documents.map((document) => `${document.path}/${document.fileName}`).sort()).toEqual(expected.map((relativePath) => `/new-folders/${relativePath}`).sort());
-      } finally {
-        await sut.close();
-      }
-    }, 90_000);
-  });
 });

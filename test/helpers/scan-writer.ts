@@ -146,6 +146,37 @@ export class ScanWriter {
   }
 }
 
+/** The files of a round in the order written, with when each appeared at its final path. */
+export interface Written {
+  round: number;
+  plan: RoundPlan;
+  files: Array<{ relativePath: string; appearedAt: number }>;
+}
+
+/**
+ * Plans and writes round `round` of a run with `seed` (kind and pauses taken in turn), with when
+ * each file appeared.
+ */
+export async function writeRound(options: { writer: ScanWriter; folder: string; staging: string; round: number; seed: number; maxFiles?: number }): Promise<Written> {
+  const { writer, folder, staging, round, seed, maxFiles } = options;
+  const plan = planRound({
+    root: folder,
+    staging,
+    round,
+    kind: ROUND_KINDS[round % ROUND_KINDS.length]!,
+    paused: Math.floor(round / ROUND_KINDS.length) % 2 === 1,
+    random: seededRandom(seed + round),
+    ...(maxFiles === undefined ? {} : { maxFiles }),
+  });
+  const appeared = await writer.run(plan.steps);
+  const files = plan.files.map((relativePath) => {
+    const appearedAt = appeared.get(path.join(folder, ...relativePath.split('/')));
+    if (appearedAt === undefined) throw new Error(`round ${round}: the writer did not write ${relativePath}`);
+    return { relativePath, appearedAt };
+  });
+  return { round, plan, files };
+}
+
 /** One busy process per core, as a machine busy with other work: stop() ends them. */
 export function loadEveryCore(): { stop(): Promise<void> } {
   const busy = Array.from({ length: availableParallelism() }, () => spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' }));
