@@ -7,14 +7,23 @@
 // Runs alternate (engine, rclone, then rclone, engine, …); each run is checked on the server side
 // afterwards (every stored byte hashed and compared with the source). Prints medians, the ratio of
 // each pair of runs, and the client's and the server's CPU-seconds (the server's counted until it
-// is idle again: thumbnails render after the uploads; for the engine's server, its main thread's too).
+// is idle again: thumbnails render after the uploads). The engine's server's CPU is also split by
+// thread: main (JavaScript: routes, database, upload streams), thumbnail workers, Node's helpers
+// (V8's garbage collection and compilation threads) and libuv's pool (file writes, fsync), each
+// user and kernel time together (bench/lib/thread-kinds.cjs tells them apart).
 //
 //   node bench/peer-rclone.mjs [--quick] [--only=mixed,small,big] [--runs=N] [--baseline=DIR]
+//                              [--baseline-server=DIR] [--skip-rclone]
+// --only also takes mixed-rest (the mixed workload without its big STL) and mixed-big (the big STL
+// alone): what the big file costs the server, and what the other 1,999 files do.
 // Each engine run also counts the client's journal writes (bench/lib/journal-count.cjs): writing
 // statements and commits, printed per file with the client's CPU per file.
 // --baseline=DIR: a third side, the sync client of another build (DIR holds its bin/ and dist/,
 // e.g. a copy made before a change) against the same server, alternating with the others, so a
 // change's effect on the client is measured under the same load as this build's.
+// --baseline-server=DIR: the baseline side's server is DIR's (dist/server/main.js) instead of this
+// build's; its client is --baseline's, or this build's without it. A server change's CPU, side by side.
+// --skip-rclone: the engine's sides only (no ratios), for comparing two builds in less time.
 // BENCH_CLIENT_NODE_ARGS: extra node arguments for the engine's `run --once` (space-separated),
 // e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the client during its runs.
 // BENCH_SERVER_NODE_ARGS: the same for the bundled server of the engine's runs (a profile is
@@ -28,7 +37,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
-import { cpuSeconds, mainThreadCpuSeconds, measureSteal } from './lib/proc.mjs';
+import { cpuSeconds, measureSteal, threadCpuSeconds } from './lib/proc.mjs';
 import { CLIENT, ORG, PATIENT } from './lib/populated.mjs';
 import { freePort, listeningUrl } from './lib/server.mjs';
 
@@ -39,7 +48,7 @@ const MiB = 1024 * 1024;
 const TRANSFERS = 3;
 
 const { values: args } = parseArgs({
-  options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, runs: { type: 'string' }, baseline: { type: 'string' } },
+  options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, runs: { type: 'string' }, baseline: { type: 'string' }, 'baseline-server': { type: 'string' }, 'skip-rclone': { type: 'boolean', default: false } },
   strict: true,
 });
 
@@ -51,8 +60,11 @@ if (rclone.error || rclone.status !== 0) {
 const rcloneVersion = rclone.stdout.split('\n')[0];
 
 const quick = args.quick;
+const MIXED = quick ? { files: 200, totalBytes: 64 * MiB, bigBytes: 32 * MiB } : { files: 2000, totalBytes: 1024 * MiB, bigBytes: 500 * MiB };
 const WORKLOADS = {
-  mixed: quick ? { files: 200, totalBytes: 64 * MiB, bigBytes: 32 * MiB } : { files: 2000, totalBytes: 1024 * MiB, bigBytes: 500 * MiB },
+  mixed: MIXED,
+  'mixed-rest': { ...MIXED, withBig: false },
+  'mixed-big': { ...MIXED, withRest: false },
   small: quick ? { files: 1000, minBytes: 2000, maxBytes: 20_000 } : { files: 10_000, minBytes: 2000, maxBytes: 20_000 },
   big: quick ? { bytes: 256 * MiB } : { bytes: 2048 * MiB },
 };
@@ -89,11 +101,11 @@ function makeWorkload(name) {
   cleanup.push(() => fs.rmSync(folder, { recursive: true, force: true }));
   const files = [];
   const add = (relativePath, bytes) => files.push({ relativePath, size: bytes, sha256: randomFile(path.join(folder, relativePath), bytes) });
-  if (name === 'mixed') {
-    const { files: count, totalBytes, bigBytes } = WORKLOADS.mixed;
-    add('case-big/full arch.stl', bigBytes);
+  if (name.startsWith('mixed')) {
+    const { files: count, totalBytes, bigBytes, withBig = true, withRest = true } = WORKLOADS[name];
+    if (withBig) add('case-big/full arch.stl', bigBytes);
     const each = Math.floor((totalBytes - bigBytes) / (count - 1));
-    for (let index = 0; index < count - 1; index += 1) add(`case-${String(index % 40).padStart(2, '0')}/scan-${index}.${SMALL_TYPES[index % SMALL_TYPES.length]}`, each);
+    for (let index = 0; index < (withRest ? count - 1 : 0); index += 1) add(`case-${String(index % 40).padStart(2, '0')}/scan-${index}.${SMALL_TYPES[index % SMALL_TYPES.length]}`, each);
   } else if (name === 'small') {
     const { files: count, minBytes, maxBytes } = WORKLOADS.small;
     for (let index = 0; index < count; index += 1) {
@@ -162,6 +174,11 @@ async function stopChild(child) {
 const syncCli = (root) => path.join(root, 'bin/patient-docs-sync.js');
 const BASELINE = args.baseline ? path.resolve(args.baseline) : null;
 if (BASELINE && !fs.existsSync(syncCli(BASELINE))) throw new Error(`--baseline: ${syncCli(BASELINE)} does not exist`);
+const serverMain = (root) => path.join(root, 'dist/server/main.js');
+const BASELINE_SERVER = args['baseline-server'] ? path.resolve(args['baseline-server']) : null;
+if (BASELINE_SERVER && !fs.existsSync(serverMain(BASELINE_SERVER))) throw new Error(`--baseline-server: ${serverMain(BASELINE_SERVER)} does not exist`);
+/** Tells the server's threads apart (loaded with --require into the engine's server). */
+const THREAD_KINDS = path.join(ROOT, 'bench/lib/thread-kinds.cjs');
 /** Counts the client's journal writes in its measured run (loaded with --require). */
 const JOURNAL_COUNT = path.join(ROOT, 'bench/lib/journal-count.cjs');
 /** Extra node arguments for the measured run only (a profiler), not for the set-up commands. */
@@ -169,16 +186,28 @@ const CLIENT_NODE_ARGS = (process.env.BENCH_CLIENT_NODE_ARGS ?? '').split(' ').f
 /** Extra node arguments for the server of the engine's runs (a profiler). */
 const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
-async function patientDocsRun(workload, root = ROOT) {
+/** The thread ids thread-kinds.cjs wrote once the server started (it writes them at its first file call). */
+async function threadKinds(file) {
+  const deadline = Date.now() + 20_000;
+  while (!fs.existsSync(file)) {
+    if (Date.now() > deadline) throw new Error('the server did not report its threads');
+    await delay(50);
+  }
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}
+
+async function patientDocsRun(workload, root = ROOT, serverRoot = ROOT) {
   const dataDir = temp('server');
   const port = await freePort();
-  const server = spawn(process.execPath, [...SERVER_NODE_ARGS, path.join(DIST, 'server/main.js')], {
-    env: { ...process.env, PORT: String(port), PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED, PATIENT_DOCS_ADMIN_TOKEN: 'bench-admin-token-0123456789', PATIENT_DOCS_LOG_LEVEL: 'warn' },
+  const kindsFile = path.join(dataDir, 'thread-kinds.json');
+  const server = spawn(process.execPath, [...SERVER_NODE_ARGS, '--require', THREAD_KINDS, serverMain(serverRoot)], {
+    env: { ...process.env, PORT: String(port), PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED, PATIENT_DOCS_ADMIN_TOKEN: 'bench-admin-token-0123456789', PATIENT_DOCS_LOG_LEVEL: 'warn', BENCH_THREAD_KINDS_FILE: kindsFile },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const home = temp('sync-home');
   try {
     const url = await listeningUrl(server);
+    const kinds = await threadKinds(kindsFile);
     const env = { PATIENT_DOCS_SYNC_HOME: home, PATIENT_DOCS_CLIENT_SECRET: CLIENT.secret };
     for (const setup of [
       ['connect', '--server', url, '--client-id', CLIENT.id, '--organization', ORG],
@@ -188,17 +217,17 @@ async function patientDocsRun(workload, root = ROOT) {
       await timedCommand(process.execPath, [syncCli(root), ...setup], env);
     }
     const countFile = path.join(home, 'journal-count.json');
-    const serverCpuBefore = cpuSeconds(server.pid);
-    const serverMainBefore = mainThreadCpuSeconds(server.pid);
+    const threadsBefore = threadCpuSeconds(server.pid, kinds);
     const client = await timedCommand(process.execPath, [...CLIENT_NODE_ARGS, '--require', JOURNAL_COUNT, syncCli(root), 'run', '--once', '--timeout', '3600'], {
       ...env,
       BENCH_JOURNAL_COUNT_FILE: countFile,
     });
-    const serverCpu = (await cpuWhenIdle(server.pid)) - serverCpuBefore;
-    const serverMainCpu = mainThreadCpuSeconds(server.pid) - serverMainBefore;
+    await cpuWhenIdle(server.pid);
+    const threadsAfter = threadCpuSeconds(server.pid, kinds);
+    const serverThreads = Object.fromEntries(Object.keys(threadsAfter).map((kind) => [kind, threadsAfter[kind] - threadsBefore[kind]]));
     await stopChild(server);
     await checkPatientDocs(workload, dataDir);
-    return { ...client, serverCpu, serverMainCpu, journal: JSON.parse(fs.readFileSync(countFile, 'utf8')) };
+    return { ...client, serverCpu: serverThreads.total, serverThreads, journal: JSON.parse(fs.readFileSync(countFile, 'utf8')) };
   } finally {
     await stopChild(server);
     fs.rmSync(dataDir, { recursive: true, force: true });
@@ -278,40 +307,47 @@ async function compare(name) {
   console.log(`\n${name}: ${workload.files.length.toLocaleString('en-US')} files, ${(workload.bytes / MiB).toFixed(0)} MiB (made in ${((performance.now() - made) / 1000).toFixed(1)} s)`);
   // The workload's files are older than the engine's settle time when its runs start, as a day's scans are.
   await delay(2500);
-  const sides = BASELINE ? ['engine', 'rclone', 'baseline'] : ['engine', 'rclone'];
+  const sides = ['engine', ...(args['skip-rclone'] ? [] : ['rclone']), ...(BASELINE || BASELINE_SERVER ? ['baseline'] : [])];
   const runs = Object.fromEntries(sides.map((side) => [side, []]));
   const perFile = (value) => (value / workload.files.length).toFixed(1);
   const steal = measureSteal();
   for (let round = 0; round < RUNS; round += 1) {
     const order = round % 2 === 0 ? sides : [...sides].reverse();
     for (const side of order) {
-      const result = side === 'rclone' ? await rcloneRun(workload) : await patientDocsRun(workload, side === 'baseline' ? BASELINE : ROOT);
+      const result = side === 'rclone' ? await rcloneRun(workload) : await patientDocsRun(workload, side === 'baseline' ? (BASELINE ?? ROOT) : ROOT, side === 'baseline' ? (BASELINE_SERVER ?? ROOT) : ROOT);
       runs[side].push(result);
-      // The server's main thread (JavaScript: routes, database, upload streams); the rest is thumbnail workers, V8's helpers, libuv's pool.
-      const main = result.serverMainCpu === undefined ? '' : ` (main thread ${result.serverMainCpu.toFixed(2)} s)`;
+      const threads = result.serverThreads;
+      const main = threads
+        ? ` (main thread ${threads.main.toFixed(2)}, thumbnail workers ${threads.others.toFixed(2)}, V8/Node helpers ${threads.helpers.toFixed(2)}, libuv pool ${threads.pool.toFixed(2)})`
+        : '';
       const journal = result.journal ? `   journal per file: ${perFile(result.journal.commits)} commits, ${perFile(result.journal.statements)} statements` : '';
       console.log(
         `  run ${round + 1} ${side.padEnd(8)} ${result.seconds.toFixed(2).padStart(7)} s   client CPU ${result.cpu.toFixed(2).padStart(6)} s (${perFile(result.cpu * 1000)} ms per file)   server CPU ${result.serverCpu.toFixed(2).padStart(6)} s${main}${journal}   (every byte checked)`,
       );
     }
   }
-  const ratios = runs.engine.map((run, index) => run.seconds / runs.rclone[index].seconds);
+  const ratios = runs.rclone ? runs.engine.map((run, index) => run.seconds / runs.rclone[index].seconds) : [];
   const line = (side) => {
     const list = runs[side];
     const journal = list[0].journal
       ? `, journal ${perFile(median(list.map((run) => run.journal.commits)))} commits and ${perFile(median(list.map((run) => run.journal.statements)))} writing statements per file`
       : '';
-    return `median ${median(list.map((run) => run.seconds)).toFixed(2)} s, client CPU ${median(list.map((run) => run.cpu)).toFixed(2)} s (${perFile(median(list.map((run) => run.cpu)) * 1000)} ms per file)${journal}, server CPU ${median(list.map((run) => run.serverCpu)).toFixed(2)} s (${((median(list.map((run) => run.serverCpu)) * 1000) / workload.files.length).toFixed(2)} ms per file)`;
+    const threads = list[0].serverThreads
+      ? ` (medians: main thread ${median(list.map((run) => run.serverThreads.main)).toFixed(2)}, thumbnail workers ${median(list.map((run) => run.serverThreads.others)).toFixed(2)}, V8/Node helpers ${median(list.map((run) => run.serverThreads.helpers)).toFixed(2)}, libuv pool ${median(list.map((run) => run.serverThreads.pool)).toFixed(2)})`
+      : '';
+    return `median ${median(list.map((run) => run.seconds)).toFixed(2)} s, client CPU ${median(list.map((run) => run.cpu)).toFixed(2)} s (${perFile(median(list.map((run) => run.cpu)) * 1000)} ms per file)${journal}, server CPU ${median(list.map((run) => run.serverCpu)).toFixed(2)} s (${((median(list.map((run) => run.serverCpu)) * 1000) / workload.files.length).toFixed(2)} ms per file)${threads}`;
   };
   console.log(`  Patient Docs: ${line('engine')}`);
   if (BASELINE) console.log(`  baseline:     ${line('baseline')}`);
-  console.log(`  rclone:       ${line('rclone')}`);
-  console.log(`  ratio Patient Docs / rclone per pair: ${ratios.map((ratio) => ratio.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)}×   (steal ${steal().toFixed(1)}%, load average ${loadAverage()})`);
+  if (runs.rclone) console.log(`  rclone:       ${line('rclone')}`);
+  const conditions = `(steal ${steal().toFixed(1)}%, load average ${loadAverage()})`;
+  if (runs.rclone) console.log(`  ratio Patient Docs / rclone per pair: ${ratios.map((ratio) => ratio.toFixed(2)).join(', ')}; median ${median(ratios).toFixed(2)}×   ${conditions}`);
+  else console.log(`  ${conditions}`);
 }
 
 try {
   console.log(`peer-rclone: patient-docs-sync run --once vs ${rcloneVersion} (copy → serve webdav), ${TRANSFERS} transfers each, ${RUNS} alternating runs per side${quick ? ', quick workloads' : ''}; ${os.cpus().length} CPUs, load average ${loadAverage()}`);
-  for (const name of ['mixed', 'small', 'big']) if (only.includes(name)) await compare(name);
+  for (const name of Object.keys(WORKLOADS)) if (only.includes(name)) await compare(name);
 } finally {
   for (const step of cleanup.reverse()) await Promise.resolve().then(step).catch(() => undefined);
 }

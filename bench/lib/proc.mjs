@@ -18,6 +18,28 @@ export function mainThreadCpuSeconds(pid) {
   return cpuSeconds(`${pid}/task/${pid}`);
 }
 
+/**
+ * The process's CPU seconds split by its threads: `main`, the thread ids listed under `helpers` and
+ * `pool` (each summed; see bench/lib/thread-kinds.cjs), and `others`: every other thread, alive or
+ * ended (an ended thread's time stays in the process's total), so the parts always add up to the total.
+ */
+export function threadCpuSeconds(pid, kinds) {
+  const total = cpuSeconds(pid);
+  const main = mainThreadCpuSeconds(pid);
+  const sum = (tids) => tids.reduce((seconds, tid) => seconds + cpuSecondsOrZero(`${pid}/task/${tid}`), 0);
+  const helpers = sum(kinds.helpers);
+  const pool = sum(kinds.pool);
+  return { total, main, helpers, pool, others: total - main - helpers - pool };
+}
+
+function cpuSecondsOrZero(pid) {
+  try {
+    return cpuSeconds(pid);
+  } catch {
+    return 0;
+  }
+}
+
 /** Resident memory of the process, in bytes. */
 export function rssBytes(pid) {
   return Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
