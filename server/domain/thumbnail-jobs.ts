@@ -6,8 +6,10 @@
  * is leased, and the live instances look now and then for versions still pending after a lease
  * would have ended (their instance died): whoever takes the lease renders them.
  *
- * The renderer reads a file it owns: each render streams the content from storage (the local disk
- * or an object store alike) into a private scratch file, removed when the render ends.
+ * The renderer reads a file it owns: a private scratch file, removed when the render ends. On the
+ * local disk it is a hard link to the stored object (no byte copied: stored objects never change in
+ * place, and the link keeps the bytes while the render runs, even if the object is removed); from
+ * an object store, or where no link can be made, the content is streamed into it.
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -251,7 +253,7 @@ export class ThumbnailJobs {
     }
   }
 
-  /** Streams the version's content into a scratch file of this render's own, renders it, removes the file. */
+  /** Links or streams the version's content into a scratch file of this render's own, renders it, removes the file. */
   private async renderFromStore(renderer: ThumbnailRenderer, version: DocumentVersionRecord): Promise<Buffer> {
     const render = { size: this.options.size, timeoutMs: this.options.timeoutMs };
     const file = path.join(this.scratchDir, randomUUID());
@@ -265,7 +267,8 @@ export class ThumbnailJobs {
       // (8 MiB for a 10 KB scan), and that much memory outside the heap makes V8 run a full
       // collection every ten or so renders.
       const range = size === 0 ? undefined : { start: 0, end: Math.min(size - 1, RENDER_INPUT_LIMIT) };
-      await pipeline(this.storage.read(version.contentKey, range), fs.createWriteStream(file, { flags: 'wx', mode: PRIVATE_FILE }));
+      const linked = (await this.storage.linkAs?.(version.contentKey, file)) === true;
+      if (!linked) await pipeline(this.storage.read(version.contentKey, range), fs.createWriteStream(file, { flags: 'wx', mode: PRIVATE_FILE }));
       return await renderer.renderThumbnail(file, version.fileType, render);
     } finally {
       await fsp.rm(file, { force: true });

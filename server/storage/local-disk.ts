@@ -331,6 +331,16 @@ export class LocalDiskStorage implements ContentStorage {
     await eachAtMost(SYNCS_IN_FLIGHT, [...folders], (folder) => syncPath(folder));
   }
 
+  /** A hard link; false on any failure, the caller's copy then finds what is wrong, as it would have. */
+  async linkAs(key: string, file: string): Promise<boolean> {
+    try {
+      await fsp.link(this.localPath(key), file);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   async size(key: string): Promise<number | undefined> {
     try {
       const stat = await fsp.stat(this.localPath(key));

@@ -89,6 +89,14 @@ export interface ContentStorage {
    * durable when it returns (an object store).
    */
   sync?(keys: readonly string[]): Promise<void>;
+  /**
+   * Gives the object a second name, the local file `file` (a hard link: no byte is copied), for a
+   * reader that needs a file of its own (a thumbnail render): an object's bytes never change in
+   * place, and the link keeps them readable when the object is removed or replaced meanwhile.
+   * False when it cannot (the file on another file system, no hard links there, the object gone):
+   * the caller copies the bytes instead. Absent where objects are not local files (an object store).
+   */
+  linkAs?(key: string, file: string): Promise<boolean>;
   /** Undefined when the object does not exist or cannot be read (read's error then says which). */
   size(key: string): Promise<number | undefined>;
   read(key: string, range?: ByteRange): Readable;
