@@ -8,7 +8,8 @@
 // afterwards (every stored byte hashed and compared with the source). Prints medians, the ratio of
 // each pair of runs, and the client's and the server's CPU-seconds (the server's counted until it
 // is idle again: thumbnails render after the uploads). The engine's server's CPU is also split by
-// thread: main (JavaScript: routes, database, upload streams), thumbnail workers, Node's helpers
+// thread: main (JavaScript: routes, database, upload streams), worker threads (the thumbnail
+// renders, the audit writer, secret checks), Node's helpers
 // (V8's garbage collection and compilation threads) and libuv's pool (file writes, fsync), each
 // user and kernel time together (bench/lib/thread-kinds.cjs tells them apart).
 //
@@ -318,7 +319,7 @@ async function compare(name) {
       runs[side].push(result);
       const threads = result.serverThreads;
       const main = threads
-        ? ` (main thread ${threads.main.toFixed(2)}, thumbnail workers ${threads.others.toFixed(2)}, V8/Node helpers ${threads.helpers.toFixed(2)}, libuv pool ${threads.pool.toFixed(2)})`
+        ? ` (main thread ${threads.main.toFixed(2)}, worker threads ${threads.others.toFixed(2)}, V8/Node helpers ${threads.helpers.toFixed(2)}, libuv pool ${threads.pool.toFixed(2)})`
         : '';
       const journal = result.journal ? `   journal per file: ${perFile(result.journal.commits)} commits, ${perFile(result.journal.statements)} statements` : '';
       console.log(
@@ -333,7 +334,7 @@ async function compare(name) {
       ? `, journal ${perFile(median(list.map((run) => run.journal.commits)))} commits and ${perFile(median(list.map((run) => run.journal.statements)))} writing statements per file`
       : '';
     const threads = list[0].serverThreads
-      ? ` (medians: main thread ${median(list.map((run) => run.serverThreads.main)).toFixed(2)}, thumbnail workers ${median(list.map((run) => run.serverThreads.others)).toFixed(2)}, V8/Node helpers ${median(list.map((run) => run.serverThreads.helpers)).toFixed(2)}, libuv pool ${median(list.map((run) => run.serverThreads.pool)).toFixed(2)})`
+      ? ` (medians: main thread ${median(list.map((run) => run.serverThreads.main)).toFixed(2)}, worker threads ${median(list.map((run) => run.serverThreads.others)).toFixed(2)}, V8/Node helpers ${median(list.map((run) => run.serverThreads.helpers)).toFixed(2)}, libuv pool ${median(list.map((run) => run.serverThreads.pool)).toFixed(2)})`
       : '';
     return `median ${median(list.map((run) => run.seconds)).toFixed(2)} s, client CPU ${median(list.map((run) => run.cpu)).toFixed(2)} s (${perFile(median(list.map((run) => run.cpu)) * 1000)} ms per file)${journal}, server CPU ${median(list.map((run) => run.serverCpu)).toFixed(2)} s (${((median(list.map((run) => run.serverCpu)) * 1000) / workload.files.length).toFixed(2)} ms per file)${threads}`;
   };

@@ -4,7 +4,8 @@
 // Node's own (V8's platform workers: garbage collection, compilation; the delayed-task and signal
 // threads); the first file call starts libuv's pool (all its threads at once: file reads and
 // writes, fsync, the hashing of crypto's async calls). Writes { helpers, pool } (thread ids) to
-// BENCH_THREAD_KINDS_FILE. Every thread that starts later is a worker thread (the thumbnails').
+// BENCH_THREAD_KINDS_FILE. Every thread that starts later is a worker thread (thumbnail renders,
+// the audit writer, secret checks).
 'use strict';
 const fs = require('node:fs');
 const { isMainThread } = require('node:worker_threads');
