@@ -262,13 +262,14 @@ export class ThumbnailJobs {
     if (size === undefined) return renderer.renderThumbnail(file, version.fileType, render);
     privateDirectory(this.scratchDir);
     try {
-      // One byte past the limit is enough for the renderer to refuse the file as too large. Always a
-      // range: a local file read without one takes a read buffer of 4 MiB per read whatever its size
-      // (8 MiB for a 10 KB scan), and that much memory outside the heap makes V8 run a full
-      // collection every ten or so renders.
-      const range = size === 0 ? undefined : { start: 0, end: Math.min(size - 1, RENDER_INPUT_LIMIT) };
-      const linked = (await this.storage.linkAs?.(version.contentKey, file)) === true;
-      if (!linked) await pipeline(this.storage.read(version.contentKey, range), fs.createWriteStream(file, { flags: 'wx', mode: PRIVATE_FILE }));
+      if ((await this.storage.linkAs?.(version.contentKey, file)) !== true) {
+        // One byte past the limit is enough for the renderer to refuse the file as too large. Always
+        // a range: a local file read without one takes a read buffer of 4 MiB per read whatever its
+        // size (8 MiB for a 10 KB scan), and that much memory outside the heap makes V8 run a full
+        // collection every ten or so renders.
+        const range = size === 0 ? undefined : { start: 0, end: Math.min(size - 1, RENDER_INPUT_LIMIT) };
+        await pipeline(this.storage.read(version.contentKey, range), fs.createWriteStream(file, { flags: 'wx', mode: PRIVATE_FILE }));
+      }
       return await renderer.renderThumbnail(file, version.fileType, render);
     } finally {
       await fsp.rm(file, { force: true });
