@@ -188,6 +188,35 @@ describe('the data disk is full', () => {
     }
   });
 
+  it('a render that fails while the disk is full stays pending and is marked failed once space is freed', async () => {
+    const { context } = server.server;
+    const document = await createDocument('full-malformed.stl');
+    // Not an STL: its render fails, whatever the disk.
+    expect((await upload(document, Buffer.alloc(4096, 0xff))).status).toBe(201);
+    await context.content.thumbnails.idle();
+    expect(await context.store.content.version(document.id, 1)).toMatchObject({ thumbnailStatus: 'failed' });
+    await context.store.content.setThumbnail(document.id, 1, { status: 'pending', key: null, error: null });
+    const jobs = new ThumbnailJobs(context.store, context.content.storage, { hasThumbnail, renderThumbnail }, { size: 64, timeoutMs: 20_000, concurrency: 1, retryDelayMs: 100 });
+    try {
+      fillDisk(filler);
+      try {
+        jobs.enqueue((await context.store.content.version(document.id, 1))!);
+        await jobs.idle();
+        // The render failed, and the database had no room to say so.
+        expect(await context.store.content.version(document.id, 1)).toMatchObject({ thumbnailStatus: 'pending' });
+      } finally {
+        freeDisk();
+      }
+      const deadline = Date.now() + 15_000;
+      while ((await context.store.content.version(document.id, 1))?.thumbnailStatus === 'pending' && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(await context.store.content.version(document.id, 1)).toMatchObject({ thumbnailStatus: 'failed' });
+    } finally {
+      await jobs.close();
+    }
+  });
+
   it('the content folder turns read-only at run time: an upload answers 503 with Retry-After, and succeeds once it is writable again', async () => {
     const document = await createDocument('read-only.stl');
     // Root ignores permissions, and a file system with open files refuses `remount,ro`: a read-only

@@ -249,7 +249,10 @@ export class ThumbnailJobs {
       const reason = error instanceof Error ? `${(error as { reason?: string }).reason ?? error.name}: ${error.message}` : String(error);
       await this.store.content
         .setThumbnail(version.documentId, version.version, { status: 'failed', key: null, error: reason.slice(0, 500) })
-        .catch(() => undefined);
+        .catch((writeError: unknown) => {
+          // The file's fault, but the database could not record it (disk full, busy): still pending, tried again.
+          if (isTransientStorageFault(writeError)) this.defer(version);
+        });
     }
   }
 
