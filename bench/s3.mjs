@@ -1,14 +1,17 @@
 // Content in an S3-compatible store (issue 26), each figure beside its baseline from the same run,
-// against the same s3rver (its own process, loopback, objects in a temp folder):
+// against the same store on loopback (bench/lib/s3-stores.mjs): s3rver (Node, its own process,
+// objects in a temp folder) by default, or with --store=rgw Ceph's RADOS Gateway (C++, a one-node
+// cluster keeping objects in memory, as test/helpers/ceph-rgw.ts starts it):
 //   one-shot upload of 1 GiB through the server   vs the AWS SDK alone (lib-storage Upload, same part size) (+ server RSS growth)
 //   download of 1 GiB through a signed link        vs the AWS SDK alone (GetObject streamed)
 // Both downloads are read by Node's http client (the SDK's is http.request): the same reader on
 // both sides, so the difference is the server's hop. The CPU seconds per GiB of each process of a
 // download (all threads, from /proc: the server, s3rver, and this process reading) are printed
 // too: on a machine shared with other work they hold still when the rates do not, and on 2 CPUs
-// the three together are what the rate is bounded by.
+// the three together are what the rate is bounded by. For RGW the store's processes are radosgw
+// and ceph-osd.
 // Every figure is the best of --runs (default 2).
-//   node bench/s3.mjs [--quick] [--runs N]      (--quick: 256 MiB)
+//   node bench/s3.mjs [--store=s3rver|rgw] [--quick] [--runs N]      (--quick: 256 MiB)
 // BENCH_SERVER_NODE_ARGS adds node options to the server's process, for example a CPU profile of
 // it written when the bench ends: BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
 // The monotonic times (ms, the profile's clock) at which each download starts and ends are printed
@@ -23,6 +26,7 @@ import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { freePort } from './lib/server.mjs';
 import { cpuSeconds, rssBytes as rss } from './lib/proc.mjs';
+import { startStore, stopChild, storeMissing, STORES } from './lib/s3-stores.mjs';
 import { writeSourceFile } from './lib/source-file.mjs';
 
 const MiB = 1024 * 1024;
@@ -33,17 +37,18 @@ const spent = (from) => {
 };
 const ROOT = path.resolve(import.meta.dirname, '..');
 const BUCKET = 'bench';
-const CREDENTIALS = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
 const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01';
 const PATIENT = '5f0e8a3c-1d2b-4c3d-8e9f-000000000001';
 const CLIENT = { id: 'scanner-pc-1', secret: 'scanner-pc-1-secret-0123456789' };
 
-if (process.argv[2] === '--s3rver') {
-  // The store, in a process of its own: neither client shares its CPU.
-  const { default: S3rver } = await import('s3rver');
-  const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: process.argv[3], configureBuckets: [{ name: BUCKET, configs: [] }] });
-  const { port } = await server.run();
-  console.log(`s3rver on http://127.0.0.1:${port}`);
+const storeArg = process.argv.find((arg) => arg.startsWith('--store='));
+const STORE = storeArg ? storeArg.slice('--store='.length) : 's3rver';
+if (!STORES.includes(STORE)) {
+  console.error(`--store=${STORE}: one of ${STORES.join(', ')}`);
+  process.exit(2);
+}
+if (storeMissing(STORE)) {
+  console.log(`skipped: --store=${STORE} needs ${storeMissing(STORE)}`);
 } else {
   await main();
 }
@@ -56,20 +61,22 @@ async function main() {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bench-s3-'));
   const source = path.join(work, 'source.bin');
   const children = [];
+  let store;
   try {
     await writeSourceFile(source, SIZE);
 
-    const store = spawn(process.execPath, [import.meta.filename, '--s3rver', path.join(work, 's3')], { stdio: ['ignore', 'pipe', 'inherit'] });
-    children.push(store);
-    const endpoint = await new Promise((resolve, reject) => {
-      store.stdout.on('data', (chunk) => {
-        const match = /s3rver on (\S+)/.exec(String(chunk));
-        if (match) resolve(match[1]);
-      });
-      store.once('exit', (code) => reject(new Error(`s3rver exited ${code}`)));
+    // Each run keeps the SDK's object and the server's document in the store.
+    store = await startStore(STORE, { bucket: BUCKET, folder: path.join(work, 's3'), capacity: 2 * RUNS * SIZE });
+    const { endpoint, credentials } = store;
+    const storeProcesses = store.processes();
+    const client = new S3Client({
+      endpoint,
+      forcePathStyle: true,
+      region: credentials.AWS_REGION,
+      credentials: { accessKeyId: credentials.AWS_ACCESS_KEY_ID, secretAccessKey: credentials.AWS_SECRET_ACCESS_KEY },
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
     });
-    fs.mkdirSync(path.join(work, 's3'), { recursive: true });
-    const client = new S3Client({ endpoint, forcePathStyle: true, region: 'us-east-1', credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' }, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' });
 
     const port = await freePort();
     const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
@@ -77,7 +84,7 @@ async function main() {
       cwd: ROOT,
       env: {
         ...process.env,
-        ...CREDENTIALS,
+        ...credentials,
         PORT: String(port),
         PATIENT_DOCS_DATA_DIR: path.join(work, 'data'),
         PATIENT_DOCS_STORAGE_URL: `s3://${BUCKET}/server`,
@@ -99,10 +106,15 @@ async function main() {
     const url = `http://127.0.0.1:${port}`;
     const { access_token: token } = await (await fetch(`${url}/oauth2/token`, { method: 'POST', body: new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }) })).json();
 
-    console.log(`file: ${SIZE / MiB} MiB on ${os.cpus().length} CPUs, s3rver ${endpoint}`);
+    console.log(`file: ${SIZE / MiB} MiB on ${os.cpus().length} CPUs, ${store.name} ${endpoint} (${storeProcesses.map(({ name, pid }) => `${name} ${pid}`).join(', ')})`);
     const rate = (seconds) => `${(SIZE / MiB / seconds).toFixed(1)} MiB/s`;
     const up = { ours: [], sdk: [], cpu: [] };
-    const down = { ours: [], sdk: [], cpu: [], storeOurs: [], storeSdk: [], readerOurs: [], readerSdk: [] };
+    const down = { ours: [], sdk: [], cpu: [], readerOurs: [], readerSdk: [] };
+    // CPU seconds of each of the store's processes, per download.
+    const storeOurs = storeProcesses.map(() => []);
+    const storeSdk = storeProcesses.map(() => []);
+    const storeCpu = () => storeProcesses.map(({ pid }) => cpuSeconds(pid));
+    const storeSpent = (from, into) => storeCpu().forEach((seconds, index) => into[index].push(seconds - from[index]));
     let growth = 0;
     let link;
     for (let run = 0; run < RUNS; run += 1) {
@@ -145,7 +157,7 @@ async function main() {
       if (answer.status !== 201) throw new Error(`upload: ${answer.status} ${JSON.stringify(answer.body)}`);
       link = answer.body.storageDownloadUri;
 
-      let storeCpu = cpuSeconds(store.pid);
+      let storeFrom = storeCpu();
       let readerCpu = process.cpuUsage();
       started = performance.now();
       const got = await client.send(new GetObjectCommand({ Bucket: BUCKET, Key: `sdk/run-${run}` }));
@@ -153,14 +165,14 @@ async function main() {
       for await (const chunk of got.Body) bytes += chunk.length;
       if (bytes !== SIZE) throw new Error(`sdk download: ${bytes} bytes`);
       down.sdk.push((performance.now() - started) / 1000);
-      down.storeSdk.push(cpuSeconds(store.pid) - storeCpu);
+      storeSpent(storeFrom, storeSdk);
       down.readerSdk.push(spent(readerCpu));
 
       started = performance.now();
       const monotonic = () => (Number(process.hrtime.bigint() / 1000n) / 1000).toFixed(0);
       const from = monotonic();
       cpu = cpuSeconds(server.pid);
-      storeCpu = cpuSeconds(store.pid);
+      storeFrom = storeCpu();
       readerCpu = process.cpuUsage();
       const response = await new Promise((resolve, reject) => http.get(link, resolve).once('error', reject));
       if (response.statusCode !== 200) throw new Error(`download: ${response.statusCode}`);
@@ -169,7 +181,7 @@ async function main() {
       if (bytes !== SIZE) throw new Error(`download: ${bytes} bytes`);
       down.ours.push((performance.now() - started) / 1000);
       down.cpu.push(cpuSeconds(server.pid) - cpu);
-      down.storeOurs.push(cpuSeconds(store.pid) - storeCpu);
+      storeSpent(storeFrom, storeOurs);
       down.readerOurs.push(spent(readerCpu));
       if (nodeArgs.length > 0) console.log(`download ${run + 1} through the server: monotonic ${from}-${monotonic()} ms`);
     }
@@ -183,13 +195,15 @@ async function main() {
     const perGiB = (list) => ((Math.min(...list) * 1024 * MiB) / SIZE).toFixed(2);
     console.log(`server CPU per GiB (least of ${RUNS} runs, every thread): upload ${perGiB(up.cpu)} s, download ${perGiB(down.cpu)} s`);
     const total = (...lists) => lists.reduce((sum, list) => sum + Number(perGiB(list)), 0).toFixed(2);
+    const stores = (lists) => storeProcesses.map(({ name }, index) => `${name} ${perGiB(lists[index])}`).join(' + ');
     console.log(
-      `download CPU per GiB (least of ${RUNS} runs): through the server: server ${perGiB(down.cpu)} + s3rver ${perGiB(down.storeOurs)} + reader ${perGiB(down.readerOurs)} = ${total(down.cpu, down.storeOurs, down.readerOurs)} s  |  ` +
-        `AWS SDK alone: s3rver ${perGiB(down.storeSdk)} + reader ${perGiB(down.readerSdk)} = ${total(down.storeSdk, down.readerSdk)} s`,
+      `download CPU per GiB (least of ${RUNS} runs): through the server: server ${perGiB(down.cpu)} + ${stores(storeOurs)} + reader ${perGiB(down.readerOurs)} = ${total(down.cpu, ...storeOurs, down.readerOurs)} s  |  ` +
+        `AWS SDK alone: ${stores(storeSdk)} + reader ${perGiB(down.readerSdk)} = ${total(...storeSdk, down.readerSdk)} s`,
     );
   } finally {
     // Each exits before its folder goes (a server's CPU profile is written as it exits).
-    await Promise.all(children.map((child) => (child.exitCode !== null || child.signalCode !== null ? undefined : new Promise((resolve) => (child.once('exit', resolve), child.kill('SIGTERM'), setTimeout(resolve, 20_000).unref())))));
+    await Promise.all(children.map(stopChild));
+    await store?.close();
     fs.rmSync(work, { recursive: true, force: true });
   }
 }
