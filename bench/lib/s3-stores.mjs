@@ -2,7 +2,9 @@
 //   s3rver   (npm, Node) in a process of its own, objects in a folder of the bench's
 //   rgw      Ceph's RADOS Gateway (C++) on a one-node cluster whose OSD keeps objects in memory:
 //            test/helpers/ceph-rgw.ts itself, loaded through tsx (test helpers are not compiled to
-//            JavaScript), so the bench starts the very cluster the tests run against.
+//            JavaScript), so the bench starts the very cluster the tests run against. It runs in a
+//            process of its own too (the helper loads the server's sources: kept out of the
+//            bench's reader, whose CPU is measured), the daemons its children.
 // Each store says which of its processes move the bytes, for the bench's CPU figures.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -55,19 +57,27 @@ async function startRgw(bucket, capacity) {
   // CEPH_ARGS as command-line options, which win over the helper's ceph.conf.
   const GiB = 1024 ** 3;
   const bytes = Math.ceil(capacity / GiB + 1) * GiB;
-  process.env.CEPH_ARGS = `${process.env.CEPH_ARGS ?? ''} --memstore_device_bytes=${bytes}`.trim();
-  const { tsImport } = await import('tsx/esm/api');
-  const { startCephRgw } = await tsImport(path.join(ROOT, 'test/helpers/ceph-rgw.ts'), import.meta.url);
-  const rgw = await startCephRgw(bucket);
-  // The helper runs the daemons as children of this process.
-  const daemons = childProcesses(process.pid).filter(({ name }) => name === 'radosgw' || name === 'ceph-osd');
+  const env = { ...process.env, CEPH_ARGS: `${process.env.CEPH_ARGS ?? ''} --memstore_device_bytes=${bytes}`.trim() };
+  // Its stdin stays open while this process lives: the cluster goes when the bench does, however it ends.
+  const child = spawn(process.execPath, [import.meta.filename, '--rgw', bucket], { env, stdio: ['pipe', 'pipe', 'inherit'] });
+  const { endpoint, credentials } = await new Promise((resolve, reject) => {
+    let output = '';
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+      const match = /^rgw (.*)$/m.exec(output);
+      if (match) resolve(JSON.parse(match[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`Ceph RGW exited ${code}`)));
+  });
+  // The helper runs the daemons as children of its process.
+  const daemons = childProcesses(child.pid).filter(({ name }) => name === 'radosgw' || name === 'ceph-osd');
   return {
     name: 'rgw',
-    endpoint: rgw.endpoint,
+    endpoint,
     bucket,
-    credentials: rgw.credentials,
+    credentials,
     processes: () => daemons,
-    close: () => rgw.close(),
+    close: () => stopChild(child),
   };
 }
 
@@ -106,4 +116,16 @@ if (process.argv[1] === import.meta.filename && process.argv[2] === '--s3rver') 
   const server = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: folder, configureBuckets: [{ name: bucket, configs: [] }] });
   const { port } = await server.run();
   console.log(`s3rver on http://127.0.0.1:${port}`);
+}
+
+if (process.argv[1] === import.meta.filename && process.argv[2] === '--rgw') {
+  const { tsImport } = await import('tsx/esm/api');
+  const { startCephRgw } = await tsImport(path.join(ROOT, 'test/helpers/ceph-rgw.ts'), import.meta.url);
+  const rgw = await startCephRgw(process.argv[3]);
+  const stop = () => rgw.close().then(() => process.exit(0));
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  process.stdin.resume();
+  process.stdin.once('end', stop);
+  console.log(`rgw ${JSON.stringify({ endpoint: rgw.endpoint, credentials: rgw.credentials })}`);
 }
