@@ -29,7 +29,7 @@ export function storeMissing(kind) {
   if (kind !== 'rgw') return undefined;
   const dirs = (process.env.PATH ?? '').split(path.delimiter).filter(Boolean);
   const missing = ['ceph-mon', 'ceph-osd', 'radosgw', 'radosgw-admin'].filter((program) => !dirs.some((dir) => fs.existsSync(path.join(dir, program))));
-  return missing.length > 0 ? `${missing.join(', ')} not installed (apt-get install --no-install-recommends ceph-mon ceph-osd radosgw)` : undefined;
+  return missing.length > 0 ? `${missing.join(', ')}, not installed here (apt-get install --no-install-recommends ceph-mon ceph-osd radosgw)` : undefined;
 }
 
 async function startS3rver(bucket, folder) {
