@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { pathToFileURL } from 'node:url';
@@ -50,6 +51,35 @@ const OWN_PORTS = (() => {
   return { from: Math.max(10_000, low - 12_000), to: low - 1 };
 })();
 
+/**
+ * Ports handed out by freePort, one marker folder each, shared by the test processes of one machine:
+ * a port another test file picked a moment ago, whose server is still starting (not yet listening,
+ * so free to a probe), is not handed out a second time. A process removes its markers when it exits
+ * normally; one ended by a signal (a test worker) leaves them, and a marker older than
+ * PORT_RESERVATION_MS is taken over (a port still in use is then refused by the probe).
+ */
+const PORT_RESERVATIONS = path.join(os.tmpdir(), 'patient-docs-test-ports');
+const PORT_RESERVATION_MS = 30 * 60_000;
+const reservedHere = new Set<string>();
+
+function reservePort(port: number): boolean {
+  const marker = path.join(PORT_RESERVATIONS, String(port));
+  fs.mkdirSync(PORT_RESERVATIONS, { recursive: true });
+  try {
+    fs.mkdirSync(marker);
+  } catch {
+    try {
+      if (Date.now() - fs.statSync(marker).mtimeMs < PORT_RESERVATION_MS) return false;
+      fs.utimesSync(marker, new Date(), new Date());
+    } catch {
+      return false;
+    }
+  }
+  if (reservedHere.size === 0) process.once('exit', () => reservedHere.forEach((folder) => fs.rmSync(folder, { recursive: true, force: true })));
+  reservedHere.add(marker);
+  return true;
+}
+
 function portIsFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const probe = net.createServer();
@@ -68,7 +98,7 @@ export async function freePort(): Promise<number> {
   if (OWN_PORTS.to > OWN_PORTS.from) {
     for (let attempt = 0; attempt < 50; attempt += 1) {
       const port = OWN_PORTS.from + Math.floor(Math.random() * (OWN_PORTS.to - OWN_PORTS.from + 1));
-      if (await portIsFree(port)) return port;
+      if (reservePort(port) && (await portIsFree(port))) return port;
     }
   }
   const server = net.createServer();
