@@ -7,7 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clientToken, runAdmin, startServerProcess, type ServerProcess } from './helpers/processes.js';
+import { clientToken, runAdmin, startServerProcess, type ServerProcess, stderrBesidesBusyWait } from './helpers/processes.js';
 import { ORG, PATIENT, tempDir } from './helpers/server.js';
 
 let server: ServerProcess;
@@ -58,7 +58,7 @@ describe('backup while the server runs', () => {
     const backup = await admin(server.dataDir, ['backup', '--to', target]);
     uploading = false;
     expect(await during).toBeGreaterThan(0);
-    expect(backup.stderr).toBe('');
+    expect(stderrBesidesBusyWait(backup.stderr)).toBe('');
     expect(backup.code).toBe(0);
     expect(backup.stdout).toMatch(/^backup written to .*monday: the database and \d+ stored files \(\d+ bytes\), each checked against its sha256/);
 

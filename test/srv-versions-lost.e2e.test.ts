@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storageAndUploads } from '../server/storage/index.js';
 import type { ContentStorage } from '../server/storage/types.js';
-import { processStorageEnv, runAdmin, startServerProcess, type CliResult, type ServerProcess } from './helpers/processes.js';
+import { processStorageEnv, runAdmin, startServerProcess, type CliResult, type ServerProcess, stderrBesidesBusyWait } from './helpers/processes.js';
 import { PatientFiles } from './helpers/patient-files.js';
 import { PATIENT } from './helpers/server.js';
 
@@ -101,7 +101,7 @@ describe('GET …/documents/{id}/versions and files marked lost', () => {
     const aside = await loseFiles(scan.id);
     const from = Date.now();
     const marked = await admin(['verify', '--mark-lost']);
-    expect(marked.stderr).toBe('');
+    expect(stderrBesidesBusyWait(marked.stderr)).toBe('');
     expect(marked.code).toBe(0);
     const lost = await versions(scan.id);
     expect(lost).toEqual([expect.objectContaining({ version: 1, current: false, sha256: scan.sha256, fileSize: 25_001, storageDownloadUri: null, contentLostAt: expect.stringMatching(ISO_UTC) })]);
@@ -117,7 +117,7 @@ describe('GET …/documents/{id}/versions and files marked lost', () => {
     // Marked lost, back in the storage, not yet marked restored: still listed as lost, still no link.
     expect((await versions(scan.id))[0]).toMatchObject({ storageDownloadUri: null, contentLostAt: lost[0]!.contentLostAt });
     const restored = await admin(['verify', '--mark-restored']);
-    expect(restored.stderr).toBe('');
+    expect(stderrBesidesBusyWait(restored.stderr)).toBe('');
     expect(restored.code).toBe(0);
     const after = await versions(scan.id);
     expect(after).toMatchObject([{ version: 1, current: true, sha256: scan.sha256, contentLostAt: null }]);

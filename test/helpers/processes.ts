@@ -229,6 +229,14 @@ export function runCli(home: string, args: string[], env: Record<string, string>
 }
 
 /** `npm run admin -- <args>` (built) on a server's data directory (and the run's storage of it), as IT runs it. */
+/**
+ * What an admin command wrote to stderr besides its notice that it waits for a busy database (an
+ * SQLite write of the running server at the same moment: the command waits, then does its work).
+ */
+export function stderrBesidesBusyWait(stderr: string): string {
+  return stderr.replace(/^patient-docs-admin: the database is busy \(another process is writing to it\); waiting up to \d+ s…\n/gm, '');
+}
+
 export async function runAdmin(dataDir: string, args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   const storage = await processStorageEnv(dataDir);
   const child = spawn(process.execPath, [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir, ...storage, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
