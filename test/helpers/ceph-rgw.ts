@@ -19,9 +19,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { CreateBucketCommand, ListMultipartUploadsCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import { freePort } from './processes.js';
-import type { S3CompatibleServer, S3Credentials } from './s3.js';
+import { s3Access, testS3Client, type S3CompatibleServer, type S3Credentials } from './s3.js';
 
 const run = promisify(execFile);
 
@@ -162,8 +162,7 @@ export async function startCephRgw(bucket = 'patient-docs'): Promise<TestRgw> {
   const endpoint = `http://127.0.0.1:${rgwPort}`;
   // As createS3Client does (server/storage/s3.ts): no Node-version notice from the SDK on every start.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-  const client = (): S3Client =>
-    new S3Client({ endpoint, forcePathStyle: true, region: credentials.AWS_REGION, credentials: { accessKeyId: credentials.AWS_ACCESS_KEY_ID, secretAccessKey: credentials.AWS_SECRET_ACCESS_KEY } });
+  const client = (): S3Client => testS3Client(endpoint, credentials);
 
   const starting = (async () => {
     await run('monmaptool', ['--create', '--fsid', fsid, '--addv', 'a', `[v2:127.0.0.1:${monPort}]`, path.join(root, 'monmap')]);
@@ -207,16 +206,7 @@ export async function startCephRgw(bucket = 'patient-docs'): Promise<TestRgw> {
     endpoint,
     bucket,
     credentials,
-    env: (prefix = '') => ({ PATIENT_DOCS_STORAGE_URL: `s3://${bucket}${prefix ? `/${prefix}` : ''}`, PATIENT_DOCS_S3_ENDPOINT: endpoint, ...credentials }),
-    multipartUploads: async (prefix = '') => {
-      const s3 = client();
-      try {
-        const listed = await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix }));
-        return (listed.Uploads ?? []).map((upload) => upload.Key!).sort();
-      } finally {
-        s3.destroy();
-      }
-    },
+    ...s3Access(endpoint, bucket, credentials),
     close: async () => {
       if (closed) return;
       closed = true;

@@ -46,6 +46,27 @@ export interface TestS3 extends S3CompatibleServer {
 }
 
 /** The AWS SDK's credentials and region for s3rver (it accepts these; it checks no signature). */
+/** An SDK client of the test server at `endpoint` (path-style, as the server under test reaches it). */
+export function testS3Client(endpoint: string, credentials: S3Credentials): S3Client {
+  return new S3Client({ endpoint, forcePathStyle: true, region: credentials.AWS_REGION, credentials: { accessKeyId: credentials.AWS_ACCESS_KEY_ID, secretAccessKey: credentials.AWS_SECRET_ACCESS_KEY } });
+}
+
+/** What every S3-compatible test server gives alike: a server's environment for a prefix, and the bucket's incomplete multipart uploads. */
+export function s3Access(endpoint: string, bucket: string, credentials: S3Credentials): Pick<S3CompatibleServer, 'env' | 'multipartUploads'> {
+  return {
+    env: (prefix = '') => ({ PATIENT_DOCS_STORAGE_URL: `s3://${bucket}${prefix ? `/${prefix}` : ''}`, PATIENT_DOCS_S3_ENDPOINT: endpoint, ...credentials }),
+    multipartUploads: async (prefix = '') => {
+      const client = testS3Client(endpoint, credentials);
+      try {
+        const listed = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix }));
+        return (listed.Uploads ?? []).map((upload) => upload.Key!).sort();
+      } finally {
+        client.destroy();
+      }
+    },
+  };
+}
+
 export const TEST_S3_CREDENTIALS: S3Credentials = { AWS_ACCESS_KEY_ID: 'S3RVER', AWS_SECRET_ACCESS_KEY: 'S3RVER', AWS_REGION: 'us-east-1' };
 
 export async function startS3(bucket = 'patient-docs'): Promise<TestS3> {
@@ -65,16 +86,7 @@ export async function startS3(bucket = 'patient-docs'): Promise<TestS3> {
     credentials: TEST_S3_CREDENTIALS,
     directory,
     aborted,
-    env: (prefix = '') => ({ PATIENT_DOCS_STORAGE_URL: `s3://${bucket}${prefix ? `/${prefix}` : ''}`, PATIENT_DOCS_S3_ENDPOINT: endpoint, ...TEST_S3_CREDENTIALS }),
-    multipartUploads: async (prefix = '') => {
-      const client = new S3Client({ endpoint, forcePathStyle: true, region: TEST_S3_CREDENTIALS.AWS_REGION, credentials: { accessKeyId: TEST_S3_CREDENTIALS.AWS_ACCESS_KEY_ID, secretAccessKey: TEST_S3_CREDENTIALS.AWS_SECRET_ACCESS_KEY } });
-      try {
-        const listed = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: prefix }));
-        return (listed.Uploads ?? []).map((upload) => upload.Key!).sort();
-      } finally {
-        client.destroy();
-      }
-    },
+    ...s3Access(endpoint, bucket, TEST_S3_CREDENTIALS),
     close: async () => {
       // Idempotent: a test that takes the store away closes it before the file's clean-up does.
       closing ??= server.close().then(() => fs.rmSync(directory, { recursive: true, force: true }));
