@@ -72,6 +72,16 @@ async function upload(document: { id: string; storageUrl: string }, bytes: Buffe
   return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
 }
 
+/** The document's first version once its thumbnail is no longer pending (or after 15 s). */
+async function thumbnailOnceSettled(documentId: string): Promise<Awaited<ReturnType<typeof server.server.context.store.content.version>>> {
+  const versions = server.server.context.store.content;
+  const deadline = Date.now() + 15_000;
+  while ((await versions.version(documentId, 1))?.thumbnailStatus === 'pending' && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return versions.version(documentId, 1);
+}
+
 async function documentOf(id: string): Promise<any> {
   const response = await server.api('GET', `/v1/patients/${PATIENT}/documents/${id}`);
   expect(response.status).toBe(200);
@@ -178,11 +188,7 @@ describe('the data disk is full', () => {
       } finally {
         freeDisk();
       }
-      const deadline = Date.now() + 15_000;
-      while ((await context.store.content.version(document.id, 1))?.thumbnailStatus === 'pending' && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      expect(await context.store.content.version(document.id, 1)).toMatchObject({ thumbnailStatus: 'ready' });
+      expect(await thumbnailOnceSettled(document.id)).toMatchObject({ thumbnailStatus: 'ready' });
     } finally {
       await jobs.close();
     }
@@ -207,11 +213,7 @@ describe('the data disk is full', () => {
       } finally {
         freeDisk();
       }
-      const deadline = Date.now() + 15_000;
-      while ((await context.store.content.version(document.id, 1))?.thumbnailStatus === 'pending' && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      expect(await context.store.content.version(document.id, 1)).toMatchObject({ thumbnailStatus: 'failed' });
+      expect(await thumbnailOnceSettled(document.id)).toMatchObject({ thumbnailStatus: 'failed' });
     } finally {
       await jobs.close();
     }
