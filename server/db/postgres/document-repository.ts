@@ -1,6 +1,6 @@
 /** Documents on PostgreSQL: placeholders and the search of SPEC §4.3 with DESIGN §3's rules, as in SQLite. */
 import { foldKey } from '../../../shared/names.js';
-import type { SortField } from '../../../shared/schemas.js';
+import { filtersFolder, SCAN_DATE, searchesByIds, searchesWholePatient, SORT_COLUMNS } from '../document-search.js';
 import { DuplicateError, type DocumentListing, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page, type PatientGrant } from '../types.js';
 import { named, type NamedStatement, type PostgresDatabase } from './database.js';
 import { grantColumns } from './directory.js';
@@ -46,28 +46,6 @@ export function documentFromRow(row: DocumentRecord): DocumentRecord {
   };
 }
 
-/** A document's scan date: when the file was made, or for one no client dated, its last upload (docs/api.md "Scan times"). */
-const SCAN_DATE = 'COALESCE(scanned_at, last_modified_at)';
-
-const SORT_COLUMNS: Record<SortField, string> = {
-  lastModifiedAt: 'last_modified_at',
-  fileName: 'name_key',
-  fileSize: 'file_size',
-  fileType: 'file_type',
-  path: 'path_key',
-  scannedAt: SCAN_DATE,
-};
-
-/** A scan date range narrows the search. */
-function filtersScanDate(query: DocumentQuery): boolean {
-  return query.scannedFrom !== undefined || query.scannedTo !== undefined;
-}
-
-/** A folder filter narrows the search ('/' is the whole patient, as no path is). */
-function filtersFolder(query: DocumentQuery): query is DocumentQuery & { pathKey: string } {
-  return query.pathKey !== undefined && query.pathKey !== '/';
-}
-
 /** The WHERE clause and its parameters ($1 is the patient); a non-empty id list replaces every other filter (SPEC §4.3). */
 function buildFilter(query: DocumentQuery): { where: string; params: unknown[] } {
   const params: unknown[] = [query.patientId];
@@ -76,7 +54,7 @@ function buildFilter(query: DocumentQuery): { where: string; params: unknown[] }
     return `$${params.length}`;
   };
   const clauses = ['patient_id = $1', 'deleted_at IS NULL'];
-  if (query.ids && query.ids.length > 0) {
+  if (searchesByIds(query)) {
     clauses.push(`id = ANY(${bind(query.ids.map((id) => id.toLowerCase()))}::text[])`);
     return { where: clauses.join(' AND '), params };
   }
@@ -217,9 +195,7 @@ export class PostgresDocuments implements DocumentRepository {
    */
   async search(query: DocumentQuery): Promise<Page<DocumentListing>> {
     const { where, params } = buildFilter(query);
-    const byIds = query.ids !== undefined && query.ids.length > 0;
-    const wholePatient = !byIds && !filtersFolder(query) && !query.nameContains && query.fileType === undefined && !filtersScanDate(query);
-    const total = wholePatient
+    const total = searchesWholePatient(query)
       ? `SELECT COALESCE(SUM(documents), 0)::bigint AS total FROM patient_document_counts WHERE patient_id = $1${query.hasContent === undefined ? '' : ` AND has_content = ${query.hasContent ? 'true' : 'false'}`}`
       : `SELECT count(*) AS total FROM documents WHERE ${where}`;
     const column = SORT_COLUMNS[query.sortBy];

@@ -1,6 +1,6 @@
 /** Documents: placeholders, content state and the search of SPEC §4.3 with DESIGN §3's rules. */
 import { foldKey } from '../../../shared/names.js';
-import type { SortField } from '../../../shared/schemas.js';
+import { filtersFolder, SCAN_DATE, searchesByIds, searchesWholePatient, SORT_COLUMNS } from '../document-search.js';
 import { DuplicateError, type DocumentListing, type DocumentQuery, type DocumentRecord, type DocumentRepository, type OutboxEvent, type Page, type PatientGrant } from '../types.js';
 import type { SqliteDatabase } from './database.js';
 import type { SqlitePatients } from './directory.js';
@@ -15,18 +15,6 @@ interface PendingCreate {
   resolve: () => void;
   reject: (error: unknown) => void;
 }
-
-/** A document's scan date: when the file was made, or for one no client dated, its last upload (docs/api.md "Scan times"). */
-export const SCAN_DATE = 'COALESCE(scanned_at, last_modified_at)';
-
-const SORT_COLUMNS: Record<SortField, string> = {
-  lastModifiedAt: 'last_modified_at',
-  fileName: 'name_key',
-  fileSize: 'file_size',
-  fileType: 'file_type',
-  path: 'path_key',
-  scannedAt: SCAN_DATE,
-};
 
 /** The columns of a DocumentListing, in the order listingFromColumns reads them. */
 const LISTING_COLUMNS = 'id, file_name, file_type, path, created_at, last_modified_at, has_content, file_size, sha256, version, thumbnail_key, scanned_at';
@@ -72,16 +60,6 @@ interface Filter {
   params: Record<string, unknown>;
 }
 
-/** A folder filter narrows the search ('/' is the whole patient, as no path is). */
-function filtersFolder(query: DocumentQuery): query is DocumentQuery & { pathKey: string } {
-  return query.pathKey !== undefined && query.pathKey !== '/';
-}
-
-/** A scan date range narrows the search. */
-export function filtersScanDate(query: DocumentQuery): boolean {
-  return query.scannedFrom !== undefined || query.scannedTo !== undefined;
-}
-
 /**
  * Builds the WHERE clause; a non-empty id list replaces every other filter (SPEC §4.3).
  *
@@ -94,7 +72,7 @@ export function filtersScanDate(query: DocumentQuery): boolean {
 export function buildFilter(query: DocumentQuery): Filter {
   const clauses = ['patient_id = +@patientId', 'deleted_at IS NULL'];
   const params: Record<string, unknown> = { patientId: query.patientId };
-  if (query.ids && query.ids.length > 0) {
+  if (searchesByIds(query)) {
     const names = query.ids.map((id, index) => {
       params[`id${index}`] = id.toLowerCase();
       return `+@id${index}`;
@@ -248,7 +226,7 @@ export class SqliteDocuments implements DocumentRepository {
 
   private searchNow(query: DocumentQuery): Page<DocumentListing> {
     const { where, params } = buildFilter(query);
-    const byIds = query.ids !== undefined && query.ids.length > 0;
+    const byIds = searchesByIds(query);
     // The count comes first: it is needed anyway, and its size tells which way pages faster.
     const total = this.count(query, where, params, byIds);
     if (total === 0 || query.offset >= total) return { rows: [], total };
@@ -273,8 +251,7 @@ export class SqliteDocuments implements DocumentRepository {
   }
 
   private count(query: DocumentQuery, where: string, params: Record<string, unknown>, byIds: boolean): number {
-    const wholePatient = !byIds && !filtersFolder(query) && !query.nameContains && query.fileType === undefined && !filtersScanDate(query);
-    if (wholePatient) {
+    if (searchesWholePatient(query)) {
       const sql = 'SELECT COALESCE(SUM(documents), 0) FROM patient_document_counts WHERE patient_id = +@patientId AND (@hasContent IS NULL OR has_content = +@hasContent)';
       return this.statement(sql).pluck().get({ patientId: query.patientId, hasContent: query.hasContent === undefined ? null : query.hasContent ? 1 : 0 }) as number;
     }
