@@ -2,7 +2,7 @@
  * The outbox's and the webhook tables' rows as both stores read them (the same columns on SQLite and PostgreSQL),
  * and the records they become.
  */
-import type { OutboxEvent, WebhookAttemptRecord, WebhookSubscriptionRecord } from './types.js';
+import type { OutboxEvent, WebhookAttemptRecord, WebhookCounts, WebhookSubscriptionRecord } from './types.js';
 
 export interface SubscriptionRow {
   id: string;
@@ -51,6 +51,12 @@ export const attemptFromRow = (row: AttemptRow): WebhookAttemptRecord => ({
   error: row.error,
   outcome: row.outcome,
 });
+
+/** The messages counted by state (`SELECT state, count(*) AS n … GROUP BY state`) and the failed attempts, as WebhookCounts. */
+export function webhookCounts(byState: ReadonlyArray<{ state: string; n: number }>, failed: number): WebhookCounts {
+  const count = (state: string): number => byState.find((row) => row.state === state)?.n ?? 0;
+  return { queued: count('pending') + count('delivering'), delivered: count('delivered'), dead: count('dead'), cancelled: count('cancelled'), failed };
+}
 
 /** A subscription not deleted (deletion keeps the row for the delivery log). */
 export const LIVE = 'deleted_at IS NULL';

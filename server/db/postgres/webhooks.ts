@@ -31,7 +31,7 @@ import type {
   WebhookRepository,
   WebhookSubscriptionRecord,
 } from '../types.js';
-import { attemptFromRow, LIVE, subscriptionFromRow, type AttemptRow, type SubscriptionRow } from '../webhook-rows.js';
+import { attemptFromRow, LIVE, subscriptionFromRow, webhookCounts, type AttemptRow, type SubscriptionRow } from '../webhook-rows.js';
 import { named, type PostgresDatabase, type Queryable } from './database.js';
 import { CLAIMANT_LOCK, notifyWork, type WorkNotifications } from './notifications.js';
 import { outboxHorizon } from './outbox.js';
@@ -359,9 +359,8 @@ export class PostgresWebhooks implements WebhookRepository {
     const scope = organizationId === undefined ? 'WHERE $1::text IS NULL' : 'WHERE subscription_id IN (SELECT id FROM webhook_subscriptions WHERE organization_id = $1)';
     const params = [organizationId ?? null];
     const byState = await this.db.rows<{ state: string; n: number }>(`SELECT state, count(*) AS n FROM webhook_messages ${scope} GROUP BY state`, params);
-    const count = (state: string): number => byState.find((row) => row.state === state)?.n ?? 0;
     const failed = (await this.db.row<{ n: number }>(`SELECT count(*) AS n FROM webhook_attempts ${scope} AND outcome <> 'delivered'`, params))!.n;
-    return { queued: count('pending') + count('delivering'), delivered: count('delivered'), dead: count('dead'), cancelled: count('cancelled'), failed };
+    return webhookCounts(byState, failed);
   }
 
   async prune(options: WebhookPruneOptions): Promise<WebhookPruneReport> {

@@ -15,7 +15,7 @@ import type {
   WebhookRepository,
   WebhookSubscriptionRecord,
 } from '../types.js';
-import { attemptFromRow, LIVE, subscriptionFromRow, type AttemptRow, type SubscriptionRow } from '../webhook-rows.js';
+import { attemptFromRow, LIVE, subscriptionFromRow, webhookCounts, type AttemptRow, type SubscriptionRow } from '../webhook-rows.js';
 import type { SqliteDatabase } from './database.js';
 import type { Migration } from './migrations.js';
 import { pruneSqliteWebhooks } from './webhook-retention.js';
@@ -394,9 +394,8 @@ export class SqliteWebhooks implements WebhookRepository {
     const scope = organizationId === undefined ? '' : 'WHERE subscription_id IN (SELECT id FROM webhook_subscriptions WHERE organization_id = @organizationId)';
     const params = { organizationId: organizationId ?? null };
     const byState = this.db.prepare(`SELECT state, COUNT(*) AS n FROM webhook_messages ${scope} GROUP BY state`).all(params) as Array<{ state: string; n: number }>;
-    const count = (state: string): number => byState.find((row) => row.state === state)?.n ?? 0;
     const failed = this.db.prepare(`SELECT COUNT(*) FROM webhook_attempts ${scope ? `${scope} AND` : 'WHERE'} outcome != 'delivered'`).pluck().get(params) as number;
-    return { queued: count('pending') + count('delivering'), delivered: count('delivered'), dead: count('dead'), cancelled: count('cancelled'), failed };
+    return webhookCounts(byState, failed);
   }
 
   /** The prune in progress on this connection: its temporary tables are the connection's, so prunes here take turns. */
