@@ -7,7 +7,7 @@
  */
 import type Database from 'better-sqlite3';
 import { PLAIN_MESSAGES } from '../../../shared/bridge-errors.js';
-import type { StateCounts } from '../../../shared/bridge.js';
+import type { StateCounts, WebhookActivityView } from '../../../shared/bridge.js';
 import { isDiskFull } from '../home/disk-full.js';
 import {
   automaticFields,
@@ -30,7 +30,7 @@ import { byPair, counts, due, knownFiles, lostAfter, pairIds, retryUnreachableNo
 import type { JournalRecovery } from './open-journal.js';
 import { canTransition, IllegalTransitionError } from './states.js';
 import type { FileState, HistoryEvent } from './states.js';
-import { recordWebhook, seenMessage, webhookActivity, type WebhookActivity, type WebhookRecord } from './webhook-ledger.js';
+import { recordWebhook, seenMessage, webhookActivity, type WebhookRecord } from './webhook-ledger.js';
 
 /**
  * What canWrite() writes: room for a few hundred rows' worth of writes, so that the engine does not
@@ -281,7 +281,7 @@ export class Journal {
   }
 
   /** The newest deliveries first, whatever their verdict. */
-  webhookActivity(limit = 100): WebhookActivity[] {
+  webhookActivity(limit = 100): WebhookActivityView[] {
     return webhookActivity(this.database, limit);
   }
 

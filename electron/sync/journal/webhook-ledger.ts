@@ -4,7 +4,7 @@
  * verdict, that Settings shows.
  */
 import type Database from 'better-sqlite3';
-import type { WebhookVerdict } from '../../../shared/bridge.js';
+import type { WebhookActivityView, WebhookVerdict } from '../../../shared/bridge.js';
 
 export type { WebhookVerdict };
 
@@ -15,16 +15,6 @@ export interface WebhookRecord {
   eventType?: string;
   patientId?: string;
   reason?: string;
-}
-
-export interface WebhookActivity {
-  id: number;
-  receivedAt: number;
-  verdict: WebhookVerdict;
-  messageId: string | null;
-  eventType: string | null;
-  patientId: string | null;
-  reason: string | null;
 }
 
 export const WEBHOOK_ACTIVITY_LIMIT = 1000;
@@ -55,13 +45,13 @@ export function recordWebhook(database: Database.Database, record: WebhookRecord
   })();
 }
 
-/** The newest deliveries first, whatever their verdict. */
-export function webhookActivity(database: Database.Database, limit: number): WebhookActivity[] {
+/** The newest deliveries first, whatever their verdict, each row as the bridge shows it. */
+export function webhookActivity(database: Database.Database, limit: number): WebhookActivityView[] {
   return database
     .prepare(
       `SELECT id, received_at AS receivedAt, verdict, message_id AS messageId, event_type AS eventType,
          patient_id AS patientId, reason
        FROM webhook_activity ORDER BY id DESC LIMIT ?`,
     )
-    .all(limit) as WebhookActivity[];
+    .all(limit) as WebhookActivityView[];
 }
