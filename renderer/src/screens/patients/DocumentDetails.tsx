@@ -33,38 +33,17 @@ interface DetailsProps {
 
 /** The side panel for one file: what it is, whether its content arrived, and what can be done with it. */
 export function DocumentDetails({
-  patientId,
-  document,
-  refreshKey,
-  onStale,
-  onClose,
-  onDownload,
-  onPreview,
-  downloading,
-  downloadNote,
   collapsed = false,
   onToggleCollapsed,
+  ...details
 }: DetailsProps & {
   /** Folded to a strip beside the files (kept on this computer); a small window, where the panel covers the files, always shows it whole. */
   collapsed?: boolean;
   onToggleCollapsed?: () => void;
 }) {
   const covering = useMatchMedia(COVERING);
-  if (collapsed && onToggleCollapsed && !covering) return <FoldedDetails document={document} onUnfold={onToggleCollapsed} onClose={onClose} />;
-  return (
-    <OpenDetails
-      patientId={patientId}
-      document={document}
-      refreshKey={refreshKey}
-      onStale={onStale}
-      onClose={onClose}
-      onDownload={onDownload}
-      onPreview={onPreview}
-      downloading={downloading}
-      downloadNote={downloadNote}
-      onFold={covering ? undefined : onToggleCollapsed}
-    />
-  );
+  if (collapsed && onToggleCollapsed && !covering) return <FoldedDetails document={details.document} onUnfold={onToggleCollapsed} onClose={details.onClose} />;
+  return <OpenDetails {...details} onFold={covering ? undefined : onToggleCollapsed} />;
 }
 
 /** The details folded to a strip: the file's name, read downwards, and the button that unfolds them. */
