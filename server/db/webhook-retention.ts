@@ -7,7 +7,7 @@
  * its event is fanned out, an attempt is logged within moments of being made), and a row that
  * could still be pruned lies behind it by at most that much.
  */
-import type { WebhookMessageState, WebhookPruneOptions, WebhookPruneReport } from './types.js';
+import { WEBHOOK_PRUNE_BATCH, type WebhookMessageState, type WebhookPruneOptions, type WebhookPruneReport } from './types.js';
 
 /** How a prune walks a table: `size` rows per transaction, until a batch is all newer than `end` or `signal` aborts. */
 export interface WalkOptions {
@@ -24,8 +24,13 @@ export interface WalkOptions {
 export const ROW_ORDER_SLACK_MS = 3_600_000;
 
 /** The time past which a batch of rows is surely too new to hold anything `before` prunes. */
-export function walkEnd(before: string): string {
+function walkEnd(before: string): string {
   return new Date(Date.parse(before) + ROW_ORDER_SLACK_MS).toISOString();
+}
+
+/** How a prune with these options walks each table. */
+export function walkOptions(options: WebhookPruneOptions): WalkOptions {
+  return { size: options.batch ?? WEBHOOK_PRUNE_BATCH, end: walkEnd(options.before), signal: options.signal };
 }
 
 /** The ended states a prune removes: delivered and cancelled always, dead letters when asked. */

@@ -13,8 +13,7 @@
  */
 import type { WalkOptions } from '../webhook-retention.js';
 import type { WebhookPruneOptions, WebhookPruneReport } from '../types.js';
-import { WEBHOOK_PRUNE_BATCH } from '../types.js';
-import { betweenBatches, countRemoved, emptyPruneReport, prunedStates, walkEnd } from '../webhook-retention.js';
+import { betweenBatches, countRemoved, emptyPruneReport, prunedStates, walkOptions } from '../webhook-retention.js';
 import type { PostgresDatabase, Queryable } from './database.js';
 
 /** "PDPRUNE" (an arbitrary constant, apart from outbox.ts's). */
@@ -52,7 +51,7 @@ async function walk(
 }
 
 export async function prunePostgresWebhooks(db: PostgresDatabase, options: WebhookPruneOptions): Promise<WebhookPruneReport> {
-  const walking: WalkOptions = { size: options.batch ?? WEBHOOK_PRUNE_BATCH, end: walkEnd(options.before), signal: options.signal };
+  const walking = walkOptions(options);
   const report = emptyPruneReport();
   const states = prunedStates(options);
 

@@ -17,8 +17,7 @@
  */
 import type { WalkOptions } from '../webhook-retention.js';
 import type { WebhookPruneOptions, WebhookPruneReport } from '../types.js';
-import { WEBHOOK_PRUNE_BATCH } from '../types.js';
-import { betweenBatches, countRemoved, emptyPruneReport, prunedStates, walkEnd } from '../webhook-retention.js';
+import { betweenBatches, countRemoved, emptyPruneReport, prunedStates, walkOptions } from '../webhook-retention.js';
 import type { SqliteDatabase } from './database.js';
 
 interface Batch {
@@ -53,7 +52,7 @@ async function walk(db: SqliteDatabase, table: string, key: string, time: string
 }
 
 export async function pruneSqliteWebhooks(db: SqliteDatabase, options: WebhookPruneOptions): Promise<WebhookPruneReport> {
-  const walking: WalkOptions = { size: options.batch ?? WEBHOOK_PRUNE_BATCH, end: walkEnd(options.before), signal: options.signal };
+  const walking = walkOptions(options);
   const report = emptyPruneReport();
   const states = prunedStates(options);
   db.exec(`
