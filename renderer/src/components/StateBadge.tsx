@@ -1,8 +1,14 @@
 import type { FileState, PairState } from '../../../shared/bridge.js';
 import { Icon, type IconName } from './Icon.js';
 
+interface StateLook {
+  label: string;
+  icon: IconName;
+  tone: string;
+}
+
 /** One look per state, used everywhere a state appears, so staff learn it once. */
-const FILE_STATE_LOOK: Record<FileState, { label: string; icon: IconName; tone: string }> = {
+const FILE_STATE_LOOK: Record<FileState, StateLook> = {
   queued: { label: 'Queued', icon: 'clock', tone: 'neutral' },
   creating: { label: 'Preparing', icon: 'upload', tone: 'progress' },
   uploading: { label: 'Uploading', icon: 'upload', tone: 'progress' },
@@ -12,7 +18,7 @@ const FILE_STATE_LOOK: Record<FileState, { label: string; icon: IconName; tone: 
   failed: { label: 'Failed', icon: 'alert', tone: 'danger' },
 };
 
-const PAIR_STATE_LOOK: Record<PairState, { label: string; icon: IconName; tone: string }> = {
+const PAIR_STATE_LOOK: Record<PairState, StateLook> = {
   idle: { label: 'Up to date', icon: 'checkCircle', tone: 'success' },
   syncing: { label: 'Syncing', icon: 'sync', tone: 'progress' },
   paused: { label: 'Paused', icon: 'pause', tone: 'neutral' },
@@ -29,17 +35,14 @@ export function fileStateTone(state: FileState): string {
 }
 
 export function FileStateBadge({ state }: { state: FileState }) {
-  const look = FILE_STATE_LOOK[state];
-  return (
-    <span className={`badge tone-${look.tone}`} data-state={state}>
-      <Icon name={look.icon} size={14} />
-      {look.label}
-    </span>
-  );
+  return <StateBadge state={state} look={FILE_STATE_LOOK[state]} />;
 }
 
 export function PairStateBadge({ state }: { state: PairState }) {
-  const look = PAIR_STATE_LOOK[state];
+  return <StateBadge state={state} look={PAIR_STATE_LOOK[state]} />;
+}
+
+function StateBadge({ state, look }: { state: string; look: StateLook }) {
   return (
     <span className={`badge tone-${look.tone}`} data-state={state}>
       <Icon name={look.icon} size={14} />
