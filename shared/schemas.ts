@@ -115,12 +115,10 @@ export const SearchBody = Type.Object({
 });
 export type SearchBody = Static<typeof SearchBody>;
 
-export const SearchResponse = Type.Object({
-  documents: Type.Array(DocumentSchema),
-  offset: Type.Integer(),
-  limit: Type.Integer(),
-  total: Type.Integer(),
-});
+/** Where a page of a list starts, how long it may be, and how many items the whole list holds: every list answer carries them beside its items. */
+export const PAGE_FIELDS = { offset: Type.Integer(), limit: Type.Integer(), total: Type.Integer() };
+
+export const SearchResponse = Type.Object({ documents: Type.Array(DocumentSchema), ...PAGE_FIELDS });
 export type SearchResponse = Static<typeof SearchResponse>;
 
 export const DocumentVersionSchema = Type.Object(
@@ -183,12 +181,7 @@ export const PatientListQuery = Type.Object({
   offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647 })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: SEARCH_DEFAULTS.maxLimit })),
 });
-export const PatientListResponse = Type.Object({
-  patients: Type.Array(PatientSchema),
-  offset: Type.Integer(),
-  limit: Type.Integer(),
-  total: Type.Integer(),
-});
+export const PatientListResponse = Type.Object({ patients: Type.Array(PatientSchema), ...PAGE_FIELDS });
 export type PatientListResponse = Static<typeof PatientListResponse>;
 
 export const TokenResponse = Type.Object({
@@ -241,7 +234,7 @@ export const DeliveryAttemptSchema = Type.Object({
   outcome: Type.Union([Type.Literal('delivered'), Type.Literal('retry'), Type.Literal('dead'), Type.Literal('gone')]),
 });
 export type DeliveryAttemptDto = Static<typeof DeliveryAttemptSchema>;
-export const DeliveryLogResponse = Type.Object({ attempts: Type.Array(DeliveryAttemptSchema), offset: Type.Integer(), limit: Type.Integer(), total: Type.Integer() });
+export const DeliveryLogResponse = Type.Object({ attempts: Type.Array(DeliveryAttemptSchema), ...PAGE_FIELDS });
 
 export const DeadLetterSchema = Type.Object({
   messageId: Uuid,
@@ -254,7 +247,7 @@ export const DeadLetterSchema = Type.Object({
   deadAt: Timestamp,
 });
 export type DeadLetterDto = Static<typeof DeadLetterSchema>;
-export const DeadLetterListResponse = Type.Object({ messages: Type.Array(DeadLetterSchema), offset: Type.Integer(), limit: Type.Integer(), total: Type.Integer() });
+export const DeadLetterListResponse = Type.Object({ messages: Type.Array(DeadLetterSchema), ...PAGE_FIELDS });
 
 export const WebhookMetricsSchema = Type.Object({
   queued: Type.Integer({ description: 'Messages waiting for an attempt or in one' }),
@@ -308,7 +301,7 @@ export const AdminPatientSchema = Type.Object({
 });
 export type AdminPatientDto = Static<typeof AdminPatientSchema>;
 /** Every patient, whatever organization may see them (the admin API: IT finds a patient by name). */
-export const AdminPatientList = Type.Object({ patients: Type.Array(AdminPatientSchema), offset: Type.Integer(), limit: Type.Integer(), total: Type.Integer() });
+export const AdminPatientList = Type.Object({ patients: Type.Array(AdminPatientSchema), ...PAGE_FIELDS });
 
 export const SCOPES = ['Patient.File.Read', 'Patient.File.Write', 'Patient.Read', 'Webhook.Manage'] as const;
 export type Scope = (typeof SCOPES)[number];

@@ -3,7 +3,7 @@
  * `audit` command share the filters, the time rules and the paging here.
  */
 import { Type, type Static } from '#typebox';
-import { ClientId, literalUnion, Uuid } from '../../shared/schemas.js';
+import { ClientId, literalUnion, PAGE_FIELDS, Uuid } from '../../shared/schemas.js';
 import { AUDIT_ACTIONS, AUDIT_OUTCOMES } from '../db/types.js';
 import { AUDIT_MAX_LIMIT } from './query-rules.js';
 
@@ -54,10 +54,5 @@ export const AuditEntrySchema = Type.Object({
   }),
 });
 
-export const AuditListResponse = Type.Object({
-  entries: Type.Array(AuditEntrySchema),
-  offset: Type.Integer(),
-  limit: Type.Integer(),
-  total: Type.Integer(),
-});
+export const AuditListResponse = Type.Object({ entries: Type.Array(AuditEntrySchema), ...PAGE_FIELDS });
 export type AuditListResponse = Static<typeof AuditListResponse>;
