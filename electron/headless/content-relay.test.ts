@@ -7,8 +7,8 @@ import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { BridgeDispatcher } from '../sync/app/bridge-service.js';
 import type { ApiClient } from '../sync/api/api-client.js';
-import { startBridgeHttpServer, type BridgeHttpServer } from './bridge-http-server.js';
-import { createContentRelay } from './content-relay.js';
+import type { BridgeHttpServer } from './bridge-http-server.js';
+import { createContentRelay, serveContentRelay } from './content-relay.js';
 
 const SERVER = 'https://docs.clinic.example/storage/v1/documents/d1/content?v=1&expires=1&sig=abc';
 
@@ -32,16 +32,7 @@ afterEach(async () => {
 /** The desktop shell's relay: a loopback server with no UI files whose bridge token is never handed out. */
 async function desktopRelay(privateCa: boolean, opened: string[]) {
   const relay = createContentRelay(fakeApp(privateCa, opened));
-  server = await startBridgeHttpServer({
-    dispatcher: { call: async () => ({ ok: true, value: null }) } as unknown as BridgeDispatcher,
-    token: 'never-handed-out',
-    subscribe: () => () => undefined,
-    initialEvents: async () => [],
-    rendererDir: null,
-    fallbackPage: '',
-    serverContent: relay.source,
-  });
-  relay.attach(server.url);
+  server = await serveContentRelay(relay, { call: async () => ({ ok: true, value: null }) } as unknown as BridgeDispatcher);
   return relay;
 }
 

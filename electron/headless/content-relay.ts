@@ -7,8 +7,9 @@
  * (a custom protocol would be the Electron way, but Electron's PDF viewer does not load from one).
  */
 import { randomBytes } from 'node:crypto';
+import type { BridgeDispatcher } from '../sync/app/bridge-service.js';
 import type { SyncApp } from '../sync/app/sync-app.js';
-import { SERVER_CONTENT_PATH, type ServerContentSource } from './bridge-http-server.js';
+import { SERVER_CONTENT_PATH, startBridgeHttpServer, type BridgeHttpServer, type ServerContentSource } from './bridge-http-server.js';
 
 export interface ContentRelay {
   /** What the loopback server answers SERVER_CONTENT_PATH with. */
@@ -32,4 +33,22 @@ export function createContentRelay(app: Pick<SyncApp, 'apiClient' | 'trustsPriva
       return base && app.trustsPrivateCa() ? `${base}${SERVER_CONTENT_PATH}?t=${token}&url=${encodeURIComponent(uri)}` : null;
     },
   };
+}
+
+/**
+ * The desktop window's relay on a loopback port of its own: no UI files, no events, and a bridge
+ * token that never leaves this process, so the port answers the relay's signed links only.
+ */
+export async function serveContentRelay(relay: ContentRelay, dispatcher: BridgeDispatcher): Promise<BridgeHttpServer> {
+  const server = await startBridgeHttpServer({
+    dispatcher,
+    token: randomBytes(24).toString('base64url'),
+    subscribe: () => () => undefined,
+    initialEvents: async () => [],
+    rendererDir: null,
+    fallbackPage: '',
+    serverContent: relay.source,
+  });
+  relay.attach(server.url);
+  return server;
 }

@@ -4,7 +4,6 @@
  * loopback relay for signed links of a server with the clinic's own CA (content-relay.ts). Everything
  * with logic lives in the engine (electron/sync) or in plain modules beside this file.
  */
-import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BrowserWindow, Notification, app, dialog, ipcMain, shell } from 'electron';
@@ -15,8 +14,7 @@ import { BridgeDispatcher, BridgeService } from '../sync/app/bridge-service.js';
 import { SyncApp } from '../sync/app/sync-app.js';
 import { defaultSyncHome, openSyncHome } from '../sync/home/sync-home.js';
 import { EmbeddedServer } from '../headless/embedded-server.js';
-import { startBridgeHttpServer } from '../headless/bridge-http-server.js';
-import { createContentRelay } from '../headless/content-relay.js';
+import { createContentRelay, serveContentRelay } from '../headless/content-relay.js';
 import { createBridgeCallHandler, isRendererUrl } from './bridge-call.js';
 import { noticesBetween } from './notices.js';
 import { createShellActions } from './shell-actions.js';
@@ -80,17 +78,7 @@ async function main(): Promise<void> {
   });
   const relay = createContentRelay(syncApp);
   const dispatcher = new BridgeDispatcher(new BridgeService(syncApp, { ...createShellActions(() => window), contentUrl: (uri) => relay.link(uri) }));
-  // The relay's loopback port answers signed links only: its bridge token never leaves this process.
-  const relayServer = await startBridgeHttpServer({
-    dispatcher,
-    token: randomBytes(24).toString('base64url'),
-    subscribe: () => () => undefined,
-    initialEvents: async () => [],
-    rendererDir: null,
-    fallbackPage: '',
-    serverContent: relay.source,
-  });
-  relay.attach(relayServer.url);
+  const relayServer = await serveContentRelay(relay, dispatcher);
   const handleCall = createBridgeCallHandler({ target: dispatcher, isTrustedSender: isRendererUrl(pathToFileURL(RENDERER_INDEX).href) });
   ipcMain.handle(IPC_CALL_CHANNEL, (event, method: unknown, args: unknown) => handleCall(event.senderFrame?.url, method, args));
 
