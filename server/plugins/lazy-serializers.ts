@@ -20,12 +20,13 @@ function fastifysSerializerFactory(): SerializerFactory {
 
 /** Fastify's `schemaController.compilersFactory.buildSerializer`, compiling each response schema when it first serializes. */
 export function lazySerializerFactory(): SerializerFactory {
-  const factory = fastifysSerializerFactory();
+  // Fastify's compiler and its schema library (a tenth of a second to load) are loaded by the first answer too.
+  let factory: SerializerFactory | undefined;
   return (externalSchemas, options) => {
-    const compile = factory(externalSchemas, options);
+    let compile: ReturnType<SerializerFactory> | undefined;
     return (route) => {
       let serialize: ((doc: unknown) => string) | undefined;
-      return (doc: unknown) => (serialize ??= compile(route))(doc);
+      return (doc: unknown) => (serialize ??= (compile ??= (factory ??= fastifysSerializerFactory())(externalSchemas, options))(route))(doc);
     };
   };
 }
