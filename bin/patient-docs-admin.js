@@ -1,2 +1,2 @@
 #!/usr/bin/env node
-import '../dist/server/admin/cli.js';
+import '../dist/bins/node/patient-docs-admin.js';

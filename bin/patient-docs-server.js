@@ -1,2 +1,2 @@
 #!/usr/bin/env node
-import '../dist/server/main.js';
+import '../dist/bins/node/patient-docs-server.js';

@@ -1,2 +1,2 @@
 #!/usr/bin/env node
-import "../dist/electron/sync/cli/cli.js";
+import "../dist/bins/node/patient-docs-sync.js";

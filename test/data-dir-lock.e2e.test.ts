@@ -11,11 +11,8 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../server/config.js';
 import { startServer } from '../server/start.js';
 import { ADMIN_TOKEN, tempDir } from './helpers/server.js';
-import { stderrBesidesBusyWait } from './helpers/processes.js';
+import { ADMIN_CLI, ROOT, SERVER_MAIN as MAIN, stderrBesidesBusyWait } from './helpers/processes.js';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-const MAIN = path.join(ROOT, 'dist/server/main.js');
-const ADMIN_CLI = path.join(ROOT, 'dist/server/admin/cli.js');
 const ORG = '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0b01';
 
 interface Running {
@@ -38,7 +35,7 @@ async function start(): Promise<Running> {
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   let output = '';
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 10_000);
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
     const onData = (chunk: Buffer): void => {
       output += chunk.toString();
       const match = /listening on (http:\/\/[^\s;]+)/.exec(output);
@@ -79,7 +76,7 @@ async function healthy(url: string): Promise<boolean> {
 }
 
 beforeAll(() => {
-  if (!fs.existsSync(MAIN) || !fs.existsSync(ADMIN_CLI)) throw new Error(`${MAIN} is missing: run npx tsc -b first`);
+  if (!fs.existsSync(MAIN) || !fs.existsSync(ADMIN_CLI)) throw new Error(`${MAIN} is missing: run npm run build:node first`);
 });
 
 beforeEach(() => {

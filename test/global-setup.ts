@@ -1,8 +1,9 @@
 /**
  * Once before all test files (of every project): bring the built server and sync CLI up to date
  * (the one-file TypeBox they import as `#typebox`, scripts/build-typebox.mjs, then `tsc -b`,
- * incremental: a few seconds when nothing changed), and build the renderer if it was never built.
- * End-to-end tests run them as real processes from `dist/`, as `npm run server` and
+ * incremental: a few seconds when nothing changed), then the bundle the bins run
+ * (scripts/build-bins.mjs, skipped when nothing changed), and build the renderer if it was never
+ * built. End-to-end tests run them as real processes from `dist/`, as `npm run server` and
  * the installed app do: no stale build is ever tested, and no process pays for compiling
  * TypeScript at each start. Nothing builds into `dist/` once the files run (they run in parallel):
  * a file building the renderer while another serves it would empty the folder under it.
@@ -17,6 +18,7 @@ export default function setup(): void {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   build('the one-file TypeBox build failed (scripts/build-typebox.mjs)', [path.join(root, 'scripts/build-typebox.mjs')], root);
   build('the build the end-to-end tests run failed (tsc -b)', [tsc, '-b', 'server', 'electron/sync', 'electron/headless'], root);
+  build('the bundle the bins run failed (scripts/build-bins.mjs)', [path.join(root, 'scripts/build-bins.mjs')], root);
   if (!existsSync(path.join(root, 'dist/renderer/index.html'))) {
     // As `npm run build` makes it: vitest sets NODE_ENV=test, which would make Vite build React's
     // slower development bundle, a UI no clinic runs.

@@ -14,12 +14,8 @@ import { openSqlite } from '../server/db/sqlite/database.js';
 import { SQLITE_MIGRATIONS } from '../server/db/sqlite/store.js';
 import { openJournal } from '../electron/sync/journal/open-journal.js';
 import { openSettingsChecked } from '../electron/sync/home/settings.js';
+import { ADMIN_CLI, ROOT, SERVER_MAIN as SERVER, SYNC_CLI } from './helpers/processes.js';
 import { ADMIN_TOKEN, tempDir } from './helpers/server.js';
-
-const ROOT = path.resolve(import.meta.dirname, '..');
-const SERVER = path.join(ROOT, 'dist/server/main.js');
-const ADMIN_CLI = path.join(ROOT, 'dist/server/admin/cli.js');
-const SYNC_CLI = path.join(ROOT, 'dist/electron/sync/cli/cli.js');
 
 const dirs: string[] = [];
 afterEach(() => {

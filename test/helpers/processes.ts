@@ -11,12 +11,25 @@ import { createHash } from 'node:crypto';
 import { ADMIN_TOKEN, CLIENT, SEED_FILE, tempDir, testStorageEnv } from './server.js';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
-/** The built entry points (test/global-setup.ts builds them before any test): what IT and the installed app run. */
-export const SERVER_MAIN = path.join(ROOT, 'dist/server/main.js');
-export const ADMIN_CLI = path.join(ROOT, 'dist/server/admin/cli.js');
+/**
+ * The built entry points (test/global-setup.ts builds them before any test): what IT and the
+ * installed app run, the bins' bundle (scripts/build-bins.mjs).
+ */
+export const SERVER_MAIN = path.join(ROOT, 'dist/bins/node/patient-docs-server.js');
+export const ADMIN_CLI = path.join(ROOT, 'dist/bins/node/patient-docs-admin.js');
+export const SYNC_CLI = path.join(ROOT, 'dist/bins/node/patient-docs-sync.js');
+/**
+ * The same entry points as `tsc -b` builds them, one module file per source file: what a test of
+ * which modules a command loads reads (test/cli-start.e2e.test.ts). The bundle keeps each lazily
+ * imported module in files of its own, loaded when the code imports it, as here.
+ */
+export const MODULES = {
+  server: path.join(ROOT, 'dist/server/main.js'),
+  admin: path.join(ROOT, 'dist/server/admin/cli.js'),
+  sync: path.join(ROOT, 'dist/electron/sync/cli/cli.js'),
+} as const;
 /** What the admin CLI's entry runs for one command, without exiting (its output and exit code). */
 export const ADMIN_RUN = path.join(ROOT, 'dist/server/admin/cli-run.js');
-export const SYNC_CLI = path.join(ROOT, 'dist/electron/sync/cli/cli.js');
 
 /**
  * The run's storage for a server process on `dataDir` (PATIENT_DOCS_TEST_STORAGE, as the in-process
