@@ -10,9 +10,11 @@
 // - The worker threads' entries are bundled beside the code that starts them: startModuleWorker
 //   (server/worker-threads.ts) finds `<name>.js` next to the calling module.
 // - Left to Node, from node_modules: native modules (better-sqlite3, keytar, @napi-rs/canvas),
-//   the optional heavy ones loaded only when configured (pg, the AWS SDK, pdfjs), and
-//   @fastify/swagger-ui, which serves the pages beside its own code. (@fastify/swagger reads its
-//   own package.json only for an OpenAPI `info` the server always gives.)
+//   and the optional heavy ones loaded only when configured (pg, the AWS SDK, pdfjs).
+// - @fastify/swagger-ui serves the API docs' pages from the folder beside its code (`__dirname`,
+//   which an ES module has not): in the bundle, its modules' `__dirname` is that folder in
+//   node_modules, found as Node finds the package. (@fastify/swagger reads its own package.json
+//   only for an OpenAPI `info` the server always gives.)
 // - dist/bins/node/ is as deep as dist/server/*/ and dist/electron/*/: the version read from
 //   package.json by a path relative to the module (server/db/sqlite/database.ts,
 //   electron/sync/home/app-version.ts) finds the same file.
@@ -51,8 +53,20 @@ const EXTERNAL = [
   'pdfjs-dist',
   'pdfjs-dist/*',
 
-  '@fastify/swagger-ui',
 ];
+
+/** `__dirname` of @fastify/swagger-ui's modules: their folder in the installed package. */
+const swaggerUiFolders = {
+  name: 'swagger-ui-folders',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]@fastify[\\/]swagger-ui[\\/].*\.js$/ }, (args) => {
+      const folder = path.dirname(args.path.split(/[\\/]@fastify[\\/]swagger-ui[\\/]/).pop());
+      const contents = fs.readFileSync(args.path, 'utf8');
+      if (/node_modules/.test(folder) || !contents.includes('__dirname')) return undefined;
+      return { loader: 'js', contents: `var __dirname = require('node:path').join(require('node:path').dirname(require.resolve('@fastify/swagger-ui')), ${JSON.stringify(folder)});\n${contents}` };
+    });
+  },
+};
 
 /** True when every file the last bundle read is older than it (and the entries are the same). */
 function upToDate() {
@@ -78,6 +92,7 @@ if (!upToDate()) {
     platform: 'node',
     target: 'node20',
     external: EXTERNAL,
+    plugins: [swaggerUiFolders],
     // The CommonJS packages inside (Fastify, Ajv…) require Node's own modules.
     banner: { js: "import { createRequire as __bundleCreateRequire } from 'node:module'; const require = __bundleCreateRequire(import.meta.url);" },
     chunkNames: 'chunk-[hash]',
