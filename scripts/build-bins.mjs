@@ -20,9 +20,10 @@
 //   electron/sync/home/app-version.ts) finds the same file.
 //
 // Skipped when no input changed since the last bundle (the test run's global setup runs it each
-// time). Run by every build after `tsc -b` (npm run build, build:node, server, admin, sync, and the
+// time), by content: the builds before it rewrite some of its inputs unchanged. Run by every build after `tsc -b` (npm run build, build:node, server, admin, sync, and the
 // test run's global setup).
 import { build } from 'esbuild';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -68,24 +69,29 @@ const swaggerUiFolders = {
   },
 };
 
-/** True when every file the last bundle read is older than it (and the entries are the same). */
+/** What the bundle is made of: the entries, the externals, and the content of every file it read. */
+function fingerprint(files) {
+  const hash = createHash('sha256').update(JSON.stringify({ ENTRIES, EXTERNAL }));
+  for (const file of files) hash.update(`${file}\0`).update(fs.readFileSync(path.join(ROOT, file)));
+  return hash.digest('hex');
+}
+
+/** True when the files the last bundle read are as they were (the builds before rewrite some, same content). */
 function upToDate() {
   try {
     const last = JSON.parse(fs.readFileSync(INPUTS, 'utf8'));
-    if (JSON.stringify(last.entries) !== JSON.stringify(ENTRIES)) return false;
-    const built = fs.statSync(INPUTS).mtimeMs;
-    return last.files.every((file) => fs.statSync(path.join(ROOT, file)).mtimeMs <= built);
+    return last.fingerprint === fingerprint(last.files) && last.outputs.every((file) => fs.existsSync(path.join(OUTDIR, file)));
   } catch {
     return false;
   }
 }
 
 if (!upToDate()) {
-  fs.rmSync(OUTDIR, { recursive: true, force: true });
   const result = await build({
     absWorkingDir: ROOT,
     entryPoints: ENTRIES,
     outdir: OUTDIR,
+    write: false,
     bundle: true,
     splitting: true,
     format: 'esm',
@@ -99,6 +105,19 @@ if (!upToDate()) {
     metafile: true,
     logLevel: 'warning',
   });
-  const files = Object.keys(result.metafile.inputs).filter((file) => !file.startsWith('<'));
-  fs.writeFileSync(INPUTS, `${JSON.stringify({ entries: ENTRIES, files: [...files, 'scripts/build-bins.mjs', 'package.json'] })}\n`);
+  // Each file replaced whole (a rename), the entries last: a process starting meanwhile (another
+  // test run's) reads the old bundle or the new one, never a missing or half-written file.
+  fs.mkdirSync(OUTDIR, { recursive: true });
+  const outputs = result.outputFiles.map((file) => ({ name: path.relative(OUTDIR, file.path), contents: file.contents }));
+  const entry = (name) => Object.hasOwn(ENTRIES, name.replace(/\.js$/, ''));
+  for (const file of [...outputs.filter((file) => !entry(file.name)), ...outputs.filter((file) => entry(file.name))]) {
+    const target = path.join(OUTDIR, file.name);
+    fs.writeFileSync(`${target}.${process.pid}.tmp`, file.contents);
+    fs.renameSync(`${target}.${process.pid}.tmp`, target);
+  }
+  const files = [...Object.keys(result.metafile.inputs).filter((file) => !file.startsWith('<')), 'scripts/build-bins.mjs', 'package.json'];
+  fs.writeFileSync(INPUTS, `${JSON.stringify({ fingerprint: fingerprint(files), files, outputs: outputs.map((file) => file.name) })}\n`);
+  // Chunks of earlier bundles no entry names any more.
+  const kept = new Set([...outputs.map((file) => file.name), path.basename(INPUTS)]);
+  for (const name of fs.readdirSync(OUTDIR)) if (!kept.has(name) && !name.endsWith('.tmp')) fs.rmSync(path.join(OUTDIR, name), { force: true });
 }
