@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminCommands, type AdminCommands } from './helpers/processes.js';
+import { ADMIN_CLI, adminCommands, type AdminCommands } from './helpers/processes.js';
 import { SEED_FILE, tempDir, testPostgres } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -18,7 +18,7 @@ let databaseUrl: string;
 
 /** The built CLI as its own process, for what its entry does: exit codes, the one line it stops with. */
 function adminProcess(...args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const result = spawnSync('node', ['dist/server/admin/cli.js', ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_DATABASE_URL: databaseUrl }, encoding: 'utf8', timeout: 60_000 });
+  const result = spawnSync('node', [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_DATABASE_URL: databaseUrl }, encoding: 'utf8', timeout: 60_000 });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminCommands, type AdminCommands } from './helpers/processes.js';
+import { ADMIN_CLI, adminCommands, type AdminCommands } from './helpers/processes.js';
 import { tempDir } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -18,7 +18,7 @@ fs.writeFileSync(BAD_SEED, JSON.stringify({ organizations: [{ id: ORG, name: 'Sm
 
 /** The built CLI as its own process, for what its entry does: exit codes, usage. */
 function adminProcess(...args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const result = spawnSync('node', ['dist/server/admin/cli.js', ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir }, encoding: 'utf8' });
+  const result = spawnSync('node', [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir }, encoding: 'utf8' });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -38,12 +38,12 @@ afterAll(async () => {
 
 describe('patient-docs-admin', () => {
   it('refuses to read from a data dir without a database, and says so when a first write creates one', () => {
-    const missing = spawnSync('node', ['dist/server/admin/cli.js', 'organization', 'list'], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: path.join(dataDir, 'typo') }, encoding: 'utf8' });
+    const missing = spawnSync('node', [ADMIN_CLI, 'organization', 'list'], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: path.join(dataDir, 'typo') }, encoding: 'utf8' });
     expect(missing.status).toBe(2);
     expect(missing.stderr.trim()).toBe(`patient-docs-admin: there is no database at ${path.join(dataDir, 'typo', 'patient-docs.sqlite')}: set PATIENT_DOCS_DATA_DIR (or PATIENT_DOCS_DATABASE_URL) as for the server`);
     expect(fs.existsSync(path.join(dataDir, 'typo', 'patient-docs.sqlite'))).toBe(false);
     // A write refused for its flags is refused before anything is opened: no database made for it.
-    const refused = spawnSync('node', ['dist/server/admin/cli.js', 'patient', 'add', '--name', 'X', '--id', 'nope'], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: path.join(dataDir, 'typo') }, encoding: 'utf8' });
+    const refused = spawnSync('node', [ADMIN_CLI, 'patient', 'add', '--name', 'X', '--id', 'nope'], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: path.join(dataDir, 'typo') }, encoding: 'utf8' });
     expect([refused.status, refused.stderr.trim()]).toEqual([2, 'patient-docs-admin: --id "nope" must be a UUID']);
     expect(fs.existsSync(path.join(dataDir, 'typo', 'patient-docs.sqlite'))).toBe(false);
   });

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeArchStl } from './fixtures/scans.js';
-import { freePort, ROOT, stderrBesidesBusyWait } from './helpers/processes.js';
+import { ADMIN_CLI, freePort, ROOT, SERVER_MAIN, stderrBesidesBusyWait } from './helpers/processes.js';
 import { ADMIN_TOKEN, CLIENT, OTHER_ORG, ORG, PATIENT, PATIENT_WITHOUT_CONSENT, READ_ONLY_CLIENT, SEED_FILE, tempDir } from './helpers/server.js';
 
 const dataDir = tempDir('audit-e2e');
@@ -23,7 +23,7 @@ interface Server {
 
 /** `npm run server` as built (dist/, which `npm test` and `npx tsc -b` build), on the shared data directory. */
 async function startServer(): Promise<Server> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/server/main.js')], {
+  const child = spawn(process.execPath, [SERVER_MAIN], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(await freePort()), PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: SEED_FILE, PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN, PATIENT_DOCS_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -116,7 +116,7 @@ async function auditApi(query: Record<string, string>): Promise<{ status: number
 }
 
 function adminCli(args: string[], directory = dataDir): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/server/admin/cli.js'), ...args], {
+  const child = spawn(process.execPath, [ADMIN_CLI, ...args], {
     cwd: ROOT,
     env: { ...process.env, PATIENT_DOCS_DATA_DIR: directory },
     stdio: ['ignore', 'pipe', 'pipe'],

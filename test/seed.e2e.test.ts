@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteStore } from '../server/db/sqlite/store.js';
-import { adminCommands, freePort, type AdminCommands } from './helpers/processes.js';
+import { ADMIN_CLI, adminCommands, freePort, SERVER_MAIN, type AdminCommands } from './helpers/processes.js';
 import { ORG, OTHER_ORG, tempDir } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -41,10 +41,10 @@ interface Started {
   stop(): Promise<void>;
 }
 
-/** `node dist/server/main.js` on the test's data directory: resolves when it listens, rejects with its output when it exits. */
+/** The built server (SERVER_MAIN) on the test's data directory: resolves when it listens, rejects with its output when it exits. */
 async function startServer(seed: string): Promise<Started> {
   const port = String(await freePort());
-  const child = spawn(process.execPath, ['dist/server/main.js'], {
+  const child = spawn(process.execPath, [SERVER_MAIN], {
     cwd: ROOT,
     env: { ...process.env, PORT: port, PATIENT_DOCS_DATA_DIR: dataDir, PATIENT_DOCS_SEED: seed, PATIENT_DOCS_ADMIN_TOKEN: ADMIN_TOKEN, PATIENT_DOCS_LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -84,7 +84,7 @@ async function failedStart(seed: string): Promise<{ code: number; output: string
 
 /** The built CLI as its own process: its entry's exit code and the one line it stops with. */
 function adminProcess(...args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, ['dist/server/admin/cli.js', ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir }, encoding: 'utf8' });
+  const result = spawnSync(process.execPath, [ADMIN_CLI, ...args], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir }, encoding: 'utf8' });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 

@@ -13,8 +13,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-const MAIN = path.join(ROOT, 'dist/server/main.js');
+import { ROOT, SERVER_MAIN as MAIN } from './helpers/processes.js';
 const TOKEN_FILE = 'admin-token.sha256';
 
 const children: ChildProcess[] = [];

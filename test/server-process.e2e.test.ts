@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { freePort } from './helpers/processes.js';
+import { ADMIN_CLI, freePort, SERVER_MAIN } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, SEED_FILE, tempDir } from './helpers/server.js';
 
 const ROOT = path.resolve(import.meta.dirname, '..');
@@ -74,7 +74,7 @@ describe('npm run server', () => {
 
   it('refuses bad configuration with one clear line', async () => {
     let failedOutput = '';
-    const failing = spawn('node', ['dist/server/main.js'], { cwd: ROOT, env: { ...process.env, PORT: 'eighty' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const failing = spawn('node', [SERVER_MAIN], { cwd: ROOT, env: { ...process.env, PORT: 'eighty' }, stdio: ['ignore', 'pipe', 'pipe'] });
     failing.stderr!.on('data', (chunk: Buffer) => (failedOutput += chunk.toString()));
     const code = await new Promise((resolve) => failing.once('exit', resolve));
     expect(code).toBe(2);
@@ -86,7 +86,7 @@ describe('npm run server', () => {
     let failedOutput = '';
     const busyDir = tempDir('busy');
     onTestFinished(() => fs.rmSync(busyDir, { recursive: true, force: true }));
-    const failing = spawn('node', ['dist/server/main.js'], { cwd: ROOT, env: { ...process.env, PORT: port, PATIENT_DOCS_DATA_DIR: busyDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const failing = spawn('node', [SERVER_MAIN], { cwd: ROOT, env: { ...process.env, PORT: port, PATIENT_DOCS_DATA_DIR: busyDir }, stdio: ['ignore', 'pipe', 'pipe'] });
     failing.stderr!.on('data', (chunk: Buffer) => (failedOutput += chunk.toString()));
     const code = await new Promise((resolve) => failing.once('exit', resolve));
     expect(code).toBe(2);
@@ -95,7 +95,7 @@ describe('npm run server', () => {
 
   it('re-applies the seed file without changing anything', async () => {
     const { stdout } = await import('node:child_process').then(({ execFileSync }) => ({
-      stdout: execFileSync('node', ['dist/server/admin/cli.js', 'seed', '--file', SEED_FILE], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir } }).toString(),
+      stdout: execFileSync('node', [ADMIN_CLI, 'seed', '--file', SEED_FILE], { cwd: ROOT, env: { ...process.env, PATIENT_DOCS_DATA_DIR: dataDir } }).toString(),
     }));
     expect(JSON.parse(stdout)).toEqual({ created: 0, updated: 0 });
   });

@@ -1,5 +1,5 @@
 /**
- * Webhooks end to end: the real server as a child process (`node dist/server/main.js`, built by
+ * Webhooks end to end: the real server as a child process (the bins' bundle, SERVER_MAIN, built by
  * test/global-setup.ts) delivering to a real HTTPS receiver on loopback whose certificate this test makes
  * and the server trusts through NODE_EXTRA_CA_CERTS.
  */
@@ -14,8 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
-const MAIN = path.join(ROOT, 'dist/server/main.js');
+import { ROOT, SERVER_MAIN as MAIN } from './helpers/processes.js';
 const SEED = path.join(ROOT, 'test/fixtures/seed.json');
 const ADMIN_TOKEN = 'webhook-e2e-admin-token-0123456789';
 const METRICS_TOKEN = 'webhook-e2e-metrics-token-0123456789';

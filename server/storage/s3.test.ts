@@ -232,7 +232,7 @@ describe('Ceph RGW checks request signatures', () => {
       for (const client of [wrongSecret, unknownKey, right]) client.destroy();
     }
 
-    // The server itself (dist/server/main.js, as IT runs it): its start-up check's probe is refused.
+    // The server itself (the bins' bundle, as IT runs it): its start-up check's probe is refused.
     await expect(startServerProcess({ ...rgw.env('wrong-secret'), AWS_SECRET_ACCESS_KEY: `${rgw.credentials.AWS_SECRET_ACCESS_KEY}x` })).rejects.toThrow(
       /^server exited \(1\):\npatient-docs-server: failed to start: the object store at http:\/\/127\.0\.0\.1:\d+ refused the credentials for s3:\/\/patient-docs\/wrong-secret \(SignatureDoesNotMatch\): check AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and the bucket's policy\n$/,
     );
