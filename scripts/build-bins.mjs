@@ -31,16 +31,31 @@ const ROOT = path.resolve(import.meta.dirname, '..');
 export const OUTDIR = path.join(ROOT, 'dist/bins/node');
 const INPUTS = path.join(OUTDIR, 'inputs.json');
 
-const ENTRIES = {
+const BINS = {
   'patient-docs-server': 'dist/server/main.js',
   'patient-docs-admin': 'dist/server/admin/cli.js',
   'patient-docs-sync': 'dist/electron/sync/cli/cli.js',
-  // Worker threads, by the names their callers give startModuleWorker.
-  'secret-worker': 'dist/server/identity/secret-worker.js',
-  'writer-worker': 'dist/server/audit/writer-worker.js',
-  'send-worker': 'dist/server/webhooks/send-worker.js',
-  worker: 'dist/server/thumbnails/worker.js',
 };
+
+/**
+ * The worker threads' entries, by the names their callers give startModuleWorker: found in `tsc`'s
+ * output, so a worker added to the code is in the bundle without a list to keep.
+ */
+function workerEntries() {
+  const entries = {};
+  for (const file of fs.readdirSync(path.join(ROOT, 'dist/server'), { recursive: true })) {
+    if (!file.endsWith('.js')) continue;
+    const code = fs.readFileSync(path.join(ROOT, 'dist/server', file), 'utf8');
+    for (const [, name] of code.matchAll(/startModuleWorker\(import\.meta\.url, '([\w-]+)'/g)) {
+      const entry = path.join('dist/server', path.dirname(file), `${name}.js`);
+      if (entries[name] && entries[name] !== entry) throw new Error(`two worker entries named ${name}: ${entries[name]} and ${entry}; the bundle keeps them in one folder`);
+      entries[name] = entry;
+    }
+  }
+  return entries;
+}
+
+const ENTRIES = { ...BINS, ...workerEntries() };
 
 const EXTERNAL = [
   'better-sqlite3',
