@@ -58,7 +58,8 @@ async function start(env: Record<string, string>): Promise<Server> {
   const server = spawnServer(env);
   let gone = false;
   void server.exited.then(() => (gone = true));
-  await waitFor(() => /listening on http:\/\/\S+;/.test(server.output()) || gone, () => server.output());
+  // The bound of a start, as startServerProcess's: the cases above start their servers at once, beside another file's.
+  await waitFor(() => /listening on http:\/\/\S+;/.test(server.output()) || gone, () => server.output(), 30_000);
   const match = /listening on (http:\/\/[^\s;]+)/.exec(server.output());
   if (!match?.[1]) throw new Error(`server exited:\n${server.output()}`);
   return { ...server, url: match[1] };
