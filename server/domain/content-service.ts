@@ -248,7 +248,8 @@ export class ContentService {
       await this.storage.remove(record.contentKey);
       throw conflict(`document ${document.id} changed or was deleted while the upload was in progress; read it again and retry`);
     }
-    if (record.thumbnailStatus === 'pending') this.thumbnails.enqueue(record);
+    // A small file's bytes came with it (ReceivedContent.content): its render reads no file.
+    if (record.thumbnailStatus === 'pending') this.thumbnails.enqueue(record, received.content);
     return updated;
   }
 

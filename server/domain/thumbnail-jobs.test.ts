@@ -59,9 +59,10 @@ async function pendingScan(fileName: string, bytes: Buffer = SCAN): Promise<Docu
 async function render(version: DocumentVersionRecord, scratchDir: string, during: (file: string) => Promise<void> = async () => undefined): Promise<DocumentVersionRecord> {
   const renderer: ThumbnailRenderer = {
     hasThumbnail,
-    renderThumbnail: async (file, fileType, options) => {
-      await during(file);
-      return renderThumbnail(file, fileType, options);
+    renderThumbnail: async (source, fileType, options) => {
+      if (typeof source !== 'string') throw new Error('a version enqueued without its bytes is rendered from a file');
+      await during(source);
+      return renderThumbnail(source, fileType, options);
     },
   };
   const jobs = new ThumbnailJobs(server.server.context.store, storage, renderer, { size: 64, timeoutMs: 20_000, concurrency: 1, retryDelayMs: 60_000, scratchDir });
@@ -72,6 +73,26 @@ async function render(version: DocumentVersionRecord, scratchDir: string, during
     await jobs.close();
   }
   return (await server.server.context.store.content.version(version.documentId, version.version))!;
+}
+
+/** Renders the version with its own jobs, given `content` as an upload hands it over; returns what the renderer was given. */
+async function renderWithContent(version: DocumentVersionRecord, scratchDir: string, content: readonly Uint8Array[]): Promise<{ rendered: DocumentVersionRecord; sources: Array<string | readonly Uint8Array[]> }> {
+  const sources: Array<string | readonly Uint8Array[]> = [];
+  const renderer: ThumbnailRenderer = {
+    hasThumbnail,
+    renderThumbnail: async (source, fileType, options) => {
+      sources.push(source);
+      return renderThumbnail(source, fileType, options);
+    },
+  };
+  const jobs = new ThumbnailJobs(server.server.context.store, storage, renderer, { size: 64, timeoutMs: 20_000, concurrency: 1, retryDelayMs: 60_000, scratchDir });
+  try {
+    jobs.enqueue(version, content);
+    await jobs.idle();
+  } finally {
+    await jobs.close();
+  }
+  return { rendered: (await server.server.context.store.content.version(version.documentId, version.version))!, sources };
 }
 
 async function thumbnailHead(version: DocumentVersionRecord): Promise<string> {
@@ -130,5 +151,28 @@ describe('the file a render reads', () => {
     expect(rendered.thumbnailError).toMatch(/too-large/);
     // The server goes on rendering.
     expect(await render(await pendingScan('after-huge.stl'), path.join(root, 'content', 'render'))).toMatchObject({ thumbnailStatus: 'ready' });
+  });
+});
+
+describe('a small file just received', () => {
+  it('is rendered from the bytes its upload kept: no scratch file, no read of the stored object', async () => {
+    const version = await pendingScan('kept.stl');
+    const scratch = path.join(root, 'content', 'kept-render');
+    const chunks = [SCAN.subarray(0, 1000), SCAN.subarray(1000)];
+    // The stored object is gone: only the kept bytes can make this thumbnail.
+    await storage.remove(version.contentKey);
+    const { rendered, sources } = await renderWithContent(version, scratch, chunks);
+    expect(sources).toEqual([chunks]);
+    expect(rendered).toMatchObject({ thumbnailStatus: 'ready', thumbnailError: null });
+    expect(await thumbnailHead(rendered)).toBe(PNG_SIGNATURE);
+    expect(fs.existsSync(scratch)).toBe(false);
+  });
+
+  it('is rendered from the stored object when the bytes handed over are not the whole version', async () => {
+    const version = await pendingScan('partial.stl');
+    const { rendered, sources } = await renderWithContent(version, path.join(root, 'content', 'render'), [SCAN.subarray(0, 1000)]);
+    expect(sources).toHaveLength(1);
+    expect(typeof sources[0]).toBe('string');
+    expect(rendered).toMatchObject({ thumbnailStatus: 'ready', thumbnailError: null });
   });
 });

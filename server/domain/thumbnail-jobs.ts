@@ -9,7 +9,9 @@
  * The renderer reads a file it owns: a private scratch file, removed when the render ends. On the
  * local disk it is a hard link to the stored object (no byte copied: stored objects never change in
  * place, and the link keeps the bytes while the render runs, even if the object is removed); from
- * an object store, or where no link can be made, the content is streamed into it.
+ * an object store, or where no link can be made, the content is streamed into it. A small file
+ * just received is rendered from the bytes its upload kept (ReceivedContent.content): the same bytes
+ * that were hashed and stored, and no file to link, open or remove.
  */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -26,7 +28,8 @@ import { wokenOrTimedOut } from './wake.js';
 /** What server/thumbnails offers (renderThumbnail runs each job in a bounded worker). */
 export interface ThumbnailRenderer {
   hasThumbnail(fileType: string): boolean;
-  renderThumbnail(filePath: string, fileType: string, options: { size: number; timeoutMs: number }): Promise<Buffer>;
+  /** `source`: the file to read, or the content itself (the chunks it arrived in). */
+  renderThumbnail(source: string | readonly Uint8Array[], fileType: string, options: { size: number; timeoutMs: number }): Promise<Buffer>;
 }
 
 export interface ThumbnailJobOptions {
@@ -52,6 +55,11 @@ const SCRATCH_MAX_AGE_MS = 3_600_000;
 const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
 /** The oldest pending versions one sweep looks at (an index range of the pending ones; the next sweep reads it again). */
 const SWEEP_BATCH = 100;
+/**
+ * The received bytes kept for queued renders, all together at most this many: past it, a render
+ * reads the stored object (a burst of uploads holds no more memory than this for its thumbnails).
+ */
+export const HELD_CONTENT_BYTES = 32 * 1024 * 1024;
 
 export const DEFAULT_THUMBNAIL_OPTIONS: ThumbnailJobOptions = { size: 256, timeoutMs: 20_000, concurrency: 2, retryDelayMs: 30_000, sweepIntervalMs: DEFAULT_SWEEP_INTERVAL_MS };
 
@@ -70,6 +78,9 @@ export class ThumbnailJobs {
   private deferred: DocumentVersionRecord[] = [];
   private retryTimer: NodeJS.Timeout | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
+  /** Content received with queued versions (see enqueue), by job, and how many bytes that is. */
+  private readonly held = new Map<string, { chunks: readonly Uint8Array[]; bytes: number }>();
+  private heldBytes = 0;
 
   constructor(
     private readonly store: Store,
@@ -84,8 +95,18 @@ export class ThumbnailJobs {
     return this.renderer?.hasThumbnail(fileType) ?? false;
   }
 
-  enqueue(version: DocumentVersionRecord): void {
+  /**
+   * Queues the version's render. `content`: its bytes, where the caller holds them (a small file
+   * just received); the render reads them instead of the stored object, while they fit
+   * HELD_CONTENT_BYTES with the others held.
+   */
+  enqueue(version: DocumentVersionRecord, content?: readonly Uint8Array[]): void {
     if (!this.add(version)) return;
+    const bytes = content?.reduce((sum, chunk) => sum + chunk.length, 0);
+    if (content && bytes === version.fileSize && this.heldBytes + bytes <= HELD_CONTENT_BYTES) {
+      this.held.set(jobId(version.documentId, version.version), { chunks: content, bytes });
+      this.heldBytes += bytes;
+    }
     // A new commit means the disk took bytes again: the renders a full disk deferred go too.
     this.retryDeferred();
     this.pump();
@@ -179,8 +200,18 @@ export class ThumbnailJobs {
   /** The version leaves the queue: whoever waits for its render hears it. */
   private finished(version: DocumentVersionRecord): void {
     const id = jobId(version.documentId, version.version);
+    this.takeHeld(id);
     for (const wake of this.queued.get(id) ?? []) wake();
     this.queued.delete(id);
+  }
+
+  /** The content held for a job (see enqueue), no longer held. */
+  private takeHeld(id: string): readonly Uint8Array[] | undefined {
+    const held = this.held.get(id);
+    if (held === undefined) return undefined;
+    this.held.delete(id);
+    this.heldBytes -= held.bytes;
+    return held.chunks;
   }
 
   /** Resolves when nothing is queued or rendering (tests, shutdown). */
@@ -236,8 +267,11 @@ export class ThumbnailJobs {
       if (current === 'unknown') this.defer(version);
       if (current !== 'pending') return;
     }
+    const content = this.takeHeld(jobId(version.documentId, version.version));
     try {
-      const png = await this.renderFromStore(this.renderer, version);
+      const png = content
+        ? await this.renderer.renderThumbnail(content, version.fileType, { size: this.options.size, timeoutMs: this.options.timeoutMs })
+        : await this.renderFromStore(this.renderer, version);
       await this.storage.put(key, png);
       await this.store.content.setThumbnail(version.documentId, version.version, { status: 'ready', key, error: null });
     } catch (error) {

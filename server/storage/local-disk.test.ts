@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LocalDiskStorage } from './local-disk.js';
 import { DiskResumableStore } from './resumable-disk.js';
-import { ChecksumMismatchError, HEAD_BYTES, OffsetMismatchError, SizeLimitError } from './types.js';
+import { ChecksumMismatchError, HEAD_BYTES, KEPT_CONTENT_BYTES, OffsetMismatchError, SizeLimitError } from './types.js';
 
 let root: string;
 let storage: LocalDiskStorage;
@@ -49,6 +49,17 @@ describe('LocalDiskStorage', () => {
     for (const stream of cuts) expect(Buffer.from((await storage.receive(stream, pdf.length)).head)).toEqual(pdf.subarray(0, HEAD_BYTES));
     expect(Buffer.from((await storage.receive(Readable.from([Buffer.from('%PDF')]), 10)).head).toString()).toBe('%PDF');
     expect((await storage.receive(Readable.from([]), 10)).head.length).toBe(0);
+  });
+
+  it('keeps a small file\'s bytes as they arrived (its thumbnail is rendered from them), and none of a larger one\'s', async () => {
+    const chunks = [Buffer.alloc(KEPT_CONTENT_BYTES / 2, 1), Buffer.alloc(KEPT_CONTENT_BYTES / 2, 2)];
+    const small = await storage.receive(Readable.from(chunks), KEPT_CONTENT_BYTES * 4);
+    expect(Buffer.concat(small.content!.map((chunk) => Buffer.from(chunk)))).toEqual(Buffer.concat(chunks));
+    await storage.commit(small.temp, 'documents/a/v1');
+    expect(await read(storage.read('documents/a/v1'))).toEqual(Buffer.concat(chunks));
+    const larger = await storage.receive(Readable.from([...chunks, Buffer.from('x')]), KEPT_CONTENT_BYTES * 4);
+    expect(larger.size).toBe(KEPT_CONTENT_BYTES + 1);
+    expect(larger.content).toBeUndefined();
   });
 
   it('refuses one byte over the limit and leaves no temp file', async () => {

@@ -13,7 +13,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { Writable, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
-import { HEAD_BYTES, SizeLimitError, type ByteRange, type ContentStorage, type ReceivedContent, type TempObject } from './types.js';
+import { HEAD_BYTES, KEPT_CONTENT_BYTES, SizeLimitError, type ByteRange, type ContentStorage, type ReceivedContent, type TempObject } from './types.js';
 import { PRIVATE_DIR, PRIVATE_FILE, privateDirectory } from '../private-files.js';
 
 const execFileAsync = promisify(execFile);
@@ -67,6 +67,8 @@ export interface DurableWriterOptions {
    * Upload-Checksum only feeds the upload's running hash): one SHA-256 pass instead of two.
    */
   ownHash?: boolean;
+  /** Keep the chunks written as long as they add up to at most this many bytes (see `content`). */
+  keepUpTo?: number;
 }
 
 /**
@@ -90,12 +92,15 @@ export class DurableFileWriter extends Writable {
   private pendingBytes = 0;
   /** A copy of the first HEAD_BYTES bytes written, kept as they pass (see head). */
   private headBytes: Buffer | undefined;
+  /** Every chunk written, while they add up to at most options.keepUpTo (see content). */
+  private keptChunks: Buffer[] | undefined;
 
   constructor(
     private readonly handle: FileHandle,
     private readonly options: DurableWriterOptions = {},
   ) {
     super({ highWaterMark: WRITE_HIGH_WATER_MARK });
+    if (options.keepUpTo !== undefined) this.keptChunks = [];
   }
 
   private flushInBackground(): void {
@@ -129,6 +134,7 @@ export class DurableFileWriter extends Writable {
         this.options.alsoFeed?.update(chunk);
         this.keepHead(chunk, this.bytes + batchBytes);
         batchBytes += chunk.length;
+        this.keepChunk(chunk, this.bytes + batchBytes);
       }
       await written;
       this.tainted = false;
@@ -144,6 +150,21 @@ export class DurableFileWriter extends Writable {
     if (offset >= HEAD_BYTES) return;
     this.headBytes ??= Buffer.alloc(HEAD_BYTES);
     chunk.copy(this.headBytes, offset, 0, Math.min(chunk.length, HEAD_BYTES - offset));
+  }
+
+  /** Keeps the chunk while everything written up to its end (`end`) fits options.keepUpTo; drops them all once it does not. */
+  private keepChunk(chunk: Buffer, end: number): void {
+    if (!this.keptChunks) return;
+    if (end > (this.options.keepUpTo ?? 0)) this.keptChunks = undefined;
+    else this.keptChunks.push(chunk);
+  }
+
+  /**
+   * Every byte this writer wrote, as the chunks it was given (not copied), when it was given
+   * keepUpTo and wrote no more than that; undefined otherwise.
+   */
+  get content(): readonly Buffer[] | undefined {
+    return this.keptChunks;
   }
 
   /**
@@ -264,15 +285,17 @@ export class LocalDiskStorage implements ContentStorage {
     const temp = this.newTemp();
     let writer: DurableFileWriter;
     try {
-      writer = new DurableFileWriter(await fsp.open(this.tempPath(temp), 'wx', PRIVATE_FILE), { maxBytes });
+      writer = new DurableFileWriter(await fsp.open(this.tempPath(temp), 'wx', PRIVATE_FILE), { maxBytes, keepUpTo: KEPT_CONTENT_BYTES });
       await pipeline(source, writer);
     } catch (error) {
       await this.discard(temp);
       throw error;
     }
     // The writer fsync'ed the file before the pipeline finished: commit's rename needs no second one.
-    // It kept the first bytes it wrote too: the type check needs no second open of the file.
-    return { temp: { ...temp, durable: true }, size: writer.bytes, sha256: writer.hash.digest('hex'), head: writer.head };
+    // It kept the first bytes it wrote too: the type check needs no second open of the file; and
+    // all of a small file's: its thumbnail is rendered from them, with no read of the stored object.
+    const content = writer.content;
+    return { temp: { ...temp, durable: true }, size: writer.bytes, sha256: writer.hash.digest('hex'), head: writer.head, ...(content ? { content } : {}) };
   }
 
   /** fsync unless the temp file is already durable, rename, fsync of the folder. */

@@ -32,7 +32,16 @@ export interface ReceivedContent {
   sha256: string;
   /** The first HEAD_BYTES bytes (fewer for a shorter file). */
   head: Uint8Array;
+  /**
+   * The whole content as the chunks it arrived in, where the storage kept them while receiving a
+   * file of at most KEPT_CONTENT_BYTES: its thumbnail is rendered from them, without reading the
+   * stored object again.
+   */
+  content?: readonly Uint8Array[];
 }
+
+/** Received content up to this size is kept in memory for its thumbnail's render (ReceivedContent.content). */
+export const KEPT_CONTENT_BYTES = 1024 * 1024;
 
 export class SizeLimitError extends Error {
   override name = 'SizeLimitError';

@@ -35,19 +35,26 @@ export function hasThumbnail(fileType: string): boolean {
 }
 
 /**
- * Renders a PNG thumbnail of the file: meshes as a shaded three-quarter view, PDFs' first page,
- * images scaled to fit. Rejects only with ThumbnailError.
+ * Renders a PNG thumbnail of the file (`source`: its path, or its content as chunks): meshes as a
+ * shaded three-quarter view, PDFs' first page, images scaled to fit. Rejects only with ThumbnailError.
  */
-export async function renderThumbnail(filePath: string, fileType: string, options: ThumbnailOptions = {}): Promise<Buffer> {
+export async function renderThumbnail(source: string | readonly Uint8Array[], fileType: string, options: ThumbnailOptions = {}): Promise<Buffer> {
   const type = fileType.toUpperCase();
   if (!hasThumbnail(type)) throw new ThumbnailError('unsupported', `no thumbnails for ${fileType} files`);
-  const job: ThumbnailJob = {
-    filePath,
+  const common = {
     fileType: type === 'JPG' ? 'JPEG' : type,
     size: checkedSize(options.size ?? DEFAULT_SIZE),
     maxInputBytes: options.maxInputBytes ?? DEFAULT_MAX_INPUT_BYTES,
   };
-  await assertReadableAndSmallEnough(filePath, job.maxInputBytes);
+  let job: ThumbnailJob;
+  if (typeof source === 'string') {
+    await assertReadableAndSmallEnough(source, common.maxInputBytes);
+    job = { ...common, filePath: source };
+  } else {
+    const bytes = source.reduce((sum, chunk) => sum + chunk.length, 0);
+    if (bytes > common.maxInputBytes) throw new ThumbnailError('too-large', `the file is ${bytes} bytes, more than ${common.maxInputBytes}`);
+    job = { ...common, content: source };
+  }
   return runInWorker(job, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
 }
 

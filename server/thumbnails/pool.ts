@@ -9,7 +9,7 @@
  */
 import type { Worker } from 'node:worker_threads';
 import { isThumbnailFailureReason, ThumbnailError } from './errors.js';
-import type { ThumbnailJob, WorkerReply } from './protocol.js';
+import type { ThumbnailJob, WorkerJob, WorkerReply } from './protocol.js';
 
 export interface ThumbnailPoolOptions {
   /** Starts a worker (its heap limit set); the pool sends it jobs and reads one reply per job. */
@@ -38,6 +38,8 @@ interface PooledWorker {
   timer: NodeJS.Timeout | undefined;
   idleTimer: NodeJS.Timeout | undefined;
   gone: boolean;
+  /** Where this worker's jobs that come with their content find it (see WorkerJob); grown to the largest content so far, up to SHARED_KEPT_BYTES. */
+  shared: SharedArrayBuffer | undefined;
 }
 
 export class ThumbnailPool {
@@ -92,7 +94,7 @@ export class ThumbnailPool {
     const worker = this.options.start();
     this.alive += 1;
     this.started += 1;
-    const entry: PooledWorker = { worker, jobs: 0, task: undefined, timer: undefined, idleTimer: undefined, gone: false };
+    const entry: PooledWorker = { worker, jobs: 0, task: undefined, timer: undefined, idleTimer: undefined, gone: false, shared: undefined };
     worker.on('message', (reply: WorkerReply) => this.replied(entry, reply));
     worker.on('error', (error: Error) => this.failed(entry, fromWorkerError(error)));
     worker.on('exit', (code) => this.failed(entry, new ThumbnailError('malformed', `the thumbnail worker exited (${code}) without an answer`)));
@@ -106,7 +108,7 @@ export class ThumbnailPool {
     entry.jobs += 1;
     entry.worker.ref();
     entry.timer = setTimeout(() => this.failed(entry, new ThumbnailError('timeout', `rendering took longer than ${task.timeoutMs} ms`)), task.timeoutMs);
-    entry.worker.postMessage(task.job);
+    entry.worker.postMessage(workerJob(entry, task.job));
   }
 
   private replied(entry: PooledWorker, reply: WorkerReply): void {
@@ -155,6 +157,31 @@ export class ThumbnailPool {
     this.alive -= 1;
     await entry.worker.terminate();
   }
+}
+
+/** A worker keeps a shared buffer at most this large between jobs; larger content gets one for its job only. */
+const SHARED_KEPT_BYTES = 1024 * 1024;
+
+/**
+ * The job as its worker receives it: content is copied into the worker's shared buffer (it renders
+ * one job at a time, so the buffer is free), and the message carries only the buffer's handle.
+ */
+function workerJob(entry: PooledWorker, job: ThumbnailJob): WorkerJob {
+  if (!('content' in job)) return job;
+  const { content, ...rest } = job;
+  const length = content.reduce((sum, chunk) => sum + chunk.length, 0);
+  let shared = entry.shared;
+  if (!shared || shared.byteLength < length) {
+    shared = new SharedArrayBuffer(length);
+    if (length <= SHARED_KEPT_BYTES) entry.shared = shared;
+  }
+  const target = new Uint8Array(shared);
+  let offset = 0;
+  for (const chunk of content) {
+    target.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return { ...rest, shared, length };
 }
 
 /** An uncaught error in the worker; running out of heap means the file was too big to render. */

@@ -115,6 +115,21 @@ describe('every supported type renders a PNG of the requested size with the cont
     expect(centreCoverage(png, (r, g, b, a) => a === 255 && r + g + b > 750)).toBeGreaterThan(0.5);
   });
 
+  it.each([
+    ['STL', () => makeArchStl()],
+    ['PLY', () => makePly()],
+    ['PDF', () => makePdf('Referral letter\nPatient: J. Example')],
+    ['PNG', () => makePng(400, 300)],
+  ] as const)('%s given as its content (the chunks an upload kept) renders the same PNG as from its file', async (type, make) => {
+    const bytes = make();
+    const third = Math.ceil(bytes.length / 3);
+    const chunks = [bytes.subarray(0, third), bytes.subarray(third, 2 * third), bytes.subarray(2 * third)];
+    const fromFile = await renderThumbnail(writeFixture(`content.${type.toLowerCase()}`, bytes), type);
+    expect(await renderThumbnail(chunks, type)).toEqual(fromFile);
+    // Again, after other content passed through the same workers.
+    expect(await renderThumbnail([bytes], type)).toEqual(fromFile);
+  });
+
   it('PDF: bytes before the header (up to 1024, as some downloads carry) still render the page', async () => {
     const junk = Buffer.alloc(1000, 'x');
     const png = PNG.sync.read(await renderThumbnail(writeFixture('prefixed.pdf', Buffer.concat([junk, makePdf('Referral letter\nPatient: J. Example\nLower arch scan')])), 'PDF'));
@@ -153,6 +168,18 @@ describe('hostile files end in ThumbnailError, quickly', () => {
     const path = writeFixture(`hostile-${label.replace(/\W+/g, '-')}.${type.toLowerCase()}`, make());
     const { ms } = await timed(() => expectThumbnailError(renderThumbnail(path, type), reason));
     expect(ms).toBeLessThan(HOSTILE_BOUND_MS);
+  });
+
+  it.each(hostile.filter(([, , , reason]) => reason === 'malformed').slice(0, 6))('%s, given as its content', async (_label, type, make, reason) => {
+    const bytes = make();
+    const { ms } = await timed(() => expectThumbnailError(renderThumbnail([bytes.subarray(0, 7), bytes.subarray(7)], type), reason));
+    expect(ms).toBeLessThan(HOSTILE_BOUND_MS);
+  });
+
+  it('content above maxInputBytes is refused before any worker starts', async () => {
+    const content = [makeArchStl()];
+    const { ms } = await timed(() => expectThumbnailError(renderThumbnail(content, 'STL', { maxInputBytes: 1000 }), 'too-large'));
+    expect(ms).toBeLessThan(200);
   });
 
   it('a file called PDF without a PDF header is refused as no PDF, not read through by the PDF reader', async () => {

@@ -4,7 +4,7 @@
 import { getHeapStatistics } from 'node:v8';
 import { parentPort } from 'node:worker_threads';
 import { ThumbnailError } from './errors.js';
-import type { ThumbnailJob, WorkerReply } from './protocol.js';
+import type { WorkerJob, WorkerReply } from './protocol.js';
 import { renderJob } from './render-job.js';
 
 function toReply(error: unknown): WorkerReply {
@@ -18,7 +18,7 @@ function heapUsed(): number {
   return getHeapStatistics().used_heap_size;
 }
 
-async function answer(job: ThumbnailJob): Promise<WorkerReply> {
+async function answer(job: WorkerJob): Promise<WorkerReply> {
   try {
     const png = await renderJob(job);
     return { ok: true, png: new Uint8Array(png.buffer, png.byteOffset, png.byteLength), heapUsed: heapUsed() };
@@ -27,6 +27,6 @@ async function answer(job: ThumbnailJob): Promise<WorkerReply> {
   }
 }
 
-parentPort?.on('message', (job: ThumbnailJob) => {
+parentPort?.on('message', (job: WorkerJob) => {
   void answer(job).then((reply) => parentPort?.postMessage(reply));
 });
