@@ -398,6 +398,26 @@ describe.each(BACKENDS)('Store contract on $name', (backend) => {
     expect((await store.outbox.after(0, 10)).map((stored) => stored.eventType)).toEqual(['document.uploaded', 'document.deleted']);
   });
 
+  it('content: thumbnail renders are counted per process that starts one, only while pending, and setting the thumbnail clears the count', async () => {
+    const { store, other } = await seeded(backend);
+    const second = await other();
+    const doc = document('render.stl', '/', 1);
+    await store.documents.create(doc, []);
+    expect(await store.content.commitVersion(version(doc.id, 1), 0, [])).toBe(true);
+    expect(await store.content.startThumbnailRender(doc.id, 1, 'process-a')).toBe(1);
+    // Started again by the same process (after a full disk): still one.
+    expect(await store.content.startThumbnailRender(doc.id, 1, 'process-a')).toBe(1);
+    expect(await second.content.startThumbnailRender(doc.id, 1, 'process-b')).toBe(2);
+    expect(await store.content.startThumbnailRender(doc.id, 1, 'process-c')).toBe(3);
+    expect(await store.content.version(doc.id, 1)).toMatchObject({ thumbnailStatus: 'pending' });
+    // Set back to pending (a thumbnail lost from the disk): counted from none again.
+    await store.content.setThumbnail(doc.id, 1, { status: 'pending', key: null, error: null });
+    expect(await store.content.startThumbnailRender(doc.id, 1, 'process-c')).toBe(1);
+    await store.content.setThumbnail(doc.id, 1, { status: 'ready', key: 'thumb/1', error: null });
+    expect(await store.content.startThumbnailRender(doc.id, 1, 'process-d')).toBeUndefined();
+    expect(await store.content.startThumbnailRender(doc.id, 2, 'process-d')).toBeUndefined();
+  });
+
   it('scan times: kept on create and on each version (and back with a restored version), found and sorted by a range that counts undated documents by their upload', async () => {
     const { store } = await seeded(backend);
     const scanned = document('80021_Pearson_0.stl', '/scans', 1, { scannedAt: '2026-11-20T16:45:00.000Z' });

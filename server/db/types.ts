@@ -262,6 +262,14 @@ export interface DocumentContentRepository {
   version(documentId: string, version: number): Promise<DocumentVersionRecord | undefined>;
   setThumbnail(documentId: string, version: number, result: { status: ThumbnailStatus; key: string | null; error: string | null }): Promise<void>;
   pendingThumbnails(limit: number): Promise<DocumentVersionRecord[]>;
+  /**
+   * Counts a render of a pending thumbnail as started by process `by`, in one write before the render
+   * starts: a render that takes its process down leaves the count behind, and the next process to
+   * start it counts again (a process starting it once more, after a full disk, does not). Returns
+   * how many processes have started it, this one included, or undefined when it is no longer
+   * pending. `setThumbnail` sets the count back to none.
+   */
+  startThumbnailRender(documentId: string, version: number, by: string): Promise<number | undefined>;
   /** Removes the document from search (its versions stay); false when it does not exist. */
   remove(patientId: string, id: string, deletion: { at: string; by: string }, events: OutboxEvent[]): Promise<boolean>;
   /** Does any version name this storage key (content or thumbnail)? For garbage collection. */

@@ -99,13 +99,11 @@ export class PostgresDocumentContent implements DocumentContentRepository {
 
   async setThumbnail(documentId: string, version: number, result: { status: ThumbnailStatus; key: string | null; error: string | null }): Promise<void> {
     await this.db.transaction(async (tx) => {
-      await tx.run('UPDATE document_versions SET thumbnail_status = $1, thumbnail_key = $2, thumbnail_error = $3 WHERE document_id = $4 AND version = $5', [
-        result.status,
-        result.key,
-        result.error,
-        documentId,
-        version,
-      ]);
+      await tx.run(
+        `UPDATE document_versions SET thumbnail_status = $1, thumbnail_key = $2, thumbnail_error = $3, thumbnail_render_starts = 0, thumbnail_render_by = NULL
+         WHERE document_id = $4 AND version = $5`,
+        [result.status, result.key, result.error, documentId, version],
+      );
       // Only the current version's thumbnail is the document's; an older render changes nothing.
       const key = result.key ? result.key : result.status === 'failed' ? NO_THUMBNAIL : undefined;
       if (key !== undefined) await tx.run('UPDATE documents SET thumbnail_key = $1 WHERE id = $2 AND version = $3', [key, documentId, version]);
@@ -114,6 +112,17 @@ export class PostgresDocumentContent implements DocumentContentRepository {
 
   async pendingThumbnails(limit: number): Promise<DocumentVersionRecord[]> {
     return this.db.rows<DocumentVersionRecord>(`SELECT ${VERSION_COLUMNS} FROM document_versions WHERE thumbnail_status = 'pending' ORDER BY uploaded_at LIMIT $1`, [limit]);
+  }
+
+  async startThumbnailRender(documentId: string, version: number, by: string): Promise<number | undefined> {
+    const row = await this.db.row<{ starts: number }>(
+      `UPDATE document_versions SET thumbnail_render_starts = thumbnail_render_starts + (CASE WHEN thumbnail_render_by IS NOT DISTINCT FROM $3 THEN 0 ELSE 1 END),
+         thumbnail_render_by = $3
+       WHERE document_id = $1 AND version = $2 AND thumbnail_status = 'pending'
+       RETURNING thumbnail_render_starts AS starts`,
+      [documentId, version, by],
+    );
+    return row?.starts;
   }
 
   async remove(patientId: string, id: string, deletion: { at: string; by: string }, events: OutboxEvent[]): Promise<boolean> {

@@ -320,6 +320,13 @@ export const POSTGRES_MIGRATIONS: PostgresMigration[] = [
       CREATE INDEX webhook_messages_claimed ON webhook_messages(claimed_by) WHERE state = 'pending' AND claimed_by IS NOT NULL;
     `,
   },
+  {
+    // How many processes started a version's thumbnail render, and the last of them, as SQLite's 012-thumbnail-renders.
+    name: '007-thumbnail-renders',
+    sql: `
+      ALTER TABLE document_versions ADD COLUMN thumbnail_render_starts integer NOT NULL DEFAULT 0, ADD COLUMN thumbnail_render_by ${C};
+    `,
+  },
 ];
 
 /** The database as a label for messages: its URL without the password. */

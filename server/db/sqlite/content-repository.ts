@@ -51,6 +51,18 @@ export const CONTENT_MIGRATION: Migration = {
 };
 
 /**
+ * How many processes started a version's thumbnail render, and the last of them: a render that takes
+ * the server down is not started again and again (domain/thumbnail-jobs.ts).
+ */
+export const THUMBNAIL_RENDERS_MIGRATION: Migration = {
+  name: '012-thumbnail-renders',
+  sql: `
+    ALTER TABLE document_versions ADD COLUMN thumbnail_render_starts INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE document_versions ADD COLUMN thumbnail_render_by TEXT;
+  `,
+};
+
+/**
  * A version whose stored file was found missing or damaged and marked so (admin `verify
  * --mark-lost`): verify lists it apart from new problems, and its document, when it was the
  * current version, no longer counts as having content.
@@ -125,8 +137,14 @@ export class SqliteDocumentContent implements DocumentContentRepository {
       versions: db.prepare('SELECT * FROM document_versions WHERE document_id = ? ORDER BY version DESC'),
       version: db.prepare('SELECT * FROM document_versions WHERE document_id = ? AND version = ?'),
       setVersionThumbnail: db.prepare(
-        `UPDATE document_versions SET thumbnail_status = @status, thumbnail_key = @key, thumbnail_error = @error
+        `UPDATE document_versions SET thumbnail_status = @status, thumbnail_key = @key, thumbnail_error = @error,
+           thumbnail_render_starts = 0, thumbnail_render_by = NULL
          WHERE document_id = @documentId AND version = @version`,
+      ),
+      startRender: db.prepare(
+        `UPDATE document_versions SET thumbnail_render_starts = thumbnail_render_starts + (thumbnail_render_by IS NOT @by), thumbnail_render_by = @by
+         WHERE document_id = @documentId AND version = @version AND thumbnail_status = 'pending'
+         RETURNING thumbnail_render_starts AS starts`,
       ),
       setDocumentThumbnail: db.prepare('UPDATE documents SET thumbnail_key = @key WHERE id = @documentId AND version = @version'),
       pending: db.prepare(`SELECT * FROM document_versions WHERE thumbnail_status = 'pending' ORDER BY uploaded_at LIMIT +?`),
@@ -203,6 +221,11 @@ export class SqliteDocumentContent implements DocumentContentRepository {
 
   async pendingThumbnails(limit: number): Promise<DocumentVersionRecord[]> {
     return (this.statements.pending.all(limit) as VersionRow[]).map(versionFromRow);
+  }
+
+  async startThumbnailRender(documentId: string, version: number, by: string): Promise<number | undefined> {
+    const row = this.statements.startRender.get({ documentId, version, by }) as { starts: number } | undefined;
+    return row?.starts;
   }
 
   async remove(patientId: string, id: string, deletion: { at: string; by: string }, events: OutboxEvent[]): Promise<boolean> {

@@ -3,7 +3,7 @@ import type { Store } from '../types.js';
 import { openSqlite, type SqliteDatabase } from './database.js';
 import { CASE_FOLDED_KEYS_MIGRATION, CORE_MIGRATIONS, DOCUMENTS_BY_FOLDER_MIGRATION, LOOK_ALIKE_KEYS_MIGRATION, PATIENT_IDENTIFIERS_MIGRATION, SCANNED_AT_MIGRATION, type Migration } from './migrations.js';
 import { SqliteOrganizations, SqlitePatients, SqliteClients, SqliteOrders, SqliteMeta, SqliteSigningKeys } from './directory.js';
-import { CONTENT_LOST_MIGRATION, CONTENT_MIGRATION, SqliteDocumentContent } from './content-repository.js';
+import { CONTENT_LOST_MIGRATION, CONTENT_MIGRATION, SqliteDocumentContent, THUMBNAIL_RENDERS_MIGRATION } from './content-repository.js';
 import { SqliteDocuments } from './document-repository.js';
 import { SqliteOutbox } from './outbox.js';
 import { AUDIT_MIGRATION, SqliteAudit } from './audit.js';
@@ -12,7 +12,7 @@ import { SqliteWebhooks, WEBHOOK_LEAN_MESSAGES_MIGRATION, WEBHOOK_MIGRATION } fr
 
 const OPTIMIZE_EVERY_MS = 6 * 60 * 60 * 1000;
 
-export const SQLITE_MIGRATIONS: Migration[] = [...CORE_MIGRATIONS, WEBHOOK_MIGRATION, CONTENT_MIGRATION, WEBHOOK_LEAN_MESSAGES_MIGRATION, DOCUMENTS_BY_FOLDER_MIGRATION, CASE_FOLDED_KEYS_MIGRATION, AUDIT_MIGRATION, CONTENT_LOST_MIGRATION, LOOK_ALIKE_KEYS_MIGRATION, PATIENT_IDENTIFIERS_MIGRATION, SCANNED_AT_MIGRATION];
+export const SQLITE_MIGRATIONS: Migration[] = [...CORE_MIGRATIONS, WEBHOOK_MIGRATION, CONTENT_MIGRATION, WEBHOOK_LEAN_MESSAGES_MIGRATION, DOCUMENTS_BY_FOLDER_MIGRATION, CASE_FOLDED_KEYS_MIGRATION, AUDIT_MIGRATION, CONTENT_LOST_MIGRATION, LOOK_ALIKE_KEYS_MIGRATION, PATIENT_IDENTIFIERS_MIGRATION, SCANNED_AT_MIGRATION, THUMBNAIL_RENDERS_MIGRATION];
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite' as const;
