@@ -371,7 +371,8 @@ export class ContentService {
       if (stored.thumbnailStatus === 'pending') throw serviceUnavailable(`the thumbnail of document ${documentId} is still being rendered; retry shortly`, 2);
     }
     if (kind === 'thumbnail' && stored.thumbnailStatus === 'failed') {
-      throw notFound(`the thumbnail of document ${documentId} version ${version} could not be rendered from its content`);
+      const why = stored.thumbnailError ? ` (${stored.thumbnailError})` : '';
+      throw notFound(`the thumbnail of document ${documentId} version ${version} could not be rendered from its content${why}`);
     }
     const key = kind === 'content' ? stored.contentKey : stored.thumbnailKey;
     if (!key) throw notFound(`document ${documentId} has no ${kind === 'content' ? 'content' : 'thumbnail'} for version ${version}`);

@@ -48,6 +48,14 @@ export interface ThumbnailJobOptions {
   sweepIntervalMs?: number;
 }
 
+/**
+ * A version whose render was started by this many processes that died before it ended (the render
+ * took the server down: a parser that aborts the process, the machine out of memory) is given up.
+ */
+const MAX_RENDERS_LOST = 2;
+/** Why a version's thumbnail was given up, as its thumbnail error says. */
+export const RENDER_STOPPED_SERVER = `crashed: rendering this file stopped the server ${MAX_RENDERS_LOST} times; it is not tried again`;
+
 /** Content larger than this is not copied for a render: the renderer refuses it unread (server/thumbnails). */
 export const RENDER_INPUT_LIMIT = 256 * 1024 * 1024;
 /** A scratch file this old belongs to no render still running (a crash left it). */
@@ -81,6 +89,8 @@ export class ThumbnailJobs {
   /** Content received with queued versions (see enqueue), by job, and how many bytes that is. */
   private readonly held = new Map<string, { chunks: readonly Uint8Array[]; bytes: number }>();
   private heldBytes = 0;
+  /** This process, as the renders it starts are counted (a render started again here counts once). */
+  private readonly process = randomUUID();
 
   constructor(
     private readonly store: Store,
@@ -257,15 +267,21 @@ export class ThumbnailJobs {
       const mine = await this.shared.take(`thumbnail:${jobId(version.documentId, version.version)}`, this.leaseMs).catch(() => undefined);
       if (mine === undefined) this.defer(version);
       if (mine !== true) return;
-      // Read as pending a while ago (a sweep, a start, a long queue): another instance may have
-      // rendered it since, and its lease ended. Rendered once: only while still pending.
-      const current = await this.store.content.version(version.documentId, version.version).then(
-        (stored) => stored?.thumbnailStatus,
-        () => 'unknown' as const,
-      );
-      // The database away: tried again later.
-      if (current === 'unknown') this.defer(version);
-      if (current !== 'pending') return;
+    }
+    // Counted before it starts, so a render that takes the process down is not started for ever.
+    // Read as pending a while ago (a sweep, a start, a long queue): another instance may have
+    // rendered it since, and its lease ended. Rendered once: only while still pending.
+    const starts = await this.store.content.startThumbnailRender(version.documentId, version.version, this.process).catch(() => 'unknown' as const);
+    // The database away: tried again later.
+    if (starts === 'unknown') this.defer(version);
+    if (typeof starts !== 'number') return;
+    if (starts > MAX_RENDERS_LOST) {
+      await this.store.content
+        .setThumbnail(version.documentId, version.version, { status: 'failed', key: null, error: RENDER_STOPPED_SERVER })
+        .catch((writeError: unknown) => {
+          if (isTransientStorageFault(writeError)) this.defer(version);
+        });
+      return;
     }
     const content = this.takeHeld(jobId(version.documentId, version.version));
     try {
