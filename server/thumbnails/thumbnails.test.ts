@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  byteVertexPly,
+  emptyVertexObj,
   garbageBytes,
   hugeHeaderPng,
   lyingCountStl,
@@ -202,6 +204,42 @@ describe('hostile files end in ThumbnailError, quickly', () => {
     const path = writeFixture('slow.stl', makeArchStl({ triangles: 500_000 }));
     const { ms } = await timed(() => expectThumbnailError(renderThumbnail(path, 'STL', { timeoutMs: 50 }), 'timeout'));
     expect(ms).toBeLessThan(1_000);
+  });
+});
+
+describe('meshes listing more vertices than any scan fail as too large, with the memory of the render bounded', () => {
+  /** Peak growth of this process's resident memory (the workers' included) while `work` runs. */
+  async function peakGrowth<T>(work: () => Promise<T>): Promise<number> {
+    const base = process.memoryUsage().rss;
+    let peak = base;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 5);
+    try {
+      await work();
+    } finally {
+      clearInterval(sampler);
+    }
+    return Math.max(peak, process.memoryUsage().rss) - base;
+  }
+
+  beforeAll(async () => {
+    // A warm worker, so its start-up is not counted against the file.
+    await renderThumbnail(writeFixture('warm.stl', makeArchStl({ triangles: 2_000 })), 'STL');
+  });
+
+  // 27 MB: its header's 9 M vertices fit the file, and would take 108 MB of floats outside the heap.
+  it('a binary PLY of 9 M one-byte vertices is refused before its vertices are allocated', async () => {
+    const path = writeFixture('byte-vertices.ply', byteVertexPly(9_000_000));
+    let error: ThumbnailError | undefined;
+    const growth = await peakGrowth(async () => (error = await expectThumbnailError(renderThumbnail(path, 'PLY'), 'too-large')));
+    expect(error?.message).toMatch(/9000000 vertices, more than 8000000/);
+    expect(growth).toBeLessThan(90 * 1024 * 1024);
+  });
+
+  // 18 MB of "v" lines: unchecked, 9 M vertices grow a float array to 128 MB (and 192 MB while it doubles).
+  it('an OBJ of 9 M empty vertex lines is refused once it passes the vertex limit', async () => {
+    const path = writeFixture('empty-vertices.obj', emptyVertexObj(9_000_000));
+    const error = await expectThumbnailError(renderThumbnail(path, 'OBJ'), 'too-large');
+    expect(error.message).toMatch(/more than 8000000 vertices/);
   });
 });
 

@@ -1,5 +1,5 @@
-import { malformed } from '../errors.js';
-import { MAX_TRIANGLES, SoupBuilder, type TriangleSoup } from './triangle-soup.js';
+import { malformed, tooLarge } from '../errors.js';
+import { MAX_TRIANGLES, MAX_VERTICES, SoupBuilder, type TriangleSoup } from './triangle-soup.js';
 import { TextScanner } from './text-scanner.js';
 
 /** Faces with more corners than this are not something a scanner writes: treat the file as garbage. */
@@ -9,7 +9,7 @@ const MAX_FACE_CORNERS = 64;
 export function parseObj(bytes: Buffer): TriangleSoup {
   if (bytes.includes(0)) throw malformed('OBJ: binary data in a text format');
   const scanner = new TextScanner(bytes);
-  const vertices = new GrowableFloats(Math.max(1024, Math.ceil(bytes.length / 30)));
+  const vertices = new GrowableFloats(Math.max(1024, Math.ceil(bytes.length / 30)), MAX_VERTICES * 3);
   const builder = new SoupBuilder(MAX_TRIANGLES, Math.ceil(bytes.length / 60));
   const face = new Int32Array(MAX_FACE_CORNERS);
   while (!scanner.done) {
@@ -41,18 +41,22 @@ function readFace(scanner: TextScanner, face: Int32Array, vertexCount: number): 
   return corners;
 }
 
-/** Vertex coordinates of unknown count; doubles as needed (bounded by the file size the caller allowed). */
+/** Vertex coordinates of unknown count; doubles as needed, up to `max` (more: the file is refused as too large). */
 class GrowableFloats {
   values: Float32Array;
   length = 0;
 
-  constructor(initialCapacity: number) {
-    this.values = new Float32Array(initialCapacity);
+  constructor(
+    initialCapacity: number,
+    private readonly max: number,
+  ) {
+    this.values = new Float32Array(Math.min(initialCapacity, max));
   }
 
   push(x: number, y: number, z: number): void {
     if (this.length + 3 > this.values.length) {
-      const next = new Float32Array(this.values.length * 2);
+      if (this.values.length >= this.max) throw tooLarge(`OBJ: more than ${this.max / 3} vertices`);
+      const next = new Float32Array(Math.min(this.values.length * 2, this.max));
       next.set(this.values);
       this.values = next;
     }

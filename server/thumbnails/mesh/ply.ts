@@ -1,5 +1,5 @@
-import { malformed, ThumbnailError } from '../errors.js';
-import { SoupBuilder, type TriangleSoup } from './triangle-soup.js';
+import { malformed, ThumbnailError, tooLarge } from '../errors.js';
+import { MAX_VERTICES, SoupBuilder, type TriangleSoup } from './triangle-soup.js';
 import { TextScanner } from './text-scanner.js';
 
 type PlyFormat = 'ascii' | 'binary_little_endian' | 'binary_big_endian';
@@ -112,6 +112,7 @@ function assertCountFits(element: PlyElement, reader: ValueReader): void {
 function readVertices(element: PlyElement, reader: ValueReader): Float32Array {
   const axisOf = element.properties.map((p) => (p.countType ? -1 : ['x', 'y', 'z'].indexOf(p.name)));
   if (![0, 1, 2].every((axis) => axisOf.includes(axis))) throw malformed('PLY: vertices without x, y and z');
+  if (element.count > MAX_VERTICES) throw tooLarge(`PLY: ${element.count} vertices, more than ${MAX_VERTICES}`);
   const positions = new Float32Array(element.count * 3);
   const properties = element.properties;
   for (let row = 0; row < element.count; row++) {

@@ -10,6 +10,14 @@ export interface TriangleSoup {
 /** Above this many triangles a thumbnail gains nothing but time and memory; keep every k-th instead. */
 export const MAX_TRIANGLES = 5_000_000;
 
+/**
+ * Vertices a mesh may list (96 MB as floats). Unlike triangles they cannot be thinned out (faces
+ * name them by index), so a file with more is refused as too large: every scan within the input
+ * limit has fewer (a binary PLY of 8 M vertices and their faces is over 256 MiB), and a hostile
+ * header or a file of empty `v` lines cannot make a parser allocate gigabytes outside the heap.
+ */
+export const MAX_VERTICES = 8_000_000;
+
 const FLOATS_PER_TRIANGLE = 9;
 
 /**
