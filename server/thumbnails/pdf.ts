@@ -6,6 +6,12 @@ import { malformed, tooLarge } from './errors.js';
 const MAX_PAGE_SIDE_POINTS = 14_400;
 /** Intermediate canvases (soft masks, patterns, groups) above this many pixels are refused. */
 const MAX_SCRATCH_CANVAS_PIXELS = 4096 * 4096;
+/**
+ * All intermediate canvases alive at once, in pixels (96 MB): one of the largest and plenty of
+ * page-sized ones. Each nested transparency group or soft mask holds one more while it is drawn,
+ * outside the worker's heap limit, so a PDF nesting hundreds of them is refused.
+ */
+const MAX_LIVE_SCRATCH_PIXELS = 24_000_000;
 /** Images inside the PDF above this many pixels are not decoded (pdfjs draws nothing for them). */
 const MAX_EMBEDDED_IMAGE_PIXELS = 40_000_000;
 
@@ -23,11 +29,15 @@ interface CanvasAndContext {
 
 /**
  * pdfjs asks this factory for every canvas it draws into. Backed by @napi-rs/canvas (no DOM in Node),
- * and bounded: a hostile PDF cannot make pdfjs allocate a gigapixel scratch canvas.
+ * and bounded: a hostile PDF cannot make pdfjs allocate a gigapixel scratch canvas, nor hundreds of
+ * them at once. One factory per document (pdfjs makes it from the class).
  */
 class BoundedCanvasFactory {
+  private livePixels = 0;
+
   create(width: number, height: number): CanvasAndContext {
     assertCanvasSize(width, height);
+    this.claim(width * height);
     const canvas = createCanvas(width, height);
     return { canvas, context: canvas.getContext('2d') };
   }
@@ -35,17 +45,26 @@ class BoundedCanvasFactory {
   reset(target: CanvasAndContext, width: number, height: number): void {
     assertCanvasSize(width, height);
     if (!target.canvas) throw new Error('canvas already destroyed');
+    this.claim(width * height - target.canvas.width * target.canvas.height);
     target.canvas.width = width;
     target.canvas.height = height;
   }
 
   destroy(target: CanvasAndContext): void {
     if (target.canvas) {
+      this.livePixels -= target.canvas.width * target.canvas.height;
       target.canvas.width = 0;
       target.canvas.height = 0;
     }
     target.canvas = null;
     target.context = null;
+  }
+
+  private claim(pixels: number): void {
+    if (this.livePixels + pixels > MAX_LIVE_SCRATCH_PIXELS) {
+      throw tooLarge(`PDF: more than ${MAX_LIVE_SCRATCH_PIXELS} pixels of intermediate canvases at once (transparency groups or soft masks nested too deep)`);
+    }
+    this.livePixels += pixels;
   }
 }
 

@@ -16,6 +16,7 @@ import {
   makePdf,
   makePly,
   makePng,
+  nestedGroupsPdf,
   pdfBomb,
   truncatedStl,
 } from '../../test/fixtures/scans.js';
@@ -240,6 +241,16 @@ describe('meshes listing more vertices than any scan fail as too large, with the
     const path = writeFixture('empty-vertices.obj', emptyVertexObj(9_000_000));
     const error = await expectThumbnailError(renderThumbnail(path, 'OBJ'), 'too-large');
     expect(error.message).toMatch(/more than 8000000 vertices/);
+  });
+});
+
+describe('a PDF nesting transparency groups hundreds deep', () => {
+  // Each level holds a page-sized canvas outside the heap limit while the next is drawn: unchecked,
+  // 1,000 levels took about 470 MB and rendered, slowly.
+  it('fails as too large before its canvases outgrow the render', async () => {
+    const path = writeFixture('nested-groups.pdf', nestedGroupsPdf(600));
+    const error = await expectThumbnailError(renderThumbnail(path, 'PDF'), 'too-large');
+    expect(error.message).toMatch(/intermediate canvases at once/);
   });
 });
 
