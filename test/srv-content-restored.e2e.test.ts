@@ -13,7 +13,7 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { outboxEvents, runAdmin, type CliResult, startServerProcess, type ServerProcess, stderrBesidesBusyWait } from './helpers/processes.js';
+import { adminCommands, type AdminCommands, type AdminResult, outboxEvents, processStorageEnv, startServerProcess, type ServerProcess, stderrBesidesBusyWait } from './helpers/processes.js';
 import { PatientFiles } from './helpers/patient-files.js';
 import { ADMIN_TOKEN, ORG, PATIENT } from './helpers/server.js';
 import { waitFor } from './helpers/sync.js';
@@ -23,6 +23,8 @@ let server: ServerProcess;
 let api: PatientFiles;
 let tls: TestCertificates;
 let receiver: https.Server;
+/** One admin CLI process for the file's commands: what they print and return is under test, not its start. */
+let commands: AdminCommands;
 const received: Array<{ raw: Buffer; signature: string }> = [];
 const HMAC = 'restored-webhook-hmac-0123456789';
 
@@ -46,9 +48,11 @@ beforeAll(async () => {
     body: JSON.stringify({ events: ['document.restored'], callback: `https://127.0.0.1:${port}/hooks`, hmac: HMAC }),
   });
   expect(subscribed.status).toBe(201);
+  commands = adminCommands({ PATIENT_DOCS_DATA_DIR: server.dataDir, ...(await processStorageEnv(server.dataDir)) });
 }, 60_000);
 
 afterAll(async () => {
+  await commands?.close();
   await server?.stop();
   await new Promise((resolve) => receiver?.close(resolve));
   if (tls) fs.rmSync(tls.dir, { recursive: true, force: true });
@@ -60,8 +64,8 @@ async function downloadSha256(uri: string): Promise<string> {
   return createHash('sha256').update(Buffer.from(await response.arrayBuffer())).digest('hex');
 }
 
-function admin(args: string[]): Promise<CliResult> {
-  return runAdmin(server.dataDir, args);
+function admin(args: string[]): Promise<AdminResult> {
+  return commands.run(...args);
 }
 
 /** The audit log's entries of one action as the admin CLI lists them (`audit --json`), newest first. */
