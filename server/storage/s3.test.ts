@@ -174,9 +174,10 @@ describe.each(Object.keys(SERVERS) as ServerName[])('on %s', (name) => {
       const bytes = randomBytes(PART_BYTES * 2 + 300_000);
       const created = await one.create(upload(bytes.length));
       let offset = 0;
-      // 64 KiB PATCHes alternating between the instances until past the first part, then large ones.
+      // Small PATCHes (512 KiB, each kept as a chunk of its own until a part's worth is there)
+      // alternating between the instances until past the first part, then large ones.
       for (let index = 0; offset < PART_BYTES + 100_000; index += 1) {
-        const chunk = bytes.subarray(offset, offset + 64 * 1024);
+        const chunk = bytes.subarray(offset, offset + 512 * 1024);
         offset = (await (index % 2 === 0 ? one : two).append(created.id, offset, Readable.from([chunk]))).offset;
       }
       const wrong = createHash('sha256').update('other').digest();
