@@ -9,24 +9,28 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAdmin, type CliResult, runCli, spawnCli, startServerProcess, type ServerProcess, stderrBesidesBusyWait } from './helpers/processes.js';
+import { adminCommands, type AdminCommands, type AdminResult, processStorageEnv, runCli, spawnCli, startServerProcess, type ServerProcess, stderrBesidesBusyWait } from './helpers/processes.js';
 import { CLIENT, ORG, PATIENT, tempDir } from './helpers/server.js';
 import { prepareSyncHome, waitFor, writeFile } from './helpers/sync.js';
 
 const scratch = tempDir('sync-content-lost');
 let server: ServerProcess;
+/** One admin CLI process for the file's commands: what they print and return is under test, not its start. */
+let commands: AdminCommands;
 
 beforeAll(async () => {
   server = await startServerProcess();
+  commands = adminCommands({ PATIENT_DOCS_DATA_DIR: server.dataDir, ...(await processStorageEnv(server.dataDir)) });
 }, 60_000);
 
 afterAll(async () => {
+  await commands?.close();
   await server?.stop();
   fs.rmSync(scratch, { recursive: true, force: true });
 });
 
-function admin(args: string[]): Promise<CliResult> {
-  return runAdmin(server.dataDir, args);
+function admin(args: string[]): Promise<AdminResult> {
+  return commands.run(...args);
 }
 
 async function token(): Promise<string> {
