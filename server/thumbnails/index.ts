@@ -91,12 +91,21 @@ const JOBS_PER_WORKER = 1000;
  */
 const RETIRE_ABOVE_HEAP_BYTES = WORKER_HEAP_MB * 1024 * 1024 * 0.75;
 
+/**
+ * How far the server's resident memory may grow while renders run before they are ended (see
+ * pool.ts): room for the largest honest scans and PDFs (a 5 M-triangle mesh, a page of camera
+ * photos, with their worker heaps), while two renders at once never take a clinic's server past
+ * about a gigabyte more than it needs otherwise.
+ */
+export const RENDER_MEMORY_BUDGET_BYTES = 768 * 1024 * 1024;
+
 export const thumbnailPool = new ThumbnailPool({
   start: () => startModuleWorker(import.meta.url, 'worker', null, { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: 32 }),
   maxWorkers: POOL_WORKERS,
   idleMs: WORKER_IDLE_MS,
   maxJobsPerWorker: JOBS_PER_WORKER,
   retireAboveHeapBytes: RETIRE_ABOVE_HEAP_BYTES,
+  memoryBudgetBytes: RENDER_MEMORY_BUDGET_BYTES,
 });
 
 function runInWorker(job: ThumbnailJob, timeoutMs: number): Promise<Buffer> {

@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PNG } from 'pngjs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { garbageBytes, makeArchStl, makePdf, pdfBomb } from '../../test/fixtures/scans.js';
+import { garbageBytes, makeArchStl, makePdf, manyImagesPdf, pdfBomb } from '../../test/fixtures/scans.js';
 import { startModuleWorker } from '../worker-threads.js';
 import { ThumbnailError } from './errors.js';
-import { renderThumbnail, thumbnailPool } from './index.js';
+import { RENDER_MEMORY_BUDGET_BYTES, renderThumbnail, thumbnailPool } from './index.js';
 import { ThumbnailPool, type ThumbnailPoolOptions } from './pool.js';
 import type { ThumbnailJob } from './protocol.js';
 
@@ -47,6 +47,7 @@ function pool(options: Partial<ThumbnailPoolOptions> & { heapMb?: number } = {})
     idleMs: 60_000,
     maxJobsPerWorker: 200,
     retireAboveHeapBytes: heapMb * 1024 * 1024 * 0.75,
+    memoryBudgetBytes: RENDER_MEMORY_BUDGET_BYTES,
     ...options,
   });
   pools.push(created);
@@ -144,5 +145,60 @@ describe('warm thumbnail workers', () => {
     const deadline = Date.now() + 5_000;
     while (workers.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     expect(workers.size).toBe(0);
+  });
+});
+
+describe('memory outside the workers\' heaps', () => {
+  const MiB = 1024 * 1024;
+  // The server's budget is larger; a smaller one is passed sooner by the same file, so the test stays short.
+  const budget = 256 * MiB;
+  // How far past the budget the process may get before the renders end: one sample's worth of
+  // decoding plus a decoded image allocated at once (6000 × 6000 RGBA is 137 MiB).
+  const margin = 192 * MiB;
+
+  let images: string;
+  beforeAll(() => {
+    images = fixture('ten-images.pdf', manyImagesPdf());
+  });
+
+  /** Peak growth of this process's resident memory (the workers' included) while `work` runs. */
+  async function peakGrowth<T>(work: () => Promise<T>): Promise<{ value: T; growth: number }> {
+    const base = process.memoryUsage.rss();
+    let peak = base;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 5);
+    try {
+      const value = await work();
+      return { value, growth: Math.max(peak, process.memoryUsage.rss()) - base };
+    } finally {
+      clearInterval(sampler);
+    }
+  }
+
+  it('a PDF of ten 6000 × 6000 images fails as too large before the server grows much past the budget; the next file renders', async () => {
+    const workers = pool({ maxWorkers: 1, memoryBudgetBytes: budget });
+    const { value: error, growth } = await peakGrowth(() => failure(workers.run(job(images, 'PDF'), 60_000)));
+    expect(error.reason).toBe('too-large');
+    expect(error.message).toMatch(/too much memory/);
+    expect(growth).toBeLessThan(budget + margin);
+    expect(workers.size).toBe(0);
+    const scan = fixture('after-images.stl', makeArchStl({ triangles: 2_000 }));
+    expect(PNG.sync.read(await workers.run(job(scan, 'STL'), 60_000)).width).toBe(64);
+  });
+
+  // Whether the scan is still rendering when the PDF passes the budget (both end, each is tried
+  // again alone) or done before (the PDF ends alone) depends on the machine's load; either way the
+  // PDF fails and the scan renders.
+  it('of two renders at once, the one that passes the budget fails and the other still renders', async () => {
+    // A budget the cold worker and the scan fit in alone.
+    const pairBudget = 192 * MiB;
+    const workers = pool({ maxWorkers: 2, memoryBudgetBytes: pairBudget });
+    const scan = fixture('alongside.stl', makeArchStl({ triangles: 500_000 }));
+    const { value, growth } = await peakGrowth(() =>
+      Promise.all([failure(workers.run(job(images, 'PDF'), 60_000)), workers.run(job(scan, 'STL'), 60_000)]),
+    );
+    const [error, png] = value;
+    expect(error.reason).toBe('too-large');
+    expect(PNG.sync.read(png).width).toBe(64);
+    expect(growth).toBeLessThan(pairBudget + margin);
   });
 });

@@ -6,6 +6,15 @@
  * demand. A worker is also retired after a number of jobs or when its heap stays large after one,
  * and idle workers end after a while, so nothing a file left behind outlives a bounded number of
  * renders and an idle server holds no render memory.
+ *
+ * Memory outside the workers' heaps (ArrayBuffers, canvases, pdfjs's decoded images) is watched
+ * as the process's resident memory: while anything renders it is sampled every MEMORY_SAMPLE_MS,
+ * against its level when rendering began (no render running before). Growth past
+ * `memoryBudgetBytes` ends the rendering workers. One render alone is the cause: it fails as
+ * too-large. Of several at once the cause cannot be told, so all end and each is tried again
+ * alone, in the order they started (nothing else renders meanwhile): the one that passes the
+ * budget alone fails as too-large, the others render. Nothing new starts until the ended workers
+ * are gone, so the next baseline is taken without their memory.
  */
 import type { Worker } from 'node:worker_threads';
 import { isThumbnailFailureReason, ThumbnailError } from './errors.js';
@@ -22,6 +31,8 @@ export interface ThumbnailPoolOptions {
   maxJobsPerWorker: number;
   /** A worker whose heap is above this after a job is retired. */
   retireAboveHeapBytes: number;
+  /** Growth of the process's resident memory while rendering that ends the render(s) (see above). */
+  memoryBudgetBytes: number;
 }
 
 interface Task {
@@ -29,6 +40,8 @@ interface Task {
   timeoutMs: number;
   resolve: (png: Buffer) => void;
   reject: (error: ThumbnailError) => void;
+  /** Ended with others when their memory passed the budget together: runs again with no other render. */
+  alone: boolean;
 }
 
 interface PooledWorker {
@@ -46,6 +59,13 @@ export class ThumbnailPool {
   private readonly idle: PooledWorker[] = [];
   private readonly waiting: Task[] = [];
   private alive = 0;
+  /** Workers rendering now, in the order their jobs started. */
+  private readonly rendering: PooledWorker[] = [];
+  /** Resident memory when rendering began, and the timer sampling it while anything renders. */
+  private baseline = 0;
+  private watch: NodeJS.Timeout | undefined;
+  /** Workers ended for memory are still going: nothing starts until their memory is returned. */
+  private settling = false;
   /** Workers started so far (for tests and diagnostics). */
   started = 0;
 
@@ -54,7 +74,7 @@ export class ThumbnailPool {
   /** Renders the job in a worker; settles within its timeout once a worker takes it. Rejects only with ThumbnailError. */
   run(job: ThumbnailJob, timeoutMs: number): Promise<Buffer> {
     return new Promise<Buffer>((resolve, reject) => {
-      this.waiting.push({ job, timeoutMs, resolve, reject });
+      this.waiting.push({ job, timeoutMs, resolve, reject, alone: false });
       this.pump();
     });
   }
@@ -72,6 +92,8 @@ export class ThumbnailPool {
 
   private pump(): void {
     while (this.waiting.length > 0) {
+      if (this.settling || this.rendering.some((entry) => entry.task?.alone)) return;
+      if (this.waiting[0]!.alone && this.rendering.length > 0) return;
       const warm = this.idle.pop();
       if (warm) {
         this.dispatch(warm, this.waiting.shift()!);
@@ -106,6 +128,11 @@ export class ThumbnailPool {
     entry.idleTimer = undefined;
     entry.task = task;
     entry.jobs += 1;
+    if (this.rendering.length === 0) {
+      this.baseline = process.memoryUsage.rss();
+      this.watch = setInterval(() => this.checkMemory(), MEMORY_SAMPLE_MS).unref();
+    }
+    this.rendering.push(entry);
     entry.worker.ref();
     entry.timer = setTimeout(() => this.failed(entry, new ThumbnailError('timeout', `rendering took longer than ${task.timeoutMs} ms`)), task.timeoutMs);
     entry.worker.postMessage(workerJob(entry, task.job));
@@ -146,7 +173,32 @@ export class ThumbnailPool {
     entry.task = undefined;
     if (entry.timer) clearTimeout(entry.timer);
     entry.timer = undefined;
+    const index = this.rendering.indexOf(entry);
+    if (index >= 0) this.rendering.splice(index, 1);
+    if (this.rendering.length === 0 && this.watch) {
+      clearInterval(this.watch);
+      this.watch = undefined;
+    }
     return task;
+  }
+
+  /** Ends the rendering workers once the process has grown past the budget since rendering began. */
+  private checkMemory(): void {
+    const growth = process.memoryUsage.rss() - this.baseline;
+    if (growth <= this.options.memoryBudgetBytes || this.rendering.length === 0) return;
+    const ended = [...this.rendering];
+    const tasks = ended.map((entry) => this.finish(entry)).filter((task) => task !== undefined);
+    const budgetMiB = Math.round(this.options.memoryBudgetBytes / (1024 * 1024));
+    if (tasks.length === 1) {
+      tasks[0]!.reject(new ThumbnailError('too-large', `rendering used too much memory (the server grew by more than ${budgetMiB} MiB)`));
+    } else {
+      this.waiting.unshift(...tasks.map((task) => ({ ...task, alone: true })));
+    }
+    this.settling = true;
+    void Promise.all(ended.map((entry) => this.retire(entry))).finally(() => {
+      this.settling = false;
+      this.pump();
+    });
   }
 
   private async retire(entry: PooledWorker): Promise<void> {
@@ -158,6 +210,9 @@ export class ThumbnailPool {
     await entry.worker.terminate();
   }
 }
+
+/** How often resident memory is sampled while anything renders: a render grows by tens of MB at most between samples. */
+const MEMORY_SAMPLE_MS = 150;
 
 /** A worker keeps a shared buffer at most this large between jobs; larger content gets one for its job only. */
 const SHARED_KEPT_BYTES = 1024 * 1024;
