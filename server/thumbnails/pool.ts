@@ -8,8 +8,10 @@
  * renders and an idle server holds no render memory.
  *
  * Memory outside the workers' heaps (ArrayBuffers, canvases, pdfjs's decoded images) is watched
- * as the process's resident memory: while anything renders it is sampled every MEMORY_SAMPLE_MS,
- * against its level when rendering began (no render running before). Growth past
+ * as the process's resident memory less what the main thread's own heap and buffers hold (so
+ * uploads' buffers and requests do not count against a render): while anything renders it is
+ * sampled every MEMORY_SAMPLE_MS, against its level when rendering began (no render running
+ * before). Growth past
  * `memoryBudgetBytes` ends the rendering workers. One render alone is the cause: it fails as
  * too-large. Of several at once the cause cannot be told, so all end and each is tried again
  * alone, in the order they started (nothing else renders meanwhile): the one that passes the
@@ -129,7 +131,7 @@ export class ThumbnailPool {
     entry.task = task;
     entry.jobs += 1;
     if (this.rendering.length === 0) {
-      this.baseline = process.memoryUsage.rss();
+      this.baseline = outsideMainThread();
       this.watch = setInterval(() => this.checkMemory(), MEMORY_SAMPLE_MS).unref();
     }
     this.rendering.push(entry);
@@ -184,7 +186,7 @@ export class ThumbnailPool {
 
   /** Ends the rendering workers once the process has grown past the budget since rendering began. */
   private checkMemory(): void {
-    const growth = process.memoryUsage.rss() - this.baseline;
+    const growth = outsideMainThread() - this.baseline;
     if (growth <= this.options.memoryBudgetBytes || this.rendering.length === 0) return;
     const ended = [...this.rendering];
     const tasks = ended.map((entry) => this.finish(entry)).filter((task) => task !== undefined);
@@ -209,6 +211,12 @@ export class ThumbnailPool {
     this.alive -= 1;
     await entry.worker.terminate();
   }
+}
+
+/** The process's resident memory less the main thread's heap and the buffers it holds: the workers' share, and native memory. */
+function outsideMainThread(): number {
+  const usage = process.memoryUsage();
+  return usage.rss - usage.heapTotal - usage.external;
 }
 
 /** How often resident memory is sampled while anything renders: a render grows by tens of MB at most between samples. */
