@@ -93,10 +93,9 @@ const RETIRE_ABOVE_HEAP_BYTES = WORKER_HEAP_MB * 1024 * 1024 * 0.75;
 
 /**
  * How far the server's resident memory, less the main thread's own heap and buffers, may grow while
- * renders run before they are ended (see
- * pool.ts): room for the largest honest scans and PDFs (a 5 M-triangle mesh, a page of camera
- * photos, with their worker heaps), while two renders at once never take a clinic's server past
- * about a gigabyte more than it needs otherwise.
+ * renders run before they are ended (see pool.ts): room for the largest honest scans and PDFs (a
+ * 5 M-triangle mesh, a page of camera photos, with their worker heaps), while two renders at once
+ * never take a clinic's server past about a gigabyte more than it needs otherwise.
  */
 export const RENDER_MEMORY_BUDGET_BYTES = 768 * 1024 * 1024;
 
