@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { makeArchStl, slowPdf } from './fixtures/scans.js';
 import { clientToken, freePort, startKillableServer, type KillableServer } from './helpers/processes.js';
 import { ORG, PATIENT, tempDir } from './helpers/server.js';
+import { waitFor } from './helpers/sync.js';
 
 const children: ChildProcess[] = [];
 const dataDir = tempDir('srv-render-crash');
@@ -20,16 +21,6 @@ afterAll(() => {
   for (const child of children) child.kill('SIGKILL');
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
-
-async function until<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** How many server processes have started the version's render, as the database holds it (read-only, beside the server). */
 function renderStarts(documentId: string): number {
@@ -71,16 +62,16 @@ describe('a render that takes the server down', () => {
     expect(link).not.toBeNull();
 
     // Killed mid-render, twice: at the first start after the upload, and at the start that resumed it.
-    await until(() => (renderStarts(poison) === 1 ? true : undefined), 'the first render to start');
+    await waitFor('the first render to start', () => renderStarts(poison) === 1);
     await server.kill();
     server = await start();
-    await until(() => (renderStarts(poison) === 2 ? true : undefined), 'the resumed render to start');
+    await waitFor('the resumed render to start', () => renderStarts(poison) === 2);
     await server.kill();
     expect(await thumbnailStatus(poison).catch(() => 'no server')).toBe('no server');
 
     // The third start gives it up instead of rendering it again.
     server = await start();
-    await until(async () => ((await thumbnailStatus(poison)) === 'failed' ? true : undefined), 'the thumbnail to be given up', 10_000);
+    await waitFor('the thumbnail to be given up', async () => (await thumbnailStatus(poison)) === 'failed', 10_000);
     const document = (await (await api(`/documents/${poison}`)).json()) as { thumbnailDownloadUri: string | null };
     expect(document.thumbnailDownloadUri).toBeNull();
     const refused = await fetch(link!);
@@ -89,7 +80,7 @@ describe('a render that takes the server down', () => {
 
     // The server serves on, and renders other files.
     const scan = await upload('arch.stl', makeArchStl({ triangles: 2_000 }));
-    await until(async () => ((await thumbnailStatus(scan)) === 'ready' ? true : undefined), 'the next scan to render');
+    await waitFor('the next scan to render', async () => (await thumbnailStatus(scan)) === 'ready');
     const scanLink = ((await (await api(`/documents/${scan}`)).json()) as { thumbnailDownloadUri: string }).thumbnailDownloadUri;
     const thumbnail = await fetch(scanLink);
     expect(thumbnail.status).toBe(200);
