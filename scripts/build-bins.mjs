@@ -68,7 +68,6 @@ const EXTERNAL = [
   '@smithy/*',
   'pdfjs-dist',
   'pdfjs-dist/*',
-
 ];
 
 /** `__dirname` of @fastify/swagger-ui's modules: their folder in the installed package. */
