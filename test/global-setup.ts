@@ -7,14 +7,21 @@
  * the installed app do: no stale build is ever tested, and no process pays for compiling
  * TypeScript at each start. Nothing builds into `dist/` once the files run (they run in parallel):
  * a file building the renderer while another serves it would empty the folder under it.
+ * When the run ends, the PostgreSQL clusters its files started and left running are stopped and
+ * removed (test/helpers/postgres.ts stopRunClusters).
  */
 import { execFileSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { stopRunClusters, TEST_RUN_VARIABLE } from './helpers/postgres.js';
 
-export default function setup(): void {
+export default function setup(): () => void {
   const root = path.resolve(import.meta.dirname, '..');
+  // The test files' processes inherit it: what they leave running is stopped when the run ends.
+  const run = randomUUID();
+  process.env[TEST_RUN_VARIABLE] = run;
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   build('the one-file TypeBox build failed (scripts/build-typebox.mjs)', [path.join(root, 'scripts/build-typebox.mjs')], root);
   build('the build the end-to-end tests run failed (tsc -b)', [tsc, '-b', 'server', 'electron/sync', 'electron/headless'], root);
@@ -24,6 +31,7 @@ export default function setup(): void {
     // slower development bundle, a UI no clinic runs.
     build('the renderer build the UI tests load failed', [path.join(root, 'scripts/build-renderer.mjs')], root, { NODE_ENV: 'production' });
   }
+  return () => stopRunClusters(run);
 }
 
 function build(what: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): void {

@@ -114,9 +114,15 @@ function clusterTemplate(): string {
 
 let sequence = 0;
 
+/** Names the test run a cluster belongs to (test/global-setup.ts sets it), for stopRunClusters. */
+export const TEST_RUN_VARIABLE = 'PATIENT_DOCS_TEST_RUN';
+const RUN_FILE = 'test-run';
+
 export async function startPostgres(): Promise<TestPostgres> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-pg-'));
   fs.chmodSync(root, 0o755);
+  const run = process.env[TEST_RUN_VARIABLE];
+  if (run) fs.writeFileSync(path.join(root, RUN_FILE), run);
   if (process.getuid?.() === 0) execFileSync('chown', [OS_USER, root]);
   const data = path.join(root, 'data');
   const log = path.join(root, 'postgres.log');
@@ -275,4 +281,31 @@ export function testPostgres(): Promise<TestPostgres> {
     });
   }
   return cluster;
+}
+
+/**
+ * Stops and removes the clusters of test run `run` still there when the run ends: a worker process
+ * ended without its exit hooks leaves its cluster running. Other runs' clusters (another checkout's
+ * tests on the same machine) are left alone.
+ */
+export function stopRunClusters(run: string): void {
+  for (const name of fs.readdirSync(os.tmpdir())) {
+    if (!name.startsWith('patient-docs-pg-') || name.startsWith('patient-docs-pg-template-')) continue;
+    const root = path.join(os.tmpdir(), name);
+    let owner: string;
+    try {
+      owner = fs.readFileSync(path.join(root, RUN_FILE), 'utf8');
+    } catch {
+      continue;
+    }
+    if (owner !== run) continue;
+    if (fs.existsSync(path.join(root, 'data', 'postmaster.pid'))) {
+      try {
+        asPostgres('pg_ctl', ['-D', path.join(root, 'data'), '-m', 'immediate', '-w', 'stop']);
+      } catch {
+        // already stopped
+      }
+    }
+    fs.rmSync(root, { recursive: true, force: true });
+  }
 }
