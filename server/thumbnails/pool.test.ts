@@ -6,8 +6,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { BroadcastChannel, Worker } from 'node:worker_threads';
 import { PNG } from 'pngjs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { garbageBytes, makeArchStl, makePdf, manyImagesPdf, pdfBomb } from '../../test/fixtures/scans.js';
 import { startModuleWorker } from '../worker-threads.js';
 import { ThumbnailError } from './errors.js';
@@ -201,4 +202,66 @@ describe('memory outside the workers\' heaps', () => {
     expect(PNG.sync.read(png).width).toBe(64);
     expect(growth).toBeLessThan(pairBudget + margin);
   });
+
+  // The same path made certain: a stand-in worker (a real thread) that holds real memory outside
+  // its heap for one kind of job, and takes its time over the other, so both are rendering when the
+  // budget is passed.
+  it('two renders at once that pass the budget both end; each is tried again alone, and only the one that grows fails', async () => {
+    const starts: string[] = [];
+    const busy = new Set<number>();
+    let together = 0;
+    // The stand-ins tell when they start and answer a job on a channel of their own (their port carries replies only).
+    const channel = new BroadcastChannel(HOLDING_CHANNEL);
+    channel.onmessage = (event) => {
+      const { started, answered, thread } = (event as MessageEvent<{ started?: string; answered?: boolean; thread: number }>).data;
+      if (answered) {
+        busy.delete(thread);
+        return;
+      }
+      starts.push(started!);
+      busy.add(thread);
+      if (starts.length > 2 && busy.size > 1) together += 1;
+    };
+    onTestFinished(() => channel.close());
+    const start = () => {
+      const worker = new Worker(HOLDING_WORKER, { eval: true });
+      const thread = worker.threadId;
+      worker.once('exit', () => busy.delete(thread));
+      return worker;
+    };
+    const workers = pool({ maxWorkers: 2, memoryBudgetBytes: 96 * MiB, start });
+    const slow = workers.run({ filePath: 'slow', fileType: 'SLOW', size: 64, maxInputBytes: 1 }, 30_000);
+    const grows = failure(workers.run({ filePath: 'grows', fileType: 'GROWS', size: 64, maxInputBytes: 1 }, 30_000));
+    const error = await grows;
+    expect(error.reason).toBe('too-large');
+    expect(error.message).toMatch(/too much memory/);
+    expect(Buffer.from(await slow).toString()).toBe('slow rendered');
+    // Both started together, then each again alone, in the order they were first given out.
+    expect(starts.slice(0, 2).sort()).toEqual(['grows', 'slow']);
+    expect(starts.slice(2)).toEqual(['slow', 'grows']);
+    expect(together).toBe(0);
+  }, 20_000);
 });
+
+/**
+ * A stand-in thumbnail worker: a GROWS job fills 64 MiB outside its heap every 50 ms and never
+ * answers; a SLOW job answers after 1.5 s. It tells HOLDING_CHANNEL when it starts a job and when
+ * it answers one, so the test sees what ran at once.
+ */
+const HOLDING_CHANNEL = 'thumbnail-pool-test';
+const HOLDING_WORKER = `
+const { parentPort, threadId, BroadcastChannel } = require('node:worker_threads');
+const channel = new BroadcastChannel(${JSON.stringify(HOLDING_CHANNEL)});
+const held = [];
+parentPort.on('message', (job) => {
+  channel.postMessage({ started: job.filePath, thread: threadId });
+  if (job.fileType === 'GROWS') {
+    setInterval(() => held.push(Buffer.alloc(64 * 1024 * 1024, 1)), 50);
+    return;
+  }
+  setTimeout(() => {
+    channel.postMessage({ answered: true, thread: threadId });
+    parentPort.postMessage({ ok: true, png: Buffer.from('slow rendered'), heapUsed: 0 });
+  }, 1500);
+});
+`;
