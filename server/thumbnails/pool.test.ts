@@ -213,7 +213,7 @@ describe('memory outside the workers\' heaps', () => {
     // The stand-ins tell when they start and answer a job on a channel of their own (their port carries replies only).
     const channel = new BroadcastChannel(HOLDING_CHANNEL);
     channel.onmessage = (event) => {
-      const { started, answered, thread } = (event as MessageEvent<{ started?: string; answered?: boolean; thread: number }>).data;
+      const { started, answered, thread } = (event as { data: { started?: string; answered?: boolean; thread: number } }).data;
       if (answered) {
         busy.delete(thread);
         return;
