@@ -29,9 +29,11 @@
 // e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the client during its runs.
 // BENCH_SERVER_NODE_ARGS: the same for the bundled server of the engine's runs (a profile is
 // written when the bench stops the server).
+// The big file's workload also prints the disk's floor: `dd` copying the same file into the temp
+// folder with fdatasync, the least an upload that makes its bytes durable can take on this disk.
 // --quick: 200 files / 64 MiB (one 32 MiB STL), 1,000 small files, one 256 MiB file.
 // Skips itself (exit 0) where rclone is not installed. Runs on the build (`npm run bench` builds first).
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -293,6 +295,20 @@ async function waitForPort(port, child) {
 
 // ---- the comparison
 
+/** Seconds `dd` takes to copy `file` into the temp folder (where the servers keep their data) and fdatasync it. */
+async function durableWriteSeconds(file) {
+  const folder = temp('disk-floor');
+  try {
+    const started = performance.now();
+    await new Promise((resolve, reject) =>
+      execFile('dd', [`if=${file}`, `of=${path.join(folder, 'copy')}`, 'bs=8M', 'conv=fdatasync', 'status=none'], (error) => (error ? reject(error) : resolve())),
+    );
+    return (performance.now() - started) / 1000;
+  } finally {
+    fs.rmSync(folder, { recursive: true, force: true });
+  }
+}
+
 /** The machine's load average over the last 1, 5 and 15 minutes (other work on a shared machine moves every figure). */
 const loadAverage = () => os.loadavg().map((load) => load.toFixed(1)).join(' / ');
 
@@ -326,6 +342,14 @@ async function compare(name) {
         `  run ${round + 1} ${side.padEnd(8)} ${result.seconds.toFixed(2).padStart(7)} s   client CPU ${result.cpu.toFixed(2).padStart(6)} s (${perFile(result.cpu * 1000)} ms per file)   server CPU ${result.serverCpu.toFixed(2).padStart(6)} s${main}${journal}   (every byte checked)`,
       );
     }
+  }
+  if (name === 'big') {
+    // What the disk takes to make the same bytes durable (a copy of the file, then fdatasync), the
+    // least an upload that keeps the durability promise can take here; rclone's server keeps no
+    // such promise (it never fsyncs), so on a fast network its floor is the CPUs instead.
+    const floors = [];
+    for (let round = 0; round < RUNS; round += 1) floors.push(await durableWriteSeconds(path.join(workload.folder, workload.files[0].relativePath)));
+    console.log(`  the disk's floor: ${floors.map((seconds) => seconds.toFixed(2)).join(', ')} s to copy the file and fdatasync it (dd conv=fdatasync); median ${median(floors).toFixed(2)} s`);
   }
   const ratios = runs.rclone ? runs.engine.map((run, index) => run.seconds / runs.rclone[index].seconds) : [];
   const line = (side) => {
