@@ -307,10 +307,13 @@ async function run(args: string[]): Promise<number> {
     await new Promise<never>(() => undefined);
   }
   const deadline = Date.now() + (values.timeout ? integer(values.timeout, 'timeout') * 1000 : 30 * 60_000);
-  // Settled twice in a row: a file released by the stability gate between two looks is not missed.
+  // Settled twice in a row, SETTLED_LOOK_MS apart: a file whose change the watcher is still looking
+  // at (its event waits ~10 ms for others, then a stat) is in the stability gate by the second look.
+  // From the gate on, a file is counted until it is done: settling in the gate, then its journal
+  // row (written in the same turn as the gate releases it).
   let settledLooks = 0;
   while (settledLooks < 2 && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await new Promise((resolve) => setTimeout(resolve, SETTLED_LOOK_MS));
     settledLooks = app.engine.isSettled() && app.inbox.manager.isSettled() ? settledLooks + 1 : 0;
   }
   const timedOut = settledLooks < 2;
@@ -355,6 +358,9 @@ async function run(args: string[]): Promise<number> {
   console.log(`${notSynced} file(s) not synced${lines.some((line) => line.startsWith('folder')) ? ', and a folder could not be read' : ''}`);
   return 2;
 }
+
+/** How often `run --once` looks whether everything is settled; it ends at the second settled look in a row. */
+const SETTLED_LOOK_MS = 100;
 
 const CLIENT_SECRET_MISSING =
   'problem  the client secret is not stored on this computer any more (a damaged or lost secrets file, see above), so nothing can be uploaded. ' +
