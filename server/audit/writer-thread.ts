@@ -87,7 +87,7 @@ export class AuditWriterThread implements AuditSink {
  * database since the last batch (creates, uploads): two connections would then take turns on
  * SQLite's one write lock, and the request thread would sleep in SQLite's busy handler, a
  * millisecond at least, each time it met the writer thread's transaction. While the request thread
- * writes anyway, its own connection takes the batch too, as before the thread existed.
+ * writes anyway, its own connection takes the batch too.
  *
  * Batches come as AuditLog gathers them (every 200 ms, or 500 waiting), not more often: each commit
  * of another connection makes SQLite drop the request thread's whole page cache at its next read

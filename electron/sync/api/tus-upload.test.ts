@@ -4,7 +4,7 @@ import { grownPiece, MAX_PATCH_BYTES, PIECE_SECONDS } from './tus-upload.js';
 const MiB = 1024 * 1024;
 
 describe('the piece size an upload earns from the speed of its last piece', () => {
-  it('stays at 64 MiB on a slow clinic link: the server acknowledges progress as often as before', () => {
+  it('stays at 64 MiB on a slow clinic link: the server acknowledges progress every 64 MiB', () => {
     // 64 MiB in 30 s (about 18 Mbit/s): five seconds of it is far less than a piece.
     expect(grownPiece(64 * MiB, 30_000)).toBe(64 * MiB);
   });

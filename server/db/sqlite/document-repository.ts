@@ -138,7 +138,7 @@ export class SqliteDocuments implements DocumentRepository {
   /**
    * Group commit: creates that arrive in the same turn of the event loop share one transaction.
    * A WAL commit writes every touched page, so under load this is most of the cost of a create;
-   * alone, a create still commits at once. The caller hears back only after the commit, as before.
+   * alone, a create still commits at once. The caller hears back only after the commit.
    *
    * A duplicate name is not an error inside the batch: the insert does nothing (ON CONFLICT DO
    * NOTHING) and that create alone is refused. Any other failure rolls the batch back, and its
