@@ -33,21 +33,30 @@ export function fileKey(projectName: string, root: string, moduleId: string): st
   return `${projectName}:${path.relative(root, moduleId)}`;
 }
 
+/** The fields of a vitest TestSpecification the order reads. */
+export interface OrderedFile {
+  readonly moduleId: string;
+  readonly project: { readonly name: string; readonly config: { readonly sequence: { readonly groupOrder: number } } };
+}
+
+/** `files` in the order they start (see above), `times` by `project:path` from `root`. */
+export function orderFiles<File extends OrderedFile>(files: readonly File[], times: FileTimes, root: string): File[] {
+  const filesOf = new Map<string, number>();
+  for (const file of files) filesOf.set(file.project.name, (filesOf.get(file.project.name) ?? 0) + 1);
+  const seconds = (file: File): number => times[fileKey(file.project.name, root, file.moduleId)] ?? Number.POSITIVE_INFINITY;
+  return [...files].sort(
+    (a, b) =>
+      a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder ||
+      filesOf.get(a.project.name)! - filesOf.get(b.project.name)! ||
+      a.project.name.localeCompare(b.project.name) ||
+      compareDescending(seconds(a), seconds(b)) ||
+      a.moduleId.localeCompare(b.moduleId),
+  );
+}
+
 export default class LongestFirstSequencer extends BaseSequencer {
   override sort(files: TestSpecification[]): Promise<TestSpecification[]> {
-    const times = readFileTimes();
-    const filesOf = new Map<string, number>();
-    for (const file of files) filesOf.set(file.project.name, (filesOf.get(file.project.name) ?? 0) + 1);
-    const seconds = (file: TestSpecification): number => times[fileKey(file.project.name, this.ctx.config.root, file.moduleId)] ?? Number.POSITIVE_INFINITY;
-    const sorted = [...files].sort(
-      (a, b) =>
-        a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder ||
-        filesOf.get(a.project.name)! - filesOf.get(b.project.name)! ||
-        a.project.name.localeCompare(b.project.name) ||
-        compareDescending(seconds(a), seconds(b)) ||
-        a.moduleId.localeCompare(b.moduleId),
-    );
-    return Promise.resolve(sorted);
+    return Promise.resolve(orderFiles(files, readFileTimes(), this.ctx.config.root));
   }
 }
 
