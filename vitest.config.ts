@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import LongestFirstSequencer from './test/helpers/longest-first-sequencer.js';
 
 const INCLUDE = ['shared/**/*.test.ts', 'server/**/*.test.ts', 'electron/**/*.test.ts', 'renderer/**/*.test.{ts,tsx}', 'test/**/*.test.ts'];
 
@@ -18,7 +19,9 @@ const ALONE = ['server/thumbnails/thumbnails.test.ts', 'test/content-renders.e2e
 /**
  * Every other file runs two at a time: most of their time is waiting (processes starting, servers,
  * polls, retry delays), not CPU. Each file has its own ports (port 0), temp folders, keyring and
- * nginx prefix, so two files never share state.
+ * nginx prefix, so two files never share state. Not three on the 2-core machines the suite is sized
+ * for: the files' own servers, clusters and browsers then queue for the CPU, the timed waits stretch
+ * (the several-instances revocation bound of a second was missed) and the run is no shorter.
  */
 const WORKERS = 2;
 
@@ -75,6 +78,8 @@ export default defineConfig({
   test: {
     // Once for the whole run (the projects below do not repeat it): builds dist/ before any file runs.
     globalSetup: ['test/global-setup.ts'],
+    // Longest files first, by the durations in test/file-times.json: the same order on every machine.
+    sequence: { sequencer: LongestFirstSequencer },
     reporters: ['default', './test/helpers/slowest-files-reporter.ts'],
     projects: [
       { test: { ...common, name: 'parallel', include: INCLUDE, exclude: [...configDefaults.exclude, ...ALONE, ...MOCKING], maxWorkers: WORKERS, sequence: { groupOrder: 0 } } },
