@@ -29,8 +29,9 @@ export function readFileTimes(): FileTimes {
   }
 }
 
-export function fileKey(projectName: string, root: string, moduleId: string): string {
-  return `${projectName}:${path.relative(root, moduleId)}`;
+/** A file's key in test/file-times.json, also the name the slowest-files list prints: `project:path from the root`. */
+export function fileKey(projectName: string, relativePath: string): string {
+  return `${projectName}:${relativePath}`;
 }
 
 /** The fields of a vitest TestSpecification the order reads. */
@@ -43,7 +44,7 @@ export interface OrderedFile {
 export function orderFiles<File extends OrderedFile>(files: readonly File[], times: FileTimes, root: string): File[] {
   const filesOf = new Map<string, number>();
   for (const file of files) filesOf.set(file.project.name, (filesOf.get(file.project.name) ?? 0) + 1);
-  const seconds = (file: File): number => times[fileKey(file.project.name, root, file.moduleId)] ?? Number.POSITIVE_INFINITY;
+  const seconds = (file: File): number => times[fileKey(file.project.name, path.relative(root, file.moduleId))] ?? Number.POSITIVE_INFINITY;
   return [...files].sort(
     (a, b) =>
       a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder ||

@@ -10,7 +10,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Reporter, TestModule } from 'vitest/node';
-import { FILE_TIMES, readFileTimes } from './longest-first-sequencer.js';
+import { FILE_TIMES, fileKey, readFileTimes } from './longest-first-sequencer.js';
 
 const SHOWN = 20;
 
@@ -19,7 +19,7 @@ export default class SlowestFilesReporter implements Reporter {
     const timed = testModules
       .map((module) => {
         const diagnostic = module.diagnostic();
-        return { name: `${module.project.name}:${module.relativeModuleId}`, ms: diagnostic.collectDuration + diagnostic.duration };
+        return { name: fileKey(module.project.name, module.relativeModuleId), ms: diagnostic.collectDuration + diagnostic.duration };
       })
       .sort((a, b) => b.ms - a.ms);
     if (process.env.PATIENT_DOCS_TEST_WRITE_TIMES === '1') writeFileTimes(timed);
