@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
+import { demoFolderBeside, launchHeadless, type HeadlessApp } from '../electron/headless/main.js';
 import { makeArchStl } from './fixtures/scans.js';
 import { freePort, ROOT } from './helpers/processes.js';
 import { closeContexts, useBrowser } from './helpers/renderer-page.js';
@@ -35,7 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await closeContexts(browser);
   await headless?.stop();
-  fs.rmSync(home, { recursive: true, force: true });
+  fs.rmSync(demoFolderBeside(home), { recursive: true, force: true });
 });
 
 async function screenshot(name: string): Promise<void> {

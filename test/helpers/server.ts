@@ -127,8 +127,11 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+/** A new folder under the system's temp folder, removed when the test file ends. */
 export function tempDir(prefix: string): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), `patient-docs-${prefix}-`));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `patient-docs-${prefix}-`));
+  afterThisFile(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 /** What a test sets beyond the environment: configuration no variable sets, and the server's start options. */
