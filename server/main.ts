@@ -1,8 +1,10 @@
 /** `npm run server`: the bundled server, configured by environment variables (DESIGN §2). */
 import { ConfigError, loadConfig } from './config.js';
+import { keepHeapHeadroom } from './heap-headroom.js';
 
 async function main(): Promise<void> {
   const config = loadConfig();
+  keepHeapHeadroom();
   // Loaded once the settings are read: a mistyped variable is told at once, without loading the server first.
   const { startServer } = await import('./start.js');
   const server = await startServer(config);
