@@ -221,6 +221,8 @@ describe('memory outside the workers\' heaps', () => {
       starts.push(started!);
       busy.add(thread);
       if (starts.length > 2 && busy.size > 1) together += 1;
+      // From the third start on, each runs alone: a SLOW job may answer now (never in the first round).
+      if (starts.length > 2) channel.postMessage({ release: true });
     };
     onTestFinished(() => channel.close());
     const start = () => {
@@ -245,23 +247,29 @@ describe('memory outside the workers\' heaps', () => {
 
 /**
  * A stand-in thumbnail worker: a GROWS job fills 64 MiB outside its heap every 50 ms and never
- * answers; a SLOW job answers after 1.5 s. It tells HOLDING_CHANNEL when it starts a job and when
- * it answers one, so the test sees what ran at once.
+ * answers; a SLOW job answers 100 ms after the test releases it (once jobs run alone), however
+ * long the first round takes on a busy machine. It tells HOLDING_CHANNEL when it starts a job and
+ * when it answers one, so the test sees what ran at once.
  */
 const HOLDING_CHANNEL = 'thumbnail-pool-test';
 const HOLDING_WORKER = `
 const { parentPort, threadId, BroadcastChannel } = require('node:worker_threads');
 const channel = new BroadcastChannel(${JSON.stringify(HOLDING_CHANNEL)});
 const held = [];
+let release;
+const released = new Promise((resolve) => (release = resolve));
+channel.onmessage = (event) => {
+  if (event.data.release) release();
+};
 parentPort.on('message', (job) => {
   channel.postMessage({ started: job.filePath, thread: threadId });
   if (job.fileType === 'GROWS') {
     setInterval(() => held.push(Buffer.alloc(64 * 1024 * 1024, 1)), 50);
     return;
   }
-  setTimeout(() => {
+  void released.then(() => setTimeout(() => {
     channel.postMessage({ answered: true, thread: threadId });
     parentPort.postMessage({ ok: true, png: Buffer.from('slow rendered'), heapUsed: 0 });
-  }, 1500);
+  }, 100));
 });
 `;
