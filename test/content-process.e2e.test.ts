@@ -155,8 +155,10 @@ describe('the server process', () => {
     await server.stop();
   }, 180_000);
 
-  it('a server that has run a full garbage collection receives 256 MiB with at most 3 more (server/heap-headroom.ts)', async () => {
-    const dataDir = tempDir('gc-headroom');
+  it('a server that has run a full garbage collection receives 128 MiB with at most 2 more (server/heap-headroom.ts)', async () => {
+    // Its data in memory: the collections are what is counted here, and the disk is shared with other tests.
+    const dataDir = fs.mkdtempSync('/dev/shm/patient-docs-gc-headroom-');
+    cleanup.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
     const countFile = path.join(dataDir, 'gc-count');
     const server = await startProcess(dataDir, await freePort(), { NODE_OPTIONS: `--require ${path.join(ROOT, 'test/fixtures/gc-count.cjs')}`, GC_COUNT_FILE: countFile });
     /** Runs a full collection in the server and answers how many it has run, that one included. */
@@ -168,20 +170,16 @@ describe('the server process', () => {
     };
     const bearer = await clientToken(server.url);
     const document = await createDocument(server.url, bearer, 'cbct.dcm');
-    const file = path.join(dataDir, 'source.bin');
-    const handle = fs.openSync(file, 'w');
-    for (let index = 0; index < 256; index += 1) fs.writeSync(handle, Buffer.alloc(MiB, index));
-    fs.closeSync(handle);
     const before = await collectAndCount();
     const form = new FormData();
-    form.append('file', await fs.openAsBlob(file), 'cbct.dcm');
+    form.append('file', new Blob(Array.from({ length: 128 }, (_, index) => new Uint8Array(MiB).fill(index))), 'cbct.dcm');
     const response = await fetch(`${document.storageUrl}/file`, { method: 'POST', headers: { authorization: `Bearer ${bearer}` }, body: form });
     expect(response.status).toBe(201);
     const during = (await collectAndCount()) - before - 1;
-    console.log(`256 MiB received after a full garbage collection: ${during} more`);
-    // Without the headroom V8 runs one after every young collection the upload's buffers cause:
-    // 8–9 for 256 MiB.
-    expect(during).toBeLessThanOrEqual(3);
+    console.log(`128 MiB received after a full garbage collection: ${during} more`);
+    // Without the headroom V8 may fall into running one after every young collection the upload's
+    // buffers cause (5–10 for 128–256 MiB here, in about a third of the runs); with it none was seen.
+    expect(during).toBeLessThanOrEqual(2);
     await server.stop();
   }, 120_000);
 
