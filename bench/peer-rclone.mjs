@@ -295,6 +295,15 @@ async function waitForPort(port, child) {
 
 // ---- the comparison
 
+/**
+ * Writes out every dirty page first (`sync`), so a run does not pay for what came before it: the
+ * workload just made (2 GiB for the big one) or the previous run's files, whose pages the kernel
+ * would otherwise write while this run waits on its own fsyncs.
+ */
+function settleDisk() {
+  spawnSync('sync');
+}
+
 /** Seconds `dd` takes to copy `file` into the temp folder (where the servers keep their data) and fdatasync it. */
 async function durableWriteSeconds(file) {
   const folder = temp('disk-floor');
@@ -331,6 +340,7 @@ async function compare(name) {
   for (let round = 0; round < RUNS; round += 1) {
     const order = round % 2 === 0 ? sides : [...sides].reverse();
     for (const side of order) {
+      settleDisk();
       const result = side === 'rclone' ? await rcloneRun(workload) : await patientDocsRun(workload, side === 'baseline' ? (BASELINE ?? ROOT) : ROOT, side === 'baseline' ? (BASELINE_SERVER ?? ROOT) : ROOT);
       runs[side].push(result);
       const threads = result.serverThreads;
@@ -348,7 +358,10 @@ async function compare(name) {
     // least an upload that keeps the durability promise can take here; rclone's server keeps no
     // such promise (it never fsyncs), so on a fast network its floor is the CPUs instead.
     const floors = [];
-    for (let round = 0; round < RUNS; round += 1) floors.push(await durableWriteSeconds(path.join(workload.folder, workload.files[0].relativePath)));
+    for (let round = 0; round < RUNS; round += 1) {
+      settleDisk();
+      floors.push(await durableWriteSeconds(path.join(workload.folder, workload.files[0].relativePath)));
+    }
     console.log(`  the disk's floor: ${floors.map((seconds) => seconds.toFixed(2)).join(', ')} s to copy the file and fdatasync it (dd conv=fdatasync); median ${median(floors).toFixed(2)} s`);
   }
   const ratios = runs.rclone ? runs.engine.map((run, index) => run.seconds / runs.rclone[index].seconds) : [];
