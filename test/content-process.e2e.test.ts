@@ -164,7 +164,7 @@ describe('the server process', () => {
     const dataDir = fs.mkdtempSync(path.join(shm ? '/dev/shm' : os.tmpdir(), 'patient-docs-gc-headroom-'));
     cleanup.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
     const countFile = path.join(dataDir, 'gc-count');
-    const server = await startProcess(dataDir, await freePort(), { NODE_OPTIONS: `--require ${path.join(ROOT, 'test/fixtures/gc-count.cjs')}`, GC_COUNT_FILE: countFile });
+    const server = await startProcess(dataDir, await freePort(), { NODE_OPTIONS: `--require ${JSON.stringify(path.join(ROOT, 'test/fixtures/gc-count.cjs'))}`, GC_COUNT_FILE: countFile });
     /** Runs a full collection in the server and answers how many it has run, that one included. */
     const collectAndCount = async (): Promise<number> => {
       fs.rmSync(countFile, { force: true });
