@@ -169,7 +169,10 @@ describe('the server process', () => {
     const collectAndCount = async (): Promise<number> => {
       fs.rmSync(countFile, { force: true });
       server.child.kill('SIGUSR2');
-      while (!fs.existsSync(countFile)) await new Promise((resolve) => setTimeout(resolve, 20));
+      while (!fs.existsSync(countFile)) {
+        if (server.child.exitCode !== null) throw new Error(`the server ended before counting:\n${server.output()}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
       return Number(fs.readFileSync(countFile, 'utf8'));
     };
     const bearer = await clientToken(server.url);
