@@ -9,7 +9,7 @@
 // write-ahead log per request (bytes, records, full-page images: pg_stat_wal) with the checkpoints
 // that fell in the run, and the load average at its end. SQLite is the baseline of every
 // PostgreSQL row; the no-op route of each server is printed beside them.
-//   node bench/postgres.mjs [--quick] [--cache <dir>]   (npm run bench runs it with every other bench)
+//   node bench/postgres.mjs [--quick] [--cache <dir>] [--rounds N]   (npm run bench runs it with every other bench)
 // BENCH_ONLY=uncached,repeated runs only those (and the no-op route); the others are create, token, upload, webhooks.
 // BENCH_POSTGRES_SETTINGS="wal_compression=off" runs PostgreSQL with these settings added (a later one wins).
 // --cache keeps each population in <dir> and uses a copy of it in later runs of the same size,
@@ -56,6 +56,14 @@ const WARM_UP_EVENTS = quick ? 20 : 40;
 const DELIVERY_TIMEOUT_MS = 300_000;
 /** BENCH_ONLY=uncached,repeated: only these runs (and the no-op route), for a quick look at one cost. */
 const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
+const roundsAt = process.argv.indexOf('--rounds');
+/**
+ * --rounds N: the uncached page is measured N times on each store, the stores taking turns, and
+ * each ratio is taken within a round: this host's speed drifts by a third within minutes, so two
+ * runs minutes apart do not compare; two runs seconds apart do.
+ */
+const ROUNDS = roundsAt >= 0 ? Math.max(1, Number(process.argv[roundsAt + 1])) : 1;
+const STORES = ['sqlite', 'postgres'];
 const ADMIN_TOKEN = 'bench'; // startServer's PATIENT_DOCS_ADMIN_TOKEN
 
 /** CPU seconds of a process tree: the living processes, and what the root's ended children used. */
@@ -105,9 +113,12 @@ async function measureWal(stats) {
  * @typedef {{ serverPid: number, postgresPid?: number, stats?: pg.Client }} Target
  */
 
-/** One autocannon run (DURATION seconds, or `options.amount` requests) after a warm-up of one second (JIT, caches, pool), unless `warmUp` is false. */
+/**
+ * One autocannon run (DURATION seconds, or `options.amount` requests) after a warm-up of one second
+ * (JIT, caches, pool), or of `warmUp.amount` requests, unless `warmUp` is false.
+ */
 async function measure(options, { serverPid, postgresPid, stats }, warmUp = true) {
-  if (warmUp) await autocannon({ connections: CONNECTIONS, pipelining: 1, ...options, duration: 1 });
+  if (warmUp) await autocannon({ connections: CONNECTIONS, pipelining: 1, ...options, ...(warmUp === true ? { duration: 1 } : warmUp) });
   const wal = await measureWal(stats);
   const serverBefore = cpuSeconds(serverPid);
   const postgresBefore = postgresPid ? treeCpuSeconds(postgresPid) : 0;
@@ -229,35 +240,42 @@ async function deliveries(url, headers, receiver, { serverPid, postgresPid, stat
   };
 }
 
+const CASE_FOLDERS = MAIN_PATIENT_DOCS / 100;
+const caseFolder = (index) => `/cases/case-${String(index % CASE_FOLDERS).padStart(5, '0')}`;
+/** Where each server's rotation of pages stands (by its URL), so a later round goes on with pages not asked for yet. */
+const rotations = new Map();
+
+/**
+ * The uncached run: every case folder, both pages of each, cycling through all before any repeats,
+ * so every answer is a miss of the server's page cache. The first run of a server warms up with
+ * one whole cycle, so the database's own cache holds the pages' rows, as it does on a server that
+ * has run a while (a PostgreSQL restored for the bench starts with none of them in its buffers;
+ * its backends reading them in made the first run's pages cost the server half as much again).
+ */
+function uncached(url, headers, target) {
+  const nextPage = () => {
+    const step = rotations.get(url) ?? 0;
+    rotations.set(url, step + 1);
+    return JSON.stringify({ offset: (Math.floor(step / CASE_FOLDERS) % 2) * 50, limit: 50, path: caseFolder(step * 7919), sortBy: 'lastModifiedAt', sortDirection: 'DESC' });
+  };
+  const setupClient = (client) => {
+    client.setBody(nextPage());
+    client.on('response', () => client.setBody(nextPage()));
+  };
+  const warmUp = rotations.has(url) ? true : { amount: CASE_FOLDERS * 2 };
+  return measure({ url: `${url}/v1/patients/${PATIENT}/documents/search`, method: 'POST', headers, setupClient }, target, warmUp);
+}
+
 /** The runs of one server, in one order for both stores. */
 async function runs(url, target, receiver, patients) {
   const headers = await clientHeaders(url);
   const searchUrl = `${url}/v1/patients/${PATIENT}/documents/search`;
-  const caseFolders = MAIN_PATIENT_DOCS / 100;
-  const caseFolder = (index) => `/cases/case-${String(index % caseFolders).padStart(5, '0')}`;
-  let rotation = 0;
-  // Every case folder, both pages of each, cycling through all before any repeats: every answer a miss.
-  const nextPage = () => {
-    const step = rotation++;
-    return JSON.stringify({ offset: (Math.floor(step / caseFolders) % 2) * 50, limit: 50, path: caseFolder(step * 7919), sortBy: 'lastModifiedAt', sortDirection: 'DESC' });
-  };
   const tokenForm = new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }).toString();
   const results = {};
   const wanted = (key) => !ONLY || ONLY.includes(key);
   results.noOp = await measure({ url: `${url}/healthz`, headers }, target);
-  if (wanted('uncached')) results.uncached = await measure(
-    {
-      url: searchUrl,
-      method: 'POST',
-      headers,
-      setupClient: (client) => {
-        client.setBody(nextPage());
-        client.on('response', () => client.setBody(nextPage()));
-      },
-    },
-    target,
-  );
-  const repeated = { offset: 0, limit: 50, path: caseFolder(caseFolders / 2), sortBy: 'lastModifiedAt', sortDirection: 'DESC' };
+  if (wanted('uncached')) results.uncached = await uncached(url, headers, target);
+  const repeated = { offset: 0, limit: 50, path: caseFolder(CASE_FOLDERS / 2), sortBy: 'lastModifiedAt', sortDirection: 'DESC' };
   if (wanted('repeated')) results.repeated = await measure({ url: searchUrl, method: 'POST', headers, body: JSON.stringify(repeated) }, target);
   if (wanted('create')) results.create = await measure(createRequests(url, headers, `bench-${process.pid}`), target);
   if (wanted('create')) results.createSpread = await measure(createRequests(url, headers, `bench-spread-${process.pid}`, patients), target);
@@ -394,19 +412,23 @@ try {
   console.log(`  PostgreSQL: ${(await countPostgres(env.PATIENT_DOCS_DATABASE_URL)).toLocaleString('en')} documents in ${seconds(started)} s${postgresCached ? ' (restored from the cached population)' : ''}`);
 
   const patients = { sqlite: patientsOf(databaseFile(sqliteDir)), postgres: await patientsOfPostgres(env.PATIENT_DOCS_DATABASE_URL) };
-  for (const [store, start] of [
-    ['sqlite', () => startServer(sqliteDir, sqliteSeed, { env: receiver.serverEnv })],
-    ['postgres', () => startServer(postgresDir, seed, { env: { ...env, ...receiver.serverEnv } })],
-  ]) {
-    const { child, url } = await start();
-    const stats = store === 'postgres' ? new pg.Client({ connectionString: env.PATIENT_DOCS_DATABASE_URL }) : undefined;
-    await stats?.connect();
-    try {
-      results[store] = await runs(url, { serverPid: child.pid, postgresPid: stats ? cluster.postmasterPid : undefined, stats }, receiver, patients[store]);
-    } finally {
-      await stats?.end();
-      await stopServer(child);
+  // Both servers run from here on, each loaded in turn (an idle one costs nothing measurable).
+  const servers = {};
+  try {
+    servers.sqlite = { ...(await startServer(sqliteDir, sqliteSeed, { env: receiver.serverEnv })) };
+    servers.postgres = { ...(await startServer(postgresDir, seed, { env: { ...env, ...receiver.serverEnv } })), stats: new pg.Client({ connectionString: env.PATIENT_DOCS_DATABASE_URL }) };
+    await servers.postgres.stats.connect();
+    const target = ({ child, stats }) => ({ serverPid: child.pid, postgresPid: stats ? cluster.postmasterPid : undefined, stats });
+    for (const store of STORES) results[store] = await runs(servers[store].url, target(servers[store]), receiver, patients[store]);
+    if (results.sqlite.uncached) {
+      for (const store of STORES) results[store].uncachedRounds = [results[store].uncached];
+      for (let round = 1; round < ROUNDS; round += 1) {
+        for (const store of STORES) results[store].uncachedRounds.push(await uncached(servers[store].url, await clientHeaders(servers[store].url), target(servers[store])));
+      }
     }
+  } finally {
+    await servers.postgres?.stats.end();
+    for (const server of Object.values(servers)) await stopServer(server.child);
   }
 } finally {
   receiver.close();
@@ -440,13 +462,30 @@ for (const key of Object.keys(names).filter((name) => results.sqlite[name])) {
   console.log(`| ${names[key]} | ${a.requestsPerSecond.toFixed(0)} | ${b.requestsPerSecond.toFixed(0)} | ${latency(a)} | ${latency(b)} | ${us(a.serverCpuUs)} | ${us(b.serverCpuUs)} | ${us(b.postgresCpuUs)} | ${walFigures(b.wal)} | ${a.load.toFixed(1)} / ${b.load.toFixed(1)} | ${a.steal.toFixed(0)}% / ${b.steal.toFixed(0)}% | ${a.failures} / ${b.failures} |`);
 }
 const { sqlite, postgres } = results;
+const median = (values) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted.length % 2 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
+};
 const targets = [];
+if (sqlite.uncached && ROUNDS > 1) {
+  console.log(`\nuncached page, ${ROUNDS} rounds (SQLite, then PostgreSQL, in each):`);
+  console.log('| round | server CPU µs/req SQLite | server CPU µs/req PostgreSQL | ratio | p99 ms SQLite / PostgreSQL | PostgreSQL\'s own CPU µs/req | load average |');
+  console.log('|---:|---:|---:|---:|---:|---:|---:|');
+  sqlite.uncachedRounds.forEach((a, index) => {
+    const b = postgres.uncachedRounds[index];
+    console.log(`| ${index + 1} | ${us(a.serverCpuUs)} | ${us(b.serverCpuUs)} | ${(b.serverCpuUs / a.serverCpuUs).toFixed(2)} | ${a.p99} / ${b.p99} | ${us(b.postgresCpuUs)} | ${a.load.toFixed(1)} / ${b.load.toFixed(1)} |`);
+  });
+}
 if (sqlite.uncached) {
-  targets.push(`PostgreSQL uncached page: server CPU ${(postgres.uncached.serverCpuUs / sqlite.uncached.serverCpuUs).toFixed(2)}× SQLite's (≤ 1.5×), p99 ${postgres.uncached.p99} ms (< 20 ms at ${CONNECTIONS} connections)`);
+  const ratios = sqlite.uncachedRounds.map((a, index) => postgres.uncachedRounds[index].serverCpuUs / a.serverCpuUs);
+  const of = ROUNDS > 1 ? ` (median of ${ROUNDS} rounds)` : '';
+  targets.push(
+    `PostgreSQL uncached page: server CPU ${median(ratios).toFixed(2)}× SQLite's${of} (≤ 1.5×), p99 ${median(postgres.uncachedRounds.map((run) => run.p99))} ms${of} (< 20 ms at ${CONNECTIONS} connections)`,
+  );
 }
 if (sqlite.create) {
   const rate = (key) => `${((postgres[key].requestsPerSecond / sqlite[key].requestsPerSecond) * 100).toFixed(0)}%`;
   targets.push(`PostgreSQL create: ${rate('createSpread')} of SQLite's rate, each connection its own patient (≥ 50%); ${rate('create')} with every connection on one patient`);
 }
-if (sqlite.uncached) targets.push(`SQLite uncached page of 50: ${(sqlite.uncached.serverCpuUs / 1000).toFixed(2)} ms server CPU (≤ 0.5 ms)`);
+if (sqlite.uncached) targets.push(`SQLite uncached page of 50: ${(median(sqlite.uncachedRounds.map((run) => run.serverCpuUs)) / 1000).toFixed(2)} ms server CPU${ROUNDS > 1 ? ` (median of ${ROUNDS} rounds)` : ''} (≤ 0.5 ms)`);
 console.log(`\ntargets:\n${targets.map((line) => `  ${line}`).join('\n')}`);
