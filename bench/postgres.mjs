@@ -250,7 +250,8 @@ const rotations = new Map();
  * so every answer is a miss of the server's page cache. The first run of a server warms up with
  * one whole cycle, so the database's own cache holds the pages' rows, as it does on a server that
  * has run a while (a PostgreSQL restored for the bench starts with none of them in its buffers;
- * its backends reading them in made the first run's pages cost the server half as much again).
+ * with a warm-up of one second, its backends reading them in made the first run's pages cost the
+ * server 1.2–1.7 times what the later rounds' cost).
  */
 function uncached(url, headers, target) {
   const nextPage = () => {
