@@ -58,11 +58,11 @@ const DELIVERY_TIMEOUT_MS = 300_000;
 const ONLY = process.env.BENCH_ONLY?.split(',').filter(Boolean);
 const roundsAt = process.argv.indexOf('--rounds');
 /**
- * --rounds N: the uncached page is measured N times on each store, the stores taking turns, and
+ * --rounds N (3 unless given): the uncached page is measured N times on each store, the stores taking turns, and
  * each ratio is taken within a round: this host's speed drifts by a third within minutes, so two
  * runs minutes apart do not compare; two runs seconds apart do.
  */
-const ROUNDS = roundsAt >= 0 ? Math.max(1, Number(process.argv[roundsAt + 1])) : 1;
+const ROUNDS = roundsAt >= 0 ? Math.max(1, Number(process.argv[roundsAt + 1])) : 3;
 const STORES = ['sqlite', 'postgres'];
 const ADMIN_TOKEN = 'bench'; // startServer's PATIENT_DOCS_ADMIN_TOKEN
 
