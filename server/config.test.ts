@@ -154,4 +154,13 @@ describe('server configuration', () => {
   it('takes sqlite:<file> relative to the data directory', () => {
     expect(loadConfig({ PATIENT_DOCS_DATABASE_URL: 'sqlite:docs.db' }, '/srv').databaseUrl).toBe('sqlite:docs.db');
   });
+
+  it('keeps 10 connections to PostgreSQL per instance unless told otherwise (1 to 1000)', () => {
+    expect(loadConfig({}, '/srv').databasePoolSize).toBe(10);
+    expect(loadConfig({ PATIENT_DOCS_DATABASE_POOL_SIZE: ' 3 ' }, '/srv').databasePoolSize).toBe(3);
+    expect(loadConfig({ PATIENT_DOCS_DATABASE_POOL_SIZE: '1000' }, '/srv').databasePoolSize).toBe(1000);
+    for (const raw of ['0', '1001', '2.5', '-1', 'ten', '1e2']) {
+      expect(() => loadConfig({ PATIENT_DOCS_DATABASE_POOL_SIZE: raw }, '/srv')).toThrow(/^PATIENT_DOCS_DATABASE_POOL_SIZE=".*" must be a whole number from 1 to 1000 \(connections to PostgreSQL per instance\)$/);
+    }
+  });
 });

@@ -18,6 +18,11 @@ export interface ServerConfig {
   publicUrlExplicit: boolean;
   dataDir: string;
   databaseUrl: string | undefined;
+  /**
+   * PATIENT_DOCS_DATABASE_POOL_SIZE: connections to PostgreSQL this instance keeps for its requests
+   * and work (one more listens for notifications); unused on SQLite.
+   */
+  databasePoolSize: number;
   /** PATIENT_DOCS_STORAGE_URL: s3://bucket[/prefix] keeps content in an object store; unset, on the local disk in the data dir. */
   storageUrl: string | undefined;
   /** PATIENT_DOCS_S3_ENDPOINT: an S3-compatible store's endpoint (path-style addressing); unset, AWS. */
@@ -227,6 +232,10 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
   if (databaseUrl?.startsWith('sqlite:') && databaseUrl.slice('sqlite:'.length).trim() === '') {
     throw new ConfigError(`PATIENT_DOCS_DATABASE_URL=${JSON.stringify(databaseUrl)} names no file; use sqlite:<file> (relative to PATIENT_DOCS_DATA_DIR) or unset it for patient-docs.sqlite there`);
   }
+  const poolSize = (env.PATIENT_DOCS_DATABASE_POOL_SIZE ?? '').trim() || '10';
+  if (!/^\d{1,4}$/.test(poolSize) || Number(poolSize) < 1 || Number(poolSize) > 1000) {
+    throw new ConfigError(`PATIENT_DOCS_DATABASE_POOL_SIZE=${JSON.stringify(env.PATIENT_DOCS_DATABASE_POOL_SIZE)} must be a whole number from 1 to 1000 (connections to PostgreSQL per instance)`);
+  }
   const storageUrl = env.PATIENT_DOCS_STORAGE_URL?.trim() || undefined;
   if (storageUrl !== undefined && !/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?$/.test(storageUrl)) {
     throw new ConfigError(`PATIENT_DOCS_STORAGE_URL must be s3://bucket or s3://bucket/prefix (got ${JSON.stringify(storageUrl.slice(0, 80))})`);
@@ -251,6 +260,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): ServerC
     publicUrlExplicit: Boolean(env.PATIENT_DOCS_PUBLIC_URL),
     dataDir: path.resolve(cwd, env.PATIENT_DOCS_DATA_DIR?.trim() || './data'),
     databaseUrl,
+    databasePoolSize: Number(poolSize),
     storageUrl,
     s3Endpoint,
     seedFile: env.PATIENT_DOCS_SEED?.trim() ? path.resolve(cwd, env.PATIENT_DOCS_SEED.trim()) : undefined,

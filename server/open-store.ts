@@ -63,7 +63,7 @@ async function openPostgres(config: ServerConfig): Promise<Store> {
     // A claimed webhook message stays with its instance for one delivery timeout (DESIGN §6: an
     // instance that dies leaves its messages to the others within that); past it, another instance
     // may take it (at-least-once, same messageId).
-    return await PostgresStore.open(url, { webhookLeaseMs: config.webhookTimeoutMs });
+    return await PostgresStore.open(url, { webhookLeaseMs: config.webhookTimeoutMs, poolSize: config.databasePoolSize });
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     const cause = (error as Error).message.split('\n')[0];

@@ -78,6 +78,29 @@ afterAll(async () => {
 
 const admin = (server: TestServer, method: string, route: string, body?: unknown) => server.api(method, route, { token: ADMIN_TOKEN, organization: null, ...(body === undefined ? {} : { body }) });
 
+describe('connections to PostgreSQL', () => {
+  it('keeps at most PATIENT_DOCS_DATABASE_POOL_SIZE of them for requests, which wait their turn: a burst of 20 searches all answered over 2', async () => {
+    const third = await startTestServer({ PATIENT_DOCS_DATABASE_URL: databaseUrl, PATIENT_DOCS_DATA_DIR: shared, PATIENT_DOCS_PUBLIC_URL: 'https://docs.clinic.test', PATIENT_DOCS_DATABASE_POOL_SIZE: '2' });
+    try {
+      const pool = (third.server.context.store as PostgresStore).db.pool;
+      // The client's token first: the burst is of searches, not of token requests.
+      expect((await third.api('POST', `/v1/patients/${PATIENT}/documents/search`, { body: { limit: 1 } })).status).toBe(200);
+      let most = 0;
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, async (_, index) => {
+          const answer = await third.api('POST', `/v1/patients/${PATIENT}/documents/search`, { body: { path: `/burst-${index}`, limit: 5 } });
+          most = Math.max(most, pool.totalCount);
+          return answer.status;
+        }),
+      );
+      expect(answers).toEqual(Array.from({ length: 20 }, () => 200));
+      expect(most).toBe(2);
+    } finally {
+      await third.close();
+    }
+  });
+});
+
 describe('the token endpoint on two instances', () => {
   it('counts failed secrets through one instance on the other: the limit per client holds for the deployment, with 429 and Retry-After', async () => {
     const created = await admin(a, 'POST', '/admin/v1/clients', { name: 'Guessed', scopes: ['Patient.File.Read'], organizations: [ORG] });
