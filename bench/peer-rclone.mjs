@@ -40,6 +40,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { median } from './lib/figures.mjs';
 import { cpuSeconds, measureSteal, threadCpuSeconds } from './lib/proc.mjs';
 import { CLIENT, ORG, PATIENT } from './lib/populated.mjs';
 import { freePort, listeningUrl } from './lib/server.mjs';
@@ -320,12 +321,6 @@ async function durableWriteSeconds(file) {
 
 /** The machine's load average over the last 1, 5 and 15 minutes (other work on a shared machine moves every figure). */
 const loadAverage = () => os.loadavg().map((load) => load.toFixed(1)).join(' / ');
-
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-};
 
 async function compare(name) {
   const made = performance.now();

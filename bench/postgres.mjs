@@ -21,6 +21,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import { median } from './lib/figures.mjs';
 import { cpuSeconds, measureSteal } from './lib/proc.mjs';
 import { CLIENT, clientHeaders, createRequests, databaseFile, ORG, PATIENT, populate, startServer, stopServer, writeSeed } from './lib/populated.mjs';
 import { cachedPostgres, cachedSqlite, populationName } from './lib/population-cache.mjs';
@@ -416,7 +417,7 @@ try {
   // Both servers run from here on, each loaded in turn (an idle one costs nothing measurable).
   const servers = {};
   try {
-    servers.sqlite = { ...(await startServer(sqliteDir, sqliteSeed, { env: receiver.serverEnv })) };
+    servers.sqlite = await startServer(sqliteDir, sqliteSeed, { env: receiver.serverEnv });
     servers.postgres = { ...(await startServer(postgresDir, seed, { env: { ...env, ...receiver.serverEnv } })), stats: new pg.Client({ connectionString: env.PATIENT_DOCS_DATABASE_URL }) };
     await servers.postgres.stats.connect();
     const target = ({ child, stats }) => ({ serverPid: child.pid, postgresPid: stats ? cluster.postmasterPid : undefined, stats });
@@ -463,10 +464,6 @@ for (const key of Object.keys(names).filter((name) => results.sqlite[name])) {
   console.log(`| ${names[key]} | ${a.requestsPerSecond.toFixed(0)} | ${b.requestsPerSecond.toFixed(0)} | ${latency(a)} | ${latency(b)} | ${us(a.serverCpuUs)} | ${us(b.serverCpuUs)} | ${us(b.postgresCpuUs)} | ${walFigures(b.wal)} | ${a.load.toFixed(1)} / ${b.load.toFixed(1)} | ${a.steal.toFixed(0)}% / ${b.steal.toFixed(0)}% | ${a.failures} / ${b.failures} |`);
 }
 const { sqlite, postgres } = results;
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted.length % 2 ? sorted[(sorted.length - 1) / 2] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
-};
 const targets = [];
 if (sqlite.uncached && ROUNDS > 1) {
   console.log(`\nuncached page, ${ROUNDS} rounds (SQLite, then PostgreSQL, in each):`);
