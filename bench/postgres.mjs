@@ -12,6 +12,7 @@
 //   node bench/postgres.mjs [--quick] [--cache <dir>] [--rounds N]   (npm run bench runs it with every other bench)
 // BENCH_ONLY=uncached,repeated runs only those (and the no-op route); the others are create, token, upload, webhooks.
 // BENCH_POSTGRES_SETTINGS="wal_compression=off" runs PostgreSQL with these settings added (a later one wins).
+// BENCH_STATEMENTS=1 prints, after PostgreSQL's runs, the statements that took its time (pg_stat_statements), per request of the uncached page.
 // --cache keeps each population in <dir> and uses a copy of it in later runs of the same size,
 // schema and filling code (the 1,000,000-document SQLite one takes minutes to fill).
 import { randomBytes } from 'node:crypto';
@@ -289,6 +290,22 @@ async function runs(url, target, receiver, patients) {
   return results;
 }
 
+/**
+ * BENCH_STATEMENTS: the statements that took most of PostgreSQL's time in this server's runs (the
+ * counts start when its runs do), in ms per uncached page, execution and planning
+ * apart. Meaningful for the uncached page alone (BENCH_ONLY=uncached): other runs add their own.
+ */
+async function printStatements(stats, uncachedRun) {
+  const top = await stats.query(`SELECT calls, total_exec_time AS exec, total_plan_time AS plan, left(regexp_replace(query, '\\s+', ' ', 'g'), 100) AS text
+    FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time + total_plan_time DESC LIMIT 8`);
+  // The uncached run's warm-up (a whole cycle of pages) is in the counts too.
+  const requests = (uncachedRun?.count ?? 0) + CASE_FOLDERS * 2;
+  console.log(`\nPostgreSQL's statements, ms per uncached page (${requests.toLocaleString('en')} pages with the warm-up; pg_stat_statements):`);
+  console.log('| calls per page | execution | planning | statement |');
+  console.log('|---:|---:|---:|---|');
+  for (const row of top.rows) console.log(`| ${(row.calls / requests).toFixed(2)} | ${(row.exec / requests).toFixed(3)} | ${(row.plan / requests).toFixed(3)} | ${row.text.replaceAll('|', '\\|')} |`);
+}
+
 /** The same population as populate() (bench/lib/populated.mjs) in PostgreSQL, by bulk SQL: the schema and seed are the server's own. */
 async function populatePostgres(databaseUrl) {
   const client = new pg.Client({ connectionString: databaseUrl });
@@ -385,7 +402,14 @@ fs.mkdirSync(postgresDir);
 // stored), shared_buffers above the default 128 MB, full-page images in the WAL compressed (lz4).
 // BENCH_POSTGRES_SETTINGS="name=value …" adds settings (a later one wins), to measure one before
 // docs/several-instances.md recommends it.
-const POSTGRES_SETTINGS = ['shared_buffers=256MB', 'wal_compression=lz4', ...(process.env.BENCH_POSTGRES_SETTINGS?.split(' ').filter(Boolean) ?? [])];
+/** BENCH_STATEMENTS=1: pg_stat_statements counts each statement's execution and planning time. */
+const STATEMENTS = Boolean(process.env.BENCH_STATEMENTS);
+const POSTGRES_SETTINGS = [
+  'shared_buffers=256MB',
+  'wal_compression=lz4',
+  ...(STATEMENTS ? ['shared_preload_libraries=pg_stat_statements', 'pg_stat_statements.track_planning=on'] : []),
+  ...(process.env.BENCH_POSTGRES_SETTINGS?.split(' ').filter(Boolean) ?? []),
+];
 const cluster = await startPostgres(POSTGRES_SETTINGS);
 const receiver = await startWebhookReceiver(temp);
 const results = {};
@@ -421,7 +445,9 @@ try {
     servers.postgres = { ...(await startServer(postgresDir, seed, { env: { ...env, ...receiver.serverEnv } })), stats: new pg.Client({ connectionString: env.PATIENT_DOCS_DATABASE_URL }) };
     await servers.postgres.stats.connect();
     const target = ({ child, stats }) => ({ serverPid: child.pid, postgresPid: stats ? cluster.postmasterPid : undefined, stats });
+    if (STATEMENTS) await servers.postgres.stats.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()');
     for (const store of STORES) results[store] = await runs(servers[store].url, target(servers[store]), receiver, patients[store]);
+    if (STATEMENTS) await printStatements(servers.postgres.stats, results.postgres.uncached);
     if (results.sqlite.uncached) {
       for (const store of STORES) results[store].uncachedRounds = [results[store].uncached];
       for (let round = 1; round < ROUNDS; round += 1) {
