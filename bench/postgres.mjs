@@ -244,6 +244,8 @@ async function deliveries(url, headers, receiver, { serverPid, postgresPid, stat
 
 const CASE_FOLDERS = MAIN_PATIENT_DOCS / 100;
 const caseFolder = (index) => `/cases/case-${String(index % CASE_FOLDERS).padStart(5, '0')}`;
+/** Every case folder's two pages: the uncached run's cycle, and its first warm-up. */
+const PAGES_PER_CYCLE = CASE_FOLDERS * 2;
 /** Where each server's rotation of pages stands (by its URL), so a later round goes on with pages not asked for yet. */
 const rotations = new Map();
 
@@ -265,13 +267,12 @@ function uncached(url, headers, target) {
     client.setBody(nextPage());
     client.on('response', () => client.setBody(nextPage()));
   };
-  const warmUp = rotations.has(url) ? true : { amount: CASE_FOLDERS * 2 };
+  const warmUp = rotations.has(url) ? true : { amount: PAGES_PER_CYCLE };
   return measure({ url: `${url}/v1/patients/${PATIENT}/documents/search`, method: 'POST', headers, setupClient }, target, warmUp);
 }
 
 /** The runs of one server, in one order for both stores. */
-async function runs(url, target, receiver, patients) {
-  const headers = await clientHeaders(url);
+async function runs(url, headers, target, receiver, patients) {
   const searchUrl = `${url}/v1/patients/${PATIENT}/documents/search`;
   const tokenForm = new URLSearchParams({ grant_type: 'client_credentials', client_id: CLIENT.id, client_secret: CLIENT.secret }).toString();
   const results = {};
@@ -299,7 +300,7 @@ async function printStatements(stats, uncachedRun) {
   const top = await stats.query(`SELECT calls, total_exec_time AS exec, total_plan_time AS plan, left(regexp_replace(query, '\\s+', ' ', 'g'), 100) AS text
     FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time + total_plan_time DESC LIMIT 8`);
   // The uncached run's warm-up (a whole cycle of pages) is in the counts too.
-  const requests = (uncachedRun?.count ?? 0) + CASE_FOLDERS * 2;
+  const requests = (uncachedRun?.count ?? 0) + PAGES_PER_CYCLE;
   console.log(`\nPostgreSQL's statements, ms per uncached page (${requests.toLocaleString('en')} pages with the warm-up; pg_stat_statements):`);
   console.log('| calls per page | execution | planning | statement |');
   console.log('|---:|---:|---:|---|');
@@ -444,14 +445,15 @@ try {
     servers.sqlite = await startServer(sqliteDir, sqliteSeed, { env: receiver.serverEnv });
     servers.postgres = { ...(await startServer(postgresDir, seed, { env: { ...env, ...receiver.serverEnv } })), stats: new pg.Client({ connectionString: env.PATIENT_DOCS_DATABASE_URL }) };
     await servers.postgres.stats.connect();
+    for (const store of STORES) servers[store].headers = await clientHeaders(servers[store].url);
     const target = ({ child, stats }) => ({ serverPid: child.pid, postgresPid: stats ? cluster.postmasterPid : undefined, stats });
     if (STATEMENTS) await servers.postgres.stats.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()');
-    for (const store of STORES) results[store] = await runs(servers[store].url, target(servers[store]), receiver, patients[store]);
+    for (const store of STORES) results[store] = await runs(servers[store].url, servers[store].headers, target(servers[store]), receiver, patients[store]);
     if (STATEMENTS) await printStatements(servers.postgres.stats, results.postgres.uncached);
     if (results.sqlite.uncached) {
       for (const store of STORES) results[store].uncachedRounds = [results[store].uncached];
       for (let round = 1; round < ROUNDS; round += 1) {
-        for (const store of STORES) results[store].uncachedRounds.push(await uncached(servers[store].url, await clientHeaders(servers[store].url), target(servers[store])));
+        for (const store of STORES) results[store].uncachedRounds.push(await uncached(servers[store].url, servers[store].headers, target(servers[store])));
       }
     }
   } finally {
@@ -491,6 +493,7 @@ for (const key of Object.keys(names).filter((name) => results.sqlite[name])) {
 }
 const { sqlite, postgres } = results;
 const targets = [];
+const ofRounds = ROUNDS > 1 ? ` (median of ${ROUNDS} rounds)` : '';
 if (sqlite.uncached && ROUNDS > 1) {
   console.log(`\nuncached page, ${ROUNDS} rounds (SQLite, then PostgreSQL, in each):`);
   console.log('| round | server CPU µs/req SQLite | server CPU µs/req PostgreSQL | ratio | p99 ms SQLite / PostgreSQL | PostgreSQL\'s own CPU µs/req | load average |');
@@ -502,14 +505,13 @@ if (sqlite.uncached && ROUNDS > 1) {
 }
 if (sqlite.uncached) {
   const ratios = sqlite.uncachedRounds.map((a, index) => postgres.uncachedRounds[index].serverCpuUs / a.serverCpuUs);
-  const of = ROUNDS > 1 ? ` (median of ${ROUNDS} rounds)` : '';
   targets.push(
-    `PostgreSQL uncached page: server CPU ${median(ratios).toFixed(2)}× SQLite's${of} (≤ 1.5×), p99 ${median(postgres.uncachedRounds.map((run) => run.p99))} ms${of} (< 20 ms at ${CONNECTIONS} connections)`,
+    `PostgreSQL uncached page: server CPU ${median(ratios).toFixed(2)}× SQLite's${ofRounds} (≤ 1.5×), p99 ${median(postgres.uncachedRounds.map((run) => run.p99))} ms${ofRounds} (< 20 ms at ${CONNECTIONS} connections)`,
   );
 }
 if (sqlite.create) {
   const rate = (key) => `${((postgres[key].requestsPerSecond / sqlite[key].requestsPerSecond) * 100).toFixed(0)}%`;
   targets.push(`PostgreSQL create: ${rate('createSpread')} of SQLite's rate, each connection its own patient (≥ 50%); ${rate('create')} with every connection on one patient`);
 }
-if (sqlite.uncached) targets.push(`SQLite uncached page of 50: ${(median(sqlite.uncachedRounds.map((run) => run.serverCpuUs)) / 1000).toFixed(2)} ms server CPU${ROUNDS > 1 ? ` (median of ${ROUNDS} rounds)` : ''} (≤ 0.5 ms)`);
+if (sqlite.uncached) targets.push(`SQLite uncached page of 50: ${(median(sqlite.uncachedRounds.map((run) => run.serverCpuUs)) / 1000).toFixed(2)} ms server CPU${ofRounds} (≤ 0.5 ms)`);
 console.log(`\ntargets:\n${targets.map((line) => `  ${line}`).join('\n')}`);
