@@ -5,7 +5,10 @@
 // that first keeps the CPU busy for 15, 30 or 45 µs, standing in for work of ours (token and
 // patient checks, the page lookup, the audit entry): how much of the ratio each µs of our own
 // code costs. A server process of its own, loaded by autocannon as bench/search.mjs does
-// (10 connections), the routes taking turns, three rounds.
+// (10 connections), the routes taking turns, three rounds. Last, the same request answered with
+// UNCACHED_PAGE_BYTES not compressed, the size of an uncached search page of 50 (sent whole, not
+// gzipped: bench/postgres.mjs's uncached page): what Node and Fastify alone cost to take such a
+// request and send such a page, the floor under that page's server CPU.
 //   node bench/fastify-floor.mjs
 import { spawn } from 'node:child_process';
 import autocannon from 'autocannon';
@@ -16,6 +19,8 @@ const SECONDS = 4;
 const ROUNDS = 3;
 /** The handler's own CPU time, in µs, before it answers: none, then stand-ins for code of ours. */
 const BUSY = [0, 15, 30, 45];
+/** An uncached page of 50 documents with their links, as the search sends it (37 KB). */
+const UNCACHED_PAGE_BYTES = 37_000;
 
 if (process.argv[2] === '--serve') {
   const { default: Fastify } = await import('fastify');
@@ -28,6 +33,7 @@ if (process.argv[2] === '--serve') {
   const headers = { type: 'object', properties: { 'organization-id': { type: 'string', format: 'uuid' } }, required: ['organization-id'] };
   const params = { type: 'object', properties: { patientId: { type: 'string', format: 'uuid' } } };
   const page = Buffer.alloc(6000, 'x');
+  const uncachedPage = Buffer.alloc(UNCACHED_PAGE_BYTES, 'x');
   app.get('/healthz', async () => ({ status: 'ok' }));
   await app.register(async (api) => {
     api.addHook('onRequest', (_request, reply, done) => {
@@ -45,6 +51,9 @@ if (process.argv[2] === '--serve') {
         reply.type('application/json; charset=utf-8').header('Vary', 'Accept-Encoding').header('Content-Encoding', 'gzip').send(page);
       });
     }
+    api.post('/uncached/:patientId', { schema: { body, headers, params } }, (_request, reply) => {
+      reply.type('application/json; charset=utf-8').send(uncachedPage);
+    });
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
   process.stdout.write(`listening on http://127.0.0.1:${app.server.address().port}\n`);
@@ -53,6 +62,7 @@ if (process.argv[2] === '--serve') {
   try {
     const url = await listeningUrl(child);
     const headers = { authorization: `Bearer ${'x'.repeat(900)}`, 'organization-id': '0b7c6a52-6a0e-4c5f-9a53-2f1d1c1e0a01', 'content-type': 'application/json', 'accept-encoding': 'gzip, deflate, br' };
+    const searchBody = JSON.stringify({ offset: 0, limit: 50, path: '/cases/case-00500', sortBy: 'lastModifiedAt', sortDirection: 'DESC' });
     const runs = {
       'no-op GET /healthz (baseline)': { url: `${url}/healthz`, headers },
       ...Object.fromEntries(
@@ -62,10 +72,16 @@ if (process.argv[2] === '--serve') {
             url: `${url}/search-${busyMicroseconds}/5f0e8a3c-1d2b-4c3d-8e9f-000000000001`,
             method: 'POST',
             headers,
-            body: JSON.stringify({ offset: 0, limit: 50, path: '/cases/case-00500', sortBy: 'lastModifiedAt', sortDirection: 'DESC' }),
+            body: searchBody,
           },
         ]),
       ),
+      [`POST, validated body, two hooks, ${UNCACHED_PAGE_BYTES / 1000} KB answer not compressed (an uncached page)`]: {
+        url: `${url}/uncached/5f0e8a3c-1d2b-4c3d-8e9f-000000000001`,
+        method: 'POST',
+        headers,
+        body: searchBody,
+      },
     };
     const results = Object.fromEntries(Object.keys(runs).map((name) => [name, []]));
     for (let round = 0; round < ROUNDS; round += 1) {
