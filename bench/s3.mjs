@@ -13,7 +13,7 @@
 // Each run takes the SDK alone and the server in turn, seconds apart; the ratio to the baseline is
 // taken within each run and judged on the median of the runs' ratios (other work on the machine
 // moves a rate by up to half between runs minutes apart). The rates printed are the best of --runs
-// (default 2), the CPU figures the least.
+// (default 3), the CPU figures the least.
 //   node bench/s3.mjs [--store=s3rver|rgw] [--quick] [--runs N]      (--quick: 256 MiB)
 // BENCH_SERVER_NODE_ARGS adds node options to the server's process, for example a CPU profile of
 // it written when the bench ends: BENCH_SERVER_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof".
@@ -62,7 +62,7 @@ if (storeMissing(STORE)) {
 async function main() {
   const quick = process.argv.includes('--quick');
   const runsAt = process.argv.indexOf('--runs');
-  const RUNS = runsAt >= 0 ? Math.max(1, Number(process.argv[runsAt + 1])) : 2;
+  const RUNS = runsAt >= 0 ? Math.max(1, Number(process.argv[runsAt + 1])) : 3;
   const SIZE = (quick ? 256 : 1024) * MiB;
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'patient-docs-bench-s3-'));
   const source = path.join(work, 'source.bin');
