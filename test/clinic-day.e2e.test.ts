@@ -379,6 +379,9 @@ for (const size of SIZES) {
       await title.waitFor();
       expect(await title.innerText()).toBe(THREE_SHAPE[1]);
       expect(await title.evaluate((element) => element.scrollWidth <= element.clientWidth)).toBe(true);
+      // The details take room from the other columns, yet the cases' folders still read apart.
+      const tree = page.getByRole('tree', { name: 'Folders' });
+      await expectTellable(ORTHOCAD.slice(0, 4).map((folder) => tree.locator(`[role="treeitem"][data-path="/scans/${folder}"] .middle-name`)));
       await screenshot(page, `patients-details-${size.label}`);
       await page.getByRole('button', { name: 'View in 3D' }).click();
       const viewer = page.locator('.model-canvas[data-viewer-state="ready"]');

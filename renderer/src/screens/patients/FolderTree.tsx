@@ -1,4 +1,4 @@
-import { useLayoutEffect, useMemo, useState, type KeyboardEvent, type MouseEvent } from 'react';
+import { useLayoutEffect, useMemo, useState, type CSSProperties, type KeyboardEvent, type MouseEvent } from 'react';
 import { visibleName } from '../../../../shared/names.js';
 import { ancestorPaths, countFolders, visibleFolders, type FolderNode, type VisibleFolder } from '../../documents/tree.js';
 import { Icon } from '../../components/Icon.js';
@@ -163,7 +163,7 @@ export function FolderTree({ root, selectedPath, onSelect, loading }: { root: Fo
               className={selected ? 'tree-label selected' : 'tree-label'}
               data-path={node.path}
               tabIndex={index === tabIndex ? 0 : -1}
-              style={{ transform: `translateY(${index * ROW_HEIGHT}px)`, paddingLeft: treeIndent(level) }}
+              style={{ transform: `translateY(${index * ROW_HEIGHT}px)`, paddingLeft: treeIndent(level), '--row-min-width': `${treeIndent(level) + ROW_MIN_CONTENT}px` } as CSSProperties}
               title={visibleName(node.path)}
               onFocus={(event) => {
                 if (event.target === event.currentTarget) setFocusedPath(node.path);
