@@ -151,6 +151,7 @@ export function FolderTree({ root, selectedPath, onSelect, loading }: { root: Fo
           const { node, level } = row;
           const hasChildren = node.children.length > 0;
           const selected = node.path === selectedPath;
+          const indent = treeIndent(level);
           return (
             <li
               key={node.path}
@@ -163,7 +164,7 @@ export function FolderTree({ root, selectedPath, onSelect, loading }: { root: Fo
               className={selected ? 'tree-label selected' : 'tree-label'}
               data-path={node.path}
               tabIndex={index === tabIndex ? 0 : -1}
-              style={{ transform: `translateY(${index * ROW_HEIGHT}px)`, paddingLeft: treeIndent(level), '--row-min-width': `${treeIndent(level) + ROW_MIN_CONTENT}px` } as CSSProperties}
+              style={{ transform: `translateY(${index * ROW_HEIGHT}px)`, paddingLeft: indent, '--row-min-width': `${indent + ROW_MIN_CONTENT}px` } as CSSProperties}
               title={visibleName(node.path)}
               onFocus={(event) => {
                 if (event.target === event.currentTarget) setFocusedPath(node.path);
