@@ -41,12 +41,21 @@ export function MiddleName({ name, className, plain }: { name: string; className
   const { head, tail } = splitForMiddleCut(shown);
   const headRef = useRef<HTMLSpanElement>(null);
   const tailRef = useRef<HTMLSpanElement>(null);
-  // The head gets what the tail leaves of the line (measured: fonts differ per computer and scaling).
+  // The head gets what the tail leaves of the line, measured (fonts differ per computer and scaling)
+  // to the fraction of a pixel: a line as wide as the name (a column sized to its content) leaves
+  // the head exactly its own width, so a name that fits is never cut. Measured again whenever the
+  // tail's width changes (a selected row's bold, a font that arrives late).
   useLayoutEffect(() => {
     const headElement = headRef.current;
     const tailElement = tailRef.current;
     if (!headElement || !tailElement) return;
-    headElement.style.maxWidth = `calc(100% - ${Math.ceil(tailElement.getBoundingClientRect().width)}px)`;
+    const fit = (): void => {
+      headElement.style.maxWidth = `calc(100% - ${tailElement.getBoundingClientRect().width}px)`;
+    };
+    fit();
+    const observer = new ResizeObserver(fit);
+    observer.observe(tailElement);
+    return () => observer.disconnect();
   }, [tail]);
   return (
     <span className="middle-name" title={shown} data-full-name={shown}>
