@@ -116,8 +116,8 @@ describe('the re-check of synced files, as staff see it', () => {
     expect(await notice.innerText()).toContain(PLAIN_MESSAGES.LOST_ON_SERVER);
     expect(await card.getByRole('button', { name: 'Retry all' }).count()).toBe(0);
     expect(await page.getByRole('button', { name: 'Retry lower.stl' }).count()).toBe(0);
-    expect(await card.locator('.pair-header .badge').innerText()).toContain('Needs attention');
-    // The card's counts come with the folder's next update, which may follow the file's by a moment.
+    // The card's state and counts come with the folder's next update, which may follow the file's by a moment.
+    await expect.poll(() => card.locator('.pair-header .badge').innerText(), { timeout: 10_000 }).toContain('Needs attention');
     await expect.poll(() => card.locator('.count-chip').allInnerTexts(), { timeout: 10_000 }).toEqual(['5 synced', '1 failed']);
     expect(await card.locator('.pair-progress-text').innerText()).toContain('5 of 6 files synced');
     // The row says when the scan was found missing, not its old "synced" date, which read as if it were fine.
@@ -190,6 +190,17 @@ describe('the re-check of synced files, as staff see it', () => {
     await lostRow.click();
     await page.locator('.details-panel').getByText('Lost on the server.').waitFor();
     await settledScreenshot(page, 'recheck-lost-patient');
+    // Names that fit the column are shown whole: none ends in an ellipsis for want of a fraction of a pixel.
+    const cutNames = await page.locator('.document-row .middle-name-head').evaluateAll((heads) =>
+      heads
+        .filter((head) => {
+          const text = document.createRange();
+          text.selectNodeContents(head);
+          return text.getBoundingClientRect().width > head.getBoundingClientRect().width + 0.01;
+        })
+        .map((head) => head.closest('.document-row')!.getAttribute('data-document')),
+    );
+    expect(cutNames).toEqual([]);
     violations.push(...(await axeViolations(page, 'the patient’s files with a lost document, its details open')));
 
     // What the reason says to do: the scan copied back into the folder goes up again by itself.
