@@ -328,6 +328,13 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
     await page.getByRole('tab', { name: 'Sync history' }).click();
     await page.getByRole('button', { name: `${CASE}/upper-arch.stl` }).click();
     await page.locator('.timeline-list li').first().waitFor();
+    // The file's history opens beside the table, not over it, and the row's verified time stays in view.
+    const layout = await page.locator('tr.selected td[data-column="verified"]').evaluate((cell) => {
+      const table = (cell.closest('.history-table') ?? cell.closest('table'))!.getBoundingClientRect();
+      return { cellEnd: cell.getBoundingClientRect().right, tableEnd: table.right, historyStart: document.querySelector('.timeline')!.getBoundingClientRect().left };
+    });
+    expect(layout.tableEnd).toBeLessThanOrEqual(layout.historyStart);
+    expect(layout.cellEnd).toBeLessThanOrEqual(layout.tableEnd + 0.5);
     await screenshot(page, 'activity-history');
   });
 

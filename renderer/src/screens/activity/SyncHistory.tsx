@@ -26,45 +26,48 @@ export function SyncHistory() {
   }
   return (
     <div className="history-layout">
-      <table className="data-table" aria-label="Synced files">
-        <thead>
-          <tr>
-            <th scope="col">File</th>
-            <th scope="col">From folder</th>
-            <th scope="col">State</th>
-            <th scope="col">Size</th>
-            <th scope="col">Version</th>
-            <th scope="col">Verified</th>
-          </tr>
-        </thead>
-        <tbody>
-          {files.data?.map((file) => (
-            <tr key={file.id} className={selected?.id === file.id ? 'selected' : undefined}>
-              <td>
-                <button type="button" className="link-button" onClick={() => setSelected(file)} aria-pressed={selected?.id === file.id}>
-                  {visibleName(file.relativePath)}
-                </button>
-              </td>
-              <td className="history-folder">
-                {/* One line, cut in the middle (the folder's own name stays), the whole path on hover; the patient below. */}
-                <MiddleName name={file.folder} plain />
-                <span className="muted small history-folder-patient">
-                  {file.patientName ? ` to ${visibleName(file.patientName)}` : ''}
-                  {file.pairRemoved ? ' · no longer synced' : ''}
-                </span>
-              </td>
-              <td>
-                <FileStateBadge state={file.state} />
-              </td>
-              <td className="tabular nowrap">{formatBytes(file.size)}</td>
-              <td className="tabular">{file.version ?? '—'}</td>
-              <td className="tabular nowrap" data-column="verified">
-                <VerifiedCell file={file} />
-              </td>
+      {/* Its own column, scrolling sideways if the table cannot fit: never under the file's history beside it. */}
+      <div className="history-table">
+        <table className="data-table" aria-label="Synced files">
+          <thead>
+            <tr>
+              <th scope="col">File</th>
+              <th scope="col">From folder</th>
+              <th scope="col">State</th>
+              <th scope="col">Size</th>
+              <th scope="col">Version</th>
+              <th scope="col">Verified</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {files.data?.map((file) => (
+              <tr key={file.id} className={selected?.id === file.id ? 'selected' : undefined}>
+                <td>
+                  <button type="button" className="link-button" onClick={() => setSelected(file)} aria-pressed={selected?.id === file.id}>
+                    {visibleName(file.relativePath)}
+                  </button>
+                </td>
+                <td className="history-folder">
+                  {/* One line, cut in the middle (the folder's own name stays), the whole path on hover; the patient below. */}
+                  <MiddleName name={file.folder} plain />
+                  <span className="muted small history-folder-patient">
+                    {file.patientName ? ` to ${visibleName(file.patientName)}` : ''}
+                    {file.pairRemoved ? ' · no longer synced' : ''}
+                  </span>
+                </td>
+                <td>
+                  <FileStateBadge state={file.state} />
+                </td>
+                <td className="tabular nowrap">{formatBytes(file.size)}</td>
+                <td className="tabular">{file.version ?? '—'}</td>
+                <td className="tabular nowrap" data-column="verified">
+                  <VerifiedCell file={file} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       {selected ? <FileTimeline file={selected} /> : null}
     </div>
   );
