@@ -330,7 +330,7 @@ describe('UI end to end (headless twin, real server, real folders)', () => {
     await page.locator('.timeline-list li').first().waitFor();
     // The file's history opens beside the table, not over it, and the row's verified time stays in view.
     const layout = await page.locator('tr.selected td[data-column="verified"]').evaluate((cell) => {
-      const table = (cell.closest('.history-table') ?? cell.closest('table'))!.getBoundingClientRect();
+      const table = cell.closest('.history-table')!.getBoundingClientRect();
       return { cellEnd: cell.getBoundingClientRect().right, tableEnd: table.right, historyStart: document.querySelector('.timeline')!.getBoundingClientRect().left };
     });
     expect(layout.tableEnd).toBeLessThanOrEqual(layout.historyStart);
