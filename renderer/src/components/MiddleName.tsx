@@ -43,17 +43,16 @@ export function MiddleName({ name, className, plain }: { name: string; className
   const tailRef = useRef<HTMLSpanElement>(null);
   // The head gets what the tail leaves of the line, measured (fonts differ per computer and scaling)
   // to the fraction of a pixel: a line as wide as the name (a column sized to its content) leaves
-  // the head exactly its own width, so a name that fits is never cut. Measured again whenever the
-  // tail's width changes (a selected row's bold, a font that arrives late).
+  // the head exactly its own width, so a name that fits is never cut. A ResizeObserver measures it
+  // once laid out, before the first paint, and again whenever the tail's width changes (a selected
+  // row's bold, a font that arrives late), without forcing a layout of its own as each row mounts.
   useLayoutEffect(() => {
     const headElement = headRef.current;
     const tailElement = tailRef.current;
     if (!headElement || !tailElement) return;
-    const fit = (): void => {
+    const observer = new ResizeObserver(() => {
       headElement.style.maxWidth = `calc(100% - ${tailElement.getBoundingClientRect().width}px)`;
-    };
-    fit();
-    const observer = new ResizeObserver(fit);
+    });
     observer.observe(tailElement);
     return () => observer.disconnect();
   }, [tail]);
